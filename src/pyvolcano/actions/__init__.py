@@ -1,0 +1,14 @@
+"""Built-in scheduler actions, by upstream name (module exposes ``new(arguments) -> Action``)."""
+
+from __future__ import annotations
+
+BUILTIN_ACTIONS: dict[str, str] = {
+    "enqueue": "pyvolcano.actions.enqueue",
+    "allocate": "pyvolcano.actions.allocate",
+    "backfill": "pyvolcano.actions.backfill",
+    "preempt": "pyvolcano.actions.preempt",
+    "reclaim": "pyvolcano.actions.reclaim",
+    "shuffle": "pyvolcano.actions.shuffle",
+}
+
+__all__ = ["BUILTIN_ACTIONS"]

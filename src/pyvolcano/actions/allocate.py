@@ -1,0 +1,172 @@
+"""allocate action (upstream pkg/scheduler/actions/allocate/allocate.go).
+
+Queues are popped in QueueOrder (re-ranked after every job), jobs in JobOrder, tasks in
+TaskOrder. For each task: queue quota (``Allocatable``), the role's earlier fit failure,
+PrePredicate, then the allocate predicate (request ≤ FutureIdle and every plugin
+predicate) over the nodes found from a round-robin start, then the best node among those
+where the request fits Idle (else FutureIdle, which pipelines). The job's statement is
+committed only when ``JobReady``; a pipelined-but-not-ready statement is kept (its
+reservations hold for the rest of the session) and discarded at session close; otherwise
+it is discarded at once.
+
+Not modelled: hard network topology and sub-group policies (the default sub-job path only),
+the nomination fast path of gangpreempt/gangreclaim, and node sharding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.actions._helpers import PredicateHelper
+from pyvolcano.api.job import JobInfo
+from pyvolcano.api.queue import QueueInfo
+from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.api.unschedule import FitErrors
+from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.session import Session
+from pyvolcano.framework.statement import Statement
+from pyvolcano.util.priority_queue import PriorityQueue
+
+NAME = "allocate"
+
+
+class Allocate:
+    name = NAME
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None):
+        args = Arguments(arguments or {}, owner=f"action {NAME}")
+        self.enable_predicate_error_cache = args.get_bool("predicateErrorCacheEnable", True)
+
+    def execute(self, ssn: Session) -> None:
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
+        for job in ssn.jobs.values():
+            if job.is_pending():
+                if "enqueue" in ssn.enabled_actions:
+                    continue
+                assert job.podgroup is not None
+                job.podgroup.phase = "Inqueue"
+            vr = ssn.job_valid(job)
+            if vr is not None and not vr.passed:
+                continue
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
+            for task in sorted(job.tasks_in(TaskStatus.Pending).values(), key=lambda t: t.uid):
+                if task.sch_gated or task.resreq.is_empty():
+                    continue
+                tasks.push(task)
+            if not tasks:
+                continue
+            if job.queue not in jobs_by_queue:
+                jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
+                queues.push(queue)
+            jobs_by_queue[job.queue].push(job)
+            worksheets[job.uid] = tasks
+
+        while queues:
+            queue = queues.pop()
+            if ssn.overused(queue):
+                continue
+            jobs = jobs_by_queue.get(queue.uid)
+            if jobs is None or not jobs:
+                continue
+            job = jobs.pop()
+            tasks = worksheets[job.uid]
+            stmt = self.allocate_resources_for_tasks(ssn, job, tasks)
+            if stmt is not None and ssn.job_ready(job):
+                stmt.commit()
+                if tasks:
+                    jobs.push(job)
+            queues.push(queue)
+
+    def allocate_resources_for_tasks(
+        self, ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo]
+    ) -> Statement | None:
+        queue = ssn.queues[job.queue]
+        all_nodes = ssn.all_node_indices()
+        if len(all_nodes) == 0:
+            return None
+        stmt = ssn.statement()
+        ph = PredicateHelper(ssn, enable_error_cache=self.enable_predicate_error_cache)
+        while tasks:
+            task = tasks.pop()
+            if not ssn.allocatable(queue, task):
+                continue
+            if task.sch_gated:
+                continue
+            if job.task_has_fit_errors(task):
+                fe = FitErrors()
+                fe.set_error(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
+                job.nodes_fit_errors[task.uid] = fe
+                continue
+            st = ssn.pre_predicate(task)
+            if st is not None:
+                fe = FitErrors()
+                fe.add(st.reason, st.code, all_nodes)
+                job.nodes_fit_errors[task.uid] = fe
+                if job.need_continue_allocating():
+                    continue
+                break
+            feasible = np.zeros(0, dtype=np.int64)
+            errors = FitErrors()
+            nominated = task.pod.nominated_node_name
+            if nominated and nominated in ssn.nodes:
+                node = ssn.nodes[nominated]
+                if task.init_resreq.less_equal(node.future_idle()):
+                    feasible, errors = ph.predicate_nodes(
+                        task, np.array([node.index], dtype=np.int64), ssn.allocate_predicate
+                    )
+            if len(feasible) == 0:
+                feasible, errors = ph.predicate_nodes(task, all_nodes, ssn.allocate_predicate)
+            if len(feasible) == 0:
+                job.nodes_fit_errors[task.uid] = errors
+                if job.need_continue_allocating():
+                    continue
+                break
+            best = self.prioritize_nodes(ssn, task, feasible)
+            if best is None:
+                continue
+            self.allocate_resources_for_task(ssn, stmt, task, best)
+            if ssn.job_ready(job):
+                break
+        if ssn.job_ready(job):
+            return stmt
+        if ssn.job_pipelined(job):
+            return stmt
+        stmt.discard()
+        return None
+
+    @staticmethod
+    def prioritize_nodes(ssn: Session, task: TaskInfo, feasible: np.ndarray) -> int | None:
+        table = ssn.node_table
+        vec = table.vector(task.init_resreq)
+        idle_ok, _ = table.fits(vec, feasible, future=False)
+        idle_nodes = feasible[idle_ok]
+        if len(idle_nodes):
+            return ssn.select_best_node(task, idle_nodes)
+        future_ok, _ = table.fits(vec, feasible, future=True)
+        future_nodes = feasible[future_ok]
+        if len(future_nodes):
+            return ssn.select_best_node(task, future_nodes)
+        return None
+
+    @staticmethod
+    def allocate_resources_for_task(ssn: Session, stmt: Statement, task: TaskInfo, node_index: int) -> None:
+        node = ssn.node_list[node_index]
+        table = ssn.node_table
+        vec = table.vector(task.init_resreq)
+        arr = np.array([node_index], dtype=np.int64)
+        if table.fits(vec, arr, future=False)[0][0]:
+            stmt.allocate(task, node)
+        elif table.fits(vec, arr, future=True)[0][0]:
+            stmt.pipeline(task, node.name, False)
+
+
+def new(arguments: Mapping[str, Any] | None = None) -> Allocate:
+    return Allocate(arguments)

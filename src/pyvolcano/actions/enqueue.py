@@ -1,0 +1,57 @@
+"""enqueue action (upstream pkg/scheduler/actions/enqueue/enqueue.go).
+
+Decides which Pending PodGroups become Inqueue. Queues are visited in QueueOrder and jobs
+in JobOrder; every pending job is tried exactly once, interleaving queues by their current
+order. A PodGroup without ``minResources`` is admitted without asking any plugin;
+otherwise ``JobEnqueueable`` votes decide and ``JobEnqueued`` lets plugins account for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pyvolcano.api.job import JobInfo
+from pyvolcano.api.queue import QueueInfo
+from pyvolcano.framework.session import Session
+from pyvolcano.util.priority_queue import PriorityQueue
+
+NAME = "enqueue"
+
+
+class Enqueue:
+    name = NAME
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None):
+        self.arguments = dict(arguments or {})
+
+    def execute(self, ssn: Session) -> None:
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        queue_set: set[str] = set()
+        jobs_map: dict[str, PriorityQueue[JobInfo]] = {}
+        for job in ssn.jobs.values():
+            if job.schedule_start is None:
+                job.schedule_start = ssn.now
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            if queue.uid not in queue_set:
+                queue_set.add(queue.uid)
+                queues.push(queue)
+            if job.is_pending():
+                jobs_map.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+        while queues:
+            queue = queues.pop()
+            jobs = jobs_map.get(queue.uid)
+            if jobs is None or not jobs:
+                continue
+            job = jobs.pop()
+            if not job.has_min_resources() or ssn.job_enqueueable(job):
+                ssn.job_enqueued(job)
+                assert job.podgroup is not None
+                job.podgroup.phase = "Inqueue"
+            queues.push(queue)
+
+
+def new(arguments: Mapping[str, Any] | None = None) -> Enqueue:
+    return Enqueue(arguments)

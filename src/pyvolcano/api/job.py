@@ -1,0 +1,358 @@
+"""JobInfo: a PodGroup and its tasks (upstream pkg/scheduler/api/job_info.go).
+
+Tasks are indexed by status (``task_status_index``) so the gang counters are O(#statuses).
+``allocated`` (Σ resreq of tasks in an allocated status) is maintained incrementally, as
+upstream does, so plugins read it without scanning tasks.
+
+Sub-groups (``subGroupPolicy``) and network topology are not modelled: every job has the
+single default sub-job, which makes SubJobReady/Pipelined equal to JobReady/Pipelined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyvolcano.api.objects import PREEMPTABLE_KEY, PodGroup
+from pyvolcano.api.resource import Resource
+from pyvolcano.api.task import (
+    ALLOCATED_STATUS,
+    SCHEDULED_STATUS,
+    TaskInfo,
+    TaskStatus,
+    _parse_bool,
+)
+from pyvolcano.api.unschedule import FitErrors
+
+__all__ = ["JobInfo", "ValidateResult"]
+
+POD_GROUP_READY = "pod group is ready"
+POD_GROUP_NOT_READY = "pod group is not ready"
+
+
+@dataclass(frozen=True, slots=True)
+class ValidateResult:
+    passed: bool
+    reason: str = ""
+    message: str = ""
+
+
+class JobInfo:
+    """A gang: the PodGroup's parameters and its tasks."""
+
+    __slots__ = (
+        "allocated",
+        "creation_timestamp",
+        "job_fit_errors",
+        "min_available",
+        "name",
+        "namespace",
+        "nodes_fit_errors",
+        "podgroup",
+        "preemptable",
+        "priority",
+        "queue",
+        "schedule_start",
+        "task_min_available",
+        "task_min_available_total",
+        "task_status_index",
+        "tasks",
+        "total_request",
+        "uid",
+        "waiting_time",
+    )
+
+    def __init__(self, uid: str):
+        self.uid = uid
+        ns, _, name = uid.partition("/")
+        self.namespace = ns
+        self.name = name
+        self.podgroup: PodGroup | None = None
+        self.queue = ""
+        self.priority = 0
+        self.min_available = 0
+        self.task_min_available: dict[str, int] = {}
+        self.task_min_available_total = 0
+        self.creation_timestamp = 0.0
+        self.preemptable = False
+        self.waiting_time: float | None = None
+        self.tasks: dict[str, TaskInfo] = {}
+        self.task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        self.allocated = Resource()
+        self.total_request = Resource()
+        self.nodes_fit_errors: dict[str, FitErrors] = {}
+        self.job_fit_errors = ""
+        self.schedule_start: float | None = None
+
+    # ------------------------------------------------------------------ podgroup
+    def set_podgroup(self, pg: PodGroup, default_queue: str = "default") -> None:
+        self.name = pg.name
+        self.namespace = pg.namespace
+        self.min_available = pg.min_member
+        self.queue = pg.queue or default_queue
+        self.creation_timestamp = pg.creation_timestamp
+        self.podgroup = pg
+        self.task_min_available = dict(pg.min_task_member)
+        self.task_min_available_total = sum(pg.min_task_member.values())
+        self.preemptable = False
+        for src in (pg.annotations, pg.labels):
+            if PREEMPTABLE_KEY in src:
+                self.preemptable = bool(_parse_bool(src[PREEMPTABLE_KEY]))
+                break
+        self.waiting_time = None
+        for key in ("volcano.sh/sla-waiting-time", "sla-waiting-time"):
+            if key in pg.annotations:
+                from pyvolcano.api.duration import parse_duration
+
+                wt = parse_duration(pg.annotations[key])
+                if wt is not None and wt > 0:
+                    self.waiting_time = wt
+                    break
+
+    def min_resources(self) -> Resource:
+        if self.podgroup is None or self.podgroup.min_resources is None:
+            return Resource()
+        return Resource.from_list(self.podgroup.min_resources)
+
+    def has_min_resources(self) -> bool:
+        return self.podgroup is not None and self.podgroup.min_resources is not None
+
+    def sch_gated_resources(self) -> Resource:
+        res = Resource()
+        for t in self.tasks.values():
+            if t.sch_gated:
+                res.add(t.resreq)
+        return res
+
+    def deduct_sch_gated_resources(self, res: Resource) -> Resource:
+        gated = self.sch_gated_resources()
+        if gated.is_empty():
+            return res
+        out = res.clone()
+        out.milli_cpu = max(out.milli_cpu - gated.milli_cpu, 0.0)
+        out.memory = max(out.memory - gated.memory, 0.0)
+        for n, v in res.scalars.items():
+            if n in gated.scalars:
+                out.scalars[n] = max(v - gated.scalars[n], 0.0)
+        return out
+
+    def elastic_resources(self) -> Resource:
+        return self.allocated.exceeded_part(self.min_resources())
+
+    # ------------------------------------------------------------------ tasks
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.task_status_index.setdefault(task.status, {})[task.uid] = task
+        self.total_request.add(task.resreq)
+        if task.status & ALLOCATED_STATUS:
+            self.allocated.add(task.resreq)
+
+    def delete_task(self, task: TaskInfo) -> None:
+        t = self.tasks.pop(task.uid, None)
+        if t is None:
+            return
+        bucket = self.task_status_index.get(t.status)
+        if bucket is not None:
+            bucket.pop(t.uid, None)
+        self.total_request.sub(t.resreq)
+        if t.status & ALLOCATED_STATUS:
+            self.allocated.sub(t.resreq)
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move ``task`` to ``status``, keeping the index and ``allocated`` in step."""
+        old = task.status
+        if old == status:
+            return
+        bucket = self.task_status_index.get(old)
+        if bucket is not None:
+            bucket.pop(task.uid, None)
+        was = bool(old & ALLOCATED_STATUS)
+        now = bool(status & ALLOCATED_STATUS)
+        if was and not now:
+            self.allocated.sub(task.resreq)
+        elif now and not was:
+            self.allocated.add(task.resreq)
+        task.status = status
+        self.task_status_index.setdefault(status, {})[task.uid] = task
+
+    def tasks_in(self, status: TaskStatus) -> dict[str, TaskInfo]:
+        return self.task_status_index.get(status, {})
+
+    def count(self, statuses: TaskStatus) -> int:
+        return sum(len(b) for s, b in self.task_status_index.items() if s & statuses)
+
+    # ------------------------------------------------------------------ gang counters
+    def ready_task_num(self) -> int:
+        return self.count(
+            TaskStatus.Bound | TaskStatus.Binding | TaskStatus.Running | TaskStatus.Allocated | TaskStatus.Succeeded
+        )
+
+    def waiting_task_num(self) -> int:
+        return len(self.tasks_in(TaskStatus.Pipelined))
+
+    def pending_best_effort_task_num(self) -> int:
+        return sum(1 for t in self.tasks_in(TaskStatus.Pending).values() if t.best_effort)
+
+    def valid_task_num(self) -> int:
+        return self.count(ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined | TaskStatus.Pending)
+
+    def scheduled_task_num(self) -> int:
+        return self.count(SCHEDULED_STATUS)
+
+    def releasing_scheduled_task_num(self) -> int:
+        return sum(1 for t in self.tasks_in(TaskStatus.Releasing).values() if t.node_name)
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return (
+            self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num()
+            >= self.min_available
+        )
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+
+    def is_pending(self) -> bool:
+        return self.podgroup is None or self.podgroup.phase in ("Pending", "")
+
+    def has_pending_tasks(self) -> bool:
+        return bool(self.tasks_in(TaskStatus.Pending))
+
+    def _role_counts(self, statuses: TaskStatus, *, pending_empty: bool) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s, bucket in self.task_status_index.items():
+            if s & statuses:
+                for t in bucket.values():
+                    out[t.role] = out.get(t.role, 0) + 1
+            elif pending_empty and s == TaskStatus.Pending:
+                for t in bucket.values():
+                    if t.init_resreq.is_empty():
+                        out[t.role] = out.get(t.role, 0) + 1
+        return out
+
+    def _roles_bypassed(self) -> bool:
+        return self.min_available < self.task_min_available_total
+
+    def check_task_valid(self) -> bool:
+        if self._roles_bypassed():
+            return True
+        actual = self._role_counts(
+            ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined | TaskStatus.Pending, pending_empty=False
+        )
+        return all(m == 0 or actual.get(role, 0) >= m for role, m in self.task_min_available.items())
+
+    def check_task_ready(self) -> bool:
+        if self._roles_bypassed():
+            return True
+        occ = self._role_counts(ALLOCATED_STATUS | TaskStatus.Succeeded, pending_empty=True)
+        return all(occ.get(role, 0) >= m for role, m in self.task_min_available.items())
+
+    def check_task_pipelined(self) -> bool:
+        if self._roles_bypassed():
+            return True
+        occ = self._role_counts(ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined, pending_empty=True)
+        return all(occ.get(role, 0) >= m for role, m in self.task_min_available.items())
+
+    def check_task_starving(self) -> bool:
+        if self._roles_bypassed():
+            return True
+        occ = self._role_counts(ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined, pending_empty=False)
+        return any(occ.get(role, 0) < m for role, m in self.task_min_available.items())
+
+    def allocated_roles(self) -> dict[str, int]:
+        return self._role_counts(ALLOCATED_STATUS | TaskStatus.Succeeded, pending_empty=True)
+
+    # ------------------------------------------------------------------ fit errors
+    def fit_failed_roles(self) -> set[str]:
+        return {self.tasks[uid].role for uid in self.nodes_fit_errors if uid in self.tasks}
+
+    def task_has_fit_errors(self, task: TaskInfo) -> bool:
+        if not task.role:
+            return False
+        return task.role in self.fit_failed_roles()
+
+    def need_continue_allocating(self) -> bool:
+        """Upstream ``NeedContinueAllocating`` for the default sub-job."""
+        if self.min_available == len(self.tasks):
+            return False
+        failed = self.fit_failed_roles()
+        pending: dict[str, int] = {}
+        for t in self.tasks_in(TaskStatus.Pending).values():
+            pending[t.role] = pending.get(t.role, 0) + 1
+        if self.min_available < self.task_min_available_total:
+            left = sum(c for role, c in pending.items() if role not in failed)
+            return self.ready_task_num() + left >= self.min_available
+        allocated = self.allocated_roles()
+        for role in failed:
+            m = self.task_min_available.get(role, 0)
+            if m == 0:
+                continue
+            if allocated.get(role, 0) < m:
+                return False
+        return True
+
+    def reset_fit_err(self) -> None:
+        self.job_fit_errors = ""
+        self.nodes_fit_errors = {}
+
+    def task_scheduling_reason(self, task: TaskInfo) -> tuple[str, str, str]:
+        """(reason, message, nominated node) from the task's last transaction (upstream wording)."""
+        ctx = task.last_transaction or task.transaction_context()
+        msg = self.job_fit_errors
+        if ctx.status == TaskStatus.Allocated:
+            return (
+                "Schedulable",
+                f"Pod {task.namespace}/{task.name} can possibly be assigned to {ctx.node_name}, "
+                "once minAvailable is satisfied",
+                "",
+            )
+        if ctx.status == TaskStatus.Pipelined:
+            return (
+                "Unschedulable",
+                f"Pod {task.namespace}/{task.name} can possibly be assigned to {ctx.node_name}, "
+                "once resource is released and minAvailable is satisfied",
+                ctx.node_name if ctx.eviction_occurred else "",
+            )
+        if ctx.status == TaskStatus.Pending:
+            fe = self.nodes_fit_errors.get(task.uid)
+            if fe is not None:
+                return "Unschedulable", fe.error(), ""
+            return "Unschedulable", msg, ""
+        return str(ctx.status), msg, ""
+
+    def fit_error(self) -> str:
+        """Upstream ``JobInfo.FitError``: the job-level unschedulable explanation."""
+        reasons: dict[str, int] = {}
+        for status, bucket in self.task_status_index.items():
+            if bucket:
+                reasons[str(status)] = reasons.get(str(status), 0) + len(bucket)
+        reasons["minAvailable"] = self.min_available
+        head = POD_GROUP_READY if self.is_ready() else POD_GROUP_NOT_READY
+        msg = f"{head}, {', '.join(_histogram(reasons))}"
+        pend: dict[str, int] = {}
+        for t in self.tasks_in(TaskStatus.Pending).values():
+            r, _, _ = self.task_scheduling_reason(t)
+            pend[r] = pend.get(r, 0) + 1
+        if pend:
+            msg += f"; Pending: {', '.join(_histogram(pend))}"
+        if self.job_fit_errors:
+            msg += ". Origin reason is: " + self.job_fit_errors
+        else:
+            for t in self._tasks_in_order():
+                fe = self.nodes_fit_errors.get(t.uid)
+                if fe is not None:
+                    msg += f". Origin reason is {t.name}: {fe.error()}"
+                    break
+        return msg
+
+    def _tasks_in_order(self) -> list[TaskInfo]:
+        # Go map iteration order is random; we use a stable order (index, name).
+        return sorted(self.tasks.values(), key=lambda t: (t.index if t.index is not None else -1, t.name))
+
+    def __repr__(self) -> str:
+        return f"Job<{self.uid} queue={self.queue} min={self.min_available} tasks={len(self.tasks)}>"
+
+
+def _histogram(reasons: dict[str, int]) -> list[str]:
+    return sorted(f"{v} {k}" for k, v in reasons.items())

@@ -1,0 +1,417 @@
+"""Loading multi-document manifests into typed objects, validating every field read.
+
+Errors are :class:`ManifestError` with one line that names the file, the document index
+(0-based, as ``kubectl`` reports), the object, the field path and what was expected, e.g.::
+
+    cluster.yaml: document 4 (Pod c1/p1): spec.containers[0].resources.requests.cpu:
+    got '1x'; expected a quantity such as '500m', '2', '1.5', '1G', '4Gi', '1e3'
+
+Loading is all-or-nothing: a bad document raises before anything is returned, so callers
+never see a partially loaded cluster.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from pyvolcano.api import matching
+from pyvolcano.api.objects import (
+    Container,
+    Node,
+    OwnerReference,
+    Pod,
+    PodGroup,
+    PodGroupCondition,
+    PriorityClass,
+    Queue,
+)
+from pyvolcano.api.quantity import QuantityError, parse_quantity
+
+__all__ = ["ClusterObjects", "ManifestError", "load_manifest_file", "load_manifest_text", "parse_objects"]
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+PODGROUP_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed")
+QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
+
+
+class ManifestError(ValueError):
+    """A malformed manifest: the message says where and what was expected."""
+
+
+@dataclass(slots=True)
+class ClusterObjects:
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    podgroups: list[PodGroup] = field(default_factory=list)
+    queues: list[Queue] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    other: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+
+
+class _Doc:
+    """Typed, path-tracking access to one manifest document."""
+
+    def __init__(self, data: Mapping[str, Any], where: str):
+        self.data = data
+        self.where = where
+
+    def fail(self, path: str, msg: str) -> ManifestError:
+        return ManifestError(f"{self.where}: {path}: {msg}")
+
+    def get(self, path: str) -> Any:
+        cur: Any = self.data
+        walked = []
+        for part in path.split("."):
+            if cur is None:
+                return None
+            if not isinstance(cur, Mapping):
+                raise self.fail(".".join(walked), f"got {_show(cur)}; expected a mapping")
+            walked.append(part)
+            cur = cur.get(part)
+        return cur
+
+    def str_(self, path: str, default: str = "", *, required: bool = False) -> str:
+        v = self.get(path)
+        if v is None:
+            if required:
+                raise self.fail(path, "is required; expected a non-empty string")
+            return default
+        if not isinstance(v, str) or (required and not v):
+            raise self.fail(path, f"got {_show(v)}; expected a string")
+        return v
+
+    def int_(self, path: str, default: int | None = None) -> int | None:
+        v = self.get(path)
+        if v is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self.fail(path, f"got {_show(v)}; expected an integer")
+        return v
+
+    def bool_(self, path: str, default: bool) -> bool:
+        v = self.get(path)
+        if v is None:
+            return default
+        if not isinstance(v, bool):
+            raise self.fail(path, f"got {_show(v)}; expected true or false")
+        return v
+
+    def str_map(self, path: str) -> dict[str, str]:
+        v = self.get(path)
+        if v is None:
+            return {}
+        if not isinstance(v, Mapping):
+            raise self.fail(path, f"got {_show(v)}; expected a mapping of strings")
+        out: dict[str, str] = {}
+        for k, x in v.items():
+            if not isinstance(k, str):
+                raise self.fail(path, f"key {_show(k)} is not a string")
+            if isinstance(x, bool) or x is None or isinstance(x, (list, dict)):
+                raise self.fail(f"{path}.{k}", f"got {_show(x)}; expected a string")
+            out[k] = str(x)
+        return out
+
+    def list_(self, path: str) -> list[Any]:
+        v = self.get(path)
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise self.fail(path, f"got {_show(v)}; expected a list")
+        return v
+
+    def resources(self, path: str, value: Any = None, *, use_value: bool = False) -> dict[str, Any] | None:
+        v = value if use_value else self.get(path)
+        if v is None:
+            return None
+        if not isinstance(v, Mapping):
+            raise self.fail(path, f"got {_show(v)}; expected a resource list such as {{cpu: '1', memory: 1Gi}}")
+        out: dict[str, Any] = {}
+        for k, q in v.items():
+            if not isinstance(k, str) or not k:
+                raise self.fail(path, f"resource name {_show(k)} is not a string")
+            try:
+                amount = parse_quantity(q)
+            except QuantityError as e:
+                raise self.fail(f"{path}.{k}", str(e)) from None
+            if amount < 0:
+                raise self.fail(f"{path}.{k}", f"got {q!r}; expected a non-negative quantity")
+            out[k] = q
+        return out
+
+    def timestamp(self, path: str) -> float | None:
+        v = self.get(path)
+        if v is None:
+            return None
+        if isinstance(v, _dt.datetime):
+            dt = v if v.tzinfo else v.replace(tzinfo=_dt.UTC)
+            return dt.timestamp()
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        if isinstance(v, str):
+            try:
+                return _dt.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                pass
+        raise self.fail(path, f"got {_show(v)}; expected an RFC 3339 time such as 2024-01-01T00:00:00Z")
+
+    def validate(self, path: str, fn: Callable[[Any, str], None]) -> None:
+        v = self.get(path)
+        if v is None:
+            return
+        try:
+            fn(v, path)
+        except matching.SelectorError as e:
+            raise ManifestError(f"{self.where}: {e}") from None
+
+
+def _show(v: Any) -> str:
+    text = repr(v)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(v).__name__})"
+
+
+# ---------------------------------------------------------------------------- per kind
+
+
+def _meta_common(d: _Doc) -> tuple[str, dict[str, str], dict[str, str], float]:
+    name = d.str_("metadata.name", required=True)
+    return name, d.str_map("metadata.labels"), d.str_map("metadata.annotations"), d.timestamp(
+        "metadata.creationTimestamp"
+    ) or 0.0
+
+
+def _containers(d: _Doc, path: str) -> list[Container]:
+    out = []
+    for i, c in enumerate(d.list_(path)):
+        cp = f"{path}[{i}]"
+        if not isinstance(c, Mapping):
+            raise d.fail(cp, f"got {_show(c)}; expected a container mapping")
+        sub = _Doc(c, d.where)
+        requests = _prefixed(d, sub, "resources.requests", f"{cp}.resources.requests")
+        limits = _prefixed(d, sub, "resources.limits", f"{cp}.resources.limits")
+        ports = []
+        for j, p in enumerate(sub.list_("ports")):
+            if not isinstance(p, Mapping):
+                raise d.fail(f"{cp}.ports[{j}]", f"got {_show(p)}; expected a port mapping")
+            for key in ("containerPort", "hostPort"):
+                val = p.get(key)
+                if val is not None and (isinstance(val, bool) or not isinstance(val, int) or not 0 <= val <= 65535):
+                    raise d.fail(f"{cp}.ports[{j}].{key}", f"got {_show(val)}; expected a port number 0..65535")
+            ports.append(dict(p))
+        name = c.get("name", f"c{i}")
+        if not isinstance(name, str):
+            raise d.fail(f"{cp}.name", f"got {_show(name)}; expected a string")
+        rp = c.get("restartPolicy")
+        out.append(Container(name=name, requests=requests or {}, limits=limits or {}, ports=ports,
+                             restart_policy=rp if isinstance(rp, str) else None))
+    return out
+
+
+def _prefixed(d: _Doc, sub: _Doc, rel: str, full: str) -> dict[str, Any] | None:
+    try:
+        return sub.resources(rel)
+    except ManifestError as e:
+        raise ManifestError(str(e).replace(f"{sub.where}: {rel}", f"{d.where}: {full}", 1)) from None
+
+
+def _pod(d: _Doc) -> Pod:
+    name, labels, annotations, created = _meta_common(d)
+    ns = d.str_("metadata.namespace", "default") or "default"
+    uid = d.str_("metadata.uid", "") or f"{ns}-{name}"
+    owners = []
+    for i, o in enumerate(d.list_("metadata.ownerReferences")):
+        if not isinstance(o, Mapping) or not isinstance(o.get("name"), str):
+            raise d.fail(f"metadata.ownerReferences[{i}]", f"got {_show(o)}; expected apiVersion/kind/name/uid")
+        owners.append(OwnerReference(str(o.get("apiVersion", "")), str(o.get("kind", "")), o["name"],
+                                     str(o.get("uid", "")), bool(o.get("controller", False))))
+    containers = _containers(d, "spec.containers")
+    init_containers = _containers(d, "spec.initContainers")
+    phase = d.str_("status.phase", "Pending") or "Pending"
+    if phase not in POD_PHASES:
+        raise d.fail("status.phase", f"got {phase!r}; expected one of {', '.join(POD_PHASES)}")
+    pp = d.str_("spec.preemptionPolicy", "")
+    if pp not in ("", "Never", "PreemptLowerPriority"):
+        raise d.fail("spec.preemptionPolicy", f"got {pp!r}; expected Never or PreemptLowerPriority")
+    d.validate("spec.affinity", matching.validate_node_affinity)
+    d.validate("spec.tolerations", matching.validate_tolerations)
+    d.validate("spec.topologySpreadConstraints", matching.validate_topology_spread_constraints)
+    affinity = d.get("spec.affinity")
+    gates = []
+    for i, g in enumerate(d.list_("spec.schedulingGates")):
+        if not isinstance(g, Mapping) or not isinstance(g.get("name"), str):
+            raise d.fail(f"spec.schedulingGates[{i}]", f"got {_show(g)}; expected {{name: <gate>}}")
+        gates.append(g["name"])
+    conditions = [dict(c) for c in d.list_("status.conditions") if isinstance(c, Mapping)]
+    return Pod(
+        namespace=ns, name=name, uid=uid, labels=labels, annotations=annotations, owner_references=owners,
+        creation_timestamp=created, deletion_timestamp=d.timestamp("metadata.deletionTimestamp"),
+        containers=containers, init_containers=init_containers,
+        overhead=d.resources("spec.overhead") or {}, node_name=d.str_("spec.nodeName", ""),
+        scheduler_name=d.str_("spec.schedulerName", "default-scheduler") or "default-scheduler",
+        priority=d.int_("spec.priority"), priority_class_name=d.str_("spec.priorityClassName", ""),
+        preemption_policy=pp, node_selector=d.str_map("spec.nodeSelector"),
+        affinity=dict(affinity) if isinstance(affinity, Mapping) else None,
+        tolerations=[dict(t) for t in d.list_("spec.tolerations")],
+        topology_spread_constraints=[dict(t) for t in d.list_("spec.topologySpreadConstraints")],
+        scheduling_gates=gates, phase=phase, conditions=conditions,
+        nominated_node_name=d.str_("status.nominatedNodeName", ""),
+    )
+
+
+def _node(d: _Doc) -> Node:
+    name, labels, annotations, created = _meta_common(d)
+    d.validate("spec.taints", matching.validate_taints)
+    capacity = d.resources("status.capacity") or {}
+    allocatable = d.resources("status.allocatable")
+    return Node(
+        name=name, labels=labels, annotations=annotations,
+        taints=[dict(t) for t in d.list_("spec.taints")],
+        unschedulable=d.bool_("spec.unschedulable", False),
+        capacity=capacity, allocatable=dict(capacity) if allocatable is None else allocatable,
+        conditions=[dict(c) for c in d.list_("status.conditions") if isinstance(c, Mapping)],
+        creation_timestamp=created,
+    )
+
+
+def _podgroup(d: _Doc) -> PodGroup:
+    name, labels, annotations, created = _meta_common(d)
+    ns = d.str_("metadata.namespace", "default") or "default"
+    mtm_raw = d.get("spec.minTaskMember")
+    mtm: dict[str, int] = {}
+    if mtm_raw is not None:
+        if not isinstance(mtm_raw, Mapping):
+            raise d.fail("spec.minTaskMember", f"got {_show(mtm_raw)}; expected a mapping of task name to integer")
+        for k, v in mtm_raw.items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise d.fail(f"spec.minTaskMember.{k}", f"got {_show(v)}; expected a non-negative integer")
+            mtm["" if k is None else str(k)] = v
+    min_member = d.int_("spec.minMember", 0) or 0
+    if min_member < 0:
+        raise d.fail("spec.minMember", f"got {min_member}; expected a non-negative integer")
+    phase = d.str_("status.phase", "Pending") or "Pending"
+    if phase not in PODGROUP_PHASES:
+        raise d.fail("status.phase", f"got {phase!r}; expected one of {', '.join(PODGROUP_PHASES)}")
+    conds = []
+    for i, c in enumerate(d.list_("status.conditions")):
+        if not isinstance(c, Mapping):
+            raise d.fail(f"status.conditions[{i}]", f"got {_show(c)}; expected a condition mapping")
+        conds.append(PodGroupCondition(type=str(c.get("type", "")), status=str(c.get("status", "")),
+                                       reason=str(c.get("reason", "")), message=str(c.get("message", "")),
+                                       transition_id=str(c.get("transitionID", ""))))
+    return PodGroup(
+        namespace=ns, name=name, uid=d.str_("metadata.uid", "") or f"{ns}/{name}", labels=labels,
+        annotations=annotations, creation_timestamp=created, min_member=min_member, min_task_member=mtm,
+        queue=d.str_("spec.queue", ""), priority_class_name=d.str_("spec.priorityClassName", ""),
+        min_resources=d.resources("spec.minResources"), phase=phase, conditions=conds,
+    )
+
+
+def _queue(d: _Doc) -> Queue:
+    name, labels, annotations, created = _meta_common(d)
+    weight = d.int_("spec.weight", 1)
+    if weight is None or weight < 0:
+        raise d.fail("spec.weight", f"got {weight}; expected a non-negative integer")
+    state = d.str_("status.state", "Open") or "Open"
+    if state not in QUEUE_STATES:
+        raise d.fail("status.state", f"got {state!r}; expected one of {', '.join(QUEUE_STATES)}")
+    return Queue(
+        name=name, uid=d.str_("metadata.uid", "") or name, labels=labels, annotations=annotations,
+        creation_timestamp=created, weight=weight, capability=d.resources("spec.capability"),
+        deserved=d.resources("spec.deserved"), guarantee=d.resources("spec.guarantee.resource"),
+        reclaimable=d.bool_("spec.reclaimable", True), priority=d.int_("spec.priority", 0) or 0,
+        parent=d.str_("spec.parent", ""), state=state,
+    )
+
+
+def _priority_class(d: _Doc) -> PriorityClass:
+    name = d.str_("metadata.name", required=True)
+    value = d.int_("value")
+    if value is None:
+        raise d.fail("value", "is required; expected an integer")
+    return PriorityClass(name=name, value=value, global_default=d.bool_("globalDefault", False),
+                         preemption_policy=d.str_("preemptionPolicy", "PreemptLowerPriority"))
+
+
+_KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
+    ("v1", "Pod"): ("pods", _pod),
+    ("v1", "Node"): ("nodes", _node),
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"): ("podgroups", _podgroup),
+    ("scheduling.volcano.sh/v1beta1", "Queue"): ("queues", _queue),
+    ("scheduling.k8s.io/v1", "PriorityClass"): ("priority_classes", _priority_class),
+}
+
+
+def _describe(doc: Mapping[str, Any]) -> str:
+    kind = doc.get("kind", "?")
+    md = doc.get("metadata")
+    if isinstance(md, Mapping):
+        name = md.get("name")
+        ns = md.get("namespace")
+        if isinstance(name, str):
+            return f"{kind} {ns}/{name}" if isinstance(ns, str) and kind in ("Pod", "PodGroup") else f"{kind} {name}"
+    return str(kind)
+
+
+def iter_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
+    try:
+        for i, doc in enumerate(yaml.load_all(text, Loader=_Loader)):
+            yield i, doc
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ManifestError(f"{source}: not valid YAML{at}: {problem}") from None
+
+
+def parse_objects(docs: Iterator[tuple[int, Any]] | list[tuple[int, Any]], source: str, *,
+                  allow_other: bool = False) -> ClusterObjects:
+    """Turn ``(index, document)`` pairs into typed objects; raises :class:`ManifestError`."""
+    out = ClusterObjects()
+    seen: dict[tuple[str, str], int] = {}
+    for i, doc in docs:
+        if doc is None:
+            continue
+        where = f"{source}: document {i}"
+        if not isinstance(doc, Mapping):
+            raise ManifestError(f"{where}: got {_show(doc)}; expected a Kubernetes object mapping")
+        api, kind = doc.get("apiVersion"), doc.get("kind")
+        if (api, kind) not in _KINDS:
+            if allow_other and isinstance(kind, str):
+                out.other.append((i, dict(doc)))
+                continue
+            known = ", ".join(f"{a} {k}" for a, k in _KINDS)
+            raise ManifestError(f"{where}: apiVersion/kind {api}/{kind} is not supported; expected one of {known}")
+        attr, build = _KINDS[(api, kind)]
+        d = _Doc(doc, f"{where} ({_describe(doc)})")
+        obj = build(d)
+        key = (str(kind), f"{getattr(obj, 'namespace', '')}/{obj.name}")
+        if key in seen:
+            raise ManifestError(f"{d.where}: duplicate {kind} {key[1].lstrip('/')} (first defined in document {seen[key]})")
+        seen[key] = i
+        getattr(out, attr).append(obj)
+    return out
+
+
+def load_manifest_text(text: str, source: str = "<manifest>", *, allow_other: bool = False) -> ClusterObjects:
+    return parse_objects(iter_documents(text, source), source, allow_other=allow_other)
+
+
+def load_manifest_file(path: str | os.PathLike[str], *, allow_other: bool = False) -> ClusterObjects:
+    source = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise ManifestError(f"{source}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ManifestError(f"{source}: not UTF-8 text") from None
+    return load_manifest_text(text, source, allow_other=allow_other)

@@ -1,0 +1,264 @@
+"""NodeInfo and the columnar NodeTable (upstream pkg/scheduler/api/node_info.go).
+
+Node accounting (``allocatable``, ``idle``, ``used``, ``releasing``, ``pipelined``) lives in a
+:class:`NodeTable`: one contiguous float64 numpy array per resource dimension, indexed by the
+node's position. Predicates and scores are computed over these arrays for all nodes at once;
+a placement touches one row. :class:`NodeInfo` is a thin handle (name, labels, taints, the
+tasks on the node) whose resource properties materialise :class:`Resource` values from the
+table for the few slow paths (preemption, messages).
+
+Accounting follows upstream ``AddTask`` / ``RemoveTask`` exactly: a task is accounted under
+the status it had when it was added (upstream keeps a clone), so ``update_task`` is
+remove-then-add. ``future_idle = idle + releasing - pipelined``.
+
+Invariant: ``version[i]`` increases whenever row ``i`` changes, so per-task caches can detect
+which rows are stale without rescanning the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from pyvolcano.api.objects import Node
+from pyvolcano.api.resource import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
+from pyvolcano.api.task import TaskInfo, TaskStatus
+
+__all__ = ["NodeInfo", "NodeTable", "RequestVector"]
+
+RequestVector = tuple[tuple[int, float], ...]
+
+
+class NodeTable:
+    """Structure-of-arrays resource accounting for all nodes of a cluster."""
+
+    FIELDS = ("allocatable", "idle", "used", "releasing", "pipelined")
+
+    def __init__(self, capacity: int = 0):
+        self.dims: list[str] = []
+        self.dim_index: dict[str, int] = {}
+        self.n = 0
+        self._cap = max(capacity, 4)
+        self.allocatable: list[np.ndarray] = []
+        self.idle: list[np.ndarray] = []
+        self.used: list[np.ndarray] = []
+        self.releasing: list[np.ndarray] = []
+        self.pipelined: list[np.ndarray] = []
+        # Which scalar dimensions each node declares (needed for "relevant dimension" rules).
+        self.declared: list[np.ndarray] = []
+        self.version = np.zeros(self._cap, dtype=np.int64)
+        self.task_count = np.zeros(self._cap, dtype=np.int64)
+        self._clock = 0
+        self._vec_cache: dict[int, RequestVector] = {}
+        for d in (CPU, MEMORY):
+            self.ensure_dim(d)
+
+    # ------------------------------------------------------------------ layout
+    def ensure_dim(self, name: str) -> int:
+        idx = self.dim_index.get(name)
+        if idx is not None:
+            return idx
+        idx = len(self.dims)
+        self.dims.append(name)
+        self.dim_index[name] = idx
+        for f in self.FIELDS:
+            getattr(self, f).append(np.zeros(self._cap, dtype=np.float64))
+        self.declared.append(np.zeros(self._cap, dtype=bool))
+        self._vec_cache.clear()
+        return idx
+
+    def _grow(self) -> None:
+        new_cap = self._cap * 2
+        for f in self.FIELDS:
+            arrs = getattr(self, f)
+            for i, a in enumerate(arrs):
+                b = np.zeros(new_cap, dtype=np.float64)
+                b[: self._cap] = a
+                arrs[i] = b
+        for i, a in enumerate(self.declared):
+            b2 = np.zeros(new_cap, dtype=bool)
+            b2[: self._cap] = a
+            self.declared[i] = b2
+        for name in ("version", "task_count"):
+            a = getattr(self, name)
+            b3 = np.zeros(new_cap, dtype=np.int64)
+            b3[: self._cap] = a
+            setattr(self, name, b3)
+        self._cap = new_cap
+
+    def add_row(self, allocatable: Resource) -> int:
+        if self.n == self._cap:
+            self._grow()
+        i = self.n
+        self.n += 1
+        for name, v in allocatable.items():
+            d = self.ensure_dim(name)
+            self.allocatable[d][i] = v
+            self.idle[d][i] = v
+            self.declared[d][i] = True
+        self.bump(i)
+        return i
+
+    def set_allocatable(self, i: int, allocatable: Resource) -> None:
+        for d in range(len(self.dims)):
+            old = self.allocatable[d][i]
+            self.allocatable[d][i] = 0.0
+            self.idle[d][i] -= old
+            self.declared[d][i] = False
+        for name, v in allocatable.items():
+            d = self.ensure_dim(name)
+            self.allocatable[d][i] = v
+            self.idle[d][i] += v
+            self.declared[d][i] = True
+        self.bump(i)
+
+    def bump(self, i: int) -> None:
+        self._clock += 1
+        self.version[i] = self._clock
+
+    # ------------------------------------------------------------------ vectors
+    def vector(self, res: Resource) -> RequestVector:
+        """Dense (dim, value) pairs: cpu and memory always, then every scalar of ``res``."""
+        out = [(0, res.milli_cpu), (1, res.memory)]
+        for name, v in res.scalars.items():
+            out.append((self.ensure_dim(name), v))
+        return tuple(out)
+
+    def add_vec(self, field: str, i: int, vec: RequestVector, sign: float = 1.0) -> None:
+        arrs = getattr(self, field)
+        for d, v in vec:
+            arrs[d][i] += sign * v
+
+    def resource(self, field: str, i: int) -> Resource:
+        arrs = getattr(self, field)
+        r = Resource(arrs[0][i], arrs[1][i])
+        for d in range(2, len(self.dims)):
+            if self.declared[d][i] or arrs[d][i] != 0.0:
+                r.scalars[self.dims[d]] = float(arrs[d][i])
+        return r
+
+    def future_idle(self, d: int, idx: np.ndarray | slice | None = None) -> np.ndarray:
+        s = slice(0, self.n) if idx is None else idx
+        return self.idle[d][s] + self.releasing[d][s] - self.pipelined[d][s]
+
+    def fits(
+        self, vec: RequestVector, idx: np.ndarray | None = None, *, future: bool = True
+    ) -> tuple[np.ndarray, list[tuple[str, np.ndarray]]]:
+        """Vectorised ``LessEqualWithResourcesName(req, FutureIdle|Idle, Zero)``.
+
+        Returns the fit mask over ``idx`` (all rows if None) and, per failing dimension in
+        upstream's order (cpu, memory, scalars), the mask of rows failing it.
+        """
+        s: np.ndarray | slice = slice(0, self.n) if idx is None else idx
+        size = self.n if idx is None else len(idx)
+        ok = np.ones(size, dtype=bool)
+        failures: list[tuple[str, np.ndarray]] = []
+        for d, v in vec:
+            avail = self.future_idle(d, s) if future else self.idle[d][s]
+            dim_ok = v < avail + MIN_RESOURCE
+            if not dim_ok.all():
+                failures.append((self.dims[d], ~dim_ok))
+                ok &= dim_ok
+        return ok, failures
+
+
+class NodeInfo:
+    """Handle on one node: identity, scheduling-relevant metadata and the tasks on it."""
+
+    __slots__ = ("index", "labels", "name", "node", "table", "taints", "task_status", "tasks", "unschedulable")
+
+    def __init__(self, node: Node, table: NodeTable, allocatable: Resource):
+        self.node = node
+        self.name = node.name
+        self.labels = node.labels
+        self.taints = node.taints
+        self.unschedulable = node.unschedulable
+        self.table = table
+        self.index = table.add_row(allocatable)
+        self.tasks: dict[str, TaskInfo] = {}
+        # Status each task was accounted under (upstream keeps a clone of the task).
+        self.task_status: dict[str, TaskStatus] = {}
+
+    # ------------------------------------------------------------------ accounting
+    def add_task(self, task: TaskInfo) -> None:
+        if task.uid in self.tasks:
+            raise ValueError(f"task {task.key} already on node {self.name}")
+        t = self.table
+        i = self.index
+        vec = t.vector(task.resreq)
+        status = task.status
+        if status == TaskStatus.Pipelined:
+            t.add_vec("pipelined", i, vec)
+        else:
+            t.add_vec("idle", i, vec, -1.0)
+            t.add_vec("used", i, vec)
+            if status == TaskStatus.Releasing:
+                t.add_vec("releasing", i, vec)
+        t.task_count[i] += 1
+        t.bump(i)
+        task.node_name = self.name
+        self.tasks[task.uid] = task
+        self.task_status[task.uid] = status
+
+    def remove_task(self, task: TaskInfo) -> None:
+        status = self.task_status.pop(task.uid, None)
+        if status is None:
+            return
+        del self.tasks[task.uid]
+        t = self.table
+        i = self.index
+        vec = t.vector(task.resreq)
+        if status == TaskStatus.Pipelined:
+            t.add_vec("pipelined", i, vec, -1.0)
+        else:
+            t.add_vec("idle", i, vec)
+            t.add_vec("used", i, vec, -1.0)
+            if status == TaskStatus.Releasing:
+                t.add_vec("releasing", i, vec, -1.0)
+        t.task_count[i] -= 1
+        t.bump(i)
+
+    def update_task(self, task: TaskInfo) -> None:
+        self.remove_task(task)
+        self.add_task(task)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def allocatable(self) -> Resource:
+        return self.table.resource("allocatable", self.index)
+
+    @property
+    def idle(self) -> Resource:
+        return self.table.resource("idle", self.index)
+
+    @property
+    def used(self) -> Resource:
+        return self.table.resource("used", self.index)
+
+    @property
+    def releasing(self) -> Resource:
+        return self.table.resource("releasing", self.index)
+
+    @property
+    def pipelined(self) -> Resource:
+        return self.table.resource("pipelined", self.index)
+
+    def future_idle(self) -> Resource:
+        return self.idle.add(self.releasing).sub(self.pipelined)
+
+    @property
+    def pods_allocatable(self) -> float:
+        d = self.table.dim_index.get(PODS)
+        return float(self.table.allocatable[d][self.index]) if d is not None else 0.0
+
+    def __repr__(self) -> str:
+        return f"Node<{self.name}>"
+
+
+def node_names(nodes: Iterable[NodeInfo]) -> list[str]:
+    return [n.name for n in nodes]
+
+
+def index_array(nodes: Sequence[NodeInfo]) -> np.ndarray:
+    return np.fromiter((n.index for n in nodes), dtype=np.int64, count=len(nodes))

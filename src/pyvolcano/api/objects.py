@@ -1,0 +1,171 @@
+"""Typed Kubernetes / Volcano objects: the subset the scheduler reads.
+
+These are plain slotted dataclasses built once, at the edge, from manifest dicts by
+:mod:`pyvolcano.api.manifest` (which validates every field it reads). Sub-structures whose
+semantics live in the Kubernetes matching rules (affinity, tolerations, taints, topology
+spread constraints) are kept in their manifest shape (dicts and lists) and interpreted by
+:mod:`pyvolcano.api.matching`, :mod:`pyvolcano.api.interpod` and
+:mod:`pyvolcano.api.topology_spread`.
+
+Invariant: objects are treated as values by the scheduler; the cache replaces an object on
+update instead of mutating it in place, except for status fields the scheduler owns
+(``Pod.node_name``/``phase`` on bind, ``PodGroup.phase``/``conditions`` at session close).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "GROUP_NAME_ANNOTATION",
+    "Container",
+    "Node",
+    "OwnerReference",
+    "Pod",
+    "PodGroup",
+    "PodGroupCondition",
+    "PriorityClass",
+    "Queue",
+]
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+
+
+@dataclass(slots=True)
+class OwnerReference:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+
+
+@dataclass(slots=True)
+class Container:
+    name: str
+    requests: dict[str, Any] = field(default_factory=dict)
+    limits: dict[str, Any] = field(default_factory=dict)
+    ports: list[dict[str, Any]] = field(default_factory=list)
+    restart_policy: str | None = None  # "Always" marks a sidecar init container
+
+
+@dataclass(slots=True)
+class Pod:
+    namespace: str
+    name: str
+    uid: str
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    owner_references: list[OwnerReference] = field(default_factory=list)
+    creation_timestamp: float = 0.0
+    deletion_timestamp: float | None = None
+    containers: list[Container] = field(default_factory=list)
+    init_containers: list[Container] = field(default_factory=list)
+    overhead: dict[str, Any] = field(default_factory=dict)
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str = ""
+    node_selector: dict[str, str] = field(default_factory=dict)
+    affinity: dict[str, Any] | None = None
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    topology_spread_constraints: list[dict[str, Any]] = field(default_factory=list)
+    scheduling_gates: list[str] = field(default_factory=list)
+    phase: str = "Pending"
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    nominated_node_name: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def group_name(self) -> str:
+        return self.annotations.get(GROUP_NAME_ANNOTATION, "")
+
+
+@dataclass(slots=True)
+class Node:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, Any]] = field(default_factory=list)
+    unschedulable: bool = False
+    capacity: dict[str, Any] = field(default_factory=dict)
+    allocatable: dict[str, Any] = field(default_factory=dict)
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    creation_timestamp: float = 0.0
+
+
+@dataclass(slots=True)
+class PodGroupCondition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    transition_id: str = ""
+    last_transition_time: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "status": self.status,
+            "reason": self.reason,
+            "message": self.message,
+            "transitionID": self.transition_id,
+        }
+
+
+@dataclass(slots=True)
+class PodGroup:
+    namespace: str
+    name: str
+    uid: str
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    creation_timestamp: float = 0.0
+    min_member: int = 0
+    min_task_member: dict[str, int] = field(default_factory=dict)
+    queue: str = ""
+    priority_class_name: str = ""
+    min_resources: dict[str, Any] | None = None
+    phase: str = "Pending"
+    conditions: list[PodGroupCondition] = field(default_factory=list)
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class Queue:
+    name: str
+    uid: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    creation_timestamp: float = 0.0
+    weight: int = 1
+    capability: dict[str, Any] | None = None
+    deserved: dict[str, Any] | None = None
+    guarantee: dict[str, Any] | None = None
+    reclaimable: bool = True
+    priority: int = 0
+    parent: str = ""
+    state: str = "Open"
+    allocated: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: str = "PreemptLowerPriority"

@@ -1,0 +1,205 @@
+"""TaskInfo: the scheduler's view of one pod (upstream pkg/scheduler/api/job_info.go, types.go).
+
+A task carries its request twice like upstream (``init_resreq`` for fit checks, ``resreq``
+for accounting; equal in this version), its status in :class:`TaskStatus` (upstream's bit
+order, so sets of statuses are bit masks), the node it sits on and the context of its last
+transaction (used for the close-time scheduling reasons).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from pyvolcano.api.objects import (
+    GROUP_NAME_ANNOTATION,
+    PREEMPTABLE_KEY,
+    TASK_PRIORITY_ANNOTATION,
+    TASK_SPEC_KEY,
+    Pod,
+)
+from pyvolcano.api.resource import PODS, Resource
+
+__all__ = [
+    "ALLOCATED_STATUS",
+    "COMPLETED_STATUS",
+    "PREEMPTABLE_STATUS",
+    "SCHEDULED_STATUS",
+    "TaskInfo",
+    "TaskStatus",
+    "TransactionContext",
+    "pod_resource_request",
+    "task_status_from_pod",
+]
+
+
+class TaskStatus(enum.IntFlag):
+    """Upstream ``TaskStatus`` (``1 << iota`` order)."""
+
+    Pending = 1 << 0
+    Allocated = 1 << 1
+    Pipelined = 1 << 2
+    Binding = 1 << 3
+    Bound = 1 << 4
+    Running = 1 << 5
+    Releasing = 1 << 6
+    Succeeded = 1 << 7
+    Failed = 1 << 8
+    Unknown = 1 << 9
+
+    def __str__(self) -> str:
+        return self.name or repr(self)
+
+
+ALLOCATED_STATUS = TaskStatus.Allocated | TaskStatus.Binding | TaskStatus.Bound | TaskStatus.Running
+SCHEDULED_STATUS = TaskStatus.Running | TaskStatus.Bound | TaskStatus.Failed | TaskStatus.Succeeded
+COMPLETED_STATUS = TaskStatus.Succeeded | TaskStatus.Failed
+PREEMPTABLE_STATUS = TaskStatus.Bound | TaskStatus.Running
+ALL_STATUSES: tuple[TaskStatus, ...] = tuple(TaskStatus)
+
+
+def task_status_from_pod(pod: Pod) -> TaskStatus:
+    """Upstream ``getTaskStatus``."""
+    phase = pod.phase
+    if phase == "Running":
+        return TaskStatus.Releasing if pod.deletion_timestamp is not None else TaskStatus.Running
+    if phase == "Pending":
+        if pod.deletion_timestamp is not None:
+            return TaskStatus.Releasing
+        return TaskStatus.Bound if pod.node_name else TaskStatus.Pending
+    if phase == "Succeeded":
+        return TaskStatus.Succeeded
+    if phase == "Failed":
+        return TaskStatus.Failed
+    return TaskStatus.Unknown
+
+
+def pod_resource_request(pod: Pod) -> Resource:
+    """Upstream ``GetPodResourceRequest``: containers + sidecars vs init max, overhead, ``pods = 1``."""
+    result = Resource()
+    for c in pod.containers:
+        result.add(Resource.from_list(c.requests))
+    sidecars = Resource()
+    init_max = Resource()
+    for c in pod.init_containers:
+        req = Resource.from_list(c.requests)
+        if c.restart_policy == "Always":
+            result.add(req)
+            sidecars.add(req)
+            current = sidecars.clone()
+        else:
+            current = req.add(sidecars)
+        init_max.set_max(current)
+    result.set_max(init_max)
+    if pod.overhead:
+        result.add(Resource.from_list(pod.overhead))
+    result.scalars[PODS] = result.scalars.get(PODS, 0.0) + 1
+    return result
+
+
+_INDEX_RE = re.compile(r"^\d+$")
+
+
+def _pod_index(name: str) -> int | None:
+    # Upstream (framework/session_plugins.go TaskOrderFn fallback): the numeric suffix of a
+    # name with at least three dash-separated parts.
+    parts = name.split("-")
+    if len(parts) >= 3 and _INDEX_RE.match(parts[-1]):
+        return int(parts[-1])
+    return None
+
+
+def _parse_bool(text: str) -> bool | None:
+    t = text.strip()
+    if t in ("1", "t", "T", "true", "TRUE", "True"):
+        return True
+    if t in ("0", "f", "F", "false", "FALSE", "False"):
+        return False
+    return None
+
+
+@dataclass(slots=True)
+class TransactionContext:
+    node_name: str
+    status: TaskStatus
+    eviction_occurred: bool = False
+
+
+class TaskInfo:
+    """One pod as the scheduler sees it. Mutated only through JobInfo/NodeInfo/Statement."""
+
+    __slots__ = (
+        "best_effort",
+        "creation_timestamp",
+        "eq_key",
+        "eviction_occurred",
+        "index",
+        "init_resreq",
+        "job",
+        "last_transaction",
+        "name",
+        "namespace",
+        "node_name",
+        "pod",
+        "preemptable",
+        "priority",
+        "resreq",
+        "role",
+        "sch_gated",
+        "status",
+        "uid",
+    )
+
+    def __init__(self, pod: Pod, *, resreq: Resource | None = None):
+        self.pod = pod
+        self.uid = pod.uid
+        self.name = pod.name
+        self.namespace = pod.namespace
+        group = pod.annotations.get(GROUP_NAME_ANNOTATION, "")
+        self.job = f"{pod.namespace}/{group}" if group else ""
+        self.role = pod.labels.get(TASK_SPEC_KEY) or pod.annotations.get(TASK_SPEC_KEY) or ""
+        req = resreq if resreq is not None else pod_resource_request(pod)
+        self.init_resreq = req
+        self.resreq = req
+        self.best_effort = req.is_empty()
+        self.preemptable = self._preemptable(pod)
+        self.sch_gated = bool(pod.scheduling_gates)
+        self.priority = pod.priority if pod.priority is not None else 1
+        prio = pod.annotations.get(TASK_PRIORITY_ANNOTATION)
+        if prio is not None:
+            try:
+                self.priority = int(prio.strip())
+            except ValueError:
+                pass
+        self.node_name = pod.node_name
+        self.status = task_status_from_pod(pod)
+        self.eviction_occurred = False
+        self.last_transaction: TransactionContext | None = None
+        self.creation_timestamp = pod.creation_timestamp
+        self.index = _pod_index(pod.name)
+        self.eq_key: object = None
+
+    @staticmethod
+    def _preemptable(pod: Pod) -> bool:
+        # Upstream GetPodPreemptable: annotation first, then label; unparsable => false; default false.
+        for src in (pod.annotations, pod.labels):
+            if PREEMPTABLE_KEY in src:
+                return bool(_parse_bool(src[PREEMPTABLE_KEY]))
+        return False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def transaction_context(self) -> TransactionContext:
+        return TransactionContext(self.node_name, self.status, self.eviction_occurred)
+
+    def generate_last_tx_context(self) -> None:
+        self.last_transaction = self.transaction_context()
+
+    def clear_last_tx_context(self) -> None:
+        self.last_transaction = None
+
+    def __repr__(self) -> str:
+        return f"Task<{self.key} {self.status} on {self.node_name or '-'}>"

@@ -1,0 +1,221 @@
+"""SchedulerCache: authoritative scheduler state built from cluster objects (pkg/scheduler/cache).
+
+The cache turns Pods, Nodes, PodGroups, Queues and PriorityClasses into the scheduler's
+domain state (``JobInfo``/``TaskInfo``/``NodeInfo``/``QueueInfo`` plus the columnar
+``NodeTable``) once, and keeps it up to date as objects change. Sessions work on this state
+in place and hand back their effects; :meth:`run_session` applies them: a bind sets the pod's
+``nodeName`` (the task becomes Bound), an eviction deletes the pod, and each PodGroup gets
+the status computed at close.
+
+Tracked pods follow upstream: a pod is scheduled by us if its ``schedulerName`` is one of
+``scheduler_names``; any pod already assigned to a node consumes that node's resources.
+A pod's job is ``<namespace>/<scheduling.k8s.io/group-name>``; pods without the annotation are
+only counted on nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.job import JobInfo
+from pyvolcano.api.manifest import ClusterObjects
+from pyvolcano.api.node import NodeInfo, NodeTable
+from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
+from pyvolcano.api.queue import QueueInfo
+from pyvolcano.api.resource import Resource
+from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.framework.interfaces import Action, Plugin
+from pyvolcano.framework.job_updater import close_session
+from pyvolcano.framework.session import Session
+
+__all__ = ["SchedulerCache", "SchedulerOptions", "SessionResult"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerOptions:
+    """Upstream scheduler command-line options that change decisions."""
+
+    scheduler_names: tuple[str, ...] = ("volcano",)
+    default_queue: str = "default"
+    min_nodes_to_find: int = 100
+    min_percentage_of_nodes_to_find: int = 5
+    percentage_of_nodes_to_find: int = 0
+
+
+@dataclass(slots=True)
+class SessionResult:
+    binds: list[tuple[str, str]] = field(default_factory=list)
+    evictions: list[str] = field(default_factory=list)
+    pipelined: dict[str, str] = field(default_factory=dict)
+    podgroup_phases: dict[str, str] = field(default_factory=dict)
+
+
+class SchedulerCache:
+    def __init__(self, options: SchedulerOptions | None = None):
+        self.options = options or SchedulerOptions()
+        self.node_table = NodeTable()
+        self.nodes: dict[str, NodeInfo] = {}
+        self.node_list: list[NodeInfo] = []
+        self.jobs: dict[str, JobInfo] = {}
+        self.queues: dict[str, QueueInfo] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.pods: dict[str, Pod] = {}
+        self.tasks: dict[str, TaskInfo] = {}
+        self.last_processed_node_index = 0
+        self.sessions = 0
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def from_objects(cls, objs: ClusterObjects, options: SchedulerOptions | None = None) -> SchedulerCache:
+        cache = cls(options)
+        for pc in objs.priority_classes:
+            cache.priority_classes[pc.name] = pc
+        for q in objs.queues:
+            cache.add_queue(q)
+        for n in objs.nodes:
+            cache.add_node(n)
+        for pg in sorted(objs.podgroups, key=lambda p: (p.namespace, p.name)):
+            cache.add_podgroup(pg)
+        referenced = {cache.jobs[k].queue for k in cache.jobs}
+        if cache.options.default_queue in referenced and cache.options.default_queue not in cache.queues:
+            # Upstream's scheduler creates the default queue at start-up.
+            cache.add_queue(Queue(name=cache.options.default_queue, uid=cache.options.default_queue))
+        for p in sorted(objs.pods, key=lambda p: (p.namespace, p.name)):
+            cache.add_pod(p)
+        return cache
+
+    def add_queue(self, q: Queue) -> None:
+        self.queues[q.name] = QueueInfo(q)
+
+    def add_node(self, n: Node) -> NodeInfo:
+        info = NodeInfo(n, self.node_table, Resource.from_list(n.allocatable))
+        self.nodes[n.name] = info
+        self.node_list.append(info)
+        return info
+
+    def add_podgroup(self, pg: PodGroup) -> JobInfo:
+        uid = f"{pg.namespace}/{pg.name}"
+        job = self.jobs.get(uid)
+        if job is None:
+            job = JobInfo(uid)
+            self.jobs[uid] = job
+        job.set_podgroup(pg, self.options.default_queue)
+        job.priority = self._job_priority(pg)
+        return job
+
+    def _job_priority(self, pg: PodGroup) -> int:
+        if pg.priority_class_name and pg.priority_class_name in self.priority_classes:
+            return self.priority_classes[pg.priority_class_name].value
+        for pc in self.priority_classes.values():
+            if pc.global_default:
+                return pc.value
+        return 0
+
+    def tracks(self, pod: Pod) -> bool:
+        return pod.scheduler_name in self.options.scheduler_names or bool(pod.node_name)
+
+    def add_pod(self, pod: Pod) -> TaskInfo | None:
+        if not self.tracks(pod):
+            return None
+        if pod.priority is None and pod.priority_class_name in self.priority_classes:
+            pod.priority = self.priority_classes[pod.priority_class_name].value
+        task = TaskInfo(pod)
+        self.pods[pod.uid] = pod
+        self.tasks[pod.uid] = task
+        if task.job:
+            job = self.jobs.get(task.job)
+            if job is None:
+                job = JobInfo(task.job)
+                self.jobs[task.job] = job
+            job.add_task(task)
+        if pod.node_name and task.status not in (TaskStatus.Succeeded, TaskStatus.Failed):
+            node = self.nodes.get(pod.node_name)
+            if node is not None:
+                node.add_task(task)
+        return task
+
+    def delete_pod(self, uid: str) -> None:
+        task = self.tasks.pop(uid, None)
+        self.pods.pop(uid, None)
+        if task is None:
+            return
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.delete_task(task)
+
+    # ------------------------------------------------------------------ effects
+    def bind(self, task: TaskInfo, node_name: str) -> None:
+        """Apply a bind: the pod gets ``nodeName``; the task becomes Bound."""
+        task.pod.node_name = node_name
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.Bound)
+        else:
+            task.status = TaskStatus.Bound
+        node = self.nodes.get(node_name)
+        if node is not None and task.uid in node.task_status:
+            node.task_status[task.uid] = TaskStatus.Bound
+
+    def evict(self, task: TaskInfo) -> None:
+        """Apply an eviction: the pod is deleted (graceful termination is instantaneous here)."""
+        self.delete_pod(task.uid)
+
+    # ------------------------------------------------------------------ sessions
+    def open_session(
+        self,
+        config: SchedulerConfiguration,
+        plugins: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
+        *,
+        now: float,
+        rng: np.random.Generator,
+    ) -> Session:
+        self.sessions += 1
+        ssn = Session(self, config, plugins, uid=f"session-{self.sessions}", now=now, rng=rng)
+        ssn.open()
+        return ssn
+
+    def run_session(
+        self,
+        config: SchedulerConfiguration,
+        plugins: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
+        actions: Mapping[str, Callable[[Mapping[str, Any]], Action]],
+        *,
+        now: float,
+        rng: np.random.Generator,
+    ) -> SessionResult:
+        ssn = self.open_session(config, plugins, now=now, rng=rng)
+        for name in config.actions:
+            action = actions[name](config.action_arguments(name))
+            action.execute(ssn)
+        result = SessionResult()
+        for job in ssn.jobs.values():
+            for t in job.tasks_in(TaskStatus.Pipelined).values():
+                result.pipelined[t.key] = t.node_name
+        close_session(ssn)
+        for task, node_name in ssn.binds:
+            if task.status == TaskStatus.Binding:
+                self.bind(task, node_name)
+                result.binds.append((task.key, node_name))
+        for task, _reason in ssn.evictions:
+            result.evictions.append(task.key)
+            self.evict(task)
+        for job in ssn.jobs.values():
+            if job.podgroup is not None:
+                result.podgroup_phases[job.uid] = job.podgroup.phase
+        return result
+
+    def podgroups(self) -> Iterable[PodGroup]:
+        for job in self.jobs.values():
+            if job.podgroup is not None:
+                yield job.podgroup

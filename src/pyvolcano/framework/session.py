@@ -1,0 +1,536 @@
+"""Session: one scheduling cycle over the cache's state (framework/session.go, session_plugins.go).
+
+Design. A session does not deep-copy the cluster. It works on the cache's job, task and node
+state directly and keeps every tentative change revocable: operations go through
+:class:`~pyvolcano.framework.statement.Statement`, and at close everything that was not
+committed (pipelined tasks, allocations of gangs that never became ready, statements left
+open) is undone before the committed effects (binds, evictions) are applied. Plugins are
+instantiated fresh for every session and register callbacks; dispatchers combine them with
+the tier rules in :mod:`pyvolcano.framework.extension_points`.
+
+Node work is vectorised: predicates and node-order callbacks take a task and an array of node
+indices and return failure masks or score arrays over the columnar
+:class:`~pyvolcano.api.node.NodeTable`.
+
+Invariants: the core reads no wall clock and no global randomness (``now`` and ``rng`` come
+from the caller); iteration orders are stable (sorted by UID / node order), so the same
+inputs and seed give the same decisions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pyvolcano.api.job import JobInfo, ValidateResult
+from pyvolcano.api.node import NodeInfo, NodeTable
+from pyvolcano.api.queue import QueueInfo
+from pyvolcano.api.resource import Resource
+from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.api.unschedule import Code, FitErrors, Status, insufficient_reason
+from pyvolcano.conf.schema import PluginOption, SchedulerConfiguration
+from pyvolcano.framework import extension_points as ep
+from pyvolcano.framework.interfaces import Event, EventHandler, Plugin, Vote
+from pyvolcano.framework.statement import Statement
+
+if TYPE_CHECKING:
+    from pyvolcano.cache.cache import SchedulerCache
+
+__all__ = ["NodeFailures", "Session"]
+
+logger = logging.getLogger(__name__)
+
+NodeFailures = list[tuple[Status, np.ndarray]]
+PredicateFn = Callable[[TaskInfo, np.ndarray], NodeFailures]
+NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
+
+# Which enable flag gates which callback family (upstream session_plugins.go).
+_FLAGS: dict[str, str | None] = {
+    "job_order": "enableJobOrder",
+    "queue_order": "enableQueueOrder",
+    "victim_queue_order": None,
+    "task_order": "enableTaskOrder",
+    "predicate": "enablePredicate",
+    "pre_predicate": "enablePredicate",
+    "node_order": "enableNodeOrder",
+    "best_node": "enableBestNode",
+    "preemptable": "enablePreemptable",
+    "reclaimable": "enableReclaimable",
+    "overused": "enabledOverused",
+    "allocatable": "enabledAllocatable",
+    "preemptive": "enablePreemptive",
+    "job_ready": "enableJobReady",
+    "job_pipelined": "enableJobPipelined",
+    "job_valid": None,
+    "job_enqueueable": "enableJobEnqueued",
+    "job_enqueued": "enableJobEnqueued",
+    "job_starving": "enableJobStarving",
+    "victim_tasks": "enabledVictim",
+}
+
+MIN_NODES_TO_FIND = 100
+MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
+BASELINE_PERCENTAGE_OF_NODES_TO_FIND = 50
+
+
+class Session:
+    """One scheduling cycle. Build with :meth:`SchedulerCache.open_session`."""
+
+    def __init__(
+        self,
+        cache: SchedulerCache,
+        config: SchedulerConfiguration,
+        plugin_factories: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
+        *,
+        uid: str,
+        now: float,
+        rng: np.random.Generator,
+    ):
+        self.cache = cache
+        self.config = config
+        self.uid = uid
+        self.now = now
+        self.rng = rng
+        self.node_table: NodeTable = cache.node_table
+        self.nodes: dict[str, NodeInfo] = cache.nodes
+        self.node_list: list[NodeInfo] = cache.node_list
+        self.queues: dict[str, QueueInfo] = dict(cache.queues)
+        self.priority_classes = cache.priority_classes
+        self.jobs: dict[str, JobInfo] = {
+            uid_: j for uid_, j in sorted(cache.jobs.items()) if j.podgroup is not None and j.queue in self.queues
+        }
+        self.total_resource = self._total_resource()
+        self.enabled_actions = set(config.actions)
+        self._callbacks: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in _FLAGS}
+        self.event_handlers: list[EventHandler] = []
+        self._open_statements: list[Statement] = []
+        self.plugins: list[tuple[PluginOption, Plugin]] = []
+        self.binds: list[tuple[TaskInfo, str]] = []
+        self.evictions: list[tuple[TaskInfo, str]] = []
+        self.podgroup_events: dict[str, list[str]] = {}
+        for job in self.jobs.values():
+            job.reset_fit_err()
+            for t in job.tasks.values():
+                t.last_transaction = None
+        for tier in config.tiers:
+            for opt in tier.plugins:
+                factory = plugin_factories[opt.name]
+                plugin = factory(opt.arguments)
+                self.plugins.append((opt, plugin))
+        self._tier_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    def open(self) -> None:
+        for _opt, plugin in self.plugins:
+            plugin.on_session_open(self)
+        self._tier_cache.clear()
+
+    def _total_resource(self) -> Resource:
+        t = self.node_table
+        total = Resource()
+        for d, name in enumerate(t.dims):
+            col = t.allocatable[d][: t.n]
+            if name in ("cpu", "memory") or t.declared[d][: t.n].any():
+                total.set(name, float(col.sum()))
+        return total
+
+    # ------------------------------------------------------------------ registration
+    def _add(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
+        self._callbacks[kind][name] = fn
+        self._tier_cache.pop(kind, None)
+
+    def add_job_order_fn(self, name: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
+        self._add("job_order", name, fn)
+
+    def add_queue_order_fn(self, name: str, fn: Callable[[QueueInfo, QueueInfo], int]) -> None:
+        self._add("queue_order", name, fn)
+
+    def add_victim_queue_order_fn(self, name: str, fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]) -> None:
+        self._add("victim_queue_order", name, fn)
+
+    def add_task_order_fn(self, name: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
+        self._add("task_order", name, fn)
+
+    def add_predicate_fn(self, name: str, fn: PredicateFn) -> None:
+        self._add("predicate", name, fn)
+
+    def add_pre_predicate_fn(self, name: str, fn: Callable[[TaskInfo], Status | None]) -> None:
+        self._add("pre_predicate", name, fn)
+
+    def add_node_order_fn(self, name: str, fn: NodeOrderFn) -> None:
+        self._add("node_order", name, fn)
+
+    def add_preemptable_fn(
+        self, name: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
+    ) -> None:
+        self._add("preemptable", name, fn)
+
+    def add_reclaimable_fn(
+        self, name: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
+    ) -> None:
+        self._add("reclaimable", name, fn)
+
+    def add_overused_fn(self, name: str, fn: Callable[[QueueInfo], bool]) -> None:
+        self._add("overused", name, fn)
+
+    def add_allocatable_fn(self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        self._add("allocatable", name, fn)
+
+    def add_preemptive_fn(self, name: str, fn: Callable[[QueueInfo, list[TaskInfo]], bool]) -> None:
+        self._add("preemptive", name, fn)
+
+    def add_job_ready_fn(self, name: str, fn: Callable[[JobInfo], bool]) -> None:
+        self._add("job_ready", name, fn)
+
+    def add_job_pipelined_fn(self, name: str, fn: Callable[[JobInfo], int]) -> None:
+        self._add("job_pipelined", name, fn)
+
+    def add_job_valid_fn(self, name: str, fn: Callable[[JobInfo], ValidateResult | None]) -> None:
+        self._add("job_valid", name, fn)
+
+    def add_job_enqueueable_fn(self, name: str, fn: Callable[[JobInfo], int]) -> None:
+        self._add("job_enqueueable", name, fn)
+
+    def add_job_enqueued_fn(self, name: str, fn: Callable[[JobInfo], None]) -> None:
+        self._add("job_enqueued", name, fn)
+
+    def add_job_starving_fn(self, name: str, fn: Callable[[JobInfo], bool]) -> None:
+        self._add("job_starving", name, fn)
+
+    def add_victim_tasks_fn(self, name: str, fn: Callable[[list[TaskInfo]], list[TaskInfo]]) -> None:
+        self._add("victim_tasks", name, fn)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    # ------------------------------------------------------------------ tier walk
+    def _tiers(self, kind: str) -> list[list[tuple[str, Callable[..., Any]]]]:
+        cached = self._tier_cache.get(kind)
+        if cached is not None:
+            return cached
+        flag = _FLAGS[kind]
+        table = self._callbacks[kind]
+        out: list[list[tuple[str, Callable[..., Any]]]] = []
+        for tier in self.config.tiers:
+            row = []
+            for opt in tier.plugins:
+                if flag is not None and not opt.enabled(flag):
+                    continue
+                fn = table.get(opt.name)
+                if fn is not None:
+                    row.append((opt.name, fn))
+            out.append(row)
+        self._tier_cache[kind] = out
+        return out
+
+    def has(self, kind: str) -> bool:
+        return any(self._tiers(kind))
+
+    # ------------------------------------------------------------------ dispatchers
+    def job_order_compare(self, l: JobInfo, r: JobInfo) -> int:
+        return ep.walk_first_nonzero(self._tiers("job_order"), l, r)
+
+    def job_order_fn(self, l: JobInfo, r: JobInfo) -> bool:
+        res = self.job_order_compare(l, r)
+        if res != 0:
+            return res < 0
+        if l.creation_timestamp == r.creation_timestamp:
+            return l.uid < r.uid
+        return l.creation_timestamp < r.creation_timestamp
+
+    def queue_order_fn(self, l: QueueInfo, r: QueueInfo) -> bool:
+        res = ep.walk_first_nonzero(self._tiers("queue_order"), l, r)
+        if res != 0:
+            return res < 0
+        if l.creation_timestamp == r.creation_timestamp:
+            return l.uid < r.uid
+        return l.creation_timestamp < r.creation_timestamp
+
+    def victim_queue_order_fn(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> bool:
+        res = ep.walk_first_nonzero(self._tiers("victim_queue_order"), l, r, preemptor)
+        if res != 0:
+            return res < 0
+        return not self.queue_order_fn(l, r)
+
+    def task_compare(self, l: TaskInfo, r: TaskInfo) -> int:
+        return ep.walk_first_nonzero(self._tiers("task_order"), l, r)
+
+    def task_order_fn(self, l: TaskInfo, r: TaskInfo) -> bool:
+        res = self.task_compare(l, r)
+        if res != 0:
+            return res < 0
+        return compare_task(l, r)
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return ep.walk_and(self._tiers("job_ready"), job)
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return ep.walk_vote(self._tiers("job_pipelined"), job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return ep.walk_starving(self._tiers("job_starving"), job)
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        for tier in self._tiers("job_valid"):
+            for _name, fn in tier:
+                vr = fn(job)
+                if vr is not None and not vr.passed:
+                    return vr  # type: ignore[no-any-return]
+        return None
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return ep.walk_vote(self._tiers("job_enqueueable"), job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for tier in self._tiers("job_enqueued"):
+            for _name, fn in tier:
+                fn(job)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return ep.walk_or(self._tiers("overused"), queue)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return ep.walk_and(self._tiers("allocatable"), queue, task)
+
+    def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        return ep.walk_and(self._tiers("preemptive"), queue, tasks)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return ep.walk_victims(self._tiers("preemptable"), preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return ep.walk_victims(self._tiers("reclaimable"), reclaimer, candidates)
+
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        for tier in self._tiers("victim_tasks"):
+            chosen: dict[str, TaskInfo] = {}
+            for _name, fn in tier:
+                for t in fn(tasks):
+                    chosen[t.uid] = t
+            if chosen:
+                return list(chosen.values())
+        return []
+
+    def pre_predicate(self, task: TaskInfo) -> Status | None:
+        for tier in self._tiers("pre_predicate"):
+            for _name, fn in tier:
+                st = fn(task)
+                if st is not None:
+                    return st  # type: ignore[no-any-return]
+        return None
+
+    def predicate_failures(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, list[tuple[Status, np.ndarray]]]:
+        """Run every plugin predicate over ``idx``; the first failing plugin decides per node.
+
+        Returns the pass mask over ``idx`` and ``(status, failing node indices)`` groups.
+        """
+        ok = np.ones(len(idx), dtype=bool)
+        groups: list[tuple[Status, np.ndarray]] = []
+        for tier in self._tiers("predicate"):
+            for _name, fn in tier:
+                live = np.flatnonzero(ok)
+                if not len(live):
+                    return ok, groups
+                failures: NodeFailures = fn(task, idx[live])
+                failed_any = np.zeros(len(live), dtype=bool)
+                for status, mask in failures:
+                    if mask.any():
+                        groups.append((status, idx[live[mask]]))
+                        failed_any |= mask
+                ok[live[failed_any]] = False
+        return ok, groups
+
+    def node_order_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        scores = np.zeros(len(idx), dtype=np.float64)
+        for tier in self._tiers("node_order"):
+            for _name, fn in tier:
+                scores = scores + fn(task, idx)
+        return scores
+
+    # ------------------------------------------------------------------ node selection helpers
+    def num_feasible_nodes_to_find(self, n: int) -> int:
+        opts = self.cache.options
+        if n <= opts.min_nodes_to_find or opts.percentage_of_nodes_to_find >= 100:
+            return n
+        pct = opts.percentage_of_nodes_to_find
+        if pct <= 0:
+            pct = BASELINE_PERCENTAGE_OF_NODES_TO_FIND - n // 125
+            pct = max(pct, opts.min_percentage_of_nodes_to_find)
+        return max(n * pct // 100, opts.min_nodes_to_find)
+
+    def predicate_nodes(
+        self,
+        task: TaskInfo,
+        idx: np.ndarray,
+        predicate: Callable[[TaskInfo, np.ndarray], tuple[np.ndarray, FitErrors]],
+        *,
+        limit: bool = True,
+    ) -> tuple[np.ndarray, FitErrors]:
+        """Upstream ``PredicateNodes``: feasible nodes from a round-robin start, up to numNodesToFind.
+
+        ``idx`` is the candidate node index array in node order. Fit errors are recorded only for
+        nodes that were examined, as upstream does.
+        """
+        n = len(idx)
+        if n == 0:
+            return idx, FitErrors()
+        start = self.cache.last_processed_node_index % n
+        order = idx if start == 0 else np.concatenate([idx[start:], idx[:start]])
+        ok, errors = predicate(task, order)
+        want = self.num_feasible_nodes_to_find(n) if limit else n
+        pos = np.flatnonzero(ok)
+        if len(pos) > want:
+            processed = int(pos[want - 1]) + 1
+            pos = pos[:want]
+            examined = order[:processed]
+            errors = _restrict_errors(errors, examined)
+        else:
+            processed = n
+        self.cache.last_processed_node_index = (start + processed) % n
+        return order[pos], errors
+
+    def allocate_predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, FitErrors]:
+        """Allocate's predicate: InitResreq ≤ FutureIdle, then every plugin predicate."""
+        fe = FitErrors()
+        vec = self.node_table.vector(task.init_resreq)
+        fit, failures = self.node_table.fits(vec, idx)
+        if failures:
+            assigned = np.zeros(len(idx), dtype=bool)
+            for name, mask in failures:
+                new = mask & ~assigned
+                if new.any():
+                    fe.add(insufficient_reason([name]), Code.Unschedulable, idx[new])
+                    assigned |= new
+        live = np.flatnonzero(fit)
+        ok = np.zeros(len(idx), dtype=bool)
+        if len(live):
+            pok, groups = self.predicate_failures(task, idx[live])
+            ok[live[pok]] = True
+            for st, nodes in groups:
+                fe.add(st.reason, st.code, nodes)
+        return ok, fe
+
+    def preempt_predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, FitErrors]:
+        """``PredicateForPreemptAction``: only unresolvable/error statuses reject a node."""
+        fe = FitErrors()
+        ok = np.ones(len(idx), dtype=bool)
+        _pok, groups = self.predicate_failures(task, idx)
+        for st, nodes in groups:
+            if st.aborts:
+                fe.add(st.reason, st.code, nodes)
+                ok &= ~np.isin(idx, nodes)
+        return ok, fe
+
+    def select_best_node(self, task: TaskInfo, idx: np.ndarray) -> int:
+        """Score candidates and pick the best, breaking ties uniformly at random."""
+        if len(idx) == 1:
+            return int(idx[0])
+        scores = self.node_order_scores(task, idx)
+        best = scores.max()
+        ties = np.flatnonzero(scores == best)
+        pick = ties[0] if len(ties) == 1 else ties[int(self.rng.integers(len(ties)))]
+        return int(idx[pick])
+
+    def sort_nodes_by_score(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        if len(idx) <= 1:
+            return idx
+        scores = self.node_order_scores(task, idx)
+        order = np.argsort(-scores, kind="stable")
+        return idx[order]
+
+    # ------------------------------------------------------------------ events and effects
+    def fire_allocate(self, task: TaskInfo) -> bool:
+        ok = True
+        for eh in self.event_handlers:
+            if eh.allocate is not None:
+                ev = Event(task)
+                eh.allocate(ev)
+                if ev.err:
+                    ok = False
+        return ok
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        for eh in self.event_handlers:
+            if eh.deallocate is not None:
+                eh.deallocate(Event(task))
+
+    def statement(self) -> Statement:
+        return Statement(self)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.Binding)
+        self.binds.append((task, task.node_name))
+
+    def effects_evict(self, task: TaskInfo, reason: str) -> None:
+        self.evictions.append((task, reason))
+        job = self.jobs.get(task.job)
+        if job is not None and job.podgroup is not None:
+            self.podgroup_events.setdefault(job.uid, []).append(f"Normal Evict {task.key}: {reason}")
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> bool:
+        """Non-transactional allocation (upstream ``Session.Allocate``, used by backfill)."""
+        job = self.jobs.get(task.job)
+        if job is None:
+            return False
+        job.update_task_status(task, TaskStatus.Allocated)
+        node.add_task(task)
+        self.fire_allocate(task)
+        if self.job_ready(job):
+            for t in sorted(job.tasks_in(TaskStatus.Allocated).values(), key=lambda x: x.uid):
+                self.dispatch(t)
+        return True
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Immediate eviction (upstream ``Session.Evict``, used by shuffle)."""
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.Releasing)
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.update_task(task)
+        self.fire_deallocate(task)
+        self.effects_evict(task, reason)
+
+    # ------------------------------------------------------------------ iteration helpers
+    def queue_of(self, job: JobInfo) -> QueueInfo | None:
+        return self.queues.get(job.queue)
+
+    def all_node_indices(self) -> np.ndarray:
+        return np.arange(self.node_table.n, dtype=np.int64)
+
+    def jobs_sorted(self) -> Iterable[JobInfo]:
+        return self.jobs.values()
+
+
+def compare_task(l: TaskInfo, r: TaskInfo) -> bool:
+    """Upstream ``helpers.CompareTask``: pod index, then creation time, then UID."""
+    if l.index is not None and r.index is not None and l.index != r.index:
+        return l.index < r.index
+    if l.creation_timestamp != r.creation_timestamp:
+        return l.creation_timestamp < r.creation_timestamp
+    return l.uid < r.uid
+
+
+def _restrict_errors(errors: FitErrors, examined: np.ndarray) -> FitErrors:
+    out = FitErrors()
+    out.err = errors.err
+    for g in errors.groups:
+        keep = g.nodes[np.isin(g.nodes, examined)]
+        out.add(g.reason, g.code, keep)
+    return out
+
+
+def tasks_by_uid(tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+    return sorted(tasks, key=lambda t: t.uid)
+
+
+def status_names(statuses: Sequence[TaskStatus]) -> list[str]:
+    return [str(s) for s in statuses]
+
+
+_ = Vote

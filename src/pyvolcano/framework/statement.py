@@ -1,0 +1,179 @@
+"""Statement: an ordered, revocable list of session operations (framework/statement.go).
+
+Every operation changes the session immediately (task status, node accounting) and fires
+the plugins' event handlers, so plugin bookkeeping (drf shares, queue allocations) follows.
+``commit()`` hands the operations to the session's effects (bind requests, evictions);
+``discard()`` undoes them in reverse order and leaves each task's last-transaction context
+for the close-time reason messages. A statement that is neither committed nor discarded
+(allocate keeps pipelined gangs) is discarded by the session at close, so nothing tentative
+ever leaks into the cluster state.
+
+Invariant: after ``discard()`` the session state equals the state before the first operation.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyvolcano.api.task import TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from pyvolcano.api.node import NodeInfo
+    from pyvolcano.framework.session import Session
+
+__all__ = ["OpKind", "Operation", "Statement"]
+
+
+class OpKind(enum.Enum):
+    EVICT = "Evict"
+    PIPELINE = "Pipeline"
+    ALLOCATE = "Allocate"
+
+
+@dataclass(slots=True)
+class Operation:
+    kind: OpKind
+    task: TaskInfo
+    reason: str = ""
+
+
+class Statement:
+    def __init__(self, ssn: Session):
+        self.ssn = ssn
+        self.operations: list[Operation] = []
+        ssn._open_statements.append(self)
+
+    def __enter__(self) -> Statement:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is not None:
+            self.discard()
+
+    # ------------------------------------------------------------------ operations
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.Releasing)
+        node = ssn.nodes.get(task.node_name)
+        if node is not None:
+            node.update_task(task)
+        ssn.fire_deallocate(task)
+        self.operations.append(Operation(OpKind.EVICT, task, reason))
+
+    def pipeline(self, task: TaskInfo, node_name: str, eviction_occurred: bool) -> bool:
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        ok = job is not None
+        if job is not None:
+            job.update_task_status(task, TaskStatus.Pipelined)
+        task.node_name = node_name
+        task.eviction_occurred = eviction_occurred
+        node = ssn.nodes.get(node_name)
+        if node is not None:
+            node.add_task(task)
+        else:
+            ok = False
+        if not ssn.fire_allocate(task):
+            ok = False
+        if not ok:
+            self._unpipeline(task)
+            return False
+        self.operations.append(Operation(OpKind.PIPELINE, task))
+        return True
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> bool:
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        ok = job is not None
+        if job is not None:
+            job.update_task_status(task, TaskStatus.Allocated)
+        task.node_name = node.name
+        node.add_task(task)
+        if not ssn.fire_allocate(task):
+            ok = False
+        if not ok:
+            self._unallocate(task)
+            return False
+        self.operations.append(Operation(OpKind.ALLOCATE, task))
+        return True
+
+    # ------------------------------------------------------------------ reversal
+    def _unevict(self, task: TaskInfo) -> None:
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.Running)
+        node = ssn.nodes.get(task.node_name)
+        if node is not None:
+            node.update_task(task)
+        ssn.fire_allocate(task)
+
+    def _unpipeline(self, task: TaskInfo) -> None:
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.Pending)
+        node = ssn.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        ssn.fire_deallocate(task)
+        task.node_name = ""
+        task.eviction_occurred = False
+
+    def _unallocate(self, task: TaskInfo) -> None:
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.Pending)
+        node = ssn.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        ssn.fire_deallocate(task)
+        task.node_name = ""
+
+    def discard(self) -> None:
+        for op in reversed(self.operations):
+            op.task.generate_last_tx_context()
+            if op.kind is OpKind.EVICT:
+                self._unevict(op.task)
+            elif op.kind is OpKind.PIPELINE:
+                self._unpipeline(op.task)
+            else:
+                self._unallocate(op.task)
+        self.operations = []
+        self._close()
+
+    def commit(self) -> None:
+        ssn = self.ssn
+        for op in self.operations:
+            op.task.clear_last_tx_context()
+            if op.kind is OpKind.EVICT:
+                ssn.effects_evict(op.task, op.reason)
+            elif op.kind is OpKind.ALLOCATE:
+                ssn.dispatch(op.task)
+            # Pipelining is session-only: nothing leaves the session.
+        self.operations = []
+        self._close()
+
+    def merge(self, *others: Statement) -> None:
+        for o in others:
+            self.operations.extend(o.operations)
+            o.operations = []
+            o._close()
+
+    def has_evictions(self) -> bool:
+        return any(op.kind is OpKind.EVICT for op in self.operations)
+
+    def _close(self) -> None:
+        try:
+            self.ssn._open_statements.remove(self)
+        except ValueError:
+            pass

@@ -1,0 +1,25 @@
+"""Built-in scheduler plugins, by upstream name.
+
+The registry is an explicit literal map from upstream plugin name to the module that
+implements it; each module exposes ``new(arguments) -> Plugin``. Modules are imported when
+a configuration first uses them, so importing this package has no side effects.
+"""
+
+from __future__ import annotations
+
+BUILTIN_PLUGINS: dict[str, str] = {
+    "gang": "pyvolcano.plugins.gang",
+    "priority": "pyvolcano.plugins.priority",
+    "conformance": "pyvolcano.plugins.conformance",
+    "drf": "pyvolcano.plugins.drf",
+    "proportion": "pyvolcano.plugins.proportion",
+    "capacity": "pyvolcano.plugins.capacity",
+    "overcommit": "pyvolcano.plugins.overcommit",
+    "predicates": "pyvolcano.plugins.predicates",
+    "nodeorder": "pyvolcano.plugins.nodeorder",
+    "binpack": "pyvolcano.plugins.binpack",
+    "sla": "pyvolcano.plugins.sla",
+    "resource-strategy-fit": "pyvolcano.plugins.resource_strategy_fit",
+}
+
+__all__ = ["BUILTIN_PLUGINS"]

@@ -1,0 +1,68 @@
+"""Helpers shared by queue-quota plugins (upstream pkg/scheduler/plugins/util/util.go)."""
+
+from __future__ import annotations
+
+import math
+
+from pyvolcano.api.job import JobInfo
+from pyvolcano.api.resource import CPU, MEMORY, PODS, Resource, is_scalar_resource_name
+from pyvolcano.api.task import ALLOCATED_STATUS
+
+__all__ = ["calculate_allocated_task_num", "capability_resource", "inqueue_resource", "max_resource"]
+
+
+def calculate_allocated_task_num(job: JobInfo) -> int:
+    return job.count(ALLOCATED_STATUS)
+
+
+def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
+    """Upstream ``GetInqueueResource``: min resources not yet covered by allocated tasks."""
+    assert job.podgroup is not None and job.podgroup.min_resources is not None
+    min_res = Resource.from_list(job.podgroup.min_resources)
+    out = Resource()
+    for name in job.podgroup.min_resources:
+        if name == CPU:
+            out.milli_cpu = max(min_res.milli_cpu - allocated.milli_cpu, 0.0)
+        elif name == MEMORY:
+            out.memory = max(min_res.memory - allocated.memory, 0.0)
+        elif name == PODS:
+            reserved = min_res.scalars.get(PODS, 0.0) - allocated.scalars.get(PODS, 0.0)
+            if reserved > 0:
+                out.scalars[PODS] = reserved
+        else:
+            if name.startswith("count/") or not is_scalar_resource_name(name):
+                continue
+            reserved = min_res.scalars.get(name, 0.0)
+            if name not in allocated.scalars:
+                out.scalars[name] = reserved
+            elif reserved - allocated.scalars[name] > 0:
+                out.scalars[name] = reserved - allocated.scalars[name]
+    return out
+
+
+def max_resource(l: Resource, r: Resource) -> Resource:
+    """Upstream ``helpers.Max``: per-dimension max; negative scalars are ignored."""
+    out = Resource(max(l.milli_cpu, r.milli_cpu), max(l.memory, r.memory))
+    for n, v in l.scalars.items():
+        if v >= 0:
+            out.scalars[n] = v
+    for n, v in r.scalars.items():
+        if v >= 0:
+            out.scalars[n] = max(v, out.scalars.get(n, 0.0))
+    return out
+
+
+def capability_resource(rl: dict[str, object] | None) -> Resource | None:
+    """A queue capability: cpu/memory ≤ 0 mean unlimited (``math.MaxFloat64``)."""
+    if not rl:
+        return None
+    cap = Resource.from_list(rl)  # type: ignore[arg-type]
+    if cap.milli_cpu <= 0:
+        cap.milli_cpu = _MAX_FLOAT
+    if cap.memory <= 0:
+        cap.memory = _MAX_FLOAT
+    return cap
+
+
+_MAX_FLOAT = 1.7976931348623157e308
+assert math.isfinite(_MAX_FLOAT)

@@ -1,0 +1,154 @@
+"""drf plugin: dominant resource fairness (upstream pkg/scheduler/plugins/drf/drf.go).
+
+A job's share is the largest ``allocated[r] / total[r]`` over the cluster's resource
+dimensions (``pods`` included, as upstream). JobOrder puts the smaller share first;
+Preemptable lets a preemptor take a task when the preemptor job's share after the
+preemption stays below (or within 1e-6 of) the victim job's share after losing it.
+The job allocation here follows every allocate/pipeline/evict event, so pipelined tasks
+count (as upstream). With ``enableHierarchy: true`` queues are ordered and reclaimed with
+hierarchical DRF over the ``volcano.sh/hierarchy`` annotations (see :mod:`._hdrf`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pyvolcano.api.job import JobInfo
+from pyvolcano.api.queue import QueueInfo
+from pyvolcano.api.resource import Resource, share
+from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo
+from pyvolcano.framework.interfaces import Event, EventHandler, Vote
+
+if TYPE_CHECKING:
+    from pyvolcano.framework.session import Session
+
+NAME = "drf"
+SHARE_DELTA = 0.000001
+
+
+class DrfAttr:
+    __slots__ = ("allocated", "dominant_resource", "share")
+
+    def __init__(self, allocated: Resource):
+        self.allocated = allocated
+        self.share = 0.0
+        self.dominant_resource = ""
+
+
+def calculate_share(allocated: Resource, total: Resource) -> tuple[str, float]:
+    res = 0.0
+    dominant = ""
+    for rn in total.resource_names():
+        s = share(allocated.get(rn), total.get(rn))
+        if s > res:
+            res = s
+            dominant = rn
+    return dominant, res
+
+
+class Drf:
+    name = NAME
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None):
+        self.arguments = dict(arguments or {})
+        self.total = Resource()
+        self.job_attrs: dict[str, DrfAttr] = {}
+
+    def update_share(self, attr: DrfAttr) -> None:
+        attr.dominant_resource, attr.share = calculate_share(attr.allocated, self.total)
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.total = ssn.total_resource.clone()
+        hierarchy = _hierarchy_enabled(ssn)
+        hdrf = None
+        if hierarchy:
+            from pyvolcano.plugins._hdrf import HierarchicalDrf
+
+            hdrf = HierarchicalDrf(self.total)
+        for job in ssn.jobs.values():
+            alloc = Resource()
+            for status, bucket in job.task_status_index.items():
+                if status & ALLOCATED_STATUS:
+                    for t in bucket.values():
+                        alloc.add(t.resreq)
+            attr = DrfAttr(alloc)
+            self.update_share(attr)
+            self.job_attrs[job.uid] = attr
+            if hdrf is not None:
+                queue = ssn.queues.get(job.queue)
+                if queue is not None:
+                    hdrf.add_job(job, attr.allocated, queue)
+
+        def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            latt = self.job_attrs.get(preemptor.job)
+            if latt is None:
+                return [], Vote.PERMIT
+            _, ls = calculate_share(latt.allocated.clone().add(preemptor.resreq), self.total)
+            allocations: dict[str, Resource] = {}
+            victims = []
+            for p in preemptees:
+                if p.job not in allocations:
+                    ratt = self.job_attrs.get(p.job)
+                    if ratt is None:
+                        continue
+                    allocations[p.job] = ratt.allocated.clone()
+                ralloc = allocations[p.job].sub(p.resreq)
+                _, rs = calculate_share(ralloc, self.total)
+                if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                    victims.append(p)
+            return victims, Vote.PERMIT
+
+        def job_order(l: JobInfo, r: JobInfo) -> int:
+            ls = self.job_attrs[l.uid].share
+            rs = self.job_attrs[r.uid].share
+            if ls == rs:
+                return 0
+            return -1 if ls < rs else 1
+
+        def on_allocate(ev: Event) -> None:
+            attr = self.job_attrs.get(ev.task.job)
+            if attr is None:
+                return
+            attr.allocated.add(ev.task.resreq)
+            self.update_share(attr)
+            if hdrf is not None:
+                hdrf.task_added(ssn, ev.task)
+
+        def on_deallocate(ev: Event) -> None:
+            attr = self.job_attrs.get(ev.task.job)
+            if attr is None:
+                return
+            attr.allocated.sub(ev.task.resreq)
+            self.update_share(attr)
+            if hdrf is not None:
+                hdrf.task_removed(ssn, ev.task)
+
+        ssn.add_preemptable_fn(NAME, preemptable)
+        ssn.add_job_order_fn(NAME, job_order)
+        if hdrf is not None:
+
+            def queue_order(l: QueueInfo, r: QueueInfo) -> int:
+                return hdrf.compare_queues(l, r)
+
+            def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+                return hdrf.reclaimable(ssn, reclaimer, reclaimees), Vote.PERMIT
+
+            ssn.add_queue_order_fn(NAME, queue_order)
+            ssn.add_reclaimable_fn(NAME, reclaimable)
+        ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.total = Resource()
+        self.job_attrs = {}
+
+
+def _hierarchy_enabled(ssn: Session) -> bool:
+    for opt, _plugin in ssn.plugins:
+        if opt.name == NAME and opt.enabled("enableHierarchy"):
+            return True
+    return False
+
+
+def new(arguments: Mapping[str, Any]) -> Drf:
+    return Drf(arguments)

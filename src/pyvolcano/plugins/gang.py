@@ -1,0 +1,138 @@
+"""gang plugin (upstream pkg/scheduler/plugins/gang/gang.go).
+
+Registers: JobValid (no flag), Preemptable and Reclaimable (``enablePreemptable`` /
+``enableReclaimable``), JobOrder, JobReady, JobPipelined, JobStarving. At session close it
+writes the PodGroup condition: ``Unschedulable`` (reason ``NotEnoughResources``, message
+``"<k>/<n> tasks in gang unschedulable: <job fit error>"``) or ``Scheduled``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pyvolcano.api.job import JobInfo, ValidateResult
+from pyvolcano.api.objects import PodGroupCondition
+from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo, TaskStatus
+from pyvolcano.framework.interfaces import Vote
+
+if TYPE_CHECKING:
+    from pyvolcano.framework.session import Session
+
+NAME = "gang"
+
+NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
+NOT_ENOUGH_PODS = "NotEnoughTasks"
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+
+
+class Gang:
+    name = NAME
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None):
+        self.arguments = dict(arguments or {})
+
+    def on_session_open(self, ssn: Session) -> None:
+        def job_valid(job: JobInfo) -> ValidateResult | None:
+            if not job.check_task_valid():
+                return ValidateResult(
+                    False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
+                )
+            vtn = job.valid_task_num()
+            if vtn < job.min_available:
+                return ValidateResult(
+                    False,
+                    NOT_ENOUGH_PODS,
+                    f"Not enough valid tasks for gang-scheduling, valid: {vtn}, min: {job.min_available}",
+                )
+            return None
+
+        def evictable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            victims: list[TaskInfo] = []
+            occupied: dict[str, int] = {}
+            for p in preemptees:
+                job = ssn.jobs.get(p.job)
+                if job is None:
+                    continue
+                if job.uid not in occupied:
+                    occupied[job.uid] = job.ready_task_num()
+                if occupied[job.uid] > job.min_available:
+                    occupied[job.uid] -= 1
+                    victims.append(p)
+            return victims, Vote.PERMIT
+
+        def job_order(l: JobInfo, r: JobInfo) -> int:
+            lr, rr = l.is_ready(), r.is_ready()
+            if lr and rr:
+                return 0
+            if lr:
+                return 1
+            if rr:
+                return -1
+            return 0
+
+        def job_ready(job: JobInfo) -> bool:
+            return job.check_task_ready() and job.is_ready()
+
+        def job_pipelined(job: JobInfo) -> int:
+            return Vote.PERMIT if job.check_task_pipelined() and job.is_pipelined() else Vote.REJECT
+
+        def job_starving(job: JobInfo) -> bool:
+            return job.is_starving()
+
+        ssn.add_job_valid_fn(NAME, job_valid)
+        ssn.add_reclaimable_fn(NAME, evictable)
+        ssn.add_preemptable_fn(NAME, evictable)
+        ssn.add_job_order_fn(NAME, job_order)
+        ssn.add_job_ready_fn(NAME, job_ready)
+        ssn.add_job_pipelined_fn(NAME, job_pipelined)
+        ssn.add_job_starving_fn(NAME, job_starving)
+
+    def on_session_close(self, ssn: Session) -> None:
+        for job in ssn.jobs.values():
+            if not job.tasks or job.podgroup is None:
+                continue
+            if not job.is_ready():
+                if _skip_unschedulable_for_releasing(job):
+                    continue
+                schedulable = job.ready_task_num()
+                for t in job.tasks_in(TaskStatus.Pending).values():
+                    ctx = t.last_transaction or t.transaction_context()
+                    if ctx.status & ALLOCATED_STATUS:
+                        schedulable += 1
+                unready = job.min_available - schedulable
+                msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+                cond = PodGroupCondition(
+                    type="Unschedulable", status="True", reason=NOT_ENOUGH_RESOURCES, message=msg,
+                    transition_id=ssn.uid, last_transition_time=ssn.now,
+                )
+            else:
+                cond = PodGroupCondition(
+                    type="Scheduled", status="True", reason="tasks in gang are ready to be scheduled",
+                    message="", transition_id=ssn.uid, last_transition_time=ssn.now,
+                )
+            update_podgroup_condition(job, cond)
+
+
+def update_podgroup_condition(job: JobInfo, cond: PodGroupCondition) -> None:
+    """A condition of the same type replaces the old one (upstream ``UpdatePodGroupCondition``)."""
+    assert job.podgroup is not None
+    conds = job.podgroup.conditions
+    for i, c in enumerate(conds):
+        if c.type == cond.type:
+            conds[i] = cond
+            return
+    conds.append(cond)
+
+
+def _skip_unschedulable_for_releasing(job: JobInfo) -> bool:
+    releasing = job.releasing_scheduled_task_num()
+    if releasing == 0:
+        return False
+    if job.tasks_in(TaskStatus.Pending) or job.tasks_in(TaskStatus.Pipelined):
+        return False
+    return job.scheduled_task_num() + releasing >= job.min_available
+
+
+def new(arguments: Mapping[str, Any]) -> Gang:
+    return Gang(arguments)

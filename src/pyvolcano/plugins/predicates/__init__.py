@@ -1,0 +1,267 @@
+"""predicates plugin (upstream pkg/scheduler/plugins/predicates/predicates.go).
+
+Per node, in upstream's order: the pod-number check ("node(s) pod number exceeded",
+non-aborting), then the *stable* filters NodeUnschedulable, NodeAffinity (nodeSelector and
+required node affinity) and TaintToleration — any failure there aborts — then NodePorts,
+InterPodAffinity and PodTopologySpread. Statuses that are UnschedulableAndUnresolvable abort
+the node at once; plain Unschedulable statuses accumulate.
+
+Vectorisation. The stable filters depend only on the pod's template and the node's labels,
+taints and unschedulable flag, so they are evaluated once per distinct node *signature*
+(nodes with equal labels/taints share a result) and memoised per pod template for the
+session. Host ports, inter-pod affinity and topology spread run only for pods that use them
+(or, for anti-affinity, when some running pod declares required anti-affinity).
+
+Arguments (upstream keys): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
+``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``,
+``predicate.PodTopologySpreadEnable`` (all default true). Volume, DRA and NUMA filters are
+not modelled (no PV/PVC/ResourceSlice objects).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pyvolcano.api import interpod, topology_spread
+from pyvolcano.api.matching import (
+    find_untolerated_taint,
+    host_ports_conflict,
+    node_unschedulable_tolerated,
+    pod_host_ports,
+    pod_matches_node_selector_and_affinity,
+    untolerated_taint_reason,
+)
+from pyvolcano.api.node import NodeInfo
+from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.api.unschedule import NODE_POD_NUMBER_EXCEEDED, Code, Status
+from pyvolcano.framework.arguments import Arguments
+
+if TYPE_CHECKING:
+    from pyvolcano.framework.session import NodeFailures, Session
+
+NAME = "predicates"
+
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
+
+_STATUS_PODS = Status(Code.Unschedulable, NODE_POD_NUMBER_EXCEEDED)
+_STATUS_UNSCHEDULABLE = Status(Code.UnschedulableAndUnresolvable, REASON_UNSCHEDULABLE)
+_STATUS_AFFINITY = Status(Code.UnschedulableAndUnresolvable, REASON_NODE_AFFINITY)
+_STATUS_PORTS = Status(Code.Unschedulable, REASON_PORTS)
+_INTERPOD_CODES = {
+    "node(s) didn't match pod affinity rules": Code.UnschedulableAndUnresolvable,
+    "node(s) didn't match pod anti-affinity rules": Code.Unschedulable,
+    "node(s) didn't satisfy existing pods anti-affinity rules": Code.Unschedulable,
+}
+
+
+def node_signatures(nodes: list[NodeInfo]) -> tuple[np.ndarray, list[NodeInfo]]:
+    """Group nodes with identical labels, taints and unschedulable flag.
+
+    Returns a signature id per node (in node order) and one representative node per id.
+    """
+    ids = np.zeros(len(nodes), dtype=np.int64)
+    seen: dict[Any, int] = {}
+    reps: list[NodeInfo] = []
+    for i, n in enumerate(nodes):
+        key = (
+            tuple(sorted(n.labels.items())),
+            json.dumps(n.taints, sort_keys=True) if n.taints else "",
+            n.unschedulable,
+        )
+        sid = seen.get(key)
+        if sid is None:
+            sid = len(reps)
+            seen[key] = sid
+            reps.append(n)
+        ids[i] = sid
+    return ids, reps
+
+
+class Predicates:
+    name = NAME
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None):
+        args = Arguments(arguments or {}, owner=f"plugin {NAME}")
+        self.node_affinity_enable = args.get_bool("predicate.NodeAffinityEnable", True)
+        self.node_ports_enable = args.get_bool("predicate.NodePortsEnable", True)
+        self.taint_toleration_enable = args.get_bool("predicate.TaintTolerationEnable", True)
+        self.pod_affinity_enable = args.get_bool("predicate.PodAffinityEnable", True)
+        self.pod_topology_spread_enable = args.get_bool("predicate.PodTopologySpreadEnable", True)
+        self._stable_cache: dict[str, list[tuple[Status, np.ndarray]]] = {}
+        self._sig_ids = np.zeros(0, dtype=np.int64)
+        self._reps: list[NodeInfo] = []
+
+    # ------------------------------------------------------------------ stable filters
+    def _template_key(self, task: TaskInfo) -> str:
+        pod = task.pod
+        return json.dumps(
+            [pod.node_selector, pod.affinity.get("nodeAffinity") if pod.affinity else None, pod.tolerations],
+            sort_keys=True,
+        )
+
+    def _stable_failures(self, task: TaskInfo, n_nodes: int) -> list[tuple[Status, np.ndarray]]:
+        """Per-node failing masks (over all nodes) of the stable filters; all abort."""
+        key = self._template_key(task)
+        cached = self._stable_cache.get(key)
+        if cached is not None:
+            return cached
+        pod = task.pod
+        reps = self._reps
+        rep_status: list[Status | None] = []
+        for n in reps:
+            st: Status | None = None
+            if not node_unschedulable_tolerated(n.unschedulable, pod.tolerations):
+                st = _STATUS_UNSCHEDULABLE
+            elif self.node_affinity_enable and not pod_matches_node_selector_and_affinity(
+                pod.node_selector, pod.affinity, n.name, n.labels
+            ):
+                st = _STATUS_AFFINITY
+            elif self.taint_toleration_enable:
+                taint = find_untolerated_taint(n.taints, pod.tolerations)
+                if taint is not None:
+                    st = Status(Code.UnschedulableAndUnresolvable, untolerated_taint_reason(taint))
+            rep_status.append(st)
+        groups: dict[Status, list[int]] = {}
+        for sid, st in enumerate(rep_status):
+            if st is not None:
+                groups.setdefault(st, []).append(sid)
+        out: list[tuple[Status, np.ndarray]] = []
+        for st, sids in groups.items():
+            out.append((st, np.isin(self._sig_ids, np.array(sids, dtype=np.int64))))
+        self._stable_cache[key] = out
+        return out
+
+    # ------------------------------------------------------------------ session
+    def on_session_open(self, ssn: Session) -> None:
+        nodes = ssn.node_list
+        if len(nodes) != len(self._sig_ids):
+            self._sig_ids, self._reps = node_signatures(nodes)
+        self._stable_cache = {}
+        table = ssn.node_table
+        pods_dim = table.dim_index.get("pods")
+        anti_affinity_pods: list[TaskInfo] | None = None
+
+        def existing_affinity_pods() -> list[TaskInfo]:
+            nonlocal anti_affinity_pods
+            if anti_affinity_pods is None:
+                anti_affinity_pods = [
+                    t for n in nodes for t in n.tasks.values()
+                    if t.pod.affinity and ("podAntiAffinity" in t.pod.affinity or "podAffinity" in t.pod.affinity)
+                ]
+            return anti_affinity_pods
+
+        def predicate(task: TaskInfo, idx: np.ndarray) -> NodeFailures:
+            failures: NodeFailures = []
+            # 1. pod number (non-aborting)
+            if pods_dim is not None:
+                max_pods = table.allocatable[pods_dim][idx]
+            else:
+                max_pods = np.zeros(len(idx))
+            over = max_pods <= table.task_count[idx]
+            if over.any():
+                failures.append((_STATUS_PODS, over))
+            # 2. stable filters (abort)
+            aborted = np.zeros(len(idx), dtype=bool)
+            for st, mask in self._stable_failures(task, len(nodes)):
+                sub = mask[idx]
+                if sub.any():
+                    failures.append((st, sub))
+                    aborted |= sub
+            live = ~aborted
+            pod = task.pod
+            # 3. node ports
+            if self.node_ports_enable:
+                wanted = pod_host_ports(pod.containers)
+                if wanted:
+                    bad = np.zeros(len(idx), dtype=bool)
+                    for k in np.flatnonzero(live):
+                        node = nodes[int(idx[k])]
+                        used = [p for t in node.tasks.values() for p in pod_host_ports(t.pod.containers)]
+                        if host_ports_conflict(wanted, used):
+                            bad[k] = True
+                    if bad.any():
+                        failures.append((_STATUS_PORTS, bad))
+            # 4. inter-pod affinity
+            if self.pod_affinity_enable:
+                existing = existing_affinity_pods()
+                has_own = bool(pod.affinity and ("podAffinity" in pod.affinity or "podAntiAffinity" in pod.affinity))
+                if has_own or existing:
+                    failures.extend(self._interpod(ssn, task, idx, live, aborted))
+            # 5. topology spread
+            if self.pod_topology_spread_enable and pod.topology_spread_constraints:
+                failures.extend(self._spread(ssn, task, idx, live, aborted))
+            return failures
+
+        ssn.add_predicate_fn(NAME, predicate)
+
+    def _existing(self, ssn: Session, task: TaskInfo) -> list[interpod.ExistingPod]:
+        out = []
+        for n in ssn.node_list:
+            for t in n.tasks.values():
+                if t.uid == task.uid:
+                    continue
+                out.append(interpod.ExistingPod(t.namespace, t.pod.labels, n.name, t.pod.affinity))
+        return out
+
+    def _interpod(
+        self, ssn: Session, task: TaskInfo, idx: np.ndarray, live: np.ndarray, aborted: np.ndarray
+    ) -> NodeFailures:
+        pod = task.pod
+        node_labels = {n.name: n.labels for n in ssn.node_list}
+        state = interpod.prefilter(pod.namespace, pod.labels, pod.affinity, self._existing(ssn, task), node_labels)
+        by_reason: dict[str, np.ndarray] = {}
+        for k in np.flatnonzero(live):
+            node = ssn.node_list[int(idx[k])]
+            reason = interpod.filter_node(state, node.name, node.labels)
+            if reason is not None:
+                mask = by_reason.setdefault(reason, np.zeros(len(idx), dtype=bool))
+                mask[k] = True
+        out: NodeFailures = []
+        for reason, mask in by_reason.items():
+            code = _INTERPOD_CODES.get(reason, Code.Unschedulable)
+            out.append((Status(code, reason), mask))
+            if code == Code.UnschedulableAndUnresolvable:
+                aborted |= mask
+                live &= ~mask
+        return out
+
+    def _spread(
+        self, ssn: Session, task: TaskInfo, idx: np.ndarray, live: np.ndarray, aborted: np.ndarray
+    ) -> NodeFailures:
+        pod = task.pod
+        existing = [
+            topology_spread.SpreadPod(t.namespace, t.pod.labels, n.name, t.status == TaskStatus.Releasing)
+            for n in ssn.node_list
+            for t in n.tasks.values()
+            if t.uid != task.uid
+        ]
+        nodes = {n.name: (n.labels, n.taints) for n in ssn.node_list}
+        state = topology_spread.prefilter(
+            pod.namespace, pod.labels, pod.topology_spread_constraints, pod.node_selector, pod.affinity,
+            pod.tolerations, existing, nodes,
+        )
+        by_reason: dict[str, np.ndarray] = {}
+        for k in np.flatnonzero(live):
+            node = ssn.node_list[int(idx[k])]
+            reason = topology_spread.filter_node(state, node.name, node.labels)
+            if reason is not None:
+                mask = by_reason.setdefault(reason, np.zeros(len(idx), dtype=bool))
+                mask[k] = True
+        out: NodeFailures = []
+        for reason, mask in by_reason.items():
+            code = Code.UnschedulableAndUnresolvable if "missing required label" in reason else Code.Unschedulable
+            out.append((Status(code, reason), mask))
+        return out
+
+    def on_session_close(self, ssn: Session) -> None:
+        self._stable_cache = {}
+
+
+def new(arguments: Mapping[str, Any]) -> Predicates:
+    return Predicates(arguments)

@@ -1,0 +1,71 @@
+"""priority plugin (upstream pkg/scheduler/plugins/priority/priority.go).
+
+TaskOrder and JobOrder put higher priority first. Preemptable: a task of another job is a
+victim iff its job's priority is lower than the preemptor job's; a task of the same job iff
+its task priority is lower. JobStarving: ``ready + waiting < #tasks``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pyvolcano.api.job import JobInfo
+from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.interfaces import Vote
+
+if TYPE_CHECKING:
+    from pyvolcano.framework.session import Session
+
+NAME = "priority"
+
+
+def _desc(lv: int, rv: int) -> int:
+    if lv == rv:
+        return 0
+    return -1 if lv > rv else 1
+
+
+class Priority:
+    name = NAME
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None):
+        self.arguments = dict(arguments or {})
+
+    def on_session_open(self, ssn: Session) -> None:
+        def task_order(l: TaskInfo, r: TaskInfo) -> int:
+            return _desc(l.priority, r.priority)
+
+        def job_order(l: JobInfo, r: JobInfo) -> int:
+            return _desc(l.priority, r.priority)
+
+        def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            pjob = ssn.jobs.get(preemptor.job)
+            if pjob is None:
+                return [], Vote.PERMIT
+            victims = []
+            for p in preemptees:
+                job = ssn.jobs.get(p.job)
+                if job is None:
+                    continue
+                if job.uid != pjob.uid:
+                    if job.priority < pjob.priority:
+                        victims.append(p)
+                elif p.priority < preemptor.priority:
+                    victims.append(p)
+            return victims, Vote.PERMIT
+
+        def job_starving(job: JobInfo) -> bool:
+            return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
+
+        ssn.add_task_order_fn(NAME, task_order)
+        ssn.add_job_order_fn(NAME, job_order)
+        ssn.add_preemptable_fn(NAME, preemptable)
+        ssn.add_job_starving_fn(NAME, job_starving)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+def new(arguments: Mapping[str, Any]) -> Priority:
+    return Priority(arguments)

@@ -1,0 +1,248 @@
+"""proportion plugin: weighted fair share between queues (upstream plugins/proportion/proportion.go).
+
+At open, each queue with jobs gets ``deserved`` by weighted water-filling over the cluster
+total, capped by ``realCapability`` (capability, or total minus others' guarantees) and by
+the queue's request, and never below its guarantee. ``share`` = max over deserved
+dimensions of allocated/deserved, kept current by allocate/deallocate events.
+
+Registers QueueOrder (queue priority, then lower share), Reclaimable (victims only while
+their queue is above deserved), Overused (deserved ≤ allocated), Allocatable and Preemptive
+(queue Open and allocated + request ≤ deserved on requested dimensions), JobEnqueueable /
+JobEnqueued (min resources against realCapability, with inqueue and elastic accounting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pyvolcano.api.job import JobInfo
+from pyvolcano.api.queue import QueueInfo
+from pyvolcano.api.resource import DimensionDefault, Resource, share
+from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo, TaskStatus
+from pyvolcano.framework.interfaces import Event, EventHandler, Vote
+from pyvolcano.plugins._util import (
+    calculate_allocated_task_num,
+    capability_resource,
+    inqueue_resource,
+    max_resource,
+)
+
+if TYPE_CHECKING:
+    from pyvolcano.framework.session import Session
+
+NAME = "proportion"
+ZERO = DimensionDefault.ZERO
+INF = DimensionDefault.INFINITY
+
+
+class QueueAttr:
+    __slots__ = (
+        "allocated", "capability", "deserved", "elastic", "guarantee", "inqueue", "name", "queue_id",
+        "real_capability", "request", "share", "weight",
+    )
+
+    def __init__(self, queue: QueueInfo):
+        self.queue_id = queue.uid
+        self.name = queue.name
+        self.weight = queue.weight
+        self.share = 0.0
+        self.deserved = Resource()
+        self.allocated = Resource()
+        self.request = Resource()
+        self.elastic = Resource()
+        self.inqueue = Resource()
+        self.guarantee = Resource()
+        self.capability: Resource | None = None
+        self.real_capability = Resource()
+
+    def update_share(self) -> None:
+        res = 0.0
+        for rn in self.deserved.resource_names():
+            s = share(self.allocated.get(rn), self.deserved.get(rn))
+            if s > res:
+                res = s
+        self.share = res
+
+
+class Proportion:
+    name = NAME
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None):
+        self.arguments = dict(arguments or {})
+        self.queue_opts: dict[str, QueueAttr] = {}
+
+    def _build(self, ssn: Session) -> None:
+        total = ssn.total_resource.clone()
+        total_guarantee = Resource()
+        for q in ssn.queues.values():
+            g = q.guarantee()
+            if q.queue.guarantee:
+                assert g is not None
+                total_guarantee.add(g)
+        for job in ssn.jobs.values():
+            attr = self.queue_opts.get(job.queue)
+            if attr is None:
+                queue = ssn.queues[job.queue]
+                attr = QueueAttr(queue)
+                attr.capability = capability_resource(queue.queue.capability)
+                if queue.queue.guarantee:
+                    attr.guarantee = Resource.from_list(queue.queue.guarantee)
+                real = total.exceeded_part(total_guarantee).add(attr.guarantee)
+                if attr.capability is not None:
+                    real.min_dimension(attr.capability, INF)
+                attr.real_capability = real
+                self.queue_opts[job.queue] = attr
+            for status, bucket in job.task_status_index.items():
+                if status & ALLOCATED_STATUS:
+                    for t in bucket.values():
+                        attr.allocated.add(t.resreq)
+                        attr.request.add(t.resreq)
+                elif status == TaskStatus.Pending:
+                    for t in bucket.values():
+                        attr.request.add(t.resreq)
+            pg = job.podgroup
+            assert pg is not None
+            if pg.phase == "Inqueue" and pg.min_resources is not None:
+                attr.inqueue.add(job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)))
+            if (
+                pg.phase == "Running"
+                and pg.min_resources is not None
+                and calculate_allocated_task_num(job) >= pg.min_member
+            ):
+                attr.inqueue.add(job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)))
+            attr.elastic.add(job.elastic_resources())
+
+        remaining = total.clone()
+        meet: set[str] = set()
+        attrs = [self.queue_opts[k] for k in sorted(self.queue_opts)]
+        while True:
+            total_weight = sum(a.weight for a in attrs if a.queue_id not in meet)
+            if total_weight == 0:
+                break
+            old_remaining = remaining.clone()
+            increased_sum, decreased_sum = Resource(), Resource()
+            for a in attrs:
+                if a.queue_id in meet:
+                    continue
+                old = a.deserved.clone()
+                a.deserved.add(remaining.clone().multi(a.weight / total_weight))
+                a.deserved.min_dimension(a.real_capability, INF)
+                a.deserved.min_dimension(a.request, ZERO)
+                a.deserved = max_resource(a.deserved, a.guarantee)
+                a.update_share()
+                if a.request.less_equal(a.deserved, ZERO) or _same(a.deserved, old):
+                    meet.add(a.queue_id)
+                inc, dec = a.deserved.diff(old)
+                increased_sum.add(inc)
+                decreased_sum.add(dec)
+            remaining = remaining.clone().add(decreased_sum).exceeded_part(increased_sum)
+            if remaining.is_empty() or _same(remaining, old_remaining):
+                break
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._build(ssn)
+        opts = self.queue_opts
+
+        def queue_order(l: QueueInfo, r: QueueInfo) -> int:
+            if l.priority != r.priority:
+                return r.priority - l.priority
+            ls, rs = opts[l.uid].share, opts[r.uid].share
+            if ls == rs:
+                return 0
+            return -1 if ls < rs else 1
+
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            victims = []
+            allocations: dict[str, Resource] = {}
+            for r in reclaimees:
+                job = ssn.jobs.get(r.job)
+                if job is None:
+                    continue
+                attr = opts.get(job.queue)
+                if attr is None:
+                    continue
+                if job.queue not in allocations:
+                    allocations[job.queue] = attr.allocated.clone()
+                allocated = allocations[job.queue]
+                if not allocated.less_equal(attr.deserved, ZERO):
+                    allocated.sub(r.resreq)
+                    victims.append(r)
+            return victims, Vote.PERMIT
+
+        def overused(queue: QueueInfo) -> bool:
+            attr = opts[queue.uid]
+            return attr.deserved.less_equal(attr.allocated, ZERO)
+
+        def queue_allocatable(queue: QueueInfo, candidates: list[TaskInfo]) -> bool:
+            if queue.state != "Open":
+                return False
+            attr = opts[queue.uid]
+            total_req = Resource()
+            for t in candidates:
+                total_req.add(t.resreq)
+            future = attr.allocated.clone().add(total_req)
+            ok, _ = future.less_equal_with_dimension(attr.deserved, total_req)
+            return ok
+
+        def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
+            return queue_allocatable(queue, [task])
+
+        def job_enqueueable(job: JobInfo) -> int:
+            attr = opts.get(job.queue)
+            queue = ssn.queues[job.queue]
+            if queue.state != "Open":
+                return Vote.REJECT
+            if attr is None or not job.has_min_resources():
+                return Vote.PERMIT
+            min_req = job.min_resources()
+            r = min_req.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
+            ok, names = r.less_equal_with_dimension(attr.real_capability, min_req)
+            if ok:
+                return Vote.PERMIT
+            ssn.podgroup_events.setdefault(job.uid, []).append(
+                f"Normal Unschedulable queue resource quota insufficient: insufficient {', '.join(names)}"
+            )
+            return Vote.REJECT
+
+        def job_enqueued(job: JobInfo) -> None:
+            if not job.has_min_resources():
+                return
+            attr = opts.get(job.queue)
+            if attr is None:
+                return
+            attr.inqueue.add(job.deduct_sch_gated_resources(job.min_resources()))
+
+        def on_allocate(ev: Event) -> None:
+            job = ssn.jobs.get(ev.task.job)
+            attr = opts.get(job.queue) if job is not None else None
+            if attr is not None:
+                attr.allocated.add(ev.task.resreq)
+                attr.update_share()
+
+        def on_deallocate(ev: Event) -> None:
+            job = ssn.jobs.get(ev.task.job)
+            attr = opts.get(job.queue) if job is not None else None
+            if attr is not None:
+                attr.allocated.sub(ev.task.resreq)
+                attr.update_share()
+
+        ssn.add_queue_order_fn(NAME, queue_order)
+        ssn.add_reclaimable_fn(NAME, reclaimable)
+        ssn.add_overused_fn(NAME, overused)
+        ssn.add_allocatable_fn(NAME, allocatable)
+        ssn.add_preemptive_fn(NAME, queue_allocatable)
+        ssn.add_job_enqueueable_fn(NAME, job_enqueueable)
+        ssn.add_job_enqueued_fn(NAME, job_enqueued)
+        ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.queue_opts = {}
+
+
+def _same(a: Resource, b: Resource) -> bool:
+    return a == b
+
+
+def new(arguments: Mapping[str, Any]) -> Proportion:
+    return Proportion(arguments)
