@@ -145,13 +145,11 @@ class Allocate:
     @staticmethod
     def prioritize_nodes(ssn: Session, task: TaskInfo, feasible: np.ndarray) -> int | None:
         table = ssn.node_table
-        vec = table.vector(task.init_resreq)
-        idle_ok, _ = table.fits(vec, feasible, future=False)
-        idle_nodes = feasible[idle_ok]
+        vec = table.task_vector(task)
+        idle_nodes = feasible[table.fit_mask(vec, feasible, future=False)]
         if len(idle_nodes):
             return ssn.select_best_node(task, idle_nodes)
-        future_ok, _ = table.fits(vec, feasible, future=True)
-        future_nodes = feasible[future_ok]
+        future_nodes = feasible[table.fit_mask(vec, feasible, future=True)]
         if len(future_nodes):
             return ssn.select_best_node(task, future_nodes)
         return None
@@ -160,11 +158,10 @@ class Allocate:
     def allocate_resources_for_task(ssn: Session, stmt: Statement, task: TaskInfo, node_index: int) -> None:
         node = ssn.node_list[node_index]
         table = ssn.node_table
-        vec = table.vector(task.init_resreq)
-        arr = np.array([node_index], dtype=np.int64)
-        if table.fits(vec, arr, future=False)[0][0]:
+        vec = table.task_vector(task)
+        if table.fits_row(vec, node_index, future=False):
             stmt.allocate(task, node)
-        elif table.fits(vec, arr, future=True)[0][0]:
+        elif table.fits_row(vec, node_index, future=True):
             stmt.pipeline(task, node.name, False)
 
 

@@ -55,7 +55,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Final
 
 import numpy as np
@@ -238,12 +237,16 @@ class ExistingPod:
     node_name: str
     affinity: Mapping[str, Any] | None = None
 
-    @cached_property
+    @property
     def terms(self) -> PodAffinityTerms:
         """Compiled terms (lenient: a malformed category is ignored); cached on the instance."""
-        if not self.affinity:
-            return _NO_TERMS
-        return compile_pod_affinity_terms(self.namespace, self.labels, self.affinity, lenient=True)
+        cached: PodAffinityTerms | None = self.__dict__.get("_terms")
+        if cached is None:
+            cached = compile_pod_affinity_terms(self.namespace, self.labels, self.affinity, lenient=True) \
+                if self.affinity else _NO_TERMS
+            # not a dataclass field: invisible to __eq__/__repr__; bypasses frozen on purpose
+            object.__setattr__(self, "_terms", cached)
+        return cached
 
 
 # ----------------------------------------------------------------------------- filter
@@ -334,6 +337,10 @@ def prefilter(pod_namespace: str, pod_labels: Mapping[str, str], affinity: Mappi
 
     ``node_labels`` maps node name -> labels; existing pods on unknown nodes are ignored.
     Raises :class:`SelectorError` if the incoming pod's terms are malformed.
+
+    Cost: one pass over ``existing``. When the incoming pod has no required pod (anti-)affinity
+    terms only existing pods with required anti-affinity can matter, so callers holding an
+    index may pass just those (kube-scheduler's ``HavePodsWithRequiredAntiAffinityList``).
     """
     terms = compile_pod_affinity_terms(pod_namespace, pod_labels, affinity)
     req_aff = terms.required_affinity
@@ -343,13 +350,14 @@ def prefilter(pod_namespace: str, pod_labels: Mapping[str, str], affinity: Mappi
     existing_anti: dict[TopologyPair, int] = {}
     scan_incoming = bool(req_aff or req_anti)
     for ep in existing:
-        if ep.affinity is None and not scan_incoming:
+        ep_anti = ep.terms.required_anti_affinity if ep.affinity is not None else ()
+        if not ep_anti and not scan_incoming:
             continue
         nl = node_labels.get(ep.node_name)
         if nl is None:
             continue
-        if ep.affinity is not None:
-            for t in ep.terms.required_anti_affinity:
+        if ep_anti:
+            for t in ep_anti:
                 if t.matches(pod_namespace, pod_labels, namespace_labels):
                     v = nl.get(t.topology_key)
                     if v is not None:

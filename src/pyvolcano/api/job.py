@@ -25,6 +25,8 @@ from pyvolcano.api.unschedule import FitErrors
 
 __all__ = ["JobInfo", "ValidateResult"]
 
+_ALLOCATED = ALLOCATED_STATUS._value_
+_READY = TaskStatus.Bound | TaskStatus.Binding | TaskStatus.Running | TaskStatus.Allocated | TaskStatus.Succeeded
 POD_GROUP_READY = "pod group is ready"
 POD_GROUP_NOT_READY = "pod group is not ready"
 
@@ -47,6 +49,7 @@ class JobInfo:
         "name",
         "namespace",
         "nodes_fit_errors",
+        "pending_best_effort",
         "podgroup",
         "preemptable",
         "priority",
@@ -79,6 +82,7 @@ class JobInfo:
         self.task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = {}
         self.allocated = Resource()
         self.total_request = Resource()
+        self.pending_best_effort = 0
         self.nodes_fit_errors: dict[str, FitErrors] = {}
         self.job_fit_errors = ""
         self.schedule_start: float | None = None
@@ -145,6 +149,8 @@ class JobInfo:
         self.total_request.add(task.resreq)
         if task.status & ALLOCATED_STATUS:
             self.allocated.add(task.resreq)
+        if task.status == TaskStatus.Pending and task.best_effort:
+            self.pending_best_effort += 1
 
     def delete_task(self, task: TaskInfo) -> None:
         t = self.tasks.pop(task.uid, None)
@@ -156,6 +162,8 @@ class JobInfo:
         self.total_request.sub(t.resreq)
         if t.status & ALLOCATED_STATUS:
             self.allocated.sub(t.resreq)
+        if t.status == TaskStatus.Pending and t.best_effort:
+            self.pending_best_effort -= 1
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move ``task`` to ``status``, keeping the index and ``allocated`` in step."""
@@ -165,12 +173,17 @@ class JobInfo:
         bucket = self.task_status_index.get(old)
         if bucket is not None:
             bucket.pop(task.uid, None)
-        was = bool(old & ALLOCATED_STATUS)
-        now = bool(status & ALLOCATED_STATUS)
+        was = bool(old._value_ & _ALLOCATED)
+        now = bool(status._value_ & _ALLOCATED)
         if was and not now:
             self.allocated.sub(task.resreq)
         elif now and not was:
             self.allocated.add(task.resreq)
+        if task.best_effort:
+            if old == TaskStatus.Pending:
+                self.pending_best_effort -= 1
+            elif status == TaskStatus.Pending:
+                self.pending_best_effort += 1
         task.status = status
         self.task_status_index.setdefault(status, {})[task.uid] = task
 
@@ -178,19 +191,18 @@ class JobInfo:
         return self.task_status_index.get(status, {})
 
     def count(self, statuses: TaskStatus) -> int:
-        return sum(len(b) for s, b in self.task_status_index.items() if s & statuses)
+        mask = statuses._value_
+        return sum(len(b) for s, b in self.task_status_index.items() if s._value_ & mask)
 
     # ------------------------------------------------------------------ gang counters
     def ready_task_num(self) -> int:
-        return self.count(
-            TaskStatus.Bound | TaskStatus.Binding | TaskStatus.Running | TaskStatus.Allocated | TaskStatus.Succeeded
-        )
+        return self.count(_READY)
 
     def waiting_task_num(self) -> int:
         return len(self.tasks_in(TaskStatus.Pipelined))
 
     def pending_best_effort_task_num(self) -> int:
-        return sum(1 for t in self.tasks_in(TaskStatus.Pending).values() if t.best_effort)
+        return self.pending_best_effort
 
     def valid_task_num(self) -> int:
         return self.count(ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined | TaskStatus.Pending)
@@ -235,7 +247,7 @@ class JobInfo:
         return self.min_available < self.task_min_available_total
 
     def check_task_valid(self) -> bool:
-        if self._roles_bypassed():
+        if self._roles_bypassed() or not self.task_min_available:
             return True
         actual = self._role_counts(
             ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined | TaskStatus.Pending, pending_empty=False
@@ -243,13 +255,13 @@ class JobInfo:
         return all(m == 0 or actual.get(role, 0) >= m for role, m in self.task_min_available.items())
 
     def check_task_ready(self) -> bool:
-        if self._roles_bypassed():
+        if self._roles_bypassed() or not self.task_min_available:
             return True
         occ = self._role_counts(ALLOCATED_STATUS | TaskStatus.Succeeded, pending_empty=True)
         return all(occ.get(role, 0) >= m for role, m in self.task_min_available.items())
 
     def check_task_pipelined(self) -> bool:
-        if self._roles_bypassed():
+        if self._roles_bypassed() or not self.task_min_available:
             return True
         occ = self._role_counts(ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined, pending_empty=True)
         return all(occ.get(role, 0) >= m for role, m in self.task_min_available.items())
@@ -257,6 +269,8 @@ class JobInfo:
     def check_task_starving(self) -> bool:
         if self._roles_bypassed():
             return True
+        if not self.task_min_available:
+            return False
         occ = self._role_counts(ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined, pending_empty=False)
         return any(occ.get(role, 0) < m for role, m in self.task_min_available.items())
 

@@ -357,7 +357,9 @@ def _describe(doc: Mapping[str, Any]) -> str:
         name = md.get("name")
         ns = md.get("namespace")
         if isinstance(name, str):
-            return f"{kind} {ns}/{name}" if isinstance(ns, str) and kind in ("Pod", "PodGroup") else f"{kind} {name}"
+            if kind in ("Pod", "PodGroup"):
+                return f"{kind} {ns if isinstance(ns, str) and ns else 'default'}/{name}"
+            return f"{kind} {name}"
     return str(kind)
 
 

@@ -34,6 +34,8 @@ class NodeTable:
     """Structure-of-arrays resource accounting for all nodes of a cluster."""
 
     FIELDS = ("allocatable", "idle", "used", "releasing", "pipelined")
+    # future_idle = idle + releasing - pipelined, kept as its own column for fast fit checks.
+    _FUTURE_SIGN = {"idle": 1.0, "releasing": 1.0, "pipelined": -1.0}
 
     def __init__(self, capacity: int = 0):
         self.dims: list[str] = []
@@ -45,6 +47,7 @@ class NodeTable:
         self.used: list[np.ndarray] = []
         self.releasing: list[np.ndarray] = []
         self.pipelined: list[np.ndarray] = []
+        self.future: list[np.ndarray] = []
         # Which scalar dimensions each node declares (needed for "relevant dimension" rules).
         self.declared: list[np.ndarray] = []
         self.version = np.zeros(self._cap, dtype=np.int64)
@@ -62,7 +65,7 @@ class NodeTable:
         idx = len(self.dims)
         self.dims.append(name)
         self.dim_index[name] = idx
-        for f in self.FIELDS:
+        for f in (*self.FIELDS, "future"):
             getattr(self, f).append(np.zeros(self._cap, dtype=np.float64))
         self.declared.append(np.zeros(self._cap, dtype=bool))
         self._vec_cache.clear()
@@ -70,7 +73,7 @@ class NodeTable:
 
     def _grow(self) -> None:
         new_cap = self._cap * 2
-        for f in self.FIELDS:
+        for f in (*self.FIELDS, "future"):
             arrs = getattr(self, f)
             for i, a in enumerate(arrs):
                 b = np.zeros(new_cap, dtype=np.float64)
@@ -96,6 +99,7 @@ class NodeTable:
             d = self.ensure_dim(name)
             self.allocatable[d][i] = v
             self.idle[d][i] = v
+            self.future[d][i] = v
             self.declared[d][i] = True
         self.bump(i)
         return i
@@ -105,11 +109,13 @@ class NodeTable:
             old = self.allocatable[d][i]
             self.allocatable[d][i] = 0.0
             self.idle[d][i] -= old
+            self.future[d][i] -= old
             self.declared[d][i] = False
         for name, v in allocatable.items():
             d = self.ensure_dim(name)
             self.allocatable[d][i] = v
             self.idle[d][i] += v
+            self.future[d][i] += v
             self.declared[d][i] = True
         self.bump(i)
 
@@ -118,6 +124,14 @@ class NodeTable:
         self.version[i] = self._clock
 
     # ------------------------------------------------------------------ vectors
+    def task_vector(self, task: TaskInfo) -> RequestVector:
+        """The task's request as dense pairs, cached on the task (requests never change)."""
+        vec = task.req_vec
+        if vec is None:
+            vec = self.vector(task.resreq)
+            task.req_vec = vec
+        return vec  # type: ignore[no-any-return]
+
     def vector(self, res: Resource) -> RequestVector:
         """Dense (dim, value) pairs: cpu and memory always, then every scalar of ``res``."""
         out = [(0, res.milli_cpu), (1, res.memory)]
@@ -127,8 +141,12 @@ class NodeTable:
 
     def add_vec(self, field: str, i: int, vec: RequestVector, sign: float = 1.0) -> None:
         arrs = getattr(self, field)
+        fsign = self._FUTURE_SIGN.get(field)
+        future = self.future
         for d, v in vec:
             arrs[d][i] += sign * v
+            if fsign is not None:
+                future[d][i] += fsign * sign * v
 
     def resource(self, field: str, i: int) -> Resource:
         arrs = getattr(self, field)
@@ -140,7 +158,24 @@ class NodeTable:
 
     def future_idle(self, d: int, idx: np.ndarray | slice | None = None) -> np.ndarray:
         s = slice(0, self.n) if idx is None else idx
-        return self.idle[d][s] + self.releasing[d][s] - self.pipelined[d][s]
+        return self.future[d][s]
+
+    def fit_mask(self, vec: RequestVector, idx: np.ndarray, *, future: bool = True) -> np.ndarray:
+        """Mask over ``idx`` of rows where ``vec`` fits (ε-tolerant, missing scalars are 0)."""
+        arrs = self.future if future else self.idle
+        ok: np.ndarray | None = None
+        for d, v in vec:
+            m = arrs[d][idx] > v - MIN_RESOURCE
+            if ok is None:
+                ok = m
+            else:
+                ok &= m
+        assert ok is not None
+        return ok
+
+    def fits_row(self, vec: RequestVector, i: int, *, future: bool = True) -> bool:
+        arrs = self.future if future else self.idle
+        return all(v < float(arrs[d][i]) + MIN_RESOURCE for d, v in vec)
 
     def fits(
         self, vec: RequestVector, idx: np.ndarray | None = None, *, future: bool = True
@@ -186,7 +221,7 @@ class NodeInfo:
             raise ValueError(f"task {task.key} already on node {self.name}")
         t = self.table
         i = self.index
-        vec = t.vector(task.resreq)
+        vec = t.task_vector(task)
         status = task.status
         if status == TaskStatus.Pipelined:
             t.add_vec("pipelined", i, vec)
@@ -208,7 +243,7 @@ class NodeInfo:
         del self.tasks[task.uid]
         t = self.table
         i = self.index
-        vec = t.vector(task.resreq)
+        vec = t.task_vector(task)
         if status == TaskStatus.Pipelined:
             t.add_vec("pipelined", i, vec, -1.0)
         else:

@@ -144,6 +144,7 @@ class TaskInfo:
         "pod",
         "preemptable",
         "priority",
+        "req_vec",
         "resreq",
         "role",
         "sch_gated",
@@ -179,6 +180,7 @@ class TaskInfo:
         self.creation_timestamp = pod.creation_timestamp
         self.index = _pod_index(pod.name)
         self.eq_key: object = None
+        self.req_vec: object = None
 
     @staticmethod
     def _preemptable(pod: Pod) -> bool:

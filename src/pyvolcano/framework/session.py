@@ -379,31 +379,54 @@ class Session:
             return idx, FitErrors()
         start = self.cache.last_processed_node_index % n
         order = idx if start == 0 else np.concatenate([idx[start:], idx[:start]])
-        ok, errors = predicate(task, order)
         want = self.num_feasible_nodes_to_find(n) if limit else n
-        pos = np.flatnonzero(ok)
-        if len(pos) > want:
-            processed = int(pos[want - 1]) + 1
-            pos = pos[:want]
-            examined = order[:processed]
-            errors = _restrict_errors(errors, examined)
-        else:
-            processed = n
+        # Evaluate in chunks from the round-robin start and stop once enough feasible nodes
+        # are found, as upstream stops its workers (only examined nodes get fit errors).
+        chunk = n if want >= n else min(n, max(1024, 2 * want))
+        found: list[np.ndarray] = []
+        n_found = 0
+        errors = FitErrors()
+        pos = 0
+        processed = n
+        while pos < n:
+            part = order[pos : pos + chunk]
+            ok, fe = predicate(task, part)
+            hits = np.flatnonzero(ok)
+            if n_found + len(hits) >= want:
+                need = want - n_found
+                cut = int(hits[need - 1]) + 1
+                found.append(part[hits[:need]])
+                processed = pos + cut
+                errors.groups.extend(_restrict_errors(fe, part[:cut]).groups if cut < len(part) else fe.groups)
+                n_found = want
+                break
+            found.append(part[hits])
+            n_found += len(hits)
+            errors.groups.extend(fe.groups)
+            errors.err = errors.err or fe.err
+            pos += len(part)
         self.cache.last_processed_node_index = (start + processed) % n
-        return order[pos], errors
+        feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        return feasible, errors
 
     def allocate_predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, FitErrors]:
         """Allocate's predicate: InitResreq ≤ FutureIdle, then every plugin predicate."""
         fe = FitErrors()
-        vec = self.node_table.vector(task.init_resreq)
-        fit, failures = self.node_table.fits(vec, idx)
-        if failures:
+        vec = self.node_table.task_vector(task)
+        fit = self.node_table.fit_mask(vec, idx)
+        if not fit.all():
+            _, failures = self.node_table.fits(vec, idx)
             assigned = np.zeros(len(idx), dtype=bool)
             for name, mask in failures:
                 new = mask & ~assigned
                 if new.any():
                     fe.add(insufficient_reason([name]), Code.Unschedulable, idx[new])
                     assigned |= new
+        if fit.all():
+            pok, groups = self.predicate_failures(task, idx)
+            for st, nodes in groups:
+                fe.add(st.reason, st.code, nodes)
+            return pok, fe
         live = np.flatnonzero(fit)
         ok = np.zeros(len(idx), dtype=bool)
         if len(live):

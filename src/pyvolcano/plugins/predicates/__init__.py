@@ -99,11 +99,19 @@ class Predicates:
 
     # ------------------------------------------------------------------ stable filters
     def _template_key(self, task: TaskInfo) -> str:
+        key = task.eq_key
+        if isinstance(key, str):
+            return key
         pod = task.pod
-        return json.dumps(
-            [pod.node_selector, pod.affinity.get("nodeAffinity") if pod.affinity else None, pod.tolerations],
-            sort_keys=True,
-        )
+        if not pod.node_selector and not pod.affinity and not pod.tolerations:
+            key = ""
+        else:
+            key = json.dumps(
+                [pod.node_selector, pod.affinity.get("nodeAffinity") if pod.affinity else None, pod.tolerations],
+                sort_keys=True,
+            )
+        task.eq_key = key
+        return key
 
     def _stable_failures(self, task: TaskInfo, n_nodes: int) -> list[tuple[Status, np.ndarray]]:
         """Per-node failing masks (over all nodes) of the stable filters; all abort."""

@@ -1,0 +1,103 @@
+"""Benchmark: one scheduling session on a large synthetic cluster (issue: scheduler core).
+
+Prints, for 10,000 nodes / 2,000 gang jobs × 50 pods and for 1,000 nodes / 10,000 pods:
+seconds of one session, pods placed per second of session time, peak RSS; then the
+end-to-end time of ``pyvolcano schedule`` on a 1,000-node / 10,000-pod YAML.
+Configuration: upstream's default plus binpack. Not a test: it never fails on timing.
+
+    python benchmarks/session_throughput.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from _synthetic import synthetic_cluster, to_yaml  # noqa: E402
+
+from pyvolcano.cache.cache import SchedulerCache  # noqa: E402
+from pyvolcano.conf import load_scheduler_conf  # noqa: E402
+from pyvolcano.framework.registry import default_registry  # noqa: E402
+
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def one_session(n_nodes: int, n_jobs: int, pods_per_job: int) -> None:
+    t0 = time.perf_counter()
+    objs = synthetic_cluster(n_nodes, n_jobs, pods_per_job)
+    cache = SchedulerCache.from_objects(objs)
+    build = time.perf_counter() - t0
+    registry = default_registry()
+    config = load_scheduler_conf(CONF)
+    plugins = registry.plugin_factories(config.plugin_names())
+    actions = registry.action_factories(config.actions)
+    t1 = time.perf_counter()
+    res = cache.run_session(config, plugins, actions, now=0.0, rng=np.random.default_rng(0))
+    secs = time.perf_counter() - t1
+    placed = len(res.binds)
+    print(f"{n_nodes:>6} nodes, {n_jobs * pods_per_job:>7} pods ({n_jobs} gangs x {pods_per_job}): "
+          f"build {build:6.2f}s  session {secs:7.3f}s  placed {placed:>7}  "
+          f"{placed / secs if secs else 0:>9.0f} pods/s  peak RSS {peak_rss_mib():7.0f} MiB", flush=True)
+
+
+def end_to_end(n_nodes: int, n_jobs: int, pods_per_job: int) -> None:
+    objs = synthetic_cluster(n_nodes, n_jobs, pods_per_job)
+    with tempfile.TemporaryDirectory() as d:
+        cluster = os.path.join(d, "cluster.yaml")
+        conf = os.path.join(d, "sched.conf")
+        with open(cluster, "w") as f:
+            f.write(to_yaml(objs))
+        with open(conf, "w") as f:
+            f.write(CONF)
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "pyvolcano", "schedule", cluster, "--config", conf, "-o", "json"],
+                              capture_output=True, text=True, check=False)
+        secs = time.perf_counter() - t0
+    import json
+
+    binds = len(json.loads(proc.stdout)["binds"]) if proc.returncode == 0 else -1
+    print(f"pyvolcano schedule end to end, {n_nodes} nodes / {n_jobs * pods_per_job} pods: {secs:.2f}s "
+          f"(exit {proc.returncode}, {binds} binds)", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="small sizes only (smoke run)")
+    args = ap.parse_args()
+    if args.quick:
+        one_session(200, 40, 10)
+        return
+    one_session(1_000, 200, 50)
+    end_to_end(1_000, 200, 50)
+    one_session(10_000, 2_000, 50)
+
+
+if __name__ == "__main__":
+    main()

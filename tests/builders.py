@@ -1,0 +1,73 @@
+"""Small builders for test clusters, emitting manifest YAML (the same shape users write)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from pyvolcano.api.manifest import load_manifest_text
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cli.schedule import schedule_objects
+from pyvolcano.conf import default_configuration, load_scheduler_conf
+from pyvolcano.framework.registry import default_registry
+
+
+def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110", labels: dict[str, str] | None = None,
+         taints: list[dict[str, str]] | None = None, **scalars: str) -> dict[str, Any]:
+    res = {"cpu": cpu, "memory": memory, "pods": pods}
+    res.update({k.replace("__", "/").replace("_", "."): v for k, v in scalars.items()})
+    d: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}},
+                         "status": {"capacity": res, "allocatable": res}}
+    if taints:
+        d["spec"] = {"taints": taints}
+    return d
+
+
+def queue(name: str, weight: int = 1, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+            "spec": {"weight": weight, **spec}, "status": {"state": "Open"}}
+
+
+def podgroup(name: str, *, ns: str = "ns", queue: str = "q", min_member: int = 1, phase: str = "Inqueue",
+             **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"minMember": min_member, "queue": queue, **spec}, "status": {"phase": phase}}
+
+
+def pod(name: str, group: str, *, ns: str = "ns", cpu: str | None = "1", memory: str | None = "1Gi",
+        node_name: str = "", phase: str = "Pending", priority: int | None = None,
+        labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    requests = {}
+    if cpu is not None:
+        requests["cpu"] = cpu
+    if memory is not None:
+        requests["memory"] = memory
+    d: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": labels or {},
+                     "annotations": {"scheduling.k8s.io/group-name": group}},
+        "spec": {"schedulerName": "volcano", "containers": [{"name": "main", "resources": {"requests": requests}}],
+                 **spec},
+        "status": {"phase": phase},
+    }
+    if node_name:
+        d["spec"]["nodeName"] = node_name
+    if priority is not None:
+        d["spec"]["priority"] = priority
+    return d
+
+
+def dump(*docs: dict[str, Any]) -> str:
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def cache_of(*docs: dict[str, Any]) -> SchedulerCache:
+    return SchedulerCache.from_objects(load_manifest_text(dump(*docs), "test.yaml"))
+
+
+def schedule(*docs: dict[str, Any], conf: str | None = None, sessions: int = 1, seed: int = 0) -> dict[str, Any]:
+    registry = default_registry()
+    config = default_configuration() if conf is None else load_scheduler_conf(conf)
+    return schedule_objects(cache_of(*docs), config, registry, sessions=sessions, seed=seed)
