@@ -28,6 +28,9 @@ class PredicateHelper:
         self.enabled = enable_error_cache
         self._cache: dict[tuple[str, str], tuple[np.ndarray, FitErrors]] = {}
 
+    def has_failures(self, task: TaskInfo) -> bool:
+        return self.enabled and bool(task.role) and (task.job, task.role) in self._cache
+
     def predicate_nodes(self, task: TaskInfo, idx: np.ndarray, fn: Predicate) -> tuple[np.ndarray, FitErrors]:
         use_cache = self.enabled and bool(task.role)
         key = (task.job, task.role)

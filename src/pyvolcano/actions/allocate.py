@@ -123,6 +123,10 @@ class Allocate:
                         task, np.array([node.index], dtype=np.int64), ssn.allocate_predicate
                     )
             if len(feasible) == 0:
+                key = ssn.predicate_cache_key(task) if not ph.has_failures(task) else None
+                if key is not None:
+                    feasible = ssn.feasible_nodes(task, key)
+            if len(feasible) == 0:
                 feasible, errors = ph.predicate_nodes(task, all_nodes, ssn.allocate_predicate)
             if len(feasible) == 0:
                 job.nodes_fit_errors[task.uid] = errors

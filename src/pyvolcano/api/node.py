@@ -11,6 +11,11 @@ Accounting follows upstream ``AddTask`` / ``RemoveTask`` exactly: a task is acco
 the status it had when it was added (upstream keeps a clone), so ``update_task`` is
 remove-then-add. ``future_idle = idle + releasing - pipelined``.
 
+``nonzero_cpu`` / ``nonzero_mem`` hold kube-scheduler's ``NonZeroRequested`` view for the
+k8s-derived scorers (nodeorder): the sum of every task's non-zero cpu/memory request
+(:meth:`TaskInfo.nonzero_request`), whatever its status, since upstream's k8s node snapshot
+holds every pod on the node.
+
 Invariant: ``version[i]`` increases whenever row ``i`` changes, so per-task caches can detect
 which rows are stale without rescanning the cluster.
 """
@@ -52,6 +57,8 @@ class NodeTable:
         self.declared: list[np.ndarray] = []
         self.version = np.zeros(self._cap, dtype=np.int64)
         self.task_count = np.zeros(self._cap, dtype=np.int64)
+        self.nonzero_cpu = np.zeros(self._cap, dtype=np.float64)
+        self.nonzero_mem = np.zeros(self._cap, dtype=np.float64)
         self._clock = 0
         self._vec_cache: dict[int, RequestVector] = {}
         for d in (CPU, MEMORY):
@@ -88,6 +95,11 @@ class NodeTable:
             b3 = np.zeros(new_cap, dtype=np.int64)
             b3[: self._cap] = a
             setattr(self, name, b3)
+        for name in ("nonzero_cpu", "nonzero_mem"):
+            a = getattr(self, name)
+            b4 = np.zeros(new_cap, dtype=np.float64)
+            b4[: self._cap] = a
+            setattr(self, name, b4)
         self._cap = new_cap
 
     def add_row(self, allocatable: Resource) -> int:
@@ -230,6 +242,9 @@ class NodeInfo:
             t.add_vec("used", i, vec)
             if status == TaskStatus.Releasing:
                 t.add_vec("releasing", i, vec)
+        nz_cpu, nz_mem = task.nonzero_request()
+        t.nonzero_cpu[i] += nz_cpu
+        t.nonzero_mem[i] += nz_mem
         t.task_count[i] += 1
         t.bump(i)
         task.node_name = self.name
@@ -251,6 +266,9 @@ class NodeInfo:
             t.add_vec("used", i, vec, -1.0)
             if status == TaskStatus.Releasing:
                 t.add_vec("releasing", i, vec, -1.0)
+        nz_cpu, nz_mem = task.nonzero_request()
+        t.nonzero_cpu[i] -= nz_cpu
+        t.nonzero_mem[i] -= nz_mem
         t.task_count[i] -= 1
         t.bump(i)
 

@@ -316,7 +316,10 @@ class Resource:
         return False
 
     def greater_partly_with_relevant_dimensions(self, other: Resource, req: Resource | None) -> bool:
-        """True if ``self > other`` on a dimension requested by ``req`` that is relevant in ``other``."""
+        """True if ``self > other`` on a dimension requested by ``req`` that is relevant in ``other``.
+
+        ``pods`` is ignored, as upstream's ``GreaterPartlyWithDimension`` ignores it.
+        """
         if req is None:
             return False
         if req.milli_cpu >= MIN_RESOURCE and other.milli_cpu >= MIN_RESOURCE and self.milli_cpu > other.milli_cpu:
@@ -324,7 +327,7 @@ class Resource:
         if req.memory >= MIN_RESOURCE and other.memory >= MIN_RESOURCE and self.memory > other.memory:
             return True
         for n, rv in req.scalars.items():
-            if rv < MIN_RESOURCE or n not in other.scalars:
+            if n == PODS or rv < MIN_RESOURCE or n not in other.scalars:
                 continue
             if self.scalars.get(n, 0.0) > other.scalars[n]:
                 return True

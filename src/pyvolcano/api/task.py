@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pyvolcano.api.objects import (
     GROUP_NAME_ANNOTATION,
@@ -19,7 +20,8 @@ from pyvolcano.api.objects import (
     TASK_SPEC_KEY,
     Pod,
 )
-from pyvolcano.api.resource import PODS, Resource
+from pyvolcano.api.quantity import milli_value, value
+from pyvolcano.api.resource import CPU, MEMORY, PODS, Resource
 
 __all__ = [
     "ALLOCATED_STATUS",
@@ -29,6 +31,7 @@ __all__ = [
     "TaskInfo",
     "TaskStatus",
     "TransactionContext",
+    "pod_nonzero_request",
     "pod_resource_request",
     "task_status_from_pod",
 ]
@@ -98,6 +101,48 @@ def pod_resource_request(pod: Pod) -> Resource:
     return result
 
 
+# kube-scheduler (pkg/scheduler/util/pod_resources.go) DefaultMilliCPURequest / DefaultMemoryRequest.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+
+def _nonzero_container(requests: dict[str, Any]) -> tuple[int, int]:
+    cpu = milli_value(requests[CPU]) if CPU in requests else DEFAULT_MILLI_CPU_REQUEST
+    mem = value(requests[MEMORY]) if MEMORY in requests else DEFAULT_MEMORY_REQUEST
+    return cpu, mem
+
+
+def pod_nonzero_request(pod: Pod, resreq: Resource) -> tuple[float, float]:
+    """kube-scheduler's *non-zero* cpu/memory request of a pod (``PodRequests`` with
+    ``NonMissingContainerRequests``): a container without a ``cpu`` (``memory``) request key
+    counts as 100m (200Mi), an explicit 0 stays 0; init containers and sidecars combine as in
+    :func:`pod_resource_request`; overhead is added. Equals ``resreq`` when no key is missing.
+    """
+    containers = (*pod.containers, *pod.init_containers)
+    if all(CPU in c.requests and MEMORY in c.requests for c in containers):
+        return resreq.milli_cpu, resreq.memory
+    cpu = mem = 0
+    for c in pod.containers:
+        c_cpu, c_mem = _nonzero_container(c.requests)
+        cpu += c_cpu
+        mem += c_mem
+    side_cpu = side_mem = init_cpu = init_mem = 0
+    for c in pod.init_containers:
+        c_cpu, c_mem = _nonzero_container(c.requests)
+        if c.restart_policy == "Always":
+            cpu, mem = cpu + c_cpu, mem + c_mem
+            side_cpu, side_mem = side_cpu + c_cpu, side_mem + c_mem
+            cur_cpu, cur_mem = side_cpu, side_mem
+        else:
+            cur_cpu, cur_mem = c_cpu + side_cpu, c_mem + side_mem
+        init_cpu, init_mem = max(init_cpu, cur_cpu), max(init_mem, cur_mem)
+    cpu, mem = max(cpu, init_cpu), max(mem, init_mem)
+    if pod.overhead:
+        over = Resource.from_list(pod.overhead)
+        return cpu + over.milli_cpu, mem + over.memory
+    return float(cpu), float(mem)
+
+
 _INDEX_RE = re.compile(r"^\d+$")
 
 
@@ -141,6 +186,7 @@ class TaskInfo:
         "name",
         "namespace",
         "node_name",
+        "nonzero_req",
         "pod",
         "preemptable",
         "priority",
@@ -181,14 +227,22 @@ class TaskInfo:
         self.index = _pod_index(pod.name)
         self.eq_key: object = None
         self.req_vec: object = None
+        self.nonzero_req: tuple[float, float] | None = None
 
     @staticmethod
     def _preemptable(pod: Pod) -> bool:
-        # Upstream GetPodPreemptable: annotation first, then label; unparsable => false; default false.
+        # Upstream GetPodPreemptable: annotation first, then label; unparsable => false; default true.
         for src in (pod.annotations, pod.labels):
             if PREEMPTABLE_KEY in src:
                 return bool(_parse_bool(src[PREEMPTABLE_KEY]))
-        return False
+        return True
+
+    def nonzero_request(self) -> tuple[float, float]:
+        """The pod's non-zero cpu/memory request (:func:`pod_nonzero_request`), cached."""
+        req = self.nonzero_req
+        if req is None:
+            req = self.nonzero_req = pod_nonzero_request(self.pod, self.resreq)
+        return req
 
     @property
     def key(self) -> str:

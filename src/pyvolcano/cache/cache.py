@@ -70,6 +70,10 @@ class SchedulerCache:
         self.pods: dict[str, Pod] = {}
         self.tasks: dict[str, TaskInfo] = {}
         self.last_processed_node_index = 0
+        # Allocate-predicate feasibility masks shared by equivalent tasks (Session.feasible_nodes).
+        self.feasibility: dict[object, tuple[np.ndarray, np.ndarray]] = {}
+        # Node-order scores of node-local scorers, per (plugin, task key) (Session.node_order_scores).
+        self.score_cache: dict[object, tuple[np.ndarray, np.ndarray]] = {}
         self.sessions = 0
 
     # ------------------------------------------------------------------ loading

@@ -32,13 +32,17 @@ def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, regi
     plugins = registry.plugin_factories(config.plugin_names())
     actions = registry.action_factories(config.actions)
     rng = np.random.default_rng(seed)
+    # The snapshot is taken "now": no earlier than its newest object; each further session is
+    # one second later (upstream's default --schedule-period).
+    base = max([0.0, *(p.creation_timestamp for p in cache.pods.values()),
+                *(pg.creation_timestamp for pg in cache.podgroups())])
     binds: dict[str, str] = {}
     evictions: list[str] = []
     pipelined: dict[str, str] = {}
     timings: list[float] = []
     for i in range(sessions):
         t0 = time.perf_counter()
-        res = cache.run_session(config, plugins, actions, now=float(i), rng=rng)
+        res = cache.run_session(config, plugins, actions, now=base + float(i), rng=rng)
         timings.append(time.perf_counter() - t0)
         for key, node in res.binds:
             binds[key] = node

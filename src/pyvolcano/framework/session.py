@@ -20,7 +20,7 @@ inputs and seed give the same decisions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -121,6 +121,8 @@ class Session:
                 plugin = factory(opt.arguments)
                 self.plugins.append((opt, plugin))
         self._tier_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
+        self._predicate_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
+        self._node_order_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
@@ -154,14 +156,37 @@ class Session:
     def add_task_order_fn(self, name: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
         self._add("task_order", name, fn)
 
-    def add_predicate_fn(self, name: str, fn: PredicateFn) -> None:
+    def add_predicate_fn(
+        self, name: str, fn: PredicateFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None
+    ) -> None:
+        """Register a vectorised predicate.
+
+        ``cache_key(task)`` (optional) declares that the plugin's verdict for ``task`` on a node
+        depends only on the returned key and on that node's own state (labels, taints, the
+        tasks on it). Tasks whose keys are equal for every predicate plugin then share one
+        feasibility mask, re-evaluated only on nodes that changed (see :meth:`feasible_nodes`).
+        Return None when the verdict depends on other nodes (inter-pod affinity, spreading).
+        """
         self._add("predicate", name, fn)
+        if cache_key is not None:
+            self._predicate_cache_keys[name] = cache_key
 
     def add_pre_predicate_fn(self, name: str, fn: Callable[[TaskInfo], Status | None]) -> None:
         self._add("pre_predicate", name, fn)
 
-    def add_node_order_fn(self, name: str, fn: NodeOrderFn) -> None:
+    def add_node_order_fn(
+        self, name: str, fn: NodeOrderFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None
+    ) -> None:
+        """Register a vectorised node-order (scoring) callback.
+
+        ``cache_key(task)`` (optional) declares that, for tasks with that key, the plugin's
+        score on a node depends only on the node's own state — no normalisation across the
+        candidate set. Scores are then cached per key in the scheduler cache and recomputed
+        only for nodes whose row changed. Return None when that does not hold for a task.
+        """
         self._add("node_order", name, fn)
+        if cache_key is not None:
+            self._node_order_cache_keys[name] = cache_key
 
     def add_preemptable_fn(
         self, name: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
@@ -346,9 +371,35 @@ class Session:
     def node_order_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         scores = np.zeros(len(idx), dtype=np.float64)
         for tier in self._tiers("node_order"):
-            for _name, fn in tier:
-                scores = scores + fn(task, idx)
+            for name, fn in tier:
+                key_fn = self._node_order_cache_keys.get(name)
+                key = key_fn(task) if key_fn is not None else None
+                if key is None:
+                    scores = scores + fn(task, idx)
+                else:
+                    scores = scores + self._cached_scores(name, key, fn, task, idx)
         return scores
+
+    def _cached_scores(
+        self, name: str, key: Hashable, fn: NodeOrderFn, task: TaskInfo, idx: np.ndarray
+    ) -> np.ndarray:
+        table = self.node_table
+        n = table.n
+        store = self.cache.score_cache
+        ckey = (name, key)
+        entry = store.get(ckey)
+        if entry is None or len(entry[0]) != n:
+            entry = (np.zeros(n, dtype=np.float64), np.full(n, -1, dtype=np.int64))
+            store[ckey] = entry
+            if len(store) > 512:
+                store.pop(next(iter(store)))
+        values, snap = entry
+        current = table.version[idx]
+        stale = idx[current != snap[idx]]
+        if len(stale):
+            values[stale] = fn(task, stale)
+            snap[stale] = table.version[stale]
+        return values[idx]
 
     # ------------------------------------------------------------------ node selection helpers
     def num_feasible_nodes_to_find(self, n: int) -> int:
@@ -408,6 +459,71 @@ class Session:
         self.cache.last_processed_node_index = (start + processed) % n
         feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
         return feasible, errors
+
+    def predicate_cache_key(self, task: TaskInfo) -> Hashable | None:
+        """A key under which the allocate predicate's verdicts for ``task`` may be shared."""
+        parts: list[Hashable] = [self.node_table.task_vector(task)]
+        for tier in self._tiers("predicate"):
+            for name, _fn in tier:
+                key_fn = self._predicate_cache_keys.get(name)
+                if key_fn is None:
+                    return None
+                k = key_fn(task)
+                if k is None:
+                    return None
+                parts.append((name, k))
+        return tuple(parts)
+
+    def feasible_nodes(self, task: TaskInfo, key: Hashable) -> np.ndarray:
+        """Fast path of :meth:`predicate_nodes` with :meth:`allocate_predicate` over all nodes.
+
+        Uses a per-key feasibility mask kept in the cache across sessions: only rows whose
+        version changed since the mask was computed are re-evaluated. The round-robin window
+        (numNodesToFind from the last processed index) is applied exactly as in
+        :meth:`predicate_nodes`. Returns an empty array when no node is feasible; the caller
+        then runs the full path to collect fit errors (which leaves the round-robin index
+        where it is, as the full path does when it examines every node).
+        """
+        table = self.node_table
+        n = table.n
+        versions = table.version[:n]
+        store = self.cache.feasibility
+        entry = store.get(key)
+        if entry is None or len(entry[0]) != n:
+            mask, _ = self.allocate_predicate(task, np.arange(n, dtype=np.int64))
+            entry = (mask, versions.copy())
+            store[key] = entry
+            if len(store) > 512:
+                store.pop(next(iter(store)))
+        else:
+            mask, snap = entry
+            stale = np.flatnonzero(versions != snap)
+            if len(stale):
+                ok, _ = self.allocate_predicate(task, stale)
+                mask[stale] = ok
+                snap[stale] = versions[stale]
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        start = self.cache.last_processed_node_index % n
+        want = self.num_feasible_nodes_to_find(n)
+        first = np.flatnonzero(mask[start:])
+        if len(first) >= want:
+            picked = first[:want] + start
+            processed = int(first[want - 1]) + 1
+        else:
+            second = np.flatnonzero(mask[:start])
+            total = len(first) + len(second)
+            if total == 0:
+                return np.zeros(0, dtype=np.int64)
+            if total >= want:
+                need = want - len(first)
+                picked = np.concatenate([first + start, second[:need]])
+                processed = (n - start) + int(second[need - 1]) + 1
+            else:
+                picked = np.concatenate([first + start, second])
+                processed = n
+        self.cache.last_processed_node_index = (start + processed) % n
+        return picked
 
     def allocate_predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, FitErrors]:
         """Allocate's predicate: InitResreq ≤ FutureIdle, then every plugin predicate."""

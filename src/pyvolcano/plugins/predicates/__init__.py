@@ -206,7 +206,19 @@ class Predicates:
                 failures.extend(self._spread(ssn, task, idx, live, aborted))
             return failures
 
-        ssn.add_predicate_fn(NAME, predicate)
+        def cache_key(task: TaskInfo) -> str | None:
+            pod = task.pod
+            if pod.topology_spread_constraints and self.pod_topology_spread_enable:
+                return None
+            if self.pod_affinity_enable:
+                if pod.affinity and ("podAffinity" in pod.affinity or "podAntiAffinity" in pod.affinity):
+                    return None
+                if existing_affinity_pods():
+                    return None
+            ports = pod_host_ports(pod.containers) if self.node_ports_enable else []
+            return f"{self._template_key(task)}|{ports}"
+
+        ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key)
 
     def _existing(self, ssn: Session, task: TaskInfo) -> list[interpod.ExistingPod]:
         out = []

@@ -1,0 +1,350 @@
+"""The capacity plugin's session callbacks (upstream ``plugins/capacity/capacity.go`` OnSessionOpen).
+
+:class:`Capacity` reads the arguments; at session open it builds the queue attributes
+(:mod:`.build`) and hands them to a :class:`CapacitySession`, whose bound methods are the
+registered callbacks. Nothing survives the session.
+
+Callbacks and their rules (``L`` = ``ancestorReclaimLevel``):
+
+* QueueOrder: higher ``spec.priority`` first; flat: lower share first, then queues with
+  deserved before best-effort ones; hierarchical: leaves before non-leaves, two leaves
+  compared through their ancestors just below the deepest common ancestor.
+  VictimQueueOrder (hierarchical): the queue sharing a deeper ancestor with the preemptor's
+  queue is evicted first. In hierarchical mode both are registered only if the tree is ready.
+* Allocatable: queue Open, tree ready, leaf queue (hierarchical), and for the queue and each
+  ancestor ``allocated + request ≤ realCapability`` on the task's requested dimensions.
+* Preemptive: tree ready, queue Open, ``allocated + request ≤ realCapability``, and on some
+  requested dimension ``allocated + request ≤ deserved`` for the queue or one of its
+  non-root ancestors within ``L`` levels.
+* Reclaimable: victims cheapest first; a candidate must share a dimension with the
+  reclaimer's request, must not take its queue below guarantee, and must be an "immediate
+  victim" (nothing in common with its queue's deserved) or come from a queue above deserved
+  on a dimension it uses; with ``L > 0`` the candidate's ancestors up to ``L`` levels (other
+  than the root and ancestors shared with the reclaimer) must also qualify. Chosen victims
+  reduce the tracked allocations. Votes permit (reject when the tree is not ready).
+* JobEnqueueable / JobEnqueued: ``minResources + allocated + inqueue − elastic ≤
+  realCapability`` for the queue and every ancestor; admitted jobs add to ``inqueue``.
+* Allocate / deallocate events keep ``allocated`` of the queue and its ancestors current.
+
+Upstream registers no Overused callback for capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pyvolcano.actions._victims import build_victims_queue
+from pyvolcano.api.job import JobInfo
+from pyvolcano.api.queue import QueueInfo
+from pyvolcano.api.resource import DimensionDefault, Resource
+from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.interfaces import Event, EventHandler, Vote
+from pyvolcano.plugins.capacity.attrs import (
+    ROOT_QUEUE,
+    QueueAttr,
+    compare_share_with_deserved,
+    has_common_dimension,
+    queue_level,
+)
+from pyvolcano.plugins.capacity.build import build_flat, build_hierarchy
+
+if TYPE_CHECKING:
+    from pyvolcano.framework.session import Session
+
+__all__ = ["NAME", "Capacity", "CapacitySession"]
+
+NAME = "capacity"
+ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
+DRA_ENABLE = "capacity.DynamicResourceAllocationEnable"
+DRA_CONSUMABLE_CAPACITY_ENABLE = "capacity.DRAConsumableCapacityEnable"
+QUOTA_INSUFFICIENT = "queue resource quota insufficient"
+
+
+class Capacity:
+    name = NAME
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None):
+        args = Arguments(arguments, owner=f"plugin {NAME}")
+        # Upstream: a negative level falls back to 0.
+        self.ancestor_reclaim_level = max(args.get_int(ANCESTOR_RECLAIM_LEVEL, 0), 0)
+        # DRA quota is not modelled; the switches are only validated.
+        self.dra_enabled = args.get_bool(DRA_ENABLE, False)
+        self.dra_consumable_capacity_enabled = args.get_bool(DRA_CONSUMABLE_CAPACITY_ENABLE, False)
+        self.session: CapacitySession | None = None
+
+    def on_session_open(self, ssn: Session) -> None:
+        hierarchy = _hierarchy_enabled(ssn)
+        total = ssn.total_resource.clone()
+        if hierarchy:
+            opts, ready = build_hierarchy(ssn.queues, ssn.jobs, total)
+        else:
+            opts, ready = build_flat(ssn.queues, ssn.jobs, total), True
+        self.session = CapacitySession(
+            ssn, opts, hierarchy=hierarchy, ready=ready, ancestor_reclaim_level=self.ancestor_reclaim_level
+        )
+        self.session.register()
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.session = None
+
+
+class CapacitySession:
+    """The queue attributes of one session and the callbacks that read and update them."""
+
+    def __init__(
+        self,
+        ssn: Session,
+        opts: dict[str, QueueAttr],
+        *,
+        hierarchy: bool,
+        ready: bool,
+        ancestor_reclaim_level: int,
+    ):
+        self.ssn = ssn
+        self.opts = opts
+        self.hierarchy = hierarchy
+        self.ready = ready
+        self.level = ancestor_reclaim_level if hierarchy else 0
+
+    def register(self) -> None:
+        ssn = self.ssn
+        ssn.add_reclaimable_fn(NAME, self.reclaimable)
+        ssn.add_preemptive_fn(NAME, self.preemptive)
+        ssn.add_allocatable_fn(NAME, self.allocatable)
+        ssn.add_job_enqueueable_fn(NAME, self.job_enqueueable)
+        ssn.add_job_enqueued_fn(NAME, self.job_enqueued)
+        ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
+        if not self.hierarchy:
+            ssn.add_queue_order_fn(NAME, self.queue_order_flat)
+        elif self.ready:
+            ssn.add_queue_order_fn(NAME, self.queue_order_hierarchy)
+            ssn.add_victim_queue_order_fn(NAME, self.victim_queue_order)
+
+    # ------------------------------------------------------------------ helpers
+    def attr_of_job(self, job_uid: str) -> QueueAttr | None:
+        job = self.ssn.jobs.get(job_uid)
+        return None if job is None else self.opts.get(job.queue)
+
+    def path_to_root(self, attr: QueueAttr) -> list[QueueAttr]:
+        """The queue itself, then its ancestors from the parent up to the root."""
+        return [attr, *(self.opts[a] for a in reversed(attr.ancestors))]
+
+    # ------------------------------------------------------------------ ordering
+    def queue_order_flat(self, left: QueueInfo, right: QueueInfo) -> int:
+        if left.priority != right.priority:
+            return right.priority - left.priority
+        l_attr, r_attr = self.opts.get(left.uid), self.opts.get(right.uid)
+        if l_attr is None or r_attr is None:
+            return 0
+        return compare_share_with_deserved(l_attr, r_attr)
+
+    def queue_order_hierarchy(self, left: QueueInfo, right: QueueInfo) -> int:
+        if left.priority != right.priority:
+            return right.priority - left.priority
+        l_attr, r_attr = self.opts[left.uid], self.opts[right.uid]
+        if l_attr.is_leaf != r_attr.is_leaf:
+            return -1 if l_attr.is_leaf else 1
+        if not l_attr.is_leaf:
+            return compare_share_with_deserved(l_attr, r_attr)
+        level = queue_level(l_attr, r_attr)
+
+        def below_common(attr: QueueAttr) -> QueueAttr:
+            return self.opts[attr.ancestors[level + 1]] if level + 1 < len(attr.ancestors) else attr
+
+        return compare_share_with_deserved(below_common(l_attr), below_common(r_attr))
+
+    def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+        p_attr = self.opts[preemptor.uid]
+        l_level = queue_level(self.opts[left.uid], p_attr)
+        r_level = queue_level(self.opts[right.uid], p_attr)
+        if l_level == r_level:
+            return 0
+        return -1 if l_level > r_level else 1
+
+    # ------------------------------------------------------------------ quota checks
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        if not queue.is_open or not self.ready:
+            return False
+        attr = self.opts.get(queue.uid)
+        if attr is None:
+            return True
+        if self.hierarchy and not attr.is_leaf:
+            return False
+
+        def fits(q: QueueAttr) -> bool:
+            future = q.allocated.clone().add(task.resreq)
+            return future.less_equal_with_dimension(q.real_capability, task.resreq)[0]
+
+        return all(fits(q) for q in self.path_to_root(attr))
+
+    def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        if not self.ready or not queue.is_open:
+            return False
+        attr = self.opts.get(queue.uid)
+        if attr is None:
+            return False
+        request = Resource()
+        for task in tasks:
+            request.add(task.resreq)
+
+        def within_deserved(q: QueueAttr) -> bool:
+            future = q.allocated.clone().add(request)
+            return future.less_equal_partly_with_dimension_zero_filtered(q.deserved, request)
+
+        future = attr.allocated.clone().add(request)
+        if not future.less_equal_with_dimension(attr.real_capability, request)[0]:
+            return False
+        if within_deserved(attr):
+            return True
+        for depth in range(1, self.level + 1):
+            ancestor = attr.ancestor_at_depth(depth)
+            if ancestor is None or ancestor == ROOT_QUEUE or ancestor not in self.opts:
+                continue
+            if within_deserved(self.opts[ancestor]):
+                return True
+        return False
+
+    def job_enqueueable(self, job: JobInfo) -> int:
+        if not self.ready:
+            return Vote.REJECT
+        attr = self.opts.get(job.queue)
+        if self.hierarchy and attr is not None and not attr.is_leaf:
+            return Vote.REJECT
+        queue = self.ssn.queues.get(job.queue)
+        if queue is None or not queue.is_open:
+            return Vote.REJECT
+        if attr is None or not job.has_min_resources():
+            return Vote.PERMIT
+        min_request = job.min_resources()
+        for q in self.path_to_root(attr):
+            need = min_request.clone().add(q.allocated).add(q.inqueue).sub(q.elastic)
+            ok, short = need.less_equal_with_dimension(q.real_capability, min_request)
+            if not ok:
+                message = QUOTA_INSUFFICIENT
+                if short:
+                    message += ": " + ", ".join(f"insufficient {name}" for name in short)
+                self.ssn.podgroup_events.setdefault(job.uid, []).append(f"Normal Unschedulable {message}")
+                return Vote.REJECT
+        return Vote.PERMIT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        attr = self.opts.get(job.queue)
+        if attr is None or not job.has_min_resources():
+            return
+        admitted = job.deduct_sch_gated_resources(job.min_resources())
+        for q in self.path_to_root(attr):
+            q.inqueue.add(admitted)
+
+    # ------------------------------------------------------------------ reclaim
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        if not self.ready:
+            return [], Vote.REJECT
+        reclaimer_attr = self.attr_of_job(reclaimer.job)
+        if reclaimer_attr is None:
+            return [], Vote.REJECT
+        victims: list[TaskInfo] = []
+        allocations: dict[str, Resource] = {}
+
+        def allocation(attr: QueueAttr) -> Resource:
+            if attr.queue_id not in allocations:
+                allocations[attr.queue_id] = attr.allocated.clone()
+            return allocations[attr.queue_id]
+
+        candidates = build_victims_queue(self.ssn, reclaimees, reclaimer)
+        while candidates:
+            reclaimee = candidates.pop()
+            attr = self.attr_of_job(reclaimee.job)
+            if attr is None:
+                continue
+            if not has_common_dimension(reclaimee.resreq, reclaimer.init_resreq, ignore_pods=True):
+                continue
+            allocated = allocation(attr)
+            if not attr.guarantee.less_equal(allocated - reclaimee.resreq, DimensionDefault.ZERO):
+                continue
+            if not self.leaf_eligible(reclaimer, reclaimer_attr, reclaimee, attr, allocated):
+                continue
+            charged = self.eligible_ancestors(reclaimer_attr, attr, reclaimee, allocation)
+            if charged is None:
+                continue
+            for held in (allocated, *charged):
+                held.sub(reclaimee.resreq)
+            victims.append(reclaimee)
+        return victims, Vote.PERMIT
+
+    def leaf_eligible(
+        self,
+        reclaimer: TaskInfo,
+        reclaimer_attr: QueueAttr,
+        reclaimee: TaskInfo,
+        attr: QueueAttr,
+        allocated: Resource,
+    ) -> bool:
+        """The reclaimee's own queue lets it go: an immediate victim, or the queue is above deserved."""
+        if not has_common_dimension(reclaimee.resreq, attr.deserved):
+            # Immediate victim. Within a shared ancestor scope it is spared when the
+            # reclaimer's queue has no deserved on what it asks for either: no real contention.
+            shared = reclaimer_attr.ancestors_within(self.level) & attr.ancestors_within(self.level)
+            return not (
+                self.level > 0
+                and shared - {ROOT_QUEUE}
+                and not has_common_dimension(reclaimer.resreq, reclaimer_attr.deserved)
+            )
+        return allocated.greater_partly_with_relevant_dimensions(attr.deserved, reclaimee.resreq)
+
+    def eligible_ancestors(
+        self,
+        reclaimer_attr: QueueAttr,
+        attr: QueueAttr,
+        reclaimee: TaskInfo,
+        allocation: Callable[[QueueAttr], Resource],
+    ) -> list[Resource] | None:
+        """With ``L > 0``: the reclaimee's ancestors to check must each let it go too.
+
+        Returns the ancestors' tracked allocations to charge, or ``None`` if one refuses.
+        At each depth the ancestor is skipped when it is the root or the reclaimer's own
+        ancestor at that depth.
+        """
+        charged: dict[str, Resource] = {}
+        for depth in range(1, self.level + 1):
+            ancestor_id = attr.ancestor_at_depth(depth)
+            if ancestor_id is None or ancestor_id == ROOT_QUEUE:
+                continue
+            if reclaimer_attr.ancestor_at_depth(depth) == ancestor_id:
+                continue
+            ancestor = self.opts.get(ancestor_id)
+            if ancestor is None:
+                return None
+            held = charged[ancestor_id] = allocation(ancestor)
+            if not has_common_dimension(reclaimee.resreq, ancestor.deserved):
+                continue
+            if not held.greater_partly_with_relevant_dimensions(ancestor.deserved, reclaimee.resreq):
+                return None
+        return list(charged.values())
+
+    # ------------------------------------------------------------------ events
+    def on_allocate(self, event: Event) -> None:
+        self._account(event.task, +1)
+
+    def on_deallocate(self, event: Event) -> None:
+        self._account(event.task, -1)
+
+    def _account(self, task: TaskInfo, sign: int) -> None:
+        attr = self.attr_of_job(task.job)
+        if attr is None:
+            return
+        # Upstream: only the leaf's share is refreshed; ancestors keep their session-open
+        # share, which is what hierarchical queue order compares.
+        for i, q in enumerate(self.path_to_root(attr)):
+            if sign > 0:
+                q.allocated.add(task.resreq)
+            else:
+                q.allocated.sub(task.resreq)
+            if i == 0:
+                q.update_share()
+
+
+def _hierarchy_enabled(ssn: Session) -> bool:
+    """Upstream ``ssn.HierarchyEnabled``: some capacity entry has ``enableHierarchy: true``."""
+    return any(opt.name == NAME and opt.enabled("enableHierarchy") for opt, _plugin in ssn.plugins)

@@ -1,0 +1,458 @@
+"""nodeorder plugin (upstream pkg/scheduler/plugins/nodeorder/nodeorder.go).
+
+Upstream wraps kube-scheduler score plugins and sums ``score × weight`` over them; the
+weights are integer arguments and a weight of 0 disables that scorer:
+
+=============================  =========================================================  ======
+argument                       kube-scheduler scorer                                       default
+=============================  =========================================================  ======
+``leastrequested.weight``      NodeResourcesFit LeastAllocated (cpu 50, memory 50)         1
+``mostrequested.weight``       NodeResourcesFit MostAllocated (cpu 1, memory 1)            0
+``balancedresource.weight``    NodeResourcesBalancedAllocation (cpu, memory, nvidia.com/gpu) 1
+``nodeaffinity.weight``        NodeAffinity (preferred terms, DefaultNormalizeScore)      2
+``podaffinity.weight``         InterPodAffinity (preferred terms, min-max normalised)     2
+``tainttoleration.weight``     TaintToleration (PreferNoSchedule, reverse normalised)     3
+``imagelocality.weight``       ImageLocality                                               1
+``podtopologyspread.weight``   PodTopologySpread (ScheduleAnyway constraints)             2
+=============================  =========================================================  ======
+
+Every scorer gives an integer in 0..100 per candidate node; normalisation runs over the
+candidate nodes the action passes in (upstream's BatchNodeOrderFn gets the same list).
+
+What the scorers see. Upstream builds kube-scheduler ``NodeInfo`` objects from every pod on
+every node at session open, and the predicates plugin's event handlers keep them in step
+(an allocated or pipelined pod is added, an evicted or unallocated one removed). So
+"requested" here is: every task on the node (any status, pipelined included) minus the tasks
+evicted in this session. Resource columns come from the node table (``used + pipelined`` for
+Requested, ``nonzero_cpu/nonzero_mem`` for NonZeroRequested); evictions in this session are
+tracked by this plugin's own event handlers as a per-node delta. A task evicted in this
+session is one in status Releasing whose pod has no deletion timestamp.
+
+Vectorisation and caches. LeastAllocated, MostAllocated and BalancedAllocation are a handful
+of numpy operations over the candidate indices. NodeAffinity evaluates a pod's preferred
+terms once per node per distinct set of terms and session (node labels do not change within a
+session); a pod without preferred terms scores 0 without touching nodes. TaintToleration
+finds the nodes carrying PreferNoSchedule taints once per session; all other nodes count 0
+untolerated taints, and counts are cached per distinct toleration list. InterPodAffinity
+scans existing pods only when the incoming pod has preferred pod (anti-)affinity terms, or
+else only the pods that have such terms themselves (an index kept up to date by the event
+handlers); PodTopologySpread runs only for pods with ScheduleAnyway constraints.
+
+Upstream details reproduced: NodeResourcesFit scores with the non-zero requests (a container
+without a cpu/memory request counts as 100m/200Mi); BalancedAllocation uses the real
+requests and skips best-effort pods; a resource whose allocatable is 0 is left out of the
+weighted mean; Volcano passes ``InterPodAffinityArgs{}``, so ``hardPodAffinityWeight`` is 0
+and existing pods' *required* affinity terms add nothing to the score.
+
+Not implemented (and why):
+
+* ImageLocality always scores 0: nodes carry no ``status.images`` in pyvolcano's model.
+* PodTopologySpread's *system default* constraints (used for pods without
+  ``topologySpreadConstraints``) derive their selectors from Services, ReplicaSets,
+  StatefulSets and ReplicationControllers, which pyvolcano does not model; such pods score 0.
+* Namespace labels are unknown (no Namespace objects), so a ``namespaceSelector`` other than
+  ``{}`` matches no namespace in pod affinity terms.
+* Upstream's k8s snapshot is only updated in-session when the predicates plugin is enabled;
+  without it upstream scores against the session-open state. Here the view is always kept
+  in step, as if predicates were enabled (the normal configuration).
+* A malformed preferred pod affinity term of the incoming pod makes upstream's batch scoring
+  fail for that task; here it scores 0 (the predicates plugin rejects such pods anyway).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from pyvolcano.api import interpod, topology_spread
+from pyvolcano.api.matching import (
+    PreferredNodeAffinity,
+    SelectorError,
+    count_intolerable_prefer_no_schedule,
+    default_normalize,
+)
+from pyvolcano.api.node import NodeInfo
+from pyvolcano.api.resource import CPU, MEMORY
+from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.interfaces import Event, EventHandler
+from pyvolcano.plugins._scoring import (
+    FloatArray,
+    IntArray,
+    balanced_allocation,
+    least_requested,
+    most_requested,
+    weighted_mean,
+)
+
+if TYPE_CHECKING:
+    from pyvolcano.framework.session import Session
+
+__all__ = ["NAME", "NodeOrder", "Weights", "new"]
+
+NAME: Final = "nodeorder"
+GPU: Final = "nvidia.com/gpu"
+PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"
+# Volcano's NodeResourcesFit arguments (cpu, memory weights).
+LEAST_ALLOCATED_WEIGHTS: Final = (50, 50)
+MOST_ALLOCATED_WEIGHTS: Final = (1, 1)
+_PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
+
+Scorer = Callable[[TaskInfo, np.ndarray], IntArray]
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """Per-scorer integer weights (0 disables a scorer)."""
+
+    least_requested: int = 1
+    most_requested: int = 0
+    balanced_resource: int = 1
+    node_affinity: int = 2
+    pod_affinity: int = 2
+    taint_toleration: int = 3
+    image_locality: int = 1
+    pod_topology_spread: int = 2
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any] | None) -> Weights:
+        args = Arguments(arguments, owner=f"plugin {NAME}")
+        d = cls()
+        return cls(
+            least_requested=args.get_int("leastrequested.weight", d.least_requested),
+            most_requested=args.get_int("mostrequested.weight", d.most_requested),
+            balanced_resource=args.get_int("balancedresource.weight", d.balanced_resource),
+            node_affinity=args.get_int("nodeaffinity.weight", d.node_affinity),
+            pod_affinity=args.get_int("podaffinity.weight", d.pod_affinity),
+            taint_toleration=args.get_int("tainttoleration.weight", d.taint_toleration),
+            image_locality=args.get_int("imagelocality.weight", d.image_locality),
+            pod_topology_spread=args.get_int("podtopologyspread.weight", d.pod_topology_spread),
+        )
+
+
+def _evicted_in_session(task: TaskInfo) -> bool:
+    return task.status == TaskStatus.Releasing and task.pod.deletion_timestamp is None
+
+
+def _has_preferred_pod_terms(affinity: Mapping[str, Any] | None) -> bool:
+    if not affinity:
+        return False
+    for kind in ("podAffinity", "podAntiAffinity"):
+        part = affinity.get(kind)
+        if isinstance(part, Mapping) and part.get(_PREFERRED):
+            return True
+    return False
+
+
+class K8sNodeView:
+    """Upstream's shared kube-scheduler node snapshot, as the nodeorder scorers read it.
+
+    Resource sums come from the node table; this class adds what the table cannot know: the
+    tasks evicted in this session (removed from the snapshot upstream, still ``used`` in the
+    table) and an index of the pods that carry preferred pod (anti-)affinity terms.
+    """
+
+    # rows of the eviction delta
+    _NZ_CPU, _NZ_MEM, _CPU, _MEM, _GPU = range(5)
+
+    def __init__(self, ssn: Session):
+        self._ssn = ssn
+        self._table = ssn.node_table
+        self._evicted: dict[str, tuple[int, tuple[float, ...]]] = {}
+        self._delta: np.ndarray | None = None
+        self._affinity_pods: dict[str, TaskInfo] | None = None
+        self._existing_cache: dict[str, interpod.ExistingPod] = {}
+        self._node_labels: dict[str, Mapping[str, str]] | None = None
+        self._spread_nodes: dict[str, topology_spread.NodeEntry] | None = None
+
+    # ------------------------------------------------------------------ events
+    def on_allocate(self, event: Event) -> None:
+        task = event.task
+        gone = self._evicted.pop(task.uid, None)
+        if gone is not None and self._delta is not None:
+            row, amounts = gone
+            for k, v in enumerate(amounts):
+                self._delta[k, row] -= v
+        if self._affinity_pods is not None and _has_preferred_pod_terms(task.pod.affinity):
+            self._affinity_pods[task.uid] = task
+
+    def on_deallocate(self, event: Event) -> None:
+        task = event.task
+        if self._affinity_pods is not None:
+            self._affinity_pods.pop(task.uid, None)
+        if not _evicted_in_session(task):
+            return
+        node = self._ssn.nodes.get(task.node_name)
+        if node is None or task.uid in self._evicted:
+            return
+        nz_cpu, nz_mem = task.nonzero_request()
+        req = task.resreq
+        amounts = (nz_cpu, nz_mem, req.milli_cpu, req.memory, req.scalars.get(GPU, 0.0))
+        if self._delta is None:
+            self._delta = np.zeros((5, self._table.n), dtype=np.float64)
+        for k, v in enumerate(amounts):
+            self._delta[k, node.index] += v
+        self._evicted[task.uid] = (node.index, amounts)
+
+    # ------------------------------------------------------------------ resources
+    def nonzero_requested(self, idx: np.ndarray) -> tuple[FloatArray, FloatArray]:
+        """kube-scheduler ``NonZeroRequested`` cpu and memory of the nodes ``idx``."""
+        cpu = self._table.nonzero_cpu[idx]
+        mem = self._table.nonzero_mem[idx]
+        if self._delta is not None:
+            cpu = cpu - self._delta[self._NZ_CPU, idx]
+            mem = mem - self._delta[self._NZ_MEM, idx]
+        return cpu, mem
+
+    def requested(self, name: str, idx: np.ndarray) -> FloatArray:
+        """kube-scheduler ``Requested`` of resource ``name`` on the nodes ``idx``."""
+        t = self._table
+        d = t.dim_index.get(name)
+        if d is None:
+            return np.zeros(len(idx), dtype=np.float64)
+        col = t.used[d][idx] + t.pipelined[d][idx]
+        if self._delta is not None:
+            row = {CPU: self._CPU, MEMORY: self._MEM, GPU: self._GPU}.get(name)
+            if row is not None:
+                col = col - self._delta[row, idx]
+        return col
+
+    def allocatable(self, name: str, idx: np.ndarray) -> FloatArray:
+        d = self._table.dim_index.get(name)
+        if d is None:
+            return np.zeros(len(idx), dtype=np.float64)
+        return self._table.allocatable[d][idx]
+
+    # ------------------------------------------------------------------ pods
+    def pods(self) -> Iterator[tuple[NodeInfo, TaskInfo]]:
+        """Every pod in the snapshot, in node order then task UID order."""
+        for node in self._ssn.node_list:
+            for uid in sorted(node.tasks):
+                t = node.tasks[uid]
+                if not _evicted_in_session(t):
+                    yield node, t
+
+    def affinity_pods(self) -> Mapping[str, TaskInfo]:
+        """Pods in the snapshot with preferred pod (anti-)affinity terms (built on first use)."""
+        if self._affinity_pods is None:
+            self._affinity_pods = {t.uid: t for _n, t in self.pods()
+                                   if _has_preferred_pod_terms(t.pod.affinity)}
+        return self._affinity_pods
+
+    def existing_pod(self, task: TaskInfo) -> interpod.ExistingPod:
+        """The interpod view of a placed task (cached, so its compiled terms are reused)."""
+        ep = self._existing_cache.get(task.uid)
+        if ep is None or ep.node_name != task.node_name:
+            ep = interpod.ExistingPod(task.namespace, task.pod.labels, task.node_name, task.pod.affinity)
+            self._existing_cache[task.uid] = ep
+        return ep
+
+    def node_labels(self) -> Mapping[str, Mapping[str, str]]:
+        if self._node_labels is None:
+            self._node_labels = {n.name: n.labels for n in self._ssn.node_list}
+        return self._node_labels
+
+    def spread_nodes(self) -> Mapping[str, topology_spread.NodeEntry]:
+        if self._spread_nodes is None:
+            self._spread_nodes = {n.name: (n.labels, n.taints) for n in self._ssn.node_list}
+        return self._spread_nodes
+
+
+class _Scorers:
+    """The kube-scheduler scorers of one session, each ``(task, idx) -> int64 scores in 0..100``."""
+
+    def __init__(self, ssn: Session, view: K8sNodeView):
+        self._ssn = ssn
+        self._view = view
+        # NodeAffinity: terms key per task; per key the compiled terms and raw scores per node.
+        self._affinity_key: dict[str, str | None] = {}
+        self._affinity_raw: dict[str, tuple[PreferredNodeAffinity, IntArray, np.ndarray]] = {}
+        # TaintToleration: nodes with PreferNoSchedule taints; counts per toleration list.
+        self._tainted: np.ndarray | None = None
+        self._tainted_pos: np.ndarray | None = None
+        self._toleration_key: dict[str, str] = {}
+        self._taint_counts: dict[str, IntArray] = {}
+
+    # ------------------------------------------------------------------ NodeResourcesFit
+    def _fit_requests(self, task: TaskInfo, idx: np.ndarray) -> tuple[list[IntArray], list[IntArray]]:
+        v = self._view
+        pod_cpu, pod_mem = task.nonzero_request()
+        node_cpu, node_mem = v.nonzero_requested(idx)
+        requested = [(node_cpu + pod_cpu).astype(np.int64), (node_mem + pod_mem).astype(np.int64)]
+        capacity = [v.allocatable(CPU, idx).astype(np.int64), v.allocatable(MEMORY, idx).astype(np.int64)]
+        return requested, capacity
+
+    def least_allocated(self, task: TaskInfo, idx: np.ndarray) -> IntArray:
+        requested, capacity = self._fit_requests(task, idx)
+        return weighted_mean([(least_requested(r, c), c, w)
+                              for r, c, w in zip(requested, capacity, LEAST_ALLOCATED_WEIGHTS)])
+
+    def most_allocated(self, task: TaskInfo, idx: np.ndarray) -> IntArray:
+        requested, capacity = self._fit_requests(task, idx)
+        return weighted_mean([(most_requested(r, c), c, w)
+                              for r, c, w in zip(requested, capacity, MOST_ALLOCATED_WEIGHTS)])
+
+    # ------------------------------------------------------------------ BalancedAllocation
+    def balanced_allocation(self, task: TaskInfo, idx: np.ndarray) -> IntArray:
+        req = task.resreq
+        pod = (req.milli_cpu, req.memory, req.scalars.get(GPU, 0.0))
+        if not any(pod):
+            # Upstream (noderesources/balanced_allocation.go PreScore): best-effort pods are skipped.
+            return np.zeros(len(idx), dtype=np.int64)
+        v = self._view
+        names = (CPU, MEMORY, GPU) if pod[2] else (CPU, MEMORY)
+        requested = [v.requested(name, idx) + amount for name, amount in zip(names, pod)]
+        allocatable = [v.allocatable(name, idx) for name in names]
+        return balanced_allocation(requested, allocatable)
+
+    # ------------------------------------------------------------------ NodeAffinity
+    def _preferred_key(self, task: TaskInfo) -> str | None:
+        if task.uid in self._affinity_key:
+            return self._affinity_key[task.uid]
+        affinity = task.pod.affinity
+        na = affinity.get("nodeAffinity") if affinity else None
+        preferred = na.get(_PREFERRED) if isinstance(na, Mapping) else None
+        key = json.dumps(preferred, sort_keys=True) if preferred is not None else None
+        self._affinity_key[task.uid] = key
+        return key
+
+    def node_affinity(self, task: TaskInfo, idx: np.ndarray) -> IntArray:
+        key = self._preferred_key(task)
+        if key is None:
+            # Upstream (nodeaffinity PreScore): no preferred terms => Skip.
+            return np.zeros(len(idx), dtype=np.int64)
+        entry = self._affinity_raw.get(key)
+        if entry is None:
+            n = self._ssn.node_table.n
+            entry = (PreferredNodeAffinity(task.pod.affinity), np.zeros(n, dtype=np.int64),
+                     np.zeros(n, dtype=bool))
+            self._affinity_raw[key] = entry
+        terms, raw, done = entry
+        if not terms.is_trivial:
+            todo = idx[~done[idx]]
+            nodes = self._ssn.node_list
+            for i in todo.tolist():
+                raw[i] = terms.score(nodes[i].name, nodes[i].labels)
+            done[todo] = True
+        return default_normalize(raw[idx])
+
+    # ------------------------------------------------------------------ TaintToleration
+    def _tainted_nodes(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._tainted is None or self._tainted_pos is None:
+            nodes = self._ssn.node_list
+            tainted = [n.index for n in nodes
+                       if n.taints and any(t.get("effect") == PREFER_NO_SCHEDULE for t in n.taints)]
+            self._tainted = np.array(tainted, dtype=np.int64)
+            self._tainted_pos = np.full(len(nodes), -1, dtype=np.int64)
+            self._tainted_pos[self._tainted] = np.arange(len(tainted), dtype=np.int64)
+        return self._tainted, self._tainted_pos
+
+    def _taint_counts_for(self, task: TaskInfo, tainted: np.ndarray) -> IntArray:
+        key = self._toleration_key.get(task.uid)
+        tolerations = [t for t in task.pod.tolerations if (t.get("effect") or "") in ("", PREFER_NO_SCHEDULE)]
+        if key is None:
+            key = json.dumps(tolerations, sort_keys=True)
+            self._toleration_key[task.uid] = key
+        counts = self._taint_counts.get(key)
+        if counts is None:
+            nodes = self._ssn.node_list
+            counts = np.array([count_intolerable_prefer_no_schedule(nodes[i].taints, tolerations)
+                               for i in tainted.tolist()], dtype=np.int64)
+            self._taint_counts[key] = counts
+        return counts
+
+    def taint_toleration(self, task: TaskInfo, idx: np.ndarray) -> IntArray:
+        tainted, pos = self._tainted_nodes()
+        raw = np.zeros(len(idx), dtype=np.int64)
+        if len(tainted):
+            p = pos[idx]
+            hit = p >= 0
+            if hit.any():
+                raw[hit] = self._taint_counts_for(task, tainted)[p[hit]]
+        return default_normalize(raw, reverse=True)
+
+    # ------------------------------------------------------------------ InterPodAffinity
+    def pod_affinity(self, task: TaskInfo, idx: np.ndarray) -> IntArray:
+        pod = task.pod
+        view = self._view
+        if _has_preferred_pod_terms(pod.affinity):
+            placed: Sequence[TaskInfo] = [t for _n, t in view.pods()]
+        else:
+            index = view.affinity_pods()
+            if not index or (len(index) == 1 and task.uid in index):
+                return np.zeros(len(idx), dtype=np.int64)
+            placed = [index[uid] for uid in sorted(index)]
+        existing = [view.existing_pod(t) for t in placed if t.uid != task.uid]
+        nodes = self._ssn.node_list
+        names = [nodes[i].name for i in idx.tolist()]
+        try:
+            return interpod.score_nodes(pod.namespace, pod.labels, pod.affinity, existing, view.node_labels(),
+                                        names, hard_pod_affinity_weight=0)
+        except SelectorError:
+            return np.zeros(len(idx), dtype=np.int64)
+
+    # ------------------------------------------------------------------ PodTopologySpread
+    def pod_topology_spread(self, task: TaskInfo, idx: np.ndarray) -> IntArray:
+        pod = task.pod
+        if not any(c.get("whenUnsatisfiable") == "ScheduleAnyway" for c in pod.topology_spread_constraints):
+            return np.zeros(len(idx), dtype=np.int64)
+        view = self._view
+        existing = [topology_spread.SpreadPod(t.namespace, t.pod.labels, node.name,
+                                              t.pod.deletion_timestamp is not None)
+                    for node, t in view.pods() if t.uid != task.uid]
+        nodes = self._ssn.node_list
+        names = [nodes[i].name for i in idx.tolist()]
+        try:
+            return topology_spread.score_nodes(pod.namespace, pod.labels, pod.topology_spread_constraints,
+                                               pod.node_selector, pod.affinity, pod.tolerations, existing,
+                                               view.spread_nodes(), names)
+        except SelectorError:
+            return np.zeros(len(idx), dtype=np.int64)
+
+
+class NodeOrder:
+    name = NAME
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None):
+        self.weights = Weights.from_arguments(arguments)
+
+    def on_session_open(self, ssn: Session) -> None:
+        view = K8sNodeView(ssn)
+        scorers = _Scorers(ssn, view)
+        w = self.weights
+        # ImageLocality is left out: without node image data it scores 0 on every node.
+        weighted: list[tuple[int, Scorer]] = [
+            (weight, fn) for weight, fn in (
+                (w.least_requested, scorers.least_allocated),
+                (w.most_requested, scorers.most_allocated),
+                (w.balanced_resource, scorers.balanced_allocation),
+                (w.node_affinity, scorers.node_affinity),
+                (w.pod_affinity, scorers.pod_affinity),
+                (w.taint_toleration, scorers.taint_toleration),
+                (w.pod_topology_spread, scorers.pod_topology_spread),
+            ) if weight != 0
+        ]
+        if not weighted:
+            return
+        ssn.add_event_handler(EventHandler(allocate=view.on_allocate, deallocate=view.on_deallocate))
+
+        def node_order(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+            total = np.zeros(len(idx), dtype=np.float64)
+            if len(idx) == 0:
+                return total
+            for weight, fn in weighted:
+                total += fn(task, idx) * float(weight)
+            return total
+
+        ssn.add_node_order_fn(NAME, node_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+def new(arguments: Mapping[str, Any]) -> NodeOrder:
+    return NodeOrder(arguments)
