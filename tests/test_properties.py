@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from builders import cache_of, node, pod, podgroup, queue
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.api.resource import Resource
 from pyvolcano.cli.schedule import schedule_objects
 from pyvolcano.conf import load_scheduler_conf

@@ -38,7 +38,6 @@ def test_partial_gang_beyond_min_member_is_bound() -> None:
 
 def test_unschedulable_condition_explains_why() -> None:
     from builders import cache_of
-
     from pyvolcano.cli.schedule import schedule_objects
     from pyvolcano.conf import load_scheduler_conf
     from pyvolcano.framework.registry import default_registry

@@ -57,7 +57,8 @@ def test_effective_request_is_max_of_init_and_sum_plus_overhead() -> None:
     ("doc", "fragment"),
     [
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources:\n"
-         "      requests: {cpu: 1x}\n", "document 0 (Pod default/p): spec.containers[0].resources.requests.cpu: got '1x'"),
+         "      requests: {cpu: 1x}\n",
+         "document 0 (Pod default/p): spec.containers[0].resources.requests.cpu: got '1x'"),
         ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {memory: 1K}}\n",
          "status.allocatable.memory: got '1K'"),
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: high}\n", "spec.priority: got 'high'"),

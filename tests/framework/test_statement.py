@@ -1,14 +1,13 @@
 """Statement semantics: operations change the session at once; discard restores it exactly."""
 
 import numpy as np
-from builders import cache_of, node, pod, podgroup, queue
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
-
 
 CONF = """
 actions: "allocate"

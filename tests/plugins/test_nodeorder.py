@@ -21,6 +21,7 @@ from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
 
 GI = 1024**3
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 ALL_ZERO = {"leastrequested.weight": 0, "mostrequested.weight": 0, "balancedresource.weight": 0,
             "nodeaffinity.weight": 0, "podaffinity.weight": 0, "tainttoleration.weight": 0,
             "imagelocality.weight": 0, "podtopologyspread.weight": 0}
@@ -34,7 +35,8 @@ def node(name: str, cpu: str = "2", memory: str = "4Gi", *, labels: dict[str, st
     alloc = {"cpu": cpu, "memory": memory, "pods": "110"}
     if gpu is not None:
         alloc["nvidia.com/gpu"] = gpu
-    doc: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}},
+    doc: dict[str, Any] = {"apiVersion": "v1", "kind": "Node",
+                           "metadata": {"name": name, "labels": labels or {}},
                            "status": {"capacity": alloc, "allocatable": alloc}}
     if taints:
         doc["spec"] = {"taints": taints}
@@ -59,7 +61,8 @@ def pod(name: str, requests: dict[str, str] | None = None, *, node_name: str = "
 BASE = [
     {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"},
      "spec": {"weight": 1}, "status": {"state": "Open"}},
-    {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "pg", "namespace": "ns"},
+    {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+     "metadata": {"name": "pg", "namespace": "ns"},
      "spec": {"minMember": 1, "queue": "q"}, "status": {"phase": "Inqueue"}},
 ]
 
@@ -114,15 +117,16 @@ def test_image_locality_weight_alone_scores_zero_without_node_images() -> None:
 def test_least_allocated_truncates_each_resource_then_the_weighted_mean() -> None:
     # n1: cpu (2000-1000)*100/2000 = 50, memory (4Gi-1e9)*100/4Gi = 76.7 -> 76, (50*50+76*50)/100 = 63
     # n2: cpu 75, memory (8Gi-1e9)*100/8Gi = 88.3 -> 88, (75*50+88*50)/100 = 81.5 -> 81
-    _cache, ssn = session([node("n1", "2", "4Gi"), node("n2", "4", "8Gi"), pod("p", {"cpu": "1", "memory": "1G"})],
-                          conf(leastrequested_weight=1))
+    docs = [node("n1", "2", "4Gi"), node("n2", "4", "8Gi"), pod("p", {"cpu": "1", "memory": "1G"})]
+    _cache, ssn = session(docs, conf(leastrequested_weight=1))
     assert scores(ssn, "p") == {"n1": 63.0, "n2": 81.0}
 
 
 def test_most_allocated_is_weighted_by_its_argument() -> None:
-    # n1: cpu 50, memory 1e9*100/4Gi = 23.3 -> 23, (50+23)/2 = 36 (x2 = 72); n2: cpu 25, memory 11, 18 (x2 = 36)
-    _cache, ssn = session([node("n1", "2", "4Gi"), node("n2", "4", "8Gi"), pod("p", {"cpu": "1", "memory": "1G"})],
-                          conf(mostrequested_weight=2))
+    # n1: cpu 50, memory 1e9*100/4Gi = 23.3 -> 23, (50+23)/2 = 36 (x2 = 72)
+    # n2: cpu 25, memory 11, (25+11)/2 = 18 (x2 = 36)
+    docs = [node("n1", "2", "4Gi"), node("n2", "4", "8Gi"), pod("p", {"cpu": "1", "memory": "1G"})]
+    _cache, ssn = session(docs, conf(mostrequested_weight=2))
     assert scores(ssn, "p") == {"n1": 72.0, "n2": 36.0}
 
 
@@ -178,7 +182,8 @@ def test_balanced_allocation_skips_best_effort_pods() -> None:
 
 def test_balanced_allocation_counts_running_pods_real_requests() -> None:
     # running pod 1 cpu / 0 memory: cpu (1+1)/4 = 0.5, memory 1Gi/2Gi = 0.5 -> 100
-    docs = [node("n1", "4", "2Gi"), pod("r", {"cpu": "1"}, node_name="n1"), pod("p", {"cpu": "1", "memory": "1Gi"})]
+    docs = [node("n1", "4", "2Gi"), pod("r", {"cpu": "1"}, node_name="n1"),
+            pod("p", {"cpu": "1", "memory": "1Gi"})]
     _cache, ssn = session(docs, conf(balancedresource_weight=1))
     assert scores(ssn, "p") == {"n1": 100.0}
 
@@ -260,7 +265,8 @@ def test_taint_toleration_rounding_and_untainted_clusters() -> None:
 
 
 def _pref_term(weight: int, labels: dict[str, str], key: str = "kubernetes.io/hostname") -> dict[str, Any]:
-    return {"weight": weight, "podAffinityTerm": {"labelSelector": {"matchLabels": labels}, "topologyKey": key}}
+    term = {"labelSelector": {"matchLabels": labels}, "topologyKey": key}
+    return {"weight": weight, "podAffinityTerm": term}
 
 
 def test_pod_affinity_prefers_the_node_of_matching_pods() -> None:
@@ -268,8 +274,8 @@ def test_pod_affinity_prefers_the_node_of_matching_pods() -> None:
     docs = [*hosts, pod("web", {"cpu": "1"}, node_name="n1", labels={"app": "web"}),
             pod("db", {"cpu": "1"}, node_name="n2", labels={"app": "db"}),
             pod("p", {"cpu": "1"}, affinity={
-                "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [_pref_term(10, {"app": "web"})]},
-                "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [_pref_term(5, {"app": "db"})]},
+                "podAffinity": {PREFERRED: [_pref_term(10, {"app": "web"})]},
+                "podAntiAffinity": {PREFERRED: [_pref_term(5, {"app": "db"})]},
             })]
     _cache, ssn = session(docs, conf(podaffinity_weight=2))
     # raw n1 +10, n2 -5, n3 0 -> (s - min) / (max - min): 100, 0, 33
@@ -278,7 +284,7 @@ def test_pod_affinity_prefers_the_node_of_matching_pods() -> None:
 
 def test_existing_pods_preferred_anti_affinity_repels_the_incoming_pod() -> None:
     hosts = [node(f"n{i}", labels={"kubernetes.io/hostname": f"n{i}"}) for i in (1, 2)]
-    anti = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [_pref_term(4, {"app": "p"})]}}
+    anti = {"podAntiAffinity": {PREFERRED: [_pref_term(4, {"app": "p"})]}}
     docs = [*hosts, pod("loner", {"cpu": "1"}, node_name="n1", affinity=anti),
             pod("p", {"cpu": "1"}, labels={"app": "p"})]
     _cache, ssn = session(docs, conf(podaffinity_weight=1))
@@ -348,7 +354,8 @@ def _nonzero(req: dict[str, str]) -> tuple[int, int]:
 
 
 def _real(req: dict[str, str]) -> tuple[int, int, int]:
-    return (milli_value(req.get("cpu", "0")), value(req.get("memory", "0")), value(req.get("nvidia.com/gpu", "0")))
+    return (milli_value(req.get("cpu", "0")), value(req.get("memory", "0")),
+            value(req.get("nvidia.com/gpu", "0")))
 
 
 def _fit(requested: list[int], capacity: list[int], weights: tuple[int, int], most: bool) -> int:
@@ -383,6 +390,7 @@ def _normalize(raw: list[int], reverse: bool) -> list[int]:
     return [100 - 100 * r // top if reverse else 100 * r // top for r in raw]
 
 
+TAINT_KEYS = ["t1", "t2", "t3"]
 requests_st = st.fixed_dictionaries({}, optional={
     "cpu": st.integers(0, 4000).map(lambda m: f"{m}m"),
     "memory": st.integers(0, 8192).map(lambda m: f"{m}Mi"),
@@ -390,7 +398,7 @@ requests_st = st.fixed_dictionaries({}, optional={
 })
 node_st = st.fixed_dictionaries({
     "cpu": st.integers(0, 8), "mem": st.integers(0, 16), "gpu": st.one_of(st.none(), st.integers(0, 4)),
-    "zone": st.sampled_from(["a", "b", "c"]), "taints": st.lists(st.sampled_from(["t1", "t2", "t3"]), unique=True),
+    "zone": st.sampled_from(["a", "b", "c"]), "taints": st.lists(st.sampled_from(TAINT_KEYS), unique=True),
 })
 pref_st = st.lists(st.tuples(st.integers(1, 100), st.sampled_from(["a", "b", "c"])), max_size=3)
 
@@ -398,7 +406,7 @@ pref_st = st.lists(st.tuples(st.integers(1, 100), st.sampled_from(["a", "b", "c"
 @settings(max_examples=60, deadline=None)
 @given(nodes=st.lists(node_st, min_size=1, max_size=5),
        running=st.lists(st.tuples(requests_st, st.integers(0, 4)), max_size=8),
-       incoming=requests_st, prefs=pref_st, tolerate=st.lists(st.sampled_from(["t1", "t2", "t3"]), unique=True),
+       incoming=requests_st, prefs=pref_st, tolerate=st.lists(st.sampled_from(TAINT_KEYS), unique=True),
        weights=st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3),
                          st.integers(0, 3)))
 def test_vectorised_scores_equal_a_per_node_reference(nodes: list[dict[str, Any]],
@@ -408,8 +416,9 @@ def test_vectorised_scores_equal_a_per_node_reference(nodes: list[dict[str, Any]
                                                       weights: tuple[int, int, int, int, int]) -> None:
     docs: list[dict[str, Any]] = []
     for i, n in enumerate(nodes):
+        gpu = None if n["gpu"] is None else str(n["gpu"])
         docs.append(node(f"n{i}", str(n["cpu"]), f"{n['mem']}Gi", labels={"zone": n["zone"]},
-                         taints=[_pns(t) for t in n["taints"]], gpu=None if n["gpu"] is None else str(n["gpu"])))
+                         taints=[_pns(t) for t in n["taints"]], gpu=gpu))
     on_node: list[list[dict[str, str]]] = [[] for _ in nodes]
     for j, (req, at) in enumerate(running):
         k = at % len(nodes)
@@ -428,16 +437,19 @@ def test_vectorised_scores_equal_a_per_node_reference(nodes: list[dict[str, Any]
     got = scores(ssn, "p", names) if ssn.has("node_order") else dict.fromkeys(names, 0.0)
 
     pod_nz, pod_real = _nonzero(incoming), _real(incoming)
-    raw_aff = [preferred_node_affinity_score(affinity, f"n{i}", {"zone": n["zone"]}) for i, n in enumerate(nodes)]
+    raw_aff = [preferred_node_affinity_score(affinity, f"n{i}", {"zone": n["zone"]})
+               for i, n in enumerate(nodes)]
     pod_tols = [t for t in tolerations if t.get("effect", "") in ("", "PreferNoSchedule")]
-    raw_taint = [count_intolerable_prefer_no_schedule([_pns(t) for t in n["taints"]], pod_tols) for n in nodes]
+    raw_taint = [count_intolerable_prefer_no_schedule([_pns(t) for t in n["taints"]], pod_tols)
+                 for n in nodes]
     norm_aff = _normalize(raw_aff, False) if prefs else [0] * len(nodes)
     norm_taint = _normalize(raw_taint, True)
     for i, n in enumerate(nodes):
         capacity = [n["cpu"] * 1000, n["mem"] * GI]
-        nz = [pod_nz[0] + sum(_nonzero(r)[0] for r in on_node[i]), pod_nz[1] + sum(_nonzero(r)[1] for r in on_node[i])]
+        nz = [pod_nz[k] + sum(_nonzero(r)[k] for r in on_node[i]) for k in range(2)]
         real = [pod_real[k] + sum(_real(r)[k] for r in on_node[i]) for k in range(3)]
-        expected = least * _fit(nz, capacity, (50, 50), most=False) + most * _fit(nz, capacity, (1, 1), most=True)
+        expected = least * _fit(nz, capacity, (50, 50), most=False)
+        expected += most * _fit(nz, capacity, (1, 1), most=True)
         if any(pod_real):
             cap_b, req_b = list(capacity), real[:2]
             if pod_real[2]:

@@ -33,7 +33,14 @@ from pyvolcano.api.objects import (
 )
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 
-__all__ = ["ClusterObjects", "ManifestError", "load_manifest_file", "load_manifest_text", "parse_objects"]
+__all__ = [
+    "ClusterObjects",
+    "ManifestError",
+    "load_manifest_file",
+    "load_manifest_text",
+    "parse_object",
+    "parse_objects",
+]
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -68,7 +75,7 @@ class _Doc:
 
     def get(self, path: str) -> Any:
         cur: Any = self.data
-        walked = []
+        walked: list[str] = []
         for part in path.split("."):
             if cur is None:
                 return None
@@ -365,8 +372,7 @@ def _describe(doc: Mapping[str, Any]) -> str:
 
 def iter_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
     try:
-        for i, doc in enumerate(yaml.load_all(text, Loader=_Loader)):
-            yield i, doc
+        yield from enumerate(yaml.load_all(text, Loader=_Loader))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -392,15 +398,25 @@ def parse_objects(docs: Iterator[tuple[int, Any]] | list[tuple[int, Any]], sourc
                 continue
             known = ", ".join(f"{a} {k}" for a, k in _KINDS)
             raise ManifestError(f"{where}: apiVersion/kind {api}/{kind} is not supported; expected one of {known}")
-        attr, build = _KINDS[(api, kind)]
+        attr, build = _KINDS[(str(api), str(kind))]
         d = _Doc(doc, f"{where} ({_describe(doc)})")
         obj = build(d)
         key = (str(kind), f"{getattr(obj, 'namespace', '')}/{obj.name}")
         if key in seen:
-            raise ManifestError(f"{d.where}: duplicate {kind} {key[1].lstrip('/')} (first defined in document {seen[key]})")
+            first = seen[key]
+            raise ManifestError(f"{d.where}: duplicate {kind} {key[1].lstrip('/')} (first defined in document {first})")
         seen[key] = i
         getattr(out, attr).append(obj)
     return out
+
+
+def parse_object(doc: Mapping[str, Any], where: str = "object") -> Any:
+    """Typed object for one scheduler-relevant document, or None for other kinds."""
+    api, kind = doc.get("apiVersion"), doc.get("kind")
+    entry = _KINDS.get((api, kind))  # type: ignore[arg-type]
+    if entry is None:
+        return None
+    return entry[1](_Doc(doc, f"{where} ({_describe(doc)})"))
 
 
 def load_manifest_text(text: str, source: str = "<manifest>", *, allow_other: bool = False) -> ClusterObjects:

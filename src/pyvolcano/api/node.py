@@ -23,6 +23,7 @@ which rows are stale without rescanning the cluster.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class NodeTable:
 
     FIELDS = ("allocatable", "idle", "used", "releasing", "pipelined")
     # future_idle = idle + releasing - pipelined, kept as its own column for fast fit checks.
-    _FUTURE_SIGN = {"idle": 1.0, "releasing": 1.0, "pipelined": -1.0}
+    _FUTURE_SIGN: ClassVar[dict[str, float]] = {"idle": 1.0, "releasing": 1.0, "pipelined": -1.0}
 
     def __init__(self, capacity: int = 0):
         self.dims: list[str] = []
@@ -142,7 +143,7 @@ class NodeTable:
         if vec is None:
             vec = self.vector(task.resreq)
             task.req_vec = vec
-        return vec  # type: ignore[no-any-return]
+        return vec  # type: ignore[return-value]
 
     def vector(self, res: Resource) -> RequestVector:
         """Dense (dim, value) pairs: cpu and memory always, then every scalar of ``res``."""

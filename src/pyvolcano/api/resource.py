@@ -51,10 +51,8 @@ def is_scalar_resource_name(name: str) -> bool:
         return True
     if name.startswith("hugepages-") or name.startswith("attachable-volumes-"):
         return True
-    if "/" in name:
-        # Extended resources and kubernetes.io/-prefixed native resources both count.
-        return True
-    return False
+    # Extended resources and kubernetes.io/-prefixed native resources both count.
+    return "/" in name
 
 
 def share(left: float, right: float) -> float:
@@ -352,10 +350,7 @@ class Resource:
             return NotImplemented
         if self.milli_cpu != other.milli_cpu or self.memory != other.memory:
             return False
-        for n in {*self.scalars, *other.scalars}:
-            if self.scalars.get(n, 0.0) != other.scalars.get(n, 0.0):
-                return False
-        return True
+        return all(self.scalars.get(n, 0.0) == other.scalars.get(n, 0.0) for n in {*self.scalars, *other.scalars})
 
     def __hash__(self) -> int:  # pragma: no cover - resources are mutable; hashing is not supported
         raise TypeError("Resource is mutable and unhashable")

@@ -8,6 +8,7 @@ transaction (used for the close-time scheduling reasons).
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import re
 from dataclasses import dataclass
@@ -215,10 +216,8 @@ class TaskInfo:
         self.priority = pod.priority if pod.priority is not None else 1
         prio = pod.annotations.get(TASK_PRIORITY_ANNOTATION)
         if prio is not None:
-            try:
+            with contextlib.suppress(ValueError):
                 self.priority = int(prio.strip())
-            except ValueError:
-                pass
         self.node_name = pod.node_name
         self.status = task_status_from_pod(pod)
         self.eviction_occurred = False

@@ -34,7 +34,14 @@ from pyvolcano.framework.interfaces import Action, Plugin
 from pyvolcano.framework.job_updater import close_session
 from pyvolcano.framework.session import Session
 
-__all__ = ["SchedulerCache", "SchedulerOptions", "SessionResult"]
+__all__ = ["BindRequest", "SchedulerCache", "SchedulerOptions", "SessionResult"]
+
+
+def _pg_status_key(pg: PodGroup | None) -> tuple[Any, ...]:
+    if pg is None:
+        return ()
+    return (pg.phase, pg.running, pg.succeeded, pg.failed,
+            tuple((c.type, c.status, c.reason, c.message) for c in pg.conditions))
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +58,25 @@ class SchedulerOptions:
 
 
 @dataclass(slots=True)
+class BindRequest:
+    namespace: str
+    name: str
+    node: str
+    annotations: dict[str, str]
+
+
+@dataclass(slots=True)
 class SessionResult:
     binds: list[tuple[str, str]] = field(default_factory=list)
     evictions: list[str] = field(default_factory=list)
     pipelined: dict[str, str] = field(default_factory=dict)
     podgroup_phases: dict[str, str] = field(default_factory=dict)
+    # What a backend must write: bind requests, evictions (namespace, name, reason), and the
+    # PodGroups whose status the session changed.
+    bind_requests: list[BindRequest] = field(default_factory=list)
+    evict_requests: list[tuple[str, str, str]] = field(default_factory=list)
+    changed_podgroups: list[PodGroup] = field(default_factory=list)
+    nominated: dict[str, str] = field(default_factory=dict)
 
 
 class SchedulerCache:
@@ -70,6 +91,14 @@ class SchedulerCache:
         self.pods: dict[str, Pod] = {}
         self.tasks: dict[str, TaskInfo] = {}
         self.last_processed_node_index = 0
+        # Bumped whenever a node's labels, taints or schedulability change, so per-node
+        # derived data (e.g. predicate signatures) can be rebuilt.
+        self.node_generation = 0
+        # With True (one-shot mode) an eviction deletes the pod at once; otherwise the pod is
+        # marked terminating and the backend's delete event removes it later.
+        self.evictions_delete_immediately = True
+        # Per-cache memo for plugins' derived data that outlives a session (keyed by plugin).
+        self.plugin_memo: dict[str, Any] = {}
         # Allocate-predicate feasibility masks shared by equivalent tasks (Session.feasible_nodes).
         self.feasibility: dict[object, tuple[np.ndarray, np.ndarray]] = {}
         # Node-order scores of node-local scorers, per (plugin, task key) (Session.node_order_scores).
@@ -159,9 +188,11 @@ class SchedulerCache:
             job.delete_task(task)
 
     # ------------------------------------------------------------------ effects
-    def bind(self, task: TaskInfo, node_name: str) -> None:
-        """Apply a bind: the pod gets ``nodeName``; the task becomes Bound."""
+    def bind(self, task: TaskInfo, node_name: str, annotations: Mapping[str, str] | None = None) -> None:
+        """Apply a bind: the pod gets ``nodeName`` (and the bind annotations); the task becomes Bound."""
         task.pod.node_name = node_name
+        if annotations:
+            task.pod.annotations.update(annotations)
         job = self.jobs.get(task.job)
         if job is not None:
             job.update_task_status(task, TaskStatus.Bound)
@@ -171,9 +202,13 @@ class SchedulerCache:
         if node is not None and task.uid in node.task_status:
             node.task_status[task.uid] = TaskStatus.Bound
 
-    def evict(self, task: TaskInfo) -> None:
-        """Apply an eviction: the pod is deleted (graceful termination is instantaneous here)."""
-        self.delete_pod(task.uid)
+    def evict(self, task: TaskInfo, now: float = 0.0) -> None:
+        """Apply an eviction: delete the pod (one-shot mode) or mark it terminating."""
+        if self.evictions_delete_immediately:
+            self.delete_pod(task.uid)
+            return
+        task.pod.deletion_timestamp = now
+        self.upsert_pod(task.pod)
 
     # ------------------------------------------------------------------ sessions
     def open_session(
@@ -206,18 +241,77 @@ class SchedulerCache:
         for job in ssn.jobs.values():
             for t in job.tasks_in(TaskStatus.Pipelined).values():
                 result.pipelined[t.key] = t.node_name
+        before = {
+            uid: _pg_status_key(j.podgroup) for uid, j in ssn.jobs.items() if j.podgroup is not None
+        }
+        nominated_before = {t.uid: t.pod.nominated_node_name for j in ssn.jobs.values() for t in j.tasks.values()}
         close_session(ssn)
         for task, node_name in ssn.binds:
             if task.status == TaskStatus.Binding:
-                self.bind(task, node_name)
+                ann = ssn.bind_annotations.get(task.uid) or {}
+                self.bind(task, node_name, ann)
                 result.binds.append((task.key, node_name))
-        for task, _reason in ssn.evictions:
+                result.bind_requests.append(BindRequest(task.namespace, task.name, node_name, dict(ann)))
+        for task, reason in ssn.evictions:
             result.evictions.append(task.key)
-            self.evict(task)
-        for job in ssn.jobs.values():
+            result.evict_requests.append((task.namespace, task.name, reason))
+            self.evict(task, now)
+        for uid, job in ssn.jobs.items():
             if job.podgroup is not None:
                 result.podgroup_phases[job.uid] = job.podgroup.phase
+                if _pg_status_key(job.podgroup) != before.get(uid):
+                    result.changed_podgroups.append(job.podgroup)
+            for t in job.tasks.values():
+                if t.pod.nominated_node_name and t.pod.nominated_node_name != nominated_before.get(t.uid):
+                    result.nominated[t.key] = t.pod.nominated_node_name
         return result
+
+    # ------------------------------------------------------------------ incremental updates
+    def upsert_node(self, n: Node) -> NodeInfo:
+        info = self.nodes.get(n.name)
+        if info is None:
+            self.node_generation += 1
+            return self.add_node(n)
+        if (n.labels != info.labels or n.taints != info.taints or n.unschedulable != info.unschedulable):
+            self.node_generation += 1
+        info.node = n
+        info.labels = n.labels
+        info.taints = n.taints
+        info.unschedulable = n.unschedulable
+        new_alloc = Resource.from_list(n.allocatable)
+        if new_alloc != info.allocatable:
+            self.node_table.set_allocatable(info.index, new_alloc)
+        else:
+            self.node_table.bump(info.index)
+        return info
+
+    def upsert_queue(self, q: Queue) -> None:
+        self.queues[q.name] = QueueInfo(q)
+
+    def delete_queue(self, name: str) -> None:
+        self.queues.pop(name, None)
+
+    def upsert_priority_class(self, pc: PriorityClass) -> None:
+        self.priority_classes[pc.name] = pc
+
+    def delete_podgroup(self, namespace: str, name: str) -> None:
+        uid = f"{namespace}/{name}"
+        job = self.jobs.get(uid)
+        if job is None:
+            return
+        job.podgroup = None
+        if not job.tasks:
+            del self.jobs[uid]
+
+    def upsert_pod(self, pod: Pod) -> TaskInfo | None:
+        old = self.tasks.get(pod.uid)
+        if old is not None:
+            # Upstream (cache/event_handlers.go): an update without nodeName is ignored while
+            # the cached task holds an in-flight placement.
+            if not pod.node_name and old.status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Pipelined):
+                return old
+            self.delete_pod(pod.uid)
+        return self.add_pod(pod)
 
     def podgroups(self) -> Iterable[PodGroup]:
         for job in self.jobs.values():

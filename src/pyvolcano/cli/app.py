@@ -31,7 +31,9 @@ def _root() -> None:
 
 @app.command()
 def schedule(
-    cluster: Annotated[Path, typer.Argument(help="Multi-document YAML: Nodes, Pods, PodGroups, Queues, PriorityClasses")],
+    cluster: Annotated[
+        Path, typer.Argument(help="Multi-document YAML: Nodes, Pods, PodGroups, Queues, PriorityClasses")
+    ],
     config: Annotated[
         Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf (default: upstream's built-in)")
     ] = None,

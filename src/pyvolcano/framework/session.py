@@ -109,6 +109,9 @@ class Session:
         self._open_statements: list[Statement] = []
         self.plugins: list[tuple[PluginOption, Plugin]] = []
         self.binds: list[tuple[TaskInfo, str]] = []
+        # Annotations plugins attach to a task's bind request (e.g. volcano.sh/gpu-index), set
+        # in their allocate event handler and cleared in deallocate.
+        self.bind_annotations: dict[str, dict[str, str]] = {}
         self.evictions: list[tuple[TaskInfo, str]] = []
         self.podgroup_events: dict[str, list[str]] = {}
         for job in self.jobs.values():
@@ -126,6 +129,8 @@ class Session:
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
+        # Cached scores may reflect session-local plugin state (e.g. in-session evictions).
+        self.cache.score_cache.clear()
         for _opt, plugin in self.plugins:
             plugin.on_session_open(self)
         self._tier_cache.clear()
@@ -303,7 +308,7 @@ class Session:
             for _name, fn in tier:
                 vr = fn(job)
                 if vr is not None and not vr.passed:
-                    return vr  # type: ignore[no-any-return]
+                    return vr
         return None
 
     def job_enqueueable(self, job: JobInfo) -> bool:
@@ -344,7 +349,7 @@ class Session:
             for _name, fn in tier:
                 st = fn(task)
                 if st is not None:
-                    return st  # type: ignore[no-any-return]
+                    return st
         return None
 
     def predicate_failures(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, list[tuple[Status, np.ndarray]]]:

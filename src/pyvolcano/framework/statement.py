@@ -13,6 +13,7 @@ Invariant: after ``discard()`` the session state equals the state before the fir
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -173,7 +174,5 @@ class Statement:
         return any(op.kind is OpKind.EVICT for op in self.operations)
 
     def _close(self) -> None:
-        try:
+        with contextlib.suppress(ValueError):
             self.ssn._open_statements.remove(self)
-        except ValueError:
-            pass

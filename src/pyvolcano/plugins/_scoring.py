@@ -67,7 +67,7 @@ def most_requested(requested: IntArray, capacity: IntArray) -> IntArray:
 
     0 when ``capacity == 0``.
     """
-    capped = requested
+    capped = np.minimum(requested, capacity)
     return np.where(capacity != 0, go_div(capped * MAX_NODE_SCORE, capacity), 0).astype(np.int64)
 
 

@@ -56,7 +56,7 @@ def capability_resource(rl: dict[str, object] | None) -> Resource | None:
     """A queue capability: cpu/memory ≤ 0 mean unlimited (``math.MaxFloat64``)."""
     if not rl:
         return None
-    cap = Resource.from_list(rl)  # type: ignore[arg-type]
+    cap = Resource.from_list(rl)
     if cap.milli_cpu <= 0:
         cap.milli_cpu = _MAX_FLOAT
     if cap.memory <= 0:

@@ -105,7 +105,13 @@ class Binpack:
             score[over] = 0.0
             return score
 
-        ssn.add_node_order_fn(NAME, node_order)
+        config_key = (self.weight, tuple(sorted(weights.items())))
+
+        def cache_key(task: TaskInfo) -> tuple[object, ...]:
+            # The score depends only on the node's own used/allocatable: cacheable per request.
+            return (config_key, table.task_vector(task))
+
+        ssn.add_node_order_fn(NAME, node_order, cache_key=cache_key)
 
     def on_session_close(self, ssn: Session) -> None:
         return None

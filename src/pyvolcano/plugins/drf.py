@@ -144,10 +144,7 @@ class Drf:
 
 
 def _hierarchy_enabled(ssn: Session) -> bool:
-    for opt, _plugin in ssn.plugins:
-        if opt.name == NAME and opt.enabled("enableHierarchy"):
-            return True
-    return False
+    return any(opt.name == NAME and opt.enabled("enableHierarchy") for opt, _plugin in ssn.plugins)
 
 
 def new(arguments: Mapping[str, Any]) -> Drf:

@@ -3,18 +3,15 @@
 Upstream wraps kube-scheduler score plugins and sums ``score × weight`` over them; the
 weights are integer arguments and a weight of 0 disables that scorer:
 
-=============================  =========================================================  ======
-argument                       kube-scheduler scorer                                       default
-=============================  =========================================================  ======
-``leastrequested.weight``      NodeResourcesFit LeastAllocated (cpu 50, memory 50)         1
-``mostrequested.weight``       NodeResourcesFit MostAllocated (cpu 1, memory 1)            0
-``balancedresource.weight``    NodeResourcesBalancedAllocation (cpu, memory, nvidia.com/gpu) 1
-``nodeaffinity.weight``        NodeAffinity (preferred terms, DefaultNormalizeScore)      2
-``podaffinity.weight``         InterPodAffinity (preferred terms, min-max normalised)     2
-``tainttoleration.weight``     TaintToleration (PreferNoSchedule, reverse normalised)     3
-``imagelocality.weight``       ImageLocality                                               1
-``podtopologyspread.weight``   PodTopologySpread (ScheduleAnyway constraints)             2
-=============================  =========================================================  ======
+* ``leastrequested.weight`` (1): NodeResourcesFit, LeastAllocated, cpu 50 / memory 50;
+* ``mostrequested.weight`` (0): NodeResourcesFit, MostAllocated, cpu 1 / memory 1;
+* ``balancedresource.weight`` (1): NodeResourcesBalancedAllocation over cpu, memory and
+  ``nvidia.com/gpu``;
+* ``nodeaffinity.weight`` (2): NodeAffinity, preferred terms, DefaultNormalizeScore;
+* ``podaffinity.weight`` (2): InterPodAffinity, preferred terms, min-max normalised;
+* ``tainttoleration.weight`` (3): TaintToleration, PreferNoSchedule taints, reverse normalised;
+* ``imagelocality.weight`` (1): ImageLocality;
+* ``podtopologyspread.weight`` (2): PodTopologySpread, ScheduleAnyway constraints.
 
 Every scorer gives an integer in 0..100 per candidate node; normalisation runs over the
 candidate nodes the action passes in (upstream's BatchNodeOrderFn gets the same list).
@@ -56,12 +53,16 @@ Not implemented (and why):
   without it upstream scores against the session-open state. Here the view is always kept
   in step, as if predicates were enabled (the normal configuration).
 * A malformed preferred pod affinity term of the incoming pod makes upstream's batch scoring
-  fail for that task; here it scores 0 (the predicates plugin rejects such pods anyway).
+  fail for that task; here InterPodAffinity scores 0 (kube-scheduler's PreFilter rejects
+  such pods before scoring anyway).
+* Pod-level ``spec.resources``, in-place resize status resources and DRA-backed extended
+  resources are not part of pyvolcano's pod model, so requests are container requests only.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -81,6 +82,7 @@ from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
 from pyvolcano.plugins._scoring import (
+    MAX_NODE_SCORE,
     FloatArray,
     IntArray,
     balanced_allocation,
@@ -92,7 +94,7 @@ from pyvolcano.plugins._scoring import (
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["NAME", "NodeOrder", "Weights", "new"]
+__all__ = ["NAME", "K8sNodeView", "NodeOrder", "Weights", "new"]
 
 NAME: Final = "nodeorder"
 GPU: Final = "nvidia.com/gpu"
@@ -136,6 +138,24 @@ class Weights:
 
 def _evicted_in_session(task: TaskInfo) -> bool:
     return task.status == TaskStatus.Releasing and task.pod.deletion_timestamp is None
+
+
+def _prefer_tolerations(task: TaskInfo) -> list[dict[str, Any]]:
+    """The tolerations that count against PreferNoSchedule taints (effect empty or PreferNoSchedule)."""
+    return [t for t in task.pod.tolerations if (t.get("effect") or "") in ("", PREFER_NO_SCHEDULE)]
+
+
+_SCALAR_MAX_NODES = 8
+
+
+def _scalar_mean(terms: list[tuple[int, int, int]]) -> int:
+    total = 0
+    weight_sum = 0
+    for score, capacity, weight in terms:
+        if capacity != 0:
+            total += score * weight
+            weight_sum += weight
+    return total // weight_sum if weight_sum else 0
 
 
 def _has_preferred_pod_terms(affinity: Mapping[str, Any] | None) -> bool:
@@ -282,8 +302,9 @@ class _Scorers:
         v = self._view
         pod_cpu, pod_mem = task.nonzero_request()
         node_cpu, node_mem = v.nonzero_requested(idx)
-        requested = [(node_cpu + pod_cpu).astype(np.int64), (node_mem + pod_mem).astype(np.int64)]
-        capacity = [v.allocatable(CPU, idx).astype(np.int64), v.allocatable(MEMORY, idx).astype(np.int64)]
+        requested = [np.rint(node_cpu + pod_cpu).astype(np.int64),
+                     np.rint(node_mem + pod_mem).astype(np.int64)]
+        capacity = [np.rint(v.allocatable(name, idx)).astype(np.int64) for name in (CPU, MEMORY)]
         return requested, capacity
 
     def least_allocated(self, task: TaskInfo, idx: np.ndarray) -> IntArray:
@@ -295,6 +316,51 @@ class _Scorers:
         requested, capacity = self._fit_requests(task, idx)
         return weighted_mean([(most_requested(r, c), c, w)
                               for r, c, w in zip(requested, capacity, MOST_ALLOCATED_WEIGHTS)])
+
+    def local_scalar(self, task: TaskInfo, i: int, w: Weights) -> float:
+        """Weighted least/most/balanced scores of one node, in plain Python.
+
+        Same integer and float operations, in the same order, as the vectorised kernels;
+        used when only a handful of nodes need (re)scoring, where numpy's per-call overhead
+        dominates.
+        """
+        v = self._view
+        one = np.array([i], dtype=np.int64)
+        total = 0.0
+        if w.least_requested or w.most_requested:
+            pod_cpu, pod_mem = task.nonzero_request()
+            node_cpu, node_mem = v.nonzero_requested(one)
+            req = (int(np.rint(float(node_cpu[0]) + pod_cpu)), int(np.rint(float(node_mem[0]) + pod_mem)))
+            cap = (int(np.rint(float(v.allocatable(CPU, one)[0]))),
+                   int(np.rint(float(v.allocatable(MEMORY, one)[0]))))
+            if w.least_requested:
+                total += w.least_requested * _scalar_mean(
+                    [(0 if c == 0 or r > c else ((c - r) * MAX_NODE_SCORE) // c, c, wt)
+                     for r, c, wt in zip(req, cap, LEAST_ALLOCATED_WEIGHTS)])
+            if w.most_requested:
+                total += w.most_requested * _scalar_mean(
+                    [((min(r, c) * MAX_NODE_SCORE) // c if c else 0, c, wt)
+                     for r, c, wt in zip(req, cap, MOST_ALLOCATED_WEIGHTS)])
+        if w.balanced_resource:
+            rq = task.resreq
+            pod = (rq.milli_cpu, rq.memory, rq.scalars.get(GPU, 0.0))
+            if any(pod):
+                names = (CPU, MEMORY, GPU) if pod[2] else (CPU, MEMORY)
+                fracs = []
+                for name, amount in zip(names, pod):
+                    alloc = float(v.allocatable(name, one)[0])
+                    if alloc != 0:
+                        fracs.append(min((float(v.requested(name, one)[0]) + amount) / alloc, 1.0))
+                std = 0.0
+                if len(fracs) == 2:
+                    std = abs((fracs[0] - fracs[1]) / 2)
+                elif len(fracs) == 3:
+                    mean = ((fracs[0] + fracs[1]) + fracs[2]) / 3
+                    sq = ((fracs[0] - mean) * (fracs[0] - mean) + (fracs[1] - mean) * (fracs[1] - mean)) \
+                        + (fracs[2] - mean) * (fracs[2] - mean)
+                    std = math.sqrt(sq / 3)
+                total += w.balanced_resource * math.trunc((1 - std) * float(MAX_NODE_SCORE))
+        return total
 
     # ------------------------------------------------------------------ BalancedAllocation
     def balanced_allocation(self, task: TaskInfo, idx: np.ndarray) -> IntArray:
@@ -316,7 +382,7 @@ class _Scorers:
         affinity = task.pod.affinity
         na = affinity.get("nodeAffinity") if affinity else None
         preferred = na.get(_PREFERRED) if isinstance(na, Mapping) else None
-        key = json.dumps(preferred, sort_keys=True) if preferred is not None else None
+        key = json.dumps(preferred, sort_keys=True, default=str) if preferred is not None else None
         self._affinity_key[task.uid] = key
         return key
 
@@ -353,12 +419,12 @@ class _Scorers:
 
     def _taint_counts_for(self, task: TaskInfo, tainted: np.ndarray) -> IntArray:
         key = self._toleration_key.get(task.uid)
-        tolerations = [t for t in task.pod.tolerations if (t.get("effect") or "") in ("", PREFER_NO_SCHEDULE)]
         if key is None:
-            key = json.dumps(tolerations, sort_keys=True)
+            key = json.dumps(_prefer_tolerations(task), sort_keys=True, default=str)
             self._toleration_key[task.uid] = key
         counts = self._taint_counts.get(key)
         if counts is None:
+            tolerations = _prefer_tolerations(task)
             nodes = self._ssn.node_list
             counts = np.array([count_intolerable_prefer_no_schedule(nodes[i].taints, tolerations)
                                for i in tainted.tolist()], dtype=np.int64)
@@ -440,15 +506,48 @@ class NodeOrder:
             return
         ssn.add_event_handler(EventHandler(allocate=view.on_allocate, deallocate=view.on_deallocate))
 
+        local_fns = {scorers.least_allocated, scorers.most_allocated, scorers.balanced_allocation}
+        constant_part: dict[object, float] = {}
+
         def node_order(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
             total = np.zeros(len(idx), dtype=np.float64)
             if len(idx) == 0:
+                return total
+            key = cache_key(task) if len(idx) <= _SCALAR_MAX_NODES else None
+            if key is not None:
+                # Every non-local scorer is constant for this task: score few nodes in Python.
+                const = constant_part.get(key)
+                if const is None:
+                    const = 0.0
+                    for weight, fn in weighted:
+                        if fn not in local_fns:
+                            const += float(fn(task, idx[:1])[0]) * float(weight)
+                    constant_part[key] = const
+                for k, i in enumerate(idx.tolist()):
+                    total[k] = const + scorers.local_scalar(task, i, w)
                 return total
             for weight, fn in weighted:
                 total += fn(task, idx) * float(weight)
             return total
 
-        ssn.add_node_order_fn(NAME, node_order)
+        def cache_key(task: TaskInfo) -> tuple[object, ...] | None:
+            # Node-local only when every normalising scorer is constant for this task.
+            pod = task.pod
+            if w.node_affinity and pod.affinity and (pod.affinity.get("nodeAffinity") or {}).get(
+                "preferredDuringSchedulingIgnoredDuringExecution"
+            ):
+                return None
+            if w.taint_toleration and len(scorers._tainted_nodes()[0]):
+                return None
+            if w.pod_affinity and (_has_preferred_pod_terms(pod.affinity) or view.affinity_pods()):
+                return None
+            if w.pod_topology_spread and any(
+                c.get("whenUnsatisfiable") == "ScheduleAnyway" for c in pod.topology_spread_constraints
+            ):
+                return None
+            return (w, ssn.node_table.task_vector(task), task.nonzero_request())
+
+        ssn.add_node_order_fn(NAME, node_order, cache_key=cache_key)
 
     def on_session_close(self, ssn: Session) -> None:
         return None

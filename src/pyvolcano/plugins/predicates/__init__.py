@@ -83,6 +83,17 @@ def node_signatures(nodes: list[NodeInfo]) -> tuple[np.ndarray, list[NodeInfo]]:
     return ids, reps
 
 
+def _signatures_for(ssn: Session) -> tuple[np.ndarray, list[NodeInfo]]:
+    """Node signatures, memoised on the cache until a node's labels/taints change."""
+    cache = ssn.cache
+    memo = cache.plugin_memo.get(NAME)
+    key = (cache.node_generation, len(ssn.node_list))
+    if memo is None or memo[0] != key:
+        memo = (key, node_signatures(ssn.node_list))
+        cache.plugin_memo[NAME] = memo
+    return memo[1]
+
+
 class Predicates:
     name = NAME
 
@@ -148,8 +159,7 @@ class Predicates:
     # ------------------------------------------------------------------ session
     def on_session_open(self, ssn: Session) -> None:
         nodes = ssn.node_list
-        if len(nodes) != len(self._sig_ids):
-            self._sig_ids, self._reps = node_signatures(nodes)
+        self._sig_ids, self._reps = _signatures_for(ssn)
         self._stable_cache = {}
         table = ssn.node_table
         pods_dim = table.dim_index.get("pods")

@@ -1,0 +1,1 @@
+"""Deterministic simulation of a Volcano cluster: store, controllers, scheduler, kubelets."""

@@ -1,0 +1,202 @@
+"""Simulated kubelets: bound pods run for their declared duration, then exit.
+
+A pod bound to a node becomes Running at once. After ``pyvolcano.io/duration`` (a Go
+duration such as ``90s`` or ``10m``; none = runs until the end of the simulation) it exits
+with ``pyvolcano.io/exit-code`` (default 0 → Succeeded, otherwise Failed; the code is written
+to ``status.containerStatuses[0].state.terminated.exitCode`` where the job controller reads
+it). ``pyvolcano.io/failing-attempts: "N"`` makes the pod exit with its exit code (default 1)
+only while its job's retry count (``volcano.sh/job-retry-count``) is below N, then succeed.
+
+A pod being deleted (evicted, or killed by its controller) terminates after
+``termination_seconds`` and is then removed from the store. A node that goes down fails
+every pod on it (exit code 137, reason ``NodeLost``) and is tainted
+``node.kubernetes.io/unreachable:NoSchedule`` until it comes back up.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pyvolcano.api.duration import parse_duration
+from pyvolcano.simulator.engine import EventLoop
+from pyvolcano.store.base import NotFound, Store, StoreError, WatchEvent, to_rfc3339
+
+__all__ = ["DURATION", "EXIT_CODE", "FAILING_ATTEMPTS", "Kubelets"]
+
+logger = logging.getLogger(__name__)
+
+DURATION = "pyvolcano.io/duration"
+EXIT_CODE = "pyvolcano.io/exit-code"
+FAILING_ATTEMPTS = "pyvolcano.io/failing-attempts"
+RETRY_COUNT = "volcano.sh/job-retry-count"
+UNREACHABLE_TAINT = {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    md = obj.get("metadata") or {}
+    return md if isinstance(md, dict) else {}
+
+
+class Kubelets:
+    def __init__(self, store: Store, loop: EventLoop, *, termination_seconds: float = 1.0):
+        self.store = store
+        self.loop = loop
+        self.termination_seconds = termination_seconds
+        self._started: set[str] = set()
+        self._terminating: set[str] = set()
+        self._down: set[str] = set()
+        self.finished_pods = 0
+
+    # ------------------------------------------------------------------ events
+    def on_event(self, ev: WatchEvent) -> None:
+        if ev.kind != "Pod":
+            return
+        pod = ev.object
+        md = _meta(pod)
+        uid = str(md.get("uid", ""))
+        if ev.type == "DELETED":
+            self._started.discard(uid)
+            self._terminating.discard(uid)
+            return
+        spec = pod.get("spec") or {}
+        phase = (pod.get("status") or {}).get("phase", "Pending")
+        if md.get("deletionTimestamp"):
+            if uid not in self._terminating:
+                self._terminating.add(uid)
+                ns, name = md.get("namespace", "default"), md["name"]
+                self.loop.after(self.termination_seconds if spec.get("nodeName") else 0.0,
+                                lambda: self._finalise(ns, name, uid), f"terminate {ns}/{name}")
+            return
+        node = spec.get("nodeName")
+        if node and phase == "Pending" and uid not in self._started:
+            self._started.add(uid)
+            ns, name = md.get("namespace", "default"), md["name"]
+            self.loop.after(0.0, lambda: self._start(ns, name, uid), f"start {ns}/{name}")
+
+    # ------------------------------------------------------------------ pod lifecycle
+    def _get(self, ns: str, name: str, uid: str) -> dict[str, Any] | None:
+        try:
+            pod = self.store.get("Pod", ns, name)
+        except NotFound:
+            return None
+        return pod if _meta(pod).get("uid") == uid else None
+
+    def _start(self, ns: str, name: str, uid: str) -> None:
+        pod = self._get(ns, name, uid)
+        if pod is None or _meta(pod).get("deletionTimestamp"):
+            return
+        node = (pod.get("spec") or {}).get("nodeName", "")
+        if node in self._down:
+            self._fail(pod, 137, "NodeLost")
+            return
+        now = to_rfc3339(self.loop.now)
+        containers = (pod.get("spec") or {}).get("containers") or [{"name": "main"}]
+        status = dict(pod.get("status") or {})
+        status.update({
+            "phase": "Running",
+            "startTime": now,
+            "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+            "containerStatuses": [
+                {"name": c.get("name", f"c{i}"), "ready": True, "restartCount": 0,
+                 "state": {"running": {"startedAt": now}}}
+                for i, c in enumerate(containers)
+            ],
+        })
+        pod["status"] = status
+        self._write_status(pod)
+        ann = _meta(pod).get("annotations") or {}
+        duration = parse_duration(str(ann[DURATION])) if DURATION in ann else None
+        if duration is not None:
+            self.loop.after(duration, lambda: self._exit(ns, name, uid), f"exit {ns}/{name}")
+
+    def _exit(self, ns: str, name: str, uid: str) -> None:
+        pod = self._get(ns, name, uid)
+        if pod is None or (pod.get("status") or {}).get("phase") != "Running" or _meta(pod).get("deletionTimestamp"):
+            return
+        ann = _meta(pod).get("annotations") or {}
+        code = _int(ann.get(EXIT_CODE), 0)
+        attempts = _int(ann.get(FAILING_ATTEMPTS), -1)
+        if attempts >= 0:
+            retry = _int(ann.get(RETRY_COUNT), 0)
+            code = (code or 1) if retry < attempts else 0
+        if code == 0:
+            self._terminate(pod, "Succeeded", 0, "Completed")
+        else:
+            self._terminate(pod, "Failed", code, "Error")
+
+    def _fail(self, pod: dict[str, Any], code: int, reason: str) -> None:
+        self._terminate(pod, "Failed", code, reason)
+
+    def _terminate(self, pod: dict[str, Any], phase: str, code: int, reason: str) -> None:
+        now = to_rfc3339(self.loop.now)
+        containers = (pod.get("spec") or {}).get("containers") or [{"name": "main"}]
+        status = dict(pod.get("status") or {})
+        status["phase"] = phase
+        status["reason"] = reason if phase == "Failed" else status.get("reason", "")
+        status["containerStatuses"] = [
+            {"name": c.get("name", f"c{i}"), "ready": False, "restartCount": 0,
+             "state": {"terminated": {"exitCode": code, "reason": reason, "finishedAt": now}}}
+            for i, c in enumerate(containers)
+        ]
+        status["conditions"] = [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "False"}]
+        pod["status"] = status
+        self._write_status(pod)
+        self.finished_pods += 1
+
+    def _finalise(self, ns: str, name: str, uid: str) -> None:
+        if self._get(ns, name, uid) is None:
+            return
+        try:
+            self.store.delete("Pod", ns, name, grace_period_seconds=0)
+        except StoreError as e:
+            logger.debug("finalising %s/%s: %s", ns, name, e)
+
+    def _write_status(self, pod: dict[str, Any]) -> None:
+        md = _meta(pod)
+        try:
+            self.store.patch("Pod", md.get("namespace", "default"), md["name"], {"status": pod["status"]},
+                             subresource="status")
+        except StoreError as e:
+            logger.debug("kubelet status write for %s failed: %s", md.get("name"), e)
+
+    # ------------------------------------------------------------------ nodes
+    def node_down(self, node_name: str) -> None:
+        self._down.add(node_name)
+        try:
+            node = self.store.get("Node", None, node_name)
+        except NotFound:
+            return
+        spec = dict(node.get("spec") or {})
+        taints = [t for t in spec.get("taints") or [] if t.get("key") != UNREACHABLE_TAINT["key"]]
+        spec["taints"] = [*taints, dict(UNREACHABLE_TAINT)]
+        self.store.patch("Node", None, node_name, {"spec": spec})
+        self.store.patch("Node", None, node_name,
+                         {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "NodeDown"}]}},
+                         subresource="status")
+        for pod in self.store.list("Pod"):
+            if (pod.get("spec") or {}).get("nodeName") == node_name and (pod.get("status") or {}).get("phase") in (
+                "Pending", "Running", None
+            ):
+                self._fail(pod, 137, "NodeLost")
+
+    def node_up(self, node_name: str) -> None:
+        self._down.discard(node_name)
+        try:
+            node = self.store.get("Node", None, node_name)
+        except NotFound:
+            return
+        spec = dict(node.get("spec") or {})
+        spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != UNREACHABLE_TAINT["key"]]
+        self.store.patch("Node", None, node_name, {"spec": spec})
+        self.store.patch("Node", None, node_name,
+                         {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}, subresource="status")
+
+
+def _int(text: object, default: int) -> int:
+    if text is None:
+        return default
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        return default

@@ -1,0 +1,355 @@
+"""The simulation runtime: store, controllers, scheduler and kubelets on one event loop.
+
+Order of work at each virtual instant:
+
+1. fire due timers (workload submissions, kubelet transitions, cluster events);
+2. *settle*: drain the store's watch stream to the scheduler cache, the controllers and the
+   kubelets, and run the controllers, until no new events appear;
+3. if the scheduler is due (a multiple of ``schedule_period``) and anything it reads has
+   changed since its last session, run one session and write its decisions back to the
+   store (binds, evictions, PodGroup status), then settle again.
+
+Virtual time then jumps to the earliest of: the next timer, the controllers' requested
+wake-ups, and the next scheduler tick if there is unseen change. A session therefore runs
+only when something changed (upstream runs one every period regardless; the decisions are
+the same because the inputs are). The run ends when every submitted Job has finished
+(and nothing else is pending), or at ``until``.
+
+Everything is deterministic: the store's revisions order events, timers break ties by
+insertion order, and all randomness comes from one seeded generator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions, SessionResult
+from pyvolcano.cache.ingest import apply_event
+from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.framework.registry import Registry
+from pyvolcano.simulator.engine import EventLoop
+from pyvolcano.simulator.kubelet import Kubelets
+from pyvolcano.simulator.workload import ClusterEvent, Submission
+from pyvolcano.store.base import StoreError, WatchEvent, from_rfc3339
+
+__all__ = ["JobRecord", "Simulation", "SimulationResult"]
+
+logger = logging.getLogger(__name__)
+
+FINAL_JOB_PHASES = {"Completed", "Failed", "Terminated", "Aborted"}
+SCHEDULER_KINDS = {"Pod", "Node", "PodGroup", "Queue", "PriorityClass"}
+
+
+@dataclass(slots=True)
+class JobRecord:
+    key: str
+    submitted: float
+    phase: str = "Pending"
+    retry_count: int = 0
+    started: float | None = None
+    finished: float | None = None
+    pods: dict[str, int] = field(default_factory=lambda: {"pending": 0, "running": 0, "succeeded": 0, "failed": 0})
+    queue: str = ""
+
+
+@dataclass(slots=True)
+class SimulationResult:
+    jobs: dict[str, JobRecord]
+    podgroups: dict[str, str]
+    queues: dict[str, dict[str, Any]]
+    rejected: list[dict[str, Any]]
+    virtual_seconds: float
+    sessions: int
+    wall_seconds: float
+    session_seconds: list[float]
+    timeline: list[tuple[float, str]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jobs": {
+                k: {"phase": r.phase, "retryCount": r.retry_count, "submitted": r.submitted, "started": r.started,
+                    "finished": r.finished, "pods": dict(r.pods)}
+                for k, r in sorted(self.jobs.items())
+            },
+            "podgroups": dict(sorted(self.podgroups.items())),
+            "queues": dict(sorted(self.queues.items())),
+            "rejected": self.rejected,
+            "stats": {"virtual_seconds": self.virtual_seconds, "sessions": self.sessions,
+                      "wall_seconds": round(self.wall_seconds, 3)},
+        }
+
+
+class Simulation:
+    """Wire a store, controllers, the scheduler and kubelets together and run them."""
+
+    def __init__(
+        self,
+        *,
+        config: SchedulerConfiguration,
+        registry: Registry,
+        seed: int = 0,
+        schedule_period: float = 1.0,
+        termination_seconds: float = 1.0,
+        controllers_factory: Callable[..., list[Any]] | None = None,
+        progress: Callable[[float, int, int], None] | None = None,
+    ):
+        from pyvolcano.admission import VolcanoAdmission
+        from pyvolcano.store.memory import InMemoryStore
+
+        self.loop = EventLoop()
+        self.store = InMemoryStore(clock=lambda: self.loop.now, admission=VolcanoAdmission())
+        self.config = config
+        self.registry = registry
+        self.plugins = registry.plugin_factories(config.plugin_names())
+        self.actions = registry.action_factories(config.actions)
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.period = schedule_period
+        self.cache = SchedulerCache(SchedulerOptions())
+        self.cache.evictions_delete_immediately = False
+        self.kubelets = Kubelets(self.store, self.loop, termination_seconds=termination_seconds)
+        factory = controllers_factory or _default_controllers
+        self.controllers = factory(store=self.store, rng=random.Random(seed))
+        self.revision = 0
+        self.dirty = True
+        self.last_session: float | None = None
+        self.sessions = 0
+        self.session_seconds: list[float] = []
+        self.jobs: dict[str, JobRecord] = {}
+        self.rejected: list[dict[str, Any]] = []
+        self.timeline: list[tuple[float, str]] = []
+        self._outstanding = 0
+        self._wakeups: dict[int, float] = {}
+        self._progress = progress
+        self.on_session: Callable[[float, SessionResult], None] | None = None
+
+    # ------------------------------------------------------------------ inputs
+    def submit(self, subs: Sequence[Submission]) -> None:
+        for sub in sorted(subs, key=lambda s: (s.at, s.source, s.document)):
+            self._outstanding += 1
+            self.loop.at(sub.at, _bind(self._create, sub), f"submit {sub.kind} {sub.key}")
+
+    def cluster_events(self, events: Sequence[ClusterEvent]) -> None:
+        for ev in sorted(events, key=lambda e: (e.at, e.document)):
+            self.loop.at(ev.at, _bind(self._cluster_event, ev), f"{ev.action} {ev.node}")
+
+    def _create(self, sub: Submission) -> None:
+        self._outstanding -= 1
+        try:
+            obj = self.store.create(sub.obj)
+        except StoreError as e:
+            self.rejected.append({"document": sub.document, "kind": sub.kind, "name": sub.key, "error": str(e),
+                                  "file": sub.source, "at": sub.at})
+            self.timeline.append((self.loop.now, f"rejected {sub.kind} {sub.key}: {e}"))
+            return
+        if sub.kind == "Job":
+            md = obj["metadata"]
+            key = f"{md.get('namespace', 'default')}/{md['name']}"
+            self.jobs[key] = JobRecord(key, self.loop.now, queue=str((obj.get("spec") or {}).get("queue", "")))
+            self.timeline.append((self.loop.now, f"job {key} submitted"))
+
+    def _cluster_event(self, ev: ClusterEvent) -> None:
+        self.timeline.append((self.loop.now, f"{ev.action} {ev.node}"))
+        if ev.action == "NodeDown":
+            self.kubelets.node_down(ev.node)
+        else:
+            self.kubelets.node_up(ev.node)
+
+    # ------------------------------------------------------------------ the loop
+    def _dispatch(self, ev: WatchEvent) -> None:
+        if ev.kind in SCHEDULER_KINDS:
+            apply_event(self.cache, ev.type, ev.kind, ev.object)
+            self.dirty = True
+        self.kubelets.on_event(ev)
+        for c in self.controllers:
+            c.on_event(ev)
+        if ev.kind == "Job":
+            self._track_job(ev)
+
+    def _settle(self) -> None:
+        for _ in range(10_000):
+            events = self.store.watch(self.revision)
+            for ev in events:
+                self.revision = ev.revision
+                self._dispatch(ev)
+            progressed = bool(events)
+            for i, c in enumerate(self.controllers):
+                wake = c.run(self.loop.now)
+                if wake is not None and wake > self.loop.now:
+                    self._wakeups[i] = wake
+                else:
+                    self._wakeups.pop(i, None)
+            if self.store.revision != self.revision:
+                progressed = True
+            if self.loop.fire_due():
+                progressed = True
+            if not progressed:
+                return
+        raise RuntimeError("simulation did not settle (controllers keep writing)")
+
+    def _schedule(self) -> None:
+        t0 = time.perf_counter()
+        result = self.cache.run_session(self.config, self.plugins, self.actions, now=self.loop.now, rng=self.rng)
+        self.session_seconds.append(time.perf_counter() - t0)
+        self.sessions += 1
+        self.last_session = self.loop.now
+        self.dirty = False
+        self._write_back(result)
+        if self.on_session is not None:
+            self.on_session(self.loop.now, result)
+
+    def _write_back(self, result: SessionResult) -> None:
+        for b in result.bind_requests:
+            try:
+                self.store.bind(b.namespace, b.name, b.node, annotations=b.annotations or None)
+            except StoreError as e:
+                logger.debug("bind %s/%s failed: %s", b.namespace, b.name, e)
+                self._resync_pod(b.namespace, b.name)
+        for ns, name, reason in result.evict_requests:
+            self.timeline.append((self.loop.now, f"evict {ns}/{name} ({reason})"))
+            try:
+                self.store.delete("Pod", ns, name)
+            except StoreError as e:
+                logger.debug("evict %s/%s failed: %s", ns, name, e)
+                self._resync_pod(ns, name)
+        for key, node in result.nominated.items():
+            ns, name = key.split("/", 1)
+            with contextlib.suppress(StoreError):
+                self.store.patch("Pod", ns, name, {"status": {"nominatedNodeName": node}}, subresource="status")
+        for pg in result.changed_podgroups:
+            status = {
+                "phase": pg.phase, "running": pg.running, "succeeded": pg.succeeded, "failed": pg.failed,
+                "conditions": [
+                    {**c.to_dict(), "lastTransitionTime": _rfc(c.last_transition_time)} for c in pg.conditions
+                ],
+            }
+            try:
+                self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
+            except StoreError as e:
+                logger.debug("podgroup status %s/%s: %s", pg.namespace, pg.name, e)
+
+    def _resync_pod(self, ns: str, name: str) -> None:
+        try:
+            obj = self.store.get("Pod", ns, name)
+        except StoreError:
+            for t in list(self.cache.tasks.values()):
+                if t.namespace == ns and t.name == name:
+                    self.cache.delete_pod(t.uid)
+            return
+        apply_event(self.cache, "MODIFIED", "Pod", obj)
+
+    def _track_job(self, ev: WatchEvent) -> None:
+        md = ev.object.get("metadata") or {}
+        key = f"{md.get('namespace', 'default')}/{md.get('name')}"
+        rec = self.jobs.get(key)
+        if rec is None:
+            return
+        if ev.type == "DELETED":
+            if rec.finished is None:
+                rec.finished = self.loop.now
+                rec.phase = rec.phase if rec.phase in FINAL_JOB_PHASES else "Terminated"
+            return
+        status = ev.object.get("status") or {}
+        phase = (status.get("state") or {}).get("phase") or rec.phase
+        if phase != rec.phase:
+            self.timeline.append((self.loop.now, f"job {key} {rec.phase} -> {phase}"))
+        rec.phase = phase
+        rec.retry_count = int(status.get("retryCount", 0) or 0)
+        rec.pods = {k: int(status.get(k, 0) or 0) for k in ("pending", "running", "succeeded", "failed")}
+        if phase == "Running" and rec.started is None:
+            rec.started = self.loop.now
+        if phase in FINAL_JOB_PHASES and rec.finished is None:
+            rec.finished = self.loop.now
+        elif phase not in FINAL_JOB_PHASES:
+            rec.finished = None
+
+    def _all_done(self) -> bool:
+        if self._outstanding:
+            return False
+        if self.jobs:
+            return all(r.phase in FINAL_JOB_PHASES for r in self.jobs.values())
+        # No vcjobs: done when every pod has finished.
+        return all(t.status.name in ("Succeeded", "Failed") for t in self.cache.tasks.values()) and bool(
+            self.cache.tasks
+        )
+
+    def _next_tick(self) -> float:
+        now = self.loop.now
+        tick = math.ceil(now / self.period - 1e-9) * self.period
+        if self.last_session is not None and tick <= self.last_session + 1e-9:
+            tick = self.last_session + self.period
+        return max(tick, now)
+
+    def run(self, until: float = math.inf) -> SimulationResult:
+        wall0 = time.perf_counter()
+        self.loop.fire_due()
+        while True:
+            self._settle()
+            if self._all_done():
+                break
+            next_times = [t for t in (self.loop.next_time(), *self._wakeups.values()) if t is not None]
+            if self.dirty:
+                tick = self._next_tick()
+                if tick <= self.loop.now + 1e-9:
+                    self._schedule()
+                    continue
+                next_times.append(tick)
+            if not next_times:
+                break
+            nxt = min(next_times)
+            if nxt > until:
+                self.loop.advance_to(until)
+                break
+            self.loop.advance_to(nxt)
+            self.loop.fire_due()
+            if self._progress is not None:
+                done = sum(1 for r in self.jobs.values() if r.phase in FINAL_JOB_PHASES)
+                self._progress(self.loop.now, done, len(self.jobs))
+        return self._result(time.perf_counter() - wall0)
+
+    def _result(self, wall: float) -> SimulationResult:
+        podgroups = {}
+        for pg in self.store.list("PodGroup"):
+            md = pg["metadata"]
+            key = f"{md.get('namespace', 'default')}/{md['name']}"
+            podgroups[key] = (pg.get("status") or {}).get("phase", "Pending")
+        queues = {}
+        for q in self.store.list("Queue"):
+            st = q.get("status") or {}
+            queues[q["metadata"]["name"]] = {"state": st.get("state", "Open")}
+        return SimulationResult(
+            jobs=self.jobs, podgroups=podgroups, queues=queues, rejected=self.rejected,
+            virtual_seconds=self.loop.now, sessions=self.sessions, wall_seconds=wall,
+            session_seconds=self.session_seconds, timeline=self.timeline,
+        )
+
+
+def _bind(fn: Callable[[Any], None], arg: Any) -> Callable[[], None]:
+    def call() -> None:
+        fn(arg)
+
+    return call
+
+
+def _rfc(seconds: float) -> str:
+    from pyvolcano.store.base import to_rfc3339
+
+    return to_rfc3339(seconds)
+
+
+def _default_controllers(*, store: Any, rng: random.Random) -> list[Any]:
+    from pyvolcano.controllers import default_controllers
+
+    return list(default_controllers(store=store, rng=rng))
+
+
+_ = from_rfc3339
