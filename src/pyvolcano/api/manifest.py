@@ -319,6 +319,8 @@ def _podgroup(d: _Doc) -> PodGroup:
         annotations=annotations, creation_timestamp=created, min_member=min_member, min_task_member=mtm,
         queue=d.str_("spec.queue", ""), priority_class_name=d.str_("spec.priorityClassName", ""),
         min_resources=d.resources("spec.minResources"), phase=phase, conditions=conds,
+        running=d.int_("status.running", 0) or 0, succeeded=d.int_("status.succeeded", 0) or 0,
+        failed=d.int_("status.failed", 0) or 0,
     )
 
 

@@ -51,7 +51,10 @@ def is_scalar_resource_name(name: str) -> bool:
         return True
     if name.startswith("hugepages-") or name.startswith("attachable-volumes-"):
         return True
-    # Extended resources and kubernetes.io/-prefixed native resources both count.
+    # Extended resources and kubernetes.io/-prefixed native resources both count; quota names
+    # such as "requests.nvidia.com/gpu" are not extended resources (IsExtendedResourceName).
+    if name.startswith("requests.") and "kubernetes.io/" not in name:
+        return False
     return "/" in name
 
 
@@ -94,6 +97,8 @@ class Resource:
                 r.memory += value(q)  # type: ignore[arg-type]
             elif name == PODS:
                 r.scalars[PODS] = r.scalars.get(PODS, 0.0) + value(q)  # type: ignore[arg-type]
+            elif name.startswith("count/"):
+                continue  # upstream NewResource skips quota object counts (IsCountQuota)
             elif is_scalar_resource_name(name):
                 r.scalars[name] = r.scalars.get(name, 0.0) + milli_value(q)  # type: ignore[arg-type]
         return r

@@ -77,6 +77,8 @@ class SessionResult:
     evict_requests: list[tuple[str, str, str]] = field(default_factory=list)
     changed_podgroups: list[PodGroup] = field(default_factory=list)
     nominated: dict[str, str] = field(default_factory=dict)
+    # Deserved resources per queue, from plugins that compute it (proportion, capacity).
+    deserved: dict[str, Resource] = field(default_factory=dict)
 
 
 class SchedulerCache:
@@ -86,6 +88,8 @@ class SchedulerCache:
         self.nodes: dict[str, NodeInfo] = {}
         self.node_list: list[NodeInfo] = []
         self.jobs: dict[str, JobInfo] = {}
+        # Jobs that have a PodGroup: the only ones a session looks at.
+        self.pg_jobs: dict[str, JobInfo] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pods: dict[str, Pod] = {}
@@ -142,6 +146,7 @@ class SchedulerCache:
             self.jobs[uid] = job
         job.set_podgroup(pg, self.options.default_queue)
         job.priority = self._job_priority(pg)
+        self.pg_jobs[uid] = job
         return job
 
     def _job_priority(self, pg: PodGroup) -> int:
@@ -186,6 +191,8 @@ class SchedulerCache:
         job = self.jobs.get(task.job)
         if job is not None:
             job.delete_task(task)
+            if not job.tasks and job.podgroup is None:
+                del self.jobs[job.uid]
 
     # ------------------------------------------------------------------ effects
     def bind(self, task: TaskInfo, node_name: str, annotations: Mapping[str, str] | None = None) -> None:
@@ -234,6 +241,9 @@ class SchedulerCache:
         rng: np.random.Generator,
     ) -> SessionResult:
         ssn = self.open_session(config, plugins, now=now, rng=rng)
+        before = {
+            uid: _pg_status_key(j.podgroup) for uid, j in ssn.jobs.items() if j.podgroup is not None
+        }
         for name in config.actions:
             action = actions[name](config.action_arguments(name))
             action.execute(ssn)
@@ -241,11 +251,12 @@ class SchedulerCache:
         for job in ssn.jobs.values():
             for t in job.tasks_in(TaskStatus.Pipelined).values():
                 result.pipelined[t.key] = t.node_name
-        before = {
-            uid: _pg_status_key(j.podgroup) for uid, j in ssn.jobs.items() if j.podgroup is not None
-        }
-        nominated_before = {t.uid: t.pod.nominated_node_name for j in ssn.jobs.values() for t in j.tasks.values()}
+        for _opt, plugin in ssn.plugins:
+            snapshot = getattr(plugin, "deserved_snapshot", None)
+            if snapshot is not None and not result.deserved:
+                result.deserved = snapshot()
         close_session(ssn)
+        result.nominated = dict(ssn.nominated)
         for task, node_name in ssn.binds:
             if task.status == TaskStatus.Binding:
                 ann = ssn.bind_annotations.get(task.uid) or {}
@@ -261,9 +272,6 @@ class SchedulerCache:
                 result.podgroup_phases[job.uid] = job.podgroup.phase
                 if _pg_status_key(job.podgroup) != before.get(uid):
                     result.changed_podgroups.append(job.podgroup)
-            for t in job.tasks.values():
-                if t.pod.nominated_node_name and t.pod.nominated_node_name != nominated_before.get(t.uid):
-                    result.nominated[t.key] = t.pod.nominated_node_name
         return result
 
     # ------------------------------------------------------------------ incremental updates
@@ -300,6 +308,7 @@ class SchedulerCache:
         if job is None:
             return
         job.podgroup = None
+        self.pg_jobs.pop(uid, None)
         if not job.tasks:
             del self.jobs[uid]
 

@@ -13,8 +13,6 @@ from typing import Annotated
 
 import typer
 
-from pyvolcano.cli.schedule import run_schedule
-
 app = typer.Typer(
     name="pyvolcano",
     help="A Volcano-compatible batch scheduler for Kubernetes, in Python.",
@@ -22,11 +20,21 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+experiment_app = typer.Typer(help="Reproducible scheduling experiments.", no_args_is_help=True)
+app.add_typer(experiment_app, name="experiment")
 
 
 @app.callback()
 def _root() -> None:
     """pyvolcano: Volcano's scheduler, runnable on manifests and traces."""
+
+
+def _output(output: str | None) -> str:
+    fmt = output or ("table" if sys.stdout.isatty() else "json")
+    if fmt not in ("json", "table"):
+        typer.echo(f"error: --output: got {fmt!r}; expected json or table", err=True)
+        raise typer.Exit(2)
+    return fmt
 
 
 @app.command()
@@ -44,16 +52,87 @@ def schedule(
     seed: Annotated[int, typer.Option("--seed", help="Seed for random tie-breaking between equal nodes")] = 0,
 ) -> None:
     """Run scheduling sessions on a cluster snapshot and print the decisions."""
-    fmt = output or ("table" if sys.stdout.isatty() else "json")
-    if fmt not in ("json", "table"):
-        _usage_error(f"--output: got {fmt!r}; expected json or table")
-    code = run_schedule(cluster, config, sessions=sessions, output=fmt, seed=seed)
-    raise typer.Exit(code)
+    from pyvolcano.cli.schedule import run_schedule
+
+    raise typer.Exit(run_schedule(cluster, config, sessions=sessions, output=_output(output), seed=seed))
 
 
-def _usage_error(msg: str) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(2)
+@app.command()
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Manifests to admit (Jobs, Queues, PodGroups, Pods, ...)")],
+) -> None:
+    """Run admission (upstream's webhooks) on manifests without running anything."""
+    from pyvolcano.cli.validate import run_validate
+
+    raise typer.Exit(run_validate(list(files)))
+
+
+@app.command()
+def simulate(
+    cluster: Annotated[Path | None, typer.Option("--cluster", help="CLUSTER.yaml: Nodes, Queues, PriorityClasses")]
+    = None,
+    workload: Annotated[Path | None, typer.Option("--workload", help="WORKLOAD.yaml: Jobs, PodGroups, Pods, ...")]
+    = None,
+    trace: Annotated[Path | None, typer.Option("--trace", help="A trace CSV (philly, openb, kalos, dlrm, csv)")]
+    = None,
+    trace_format: Annotated[str | None, typer.Option("--trace-format", help="philly|openb|kalos|dlrm|csv")] = None,
+    nodes: Annotated[Path | None, typer.Option("--nodes", help="Machine list CSV or CLUSTER.yaml for --trace")]
+    = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf")] = None,
+    compare: Annotated[Path | None, typer.Option("--compare", help="A second volcano-scheduler.conf to compare")]
+    = None,
+    until: Annotated[str | None, typer.Option("--until", help="Stop at this virtual time, e.g. 24h")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for every random choice")] = 0,
+    report: Annotated[Path | None, typer.Option("--report", help="Write CSVs, plots and report.html here")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="json or table")] = None,
+) -> None:
+    """Run workloads to completion on a simulated cluster (default: a built-in Philly scenario)."""
+    from pyvolcano.cli.simulate import run_simulate_command
+
+    raise typer.Exit(run_simulate_command(
+        cluster=cluster, workload=workload, trace=trace, trace_format=trace_format, nodes=nodes, config=config,
+        compare=compare, until=until, seed=seed, report=report, output=_output(output),
+    ))
+
+
+@experiment_app.command("fgd")
+def experiment_fgd(
+    nodes: Annotated[Path | None, typer.Option("--nodes", help="openb node list CSV (default: shipped)")] = None,
+    pods: Annotated[Path | None, typer.Option("--pods", help="openb pod list CSV (default: shipped)")] = None,
+    policy: Annotated[str, typer.Option("--policy", help="Comma list: random,dotprod,gpuclustering,gpupacking,"
+                                        "bestfit,fgd")] = "fgd,bestfit,dotprod",
+    seed: Annotated[str, typer.Option("--seed", help="A seed or a range such as 42-51")] = "42",
+    tune: Annotated[float, typer.Option("--tune", help="Inflate the workload to tune × GPU capacity")] = 1.3,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="json or table")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write curves (CSV, PNG) here")] = None,
+) -> None:
+    """The FGD paper's experiment (USENIX ATC'23): GPU allocation and fragmentation curves."""
+    from pyvolcano.cli.experiment import run_experiment_fgd
+
+    try:
+        seeds = _parse_seeds(seed)
+    except ValueError as e:
+        typer.echo(f"error: --seed: {e}", err=True)
+        raise typer.Exit(2) from None
+    policies = [p.strip() for p in policy.split(",") if p.strip()]
+    raise typer.Exit(run_experiment_fgd(nodes, pods, policies, seeds, tune, _output(output), report))
+
+
+def _parse_seeds(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if "-" in part[1:]:
+            lo, hi = part.split("-", 1)
+            a, b = int(lo), int(hi)
+            if b < a:
+                raise ValueError(f"got {part!r}; expected an ascending range such as 42-51")
+            out.extend(range(a, b + 1))
+        elif part:
+            out.append(int(part))
+    if not out:
+        raise ValueError("expected a seed such as 42 or a range such as 42-51")
+    return out
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
 from pyvolcano.simulator.workload import load_workload
 
-__all__ = ["parse_until", "run_simulate"]
+__all__ = ["parse_until", "run_simulate", "run_simulate_command"]
 
 
 def parse_until(text: str | None) -> float:
@@ -130,3 +130,137 @@ def print_simulation_table(result: SimulationResult) -> None:
     console.print(tl)
     console.print(f"virtual time {_fmt_secs(result.virtual_seconds)}, {result.sessions} sessions, "
                   f"{result.wall_seconds:.2f}s wall")
+
+
+# ---------------------------------------------------------------------------- the full command
+
+
+def run_simulate_command(
+    *,
+    cluster: Path | None,
+    workload: Path | None,
+    trace: Path | None,
+    trace_format: str | None,
+    nodes: Path | None,
+    config: Path | None,
+    compare: Path | None,
+    until: str | None,
+    seed: int,
+    report: Path | None,
+    output: str,
+) -> int:
+    """Manifest mode (``--cluster/--workload``), trace mode (``--trace``) or the built-in scenario."""
+    from pyvolcano.simulator.traces import TraceError, builtin_scenario, load_trace
+
+    if workload is not None and cluster is None:
+        print("error: --workload needs --cluster (the Nodes to run on)", file=sys.stderr)
+        return 2
+    if trace is not None and (cluster is not None or workload is not None):
+        print("error: --trace replaces --cluster/--workload; use --nodes for the trace's machines", file=sys.stderr)
+        return 2
+    registry = default_registry()
+    try:
+        horizon = parse_until(until)
+        configs = [(config, load_config(config, registry))]
+        if compare is not None:
+            configs.append((compare, load_config(compare, registry)))
+        for _path, conf in configs:
+            for tier in conf.tiers:
+                for opt in tier.plugins:
+                    registry.plugin(opt.name)(opt.arguments)
+            for name in conf.actions:
+                registry.action(name)(conf.action_arguments(name))
+        if trace is not None or cluster is None:
+            tr = load_trace(trace, trace_format, nodes=nodes, seed=seed) if trace is not None else builtin_scenario()
+            scenario = tr.name
+            cluster_subs, work_subs, events = _trace_submissions(tr), [], []
+            notes = list(tr.notes)
+            manifest_mode = False
+        else:
+            scenario = Path(workload or cluster).stem
+            cluster_subs, _ = load_workload(cluster, cluster=True)
+            work_subs, events = load_workload(workload) if workload is not None else ([], [])
+            notes = []
+            manifest_mode = True
+    except (ManifestError, ConfigError, ArgumentError, ValueError, TraceError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    console = Console(stderr=True)
+    runs = []
+    for path, conf in configs:
+        label = path.name if path is not None else "default"
+        res, metrics = _run_once(conf, registry, seed, cluster_subs, work_subs, events, horizon, console,
+                                 label=label, show=console.is_terminal)
+        metrics.name = scenario
+        metrics.config_name = label
+        metrics.notes = notes
+        bad = [r for r in res.rejected if cluster is not None and r.get("file") == str(cluster)]
+        if bad:
+            r = bad[0]
+            print(f"error: {r['file']}: document {r['document']} ({r['kind']} {r['name']}): {r['error']}",
+                  file=sys.stderr)
+            return 2
+        runs.append((res, metrics))
+    from pyvolcano.simulator import report as rep
+
+    if report is not None:
+        rep.write_report(runs[0][1], report, other=runs[1][1] if len(runs) > 1 else None)
+    if output == "json":
+        if len(runs) == 1:
+            res, metrics = runs[0]
+            out = rep.summarize(metrics)
+            out["stats"] = {"virtual_seconds": res.virtual_seconds, "sessions": res.sessions,
+                            "wall_seconds": round(res.wall_seconds, 3)}
+            if manifest_mode:
+                full = _json(res)
+                out["jobs"] = full["jobs"]
+                out["podgroups"] = full["podgroups"]
+                out["queues_state"] = full["queues"]
+                out["rejected"] = full["rejected"]
+        else:
+            out = rep.compare(runs[0][1], runs[1][1])
+        sys.stdout.write(json.dumps(out) + "\n")
+    else:
+        if manifest_mode and len(runs) == 1:
+            print_simulation_table(runs[0][0])
+        for n in notes:
+            Console().print(f"[dim]note: {n}[/dim]")
+        rep.print_summary(runs[0][1], other=runs[1][1] if len(runs) > 1 else None)
+        if report is not None:
+            Console().print(f"report written to {report / 'report.html'}")
+    return 0
+
+
+def _trace_submissions(tr: Any) -> list[Any]:
+    from pyvolcano.simulator.workload import Submission
+
+    subs = []
+    i = 0
+    for obj in [*tr.priority_classes, *tr.queues, *tr.nodes]:
+        subs.append(Submission(0.0, i, f"trace:{tr.name}", obj))
+        i += 1
+    for obj in tr.jobs:
+        ann = (obj.get("metadata") or {}).get("annotations") or {}
+        at = parse_duration_strict(str(ann.get("pyvolcano.io/submit-at", "0s")))
+        subs.append(Submission(at, i, f"trace:{tr.name}", obj))
+        i += 1
+    return subs
+
+
+def _run_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work_subs: list[Any], events: list[Any],
+              horizon: float, console: Console, *, label: str, show: bool) -> tuple[SimulationResult, Any]:
+    progress = Progress(TextColumn(f"[bold]{label}[/bold] virtual {{task.fields[vt]}}"), BarColumn(),
+                        TextColumn("{task.completed}/{task.total} jobs"), TimeElapsedColumn(),
+                        console=console, disable=not show, transient=True)
+    with progress:
+        task_id = progress.add_task("simulate", total=None, vt="0s")
+
+        def on_progress(now: float, done: int, total: int) -> None:
+            progress.update(task_id, completed=done, total=max(total, 1), vt=_fmt_secs(now))
+
+        sim = Simulation(config=conf, registry=registry, seed=seed, progress=on_progress)
+        sim.submit(cluster_subs)
+        sim.submit(work_subs)
+        sim.cluster_events(events)
+        res = sim.run(until=horizon)
+    return res, sim.metrics

@@ -73,4 +73,6 @@ def _record_task_conditions(ssn: Session, job: JobInfo) -> None:
             cond = {"type": "PodScheduled", "status": "False", "reason": reason, "message": msg}
             pod.conditions = [c for c in pod.conditions if c.get("type") != "PodScheduled"] + [cond]
             if nominated:
+                if pod.nominated_node_name != nominated:
+                    ssn.nominated[task.key] = nominated
                 pod.nominated_node_name = nominated

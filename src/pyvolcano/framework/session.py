@@ -100,7 +100,7 @@ class Session:
         self.queues: dict[str, QueueInfo] = dict(cache.queues)
         self.priority_classes = cache.priority_classes
         self.jobs: dict[str, JobInfo] = {
-            uid_: j for uid_, j in sorted(cache.jobs.items()) if j.podgroup is not None and j.queue in self.queues
+            uid_: j for uid_, j in sorted(cache.pg_jobs.items()) if j.queue in self.queues
         }
         self.total_resource = self._total_resource()
         self.enabled_actions = set(config.actions)
@@ -114,9 +114,10 @@ class Session:
         self.bind_annotations: dict[str, dict[str, str]] = {}
         self.evictions: list[tuple[TaskInfo, str]] = []
         self.podgroup_events: dict[str, list[str]] = {}
+        self.nominated: dict[str, str] = {}
         for job in self.jobs.values():
             job.reset_fit_err()
-            for t in job.tasks.values():
+            for t in job.tasks_in(TaskStatus.Pending).values():
                 t.last_transaction = None
         for tier in config.tiers:
             for opt in tier.plugins:

@@ -236,6 +236,10 @@ class Proportion:
         ssn.add_job_enqueued_fn(NAME, job_enqueued)
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
 
+    def deserved_snapshot(self) -> dict[str, Resource]:
+        """Each queue's current deserved resources (read by the simulator's metrics)."""
+        return {name: attr.deserved.clone() for name, attr in self.queue_opts.items()}
+
     def on_session_close(self, ssn: Session) -> None:
         self.queue_opts = {}
 

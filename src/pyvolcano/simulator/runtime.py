@@ -36,8 +36,10 @@ from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions, SessionResul
 from pyvolcano.cache.ingest import apply_event
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.registry import Registry
+from pyvolcano.simulator.collector import MetricsCollector
 from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.simulator.kubelet import Kubelets
+from pyvolcano.simulator.metrics import RunMetrics
 from pyvolcano.simulator.workload import ClusterEvent, Submission
 from pyvolcano.store.base import StoreError, WatchEvent, from_rfc3339
 
@@ -131,6 +133,8 @@ class Simulation:
         self._wakeups: dict[int, float] = {}
         self._progress = progress
         self.on_session: Callable[[float, SessionResult], None] | None = None
+        self.metrics = RunMetrics(name="simulation", config_name="default", seed=seed)
+        self.collector = MetricsCollector(self.cache, self.metrics)
 
     # ------------------------------------------------------------------ inputs
     def submit(self, subs: Sequence[Submission]) -> None:
@@ -170,6 +174,7 @@ class Simulation:
             apply_event(self.cache, ev.type, ev.kind, ev.object)
             self.dirty = True
         self.kubelets.on_event(ev)
+        self.collector.on_event(ev, self.loop.now)
         for c in self.controllers:
             c.on_event(ev)
         if ev.kind == "Job":
@@ -203,7 +208,10 @@ class Simulation:
         self.sessions += 1
         self.last_session = self.loop.now
         self.dirty = False
+        for ns, name, _reason in result.evict_requests:
+            self.collector.on_eviction(ns, name)
         self._write_back(result)
+        self.collector.sample(self.loop.now, result)
         if self.on_session is not None:
             self.on_session(self.loop.now, result)
 
@@ -264,7 +272,12 @@ class Simulation:
             self.timeline.append((self.loop.now, f"job {key} {rec.phase} -> {phase}"))
         rec.phase = phase
         rec.retry_count = int(status.get("retryCount", 0) or 0)
-        rec.pods = {k: int(status.get(k, 0) or 0) for k in ("pending", "running", "succeeded", "failed")}
+        pods = {k: int(status.get(k, 0) or 0) for k in ("pending", "running", "succeeded", "failed")}
+        # Upstream's final KillJob writes zero counts (retained pods are not counted); keep the
+        # last real counts so the report says how the job's pods ended.
+        if phase in FINAL_JOB_PHASES and not any(pods.values()):
+            pods = {**rec.pods, "pending": 0, "running": 0}
+        rec.pods = pods
         if phase == "Running" and rec.started is None:
             rec.started = self.loop.now
         if phase in FINAL_JOB_PHASES and rec.finished is None:
@@ -317,6 +330,12 @@ class Simulation:
         return self._result(time.perf_counter() - wall0)
 
     def _result(self, wall: float) -> SimulationResult:
+        self.collector.sample(self.loop.now)
+        m = self.metrics
+        m.session_seconds = list(self.session_seconds)
+        m.virtual_seconds = self.loop.now
+        m.wall_seconds = wall
+        m.sessions = self.sessions
         podgroups = {}
         for pg in self.store.list("PodGroup"):
             md = pg["metadata"]

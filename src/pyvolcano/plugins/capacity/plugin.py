@@ -86,6 +86,12 @@ class Capacity:
         )
         self.session.register()
 
+    def deserved_snapshot(self) -> dict[str, Resource]:
+        """Each queue's deserved resources this session (read by the simulator's metrics)."""
+        if self.session is None:
+            return {}
+        return {name: attr.deserved.clone() for name, attr in self.session.opts.items()}
+
     def on_session_close(self, ssn: Session) -> None:
         self.session = None
 

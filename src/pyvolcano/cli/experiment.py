@@ -1,0 +1,157 @@
+"""``pyvolcano experiment fgd``: the FGD paper's experiment on an openb-format trace.
+
+Runs every (seed, policy) pair of :func:`pyvolcano.gpu.experiment.run_experiment` and prints
+either one JSON object (``-o json``: ``{"runs": [...]}``, one entry per run with its curve)
+or a summary table per policy with the published values alongside. ``--report DIR`` also
+writes CSV, JSON and PNG files (:func:`pyvolcano.gpu.report.write_report`). Progress goes to
+stderr. Without ``--nodes``/``--pods`` the packaged default openb trace is used.
+
+Exit codes: 0 success, 2 bad input (unknown policy, bad seed range, unreadable trace).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyvolcano.gpu.experiment import RunResult, run_experiment
+from pyvolcano.gpu.openb import DEFAULT_NODES, DEFAULT_PODS, TraceError, default_trace_dir, load_nodes, load_pods
+from pyvolcano.gpu.policies import POLICIES
+from pyvolcano.gpu.report import ALLOCATION_POINTS, FRAGMENTATION_POINTS, runs_json, summarize, write_report
+
+__all__ = ["parse_policies", "parse_seeds", "run_experiment_fgd"]
+
+
+class UsageError(ValueError):
+    """A bad command-line value; the message is one line for stderr."""
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"42-51"``, ``"42,45"`` or a mix (``"42-44,50"``) → seeds in the order given."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        try:
+            if sep:
+                a, b = int(lo), int(hi)
+                if b < a:
+                    raise UsageError(f"--seed: got {part!r}; expected a range low-high with low ≤ high")
+                seeds.extend(range(a, b + 1))
+            else:
+                seeds.append(int(part))
+        except ValueError:
+            raise UsageError(f"--seed: got {part!r}; expected integers such as 42, 42-51 or 42,43") from None
+    if not seeds:
+        raise UsageError(f"--seed: got {text!r}; expected at least one seed, such as 42-51")
+    return seeds
+
+
+def parse_policies(text: str) -> list[str]:
+    """Comma-separated policy names, or ``all`` for the paper's six in its order."""
+    names = [p.strip().lower() for p in text.split(",") if p.strip()]
+    if names == ["all"]:
+        return list(POLICIES)
+    bad = [n for n in names if n not in POLICIES]
+    if bad or not names:
+        raise UsageError(f"--policy: got {text!r}; expected a comma-separated list of {', '.join(POLICIES)} "
+                         "(or all)")
+    return names
+
+
+def _progress(res: RunResult) -> None:
+    point = res.at(100)
+    alloc = f", {point.allocated * 100:.2f}% allocated at 100% arrived" if point else ""
+    print(f"{res.policy} seed {res.seed}: {res.pods} pods, {res.failed} unscheduled, {res.seconds:.2f}s{alloc}",
+          file=sys.stderr, flush=True)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{value:.2f}"
+
+
+def _print_table(results: Sequence[RunResult], capacity: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    summaries = summarize(results)
+    t = Table(title=f"{results[0].trace}: GPU allocation % at arrived % ({summaries[0].runs} seed(s))", box=None)
+    t.add_column("POLICY", no_wrap=True)
+    for a in ALLOCATION_POINTS:
+        t.add_column(f"{a}%", justify="right")
+        if a == 100:
+            t.add_column("±", justify="right")
+            t.add_column("PAPER", justify="right")
+    t.add_column("IDLE GPU", justify="right")
+    for a in FRAGMENTATION_POINTS:
+        t.add_column(f"FRAG@{a}", justify="right")
+    t.add_column("S/RUN", justify="right")
+    for s in summaries:
+        cells: list[str] = [s.policy]
+        for a in ALLOCATION_POINTS:
+            mean, std = s.allocated[a]
+            cells.append(_num(mean))
+            if a == 100:
+                cells += [_num(std), _num(s.published(100))]
+        unalloc = s.unallocated_gpus(capacity)
+        cells.append("-" if unalloc is None or unalloc != unalloc else f"{unalloc:.0f}")
+        cells += [_num(s.fragmentation[a][0]) for a in FRAGMENTATION_POINTS]
+        cells.append(f"{s.seconds:.2f}")
+        t.add_row(*cells)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)
+    console.print(t)
+
+
+def run_experiment_fgd(
+    nodes: Path | None,
+    pods: Path | None,
+    policies: list[str],
+    seeds: list[int],
+    tune: float,
+    output: str,
+    report: Path | None,
+) -> int:
+    """Run the experiment and print a table (``output="table"``) or one JSON object."""
+    try:
+        if output not in ("json", "table"):
+            raise UsageError(f"--output: got {output!r}; expected json or table")
+        if not policies or any(p not in POLICIES for p in policies):
+            raise UsageError(f"--policy: got {','.join(policies)!r}; expected names from {', '.join(POLICIES)}")
+        if not seeds:
+            raise UsageError("--seed: expected at least one seed")
+        if not tune > 0:
+            raise UsageError(f"--tune: got {tune}; expected a positive ratio such as 1.3")
+        trace_dir = default_trace_dir()
+        node_path = nodes if nodes is not None else trace_dir / DEFAULT_NODES
+        pod_path = pods if pods is not None else trace_dir / DEFAULT_PODS
+        node_rows = load_nodes(node_path)
+        pod_rows = load_pods(pod_path)
+    except (UsageError, TraceError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    capacity = sum(n.gpus for n in node_rows)
+    if capacity == 0:
+        print(f"error: {node_path}: no node has a GPU; expected a GPU cluster", file=sys.stderr)
+        return 2
+    if sum(p.total_milli for p in pod_rows) == 0:
+        print(f"error: {pod_path}: no pod asks for a GPU; expected a GPU workload", file=sys.stderr)
+        return 2
+    results = run_experiment(node_rows, pod_rows, policies, seeds, tune=tune, trace=pod_path.stem,
+                             progress=_progress)
+    if report is not None:
+        written, warning = write_report(results, report)
+        for path in written:
+            print(f"wrote {path}", file=sys.stderr)
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
+    if output == "json":
+        sys.stdout.write(json.dumps(runs_json(results)) + "\n")
+    else:
+        _print_table(results, capacity)
+    return 0

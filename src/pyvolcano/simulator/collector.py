@@ -1,0 +1,199 @@
+"""Collecting :class:`~pyvolcano.simulator.metrics.RunMetrics` during a simulation.
+
+The collector watches the same event stream as everyone else (Jobs, PodGroups, Pods) and
+samples the scheduler cache after every session and every pod completion, so the numbers
+are those the scheduler decided on. A job is either a vcjob (Job objects) or, for
+workloads of plain PodGroups, the PodGroup itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from pyvolcano.api.resource import Resource
+from pyvolcano.api.task import TaskStatus
+from pyvolcano.simulator.metrics import JobMetrics, QueueSample, RunMetrics, Sample
+from pyvolcano.store.base import WatchEvent
+
+if TYPE_CHECKING:
+    from pyvolcano.cache.cache import SchedulerCache, SessionResult
+
+__all__ = ["MetricsCollector", "fragmentation"]
+
+GPU = "nvidia.com/gpu"
+FINAL = {"Completed", "Failed", "Terminated", "Aborted"}
+JOB_NAME_KEY = "volcano.sh/job-name"
+
+
+def fragmentation(cache: SchedulerCache) -> float:
+    """Idle GPUs (whole-GPU equivalents) on nodes where a typical pending GPU pod cannot fit.
+
+    The typical pending pod is the most common request vector (cpu, memory, gpu) among
+    pending tasks that ask for GPUs; with no such pod nothing counts as fragmented. A node's
+    idle GPUs are fragmented when that pod does not fit the node's idle resources.
+    """
+    table = cache.node_table
+    d_gpu = table.dim_index.get(GPU)
+    if d_gpu is None or table.n == 0:
+        return 0.0
+    shapes: Counter[tuple[float, float, float]] = Counter()
+    for job in cache.pg_jobs.values():
+        for t in job.tasks_in(TaskStatus.Pending).values():
+            g = t.resreq.scalars.get(GPU, 0.0)
+            if g > 0:
+                shapes[(t.resreq.milli_cpu, t.resreq.memory, g)] += 1
+    if not shapes:
+        return 0.0
+    cpu, mem, gpu = max(shapes.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    n = table.n
+    idle_gpu = table.idle[d_gpu][:n]
+    fits = (table.idle[0][:n] > cpu - 0.1) & (table.idle[1][:n] > mem - 0.1) & (idle_gpu > gpu - 0.1)
+    fragmented = idle_gpu[(~fits) & (idle_gpu > 0)].sum()
+    return float(fragmented) / 1000.0
+
+
+class MetricsCollector:
+    def __init__(self, cache: SchedulerCache, metrics: RunMetrics):
+        self.cache = cache
+        self.metrics = metrics
+        self.jobs: dict[str, JobMetrics] = {}
+        self._pg_to_job: dict[str, str] = {}
+        self._uses_vcjobs = False
+        self._deserved: dict[str, Resource] = {}
+        self._live: set[str] = set()
+
+    # ------------------------------------------------------------------ events
+    def on_event(self, ev: WatchEvent, now: float) -> None:
+        obj = ev.object
+        md = obj.get("metadata") or {}
+        ns = md.get("namespace", "default")
+        key = f"{ns}/{md.get('name')}"
+        if ev.kind == "Job":
+            self._uses_vcjobs = True
+            self._on_job(ev, key, obj, now)
+        elif ev.kind == "PodGroup" and not self._uses_vcjobs:
+            self._on_podgroup(ev, key, obj, now)
+        elif ev.kind == "Pod" and ev.type != "DELETED":
+            node = (obj.get("spec") or {}).get("nodeName")
+            if node:
+                jm = self._job_of_pod(ns, md)
+                if jm is not None and jm.first_bind is None:
+                    jm.first_bind = now
+
+    def _job_of_pod(self, ns: str, md: dict[str, Any]) -> JobMetrics | None:
+        ann = md.get("annotations") or {}
+        labels = md.get("labels") or {}
+        name = ann.get(JOB_NAME_KEY) or labels.get(JOB_NAME_KEY)
+        if name:
+            return self.jobs.get(f"{ns}/{name}")
+        group = ann.get("scheduling.k8s.io/group-name")
+        if group:
+            return self.jobs.get(self._pg_to_job.get(f"{ns}/{group}", f"{ns}/{group}"))
+        return None
+
+    def _on_job(self, ev: WatchEvent, key: str, obj: dict[str, Any], now: float) -> None:
+        jm = self.jobs.get(key)
+        spec = obj.get("spec") or {}
+        if jm is None:
+            if ev.type == "DELETED":
+                return
+            gpus = 0.0
+            pods = 0
+            for task in spec.get("tasks") or []:
+                replicas = int(task.get("replicas", 1) or 0)
+                pods += replicas
+                for c in ((task.get("template") or {}).get("spec") or {}).get("containers") or []:
+                    req = ((c.get("resources") or {}).get("requests")) or {}
+                    if GPU in req:
+                        gpus += Resource.from_list({GPU: req[GPU]}).scalars.get(GPU, 0.0) / 1000 * replicas
+            jm = JobMetrics(key, str(spec.get("queue") or "default"), now, gpus=gpus, pods=pods)
+            self.jobs[key] = jm
+            self._live.add(key)
+            self.metrics.jobs.append(jm)
+        status = obj.get("status") or {}
+        phase = (status.get("state") or {}).get("phase") or jm.phase
+        if ev.type == "DELETED" and phase not in FINAL:
+            phase = "Terminated"
+        jm.phase = phase
+        jm.restarts = int(status.get("retryCount", 0) or 0)
+        if phase == "Running" and jm.start is None:
+            jm.start = now
+        if phase in FINAL and jm.end is None:
+            jm.end = now
+            if jm.start is None and phase == "Completed":
+                jm.start = now
+
+    def _on_podgroup(self, ev: WatchEvent, key: str, obj: dict[str, Any], now: float) -> None:
+        jm = self.jobs.get(key)
+        spec = obj.get("spec") or {}
+        if jm is None:
+            if ev.type == "DELETED":
+                return
+            jm = JobMetrics(key, str(spec.get("queue") or "default"), now, pods=int(spec.get("minMember", 0) or 0))
+            self.jobs[key] = jm
+            self._live.add(key)
+            self.metrics.jobs.append(jm)
+        phase = (obj.get("status") or {}).get("phase", "Pending")
+        jm.phase = phase
+        if phase == "Running" and jm.start is None:
+            jm.start = now
+        if phase == "Completed" and jm.end is None:
+            jm.end = now
+
+    def on_eviction(self, namespace: str, name: str) -> None:
+        for t in self.cache.tasks.values():
+            if t.namespace == namespace and t.name == name:
+                jm = self._job_of_pod(namespace, {"annotations": t.pod.annotations, "labels": t.pod.labels})
+                if jm is not None:
+                    jm.preemptions += 1
+                return
+
+    def _counts(self) -> tuple[int, int]:
+        """(pending, running) jobs, from the jobs whose state can still change."""
+        live = self._live
+        pending = running = 0
+        done = []
+        for key in live:
+            j = self.jobs[key]
+            if j.end is not None:
+                done.append(key)
+            elif j.start is None:
+                pending += 1
+            else:
+                running += 1
+        for key in done:
+            live.discard(key)
+        return pending, running
+
+    # ------------------------------------------------------------------ samples
+    def sample(self, now: float, result: SessionResult | None = None) -> None:
+        cache = self.cache
+        table = cache.node_table
+        n = table.n
+        d_gpu = table.dim_index.get(GPU)
+        gpu_used = float(table.used[d_gpu][:n].sum()) / 1000 if d_gpu is not None else 0.0
+        gpu_cap = float(table.allocatable[d_gpu][:n].sum()) / 1000 if d_gpu is not None else 0.0
+        cpu_used = float(table.used[0][:n].sum()) / 1000
+        cpu_cap = float(table.allocatable[0][:n].sum()) / 1000
+        pending, running = self._counts()
+        queues: dict[str, QueueSample] = {}
+        alloc_gpu: dict[str, float] = {}
+        alloc_cpu: dict[str, float] = {}
+        for job in cache.pg_jobs.values():
+            g = job.allocated.scalars.get(GPU, 0.0) / 1000
+            alloc_gpu[job.queue] = alloc_gpu.get(job.queue, 0.0) + g
+            alloc_cpu[job.queue] = alloc_cpu.get(job.queue, 0.0) + job.allocated.milli_cpu / 1000
+        if result is not None and result.deserved:
+            self._deserved = result.deserved
+        deserved = self._deserved
+        names = sorted({*cache.queues, *alloc_gpu} - {"root"})
+        for q in names:
+            des = deserved.get(q)
+            d_gpu_v = des.scalars.get(GPU, 0.0) / 1000 if des is not None else None
+            share = (alloc_gpu.get(q, 0.0) / gpu_cap) if gpu_cap else None
+            queues[q] = QueueSample(alloc_gpu.get(q, 0.0), d_gpu_v, alloc_cpu.get(q, 0.0), share)
+        if self.metrics.samples and self.metrics.samples[-1].t == now:
+            self.metrics.samples.pop()
+        self.metrics.samples.append(Sample(now, gpu_used, gpu_cap, cpu_used, cpu_cap, fragmentation(cache),
+                                           pending, running, queues))

@@ -1,0 +1,90 @@
+"""Run metrics collected by the simulator, from the same state the scheduler decides on.
+
+The collector fills a :class:`RunMetrics`; reports (``simulator/report.py``) are pure
+functions of it, so they can be tested on hand-made metrics and compared across runs.
+
+Definitions (all times are virtual seconds from the start of the run):
+
+* job ``submit``: creation time; ``first_bind``: first time any of its pods was bound;
+  ``start``: first time the gang was running (the Job, or its PodGroup for plain pod
+  groups, reached Running); ``end``: first time it reached a final phase;
+  ``wait = start - submit``; ``jct = end - submit``; ``restarts``: the Job's retryCount;
+  ``preemptions``: its pods evicted by the scheduler.
+* samples are taken after every scheduling session and every completion: GPU / CPU
+  allocation ratio = Σ requests of pods bound to nodes / Σ allocatable; GPU fragmentation
+  = idle GPUs (whole-GPU equivalents) that cannot host a typical pending pod
+  (see :func:`fragmentation`); per queue: allocated GPUs, deserved GPUs (proportion's
+  deserved, when computed) and share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["JobMetrics", "QueueSample", "RunMetrics", "Sample"]
+
+
+@dataclass(slots=True)
+class JobMetrics:
+    key: str
+    queue: str
+    submit: float
+    gpus: float = 0.0          # GPUs requested by the whole job (all replicas)
+    pods: int = 0
+    first_bind: float | None = None
+    start: float | None = None
+    end: float | None = None
+    phase: str = "Pending"
+    restarts: int = 0
+    preemptions: int = 0
+
+    @property
+    def wait(self) -> float | None:
+        return None if self.start is None else self.start - self.submit
+
+    @property
+    def jct(self) -> float | None:
+        return None if self.end is None else self.end - self.submit
+
+
+@dataclass(slots=True)
+class QueueSample:
+    allocated_gpu: float
+    deserved_gpu: float | None
+    allocated_cpu: float
+    share: float | None
+
+
+@dataclass(slots=True)
+class Sample:
+    t: float
+    gpu_allocated: float       # GPUs (whole-GPU equivalents) requested by bound pods
+    gpu_capacity: float
+    cpu_allocated: float       # cores
+    cpu_capacity: float
+    gpu_fragmentation: float   # idle GPUs that a typical pending pod cannot use
+    pending_jobs: int
+    running_jobs: int
+    queues: dict[str, QueueSample] = field(default_factory=dict)
+
+    @property
+    def gpu_ratio(self) -> float:
+        return self.gpu_allocated / self.gpu_capacity if self.gpu_capacity else 0.0
+
+    @property
+    def cpu_ratio(self) -> float:
+        return self.cpu_allocated / self.cpu_capacity if self.cpu_capacity else 0.0
+
+
+@dataclass(slots=True)
+class RunMetrics:
+    name: str                  # e.g. the trace / scenario name
+    config_name: str           # e.g. the scheduler configuration file name or "default"
+    seed: int
+    jobs: list[JobMetrics] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    session_seconds: list[float] = field(default_factory=list)
+    virtual_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    sessions: int = 0
+    notes: list[str] = field(default_factory=list)

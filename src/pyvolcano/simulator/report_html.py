@@ -1,0 +1,142 @@
+"""``report.html``: one self-contained page (inline CSS, plots embedded as ``data:`` URIs, no network)."""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pyvolcano.simulator.report import (
+    _HEADLINE,
+    _compare_summaries,
+    _diff,
+    better,
+    fmt_delta,
+    fmt_duration,
+    fmt_metric,
+    fmt_ratio,
+)
+
+__all__ = ["render"]
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; margin: 2em auto;
+       max-width: 1400px; padding: 0 1.5em; color: #222; line-height: 1.4; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
+.meta { color: #666; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
+th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
+th { background: #f5f5f5; } td:first-child, th:first-child { text-align: left; }
+.better { color: #17803d; font-weight: 600; } .worse { color: #c62828; font-weight: 600; }
+figure { margin: 1.2em 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { color: #555; font-size: 0.9em; margin-top: 0.3em; }
+.note { background: #fff8e1; padding: 0.5em 1em; border-left: 4px solid #f9a825; }
+"""
+
+
+def _e(x: object) -> str:
+    return html.escape(str(x))
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """``rows`` hold already-escaped HTML cells."""
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _delta_cell(key: str, d: dict[str, Any]) -> str:
+    verdict = better(key, d.get("delta"))
+    cls = f' class="{verdict}"' if verdict else ""
+    return f"<span{cls}>{_e(fmt_delta(key, d))}</span>"
+
+
+def _img(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f"data:image/png;base64,{data}"
+
+
+def _queue_rows(s: dict[str, Any]) -> list[list[str]]:
+    return [[_e(q), _e(v["jobs"]), _e(v["never_started"]), _e(fmt_duration(v["mean_wait_s"])),
+             _e(fmt_duration(v["p95_wait_s"])), _e(fmt_duration(v["mean_jct_s"])), _e(f"{v['gpu_hours']:,.1f}"),
+             _e(fmt_ratio(v["mean_share"])), _e(fmt_ratio(v["mean_deserved_share"]))]
+            for q, v in s["queues"].items()]
+
+
+_QUEUE_HEADER = ("queue", "jobs", "never started", "mean wait", "p95 wait", "mean JCT", "GPU hours", "mean share",
+                 "mean deserved share")
+
+
+def _stats_rows(st: dict[str, Any]) -> list[list[str]]:
+    def ms(x: float | None) -> str:
+        return "-" if x is None else f"{x * 1000:.1f} ms"
+
+    return [[_e("virtual time"), _e(fmt_duration(st["virtual_seconds"]))],
+            [_e("sessions"), _e(f"{st['sessions']:,}")],
+            [_e("session latency p50 / p99 / max"),
+             _e(f"{ms(st['session_p50_s'])} / {ms(st['session_p99_s'])} / {ms(st['session_max_s'])}")],
+            [_e("samples"), _e(f"{st['samples']:,}")],
+            [_e("wall time"), _e(f"{st['wall_seconds'] or 0:.1f} s")]]
+
+
+def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | None,
+           plots: Sequence[tuple[Path, str, str]], *, csv_files: Sequence[str] = (),
+           plot_error: str | None = None) -> str:
+    """The page for one run (``runs`` = [(label, summarize(run))]) or two (with ``cmp`` = compare's dict)."""
+    first = runs[0][1]["stats"]
+    parts: list[str] = []
+    if len(runs) == 1:
+        title = f"pyvolcano simulation — {first['name']}"
+        parts.append(f"<h1>{_e(title)}</h1><p class=meta>config <b>{_e(first['config'])}</b> · seed "
+                     f"{_e(first['seed'])}</p>")
+        s = runs[0][1]["summary"]
+        parts.append("<h2>Summary</h2>" + _table(("metric", "value"),
+                                                 [[_e(t), _e(fmt_metric(k, s[k]))] for k, t in _HEADLINE]))
+    else:
+        (la, sa), (lb, sb) = runs[0], runs[1]
+        title = f"pyvolcano what-if — {first['name']}: {la} vs {lb}"
+        parts.append(f"<h1>{_e(title)}</h1><p class=meta>same workload and seed ({_e(first['seed'])}); "
+                     f"<b>{_e(la)}</b> = {_e(sa['stats']['config'])}, <b>{_e(lb)}</b> = "
+                     f"{_e(sb['stats']['config'])}. Δ = {_e(lb)} − {_e(la)}; green is better, red is worse.</p>")
+        rows = []
+        for k, t in _HEADLINE:
+            d = _diff(sa["summary"][k], sb["summary"][k])
+            rows.append([_e(t), _e(fmt_metric(k, d["a"])), _e(fmt_metric(k, d["b"])), _delta_cell(k, d)])
+        parts.append("<h2>Summary</h2>" + _table(("metric", la, lb, "Δ"), rows))
+        if cmp is None:
+            cmp = _compare_summaries(sa, sb)
+        qrows = []
+        for q in sorted(set(sa["queues"]) | set(sb["queues"])):
+            dw, ds = cmp["diff"][f"queue:{q}:mean_wait_s"], cmp["diff"][f"queue:{q}:mean_share"]
+            qa, qb = sa["queues"].get(q, {}), sb["queues"].get(q, {})
+            qrows.append([_e(q), _e(fmt_duration(dw["a"])), _e(fmt_duration(dw["b"])), _delta_cell("mean_wait_s", dw),
+                          _e(fmt_ratio(ds["a"])), _e(fmt_ratio(ds["b"])), _delta_cell("mean_share", ds),
+                          _e(fmt_ratio(qa.get("mean_deserved_share"))), _e(fmt_ratio(qb.get("mean_deserved_share")))])
+        parts.append("<h2>Per-queue differences</h2>" + _table(
+            ("queue", f"mean wait {la}", f"mean wait {lb}", "Δ wait", f"mean share {la}", f"mean share {lb}",
+             "Δ share", f"deserved {la}", f"deserved {lb}"), qrows))
+    parts.append("<h2>Plots</h2>")
+    if plot_error:
+        parts.append(f"<p class=note>{_e(plot_error)}</p>")
+    for path, ptitle, caption in plots:
+        parts.append(f'<figure id="{_e(path.stem)}"><img src="{_img(path)}" alt="{_e(ptitle)}">'
+                     f"<figcaption><b>{_e(ptitle)}.</b> {_e(caption)}</figcaption></figure>")
+    for label, s in runs:
+        suffix = f" — {label}" if len(runs) > 1 else ""
+        parts.append(f"<h2>Queues{_e(suffix)}</h2>" + _table(_QUEUE_HEADER, _queue_rows(s)))
+    for label, s in runs:
+        suffix = f" — {label}" if len(runs) > 1 else ""
+        parts.append(f"<h2>Scheduler{_e(suffix)}</h2>" + _table(("", ""), _stats_rows(s["stats"])))
+        if s["stats"]["notes"]:
+            parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in s["stats"]["notes"]) + "</ul>")
+    if csv_files:
+        parts.append("<h2>Data</h2><p>CSV files next to this page: " +
+                     ", ".join(f'<a href="{_e(f)}">{_e(f)}</a>' for f in csv_files) + ".</p>")
+    parts.append("<h2>Definitions</h2><p class=meta>Times are virtual seconds from the start of the run. "
+                 "wait = start (gang running) − submit; JCT = end − submit; means and p95 over jobs that "
+                 "started (wait) or ended (JCT). Ratios and shares are time-weighted means over [0, makespan]; "
+                 "shares are fractions of cluster GPU capacity. GPU hours = Σ allocated GPUs × time.</p>")
+    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
+            f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")

@@ -1,0 +1,252 @@
+"""The object-store contract: errors, watch events, the :class:`Store` and :class:`Admission`
+protocols, and small helpers every implementation shares.
+
+Objects are plain JSON-shaped dicts exactly as written in a manifest (``apiVersion``, ``kind``,
+``metadata``, ``spec``, ``status``). A kind is identified by ``kind`` alone. Namespaced objects
+are keyed ``"<namespace>/<name>"``, cluster-scoped ones (:data:`CLUSTER_SCOPED_KINDS`) ``"<name>"``.
+
+Time is virtual seconds (a float) read from a ``clock`` callable. Timestamps written into
+objects are RFC 3339 strings of :data:`EPOCH` plus those seconds (:func:`to_rfc3339`,
+:func:`from_rfc3339`).
+
+Semantics follow the Kubernetes API server (``k8s.io/apiserver/pkg/registry/generic/registry``):
+a global revision counter; every successful write bumps it and stamps the object's
+``metadata.resourceVersion``; a write that changes nothing is a no-op and bumps nothing; a write
+carrying a stale ``resourceVersion`` is a :class:`Conflict`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import datetime as _dt
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, runtime_checkable
+
+__all__ = [
+    "CLUSTER_SCOPED_KINDS",
+    "EPOCH",
+    "STATUS_SUBRESOURCE_KINDS",
+    "Admission",
+    "AlreadyExists",
+    "Conflict",
+    "Forbidden",
+    "Invalid",
+    "NotFound",
+    "Store",
+    "StoreError",
+    "WatchEvent",
+    "clone",
+    "from_rfc3339",
+    "is_namespaced",
+    "json_merge_patch",
+    "object_key",
+    "to_rfc3339",
+]
+
+EPOCH: Final = _dt.datetime(2024, 1, 1, tzinfo=_dt.UTC)
+"""Virtual time 0.0 as wall-clock time in every timestamp the store writes."""
+
+CLUSTER_SCOPED_KINDS: Final = frozenset({"Node", "Queue", "PriorityClass", "Namespace", "HyperNode"})
+"""Kinds without a namespace; every other kind is namespaced."""
+
+STATUS_SUBRESOURCE_KINDS: Final = frozenset({"Pod", "Node", "PodGroup", "Queue", "Job"})
+"""Kinds whose ``.status`` is owned by the status subresource: :meth:`Store.update` and
+:meth:`Store.patch` without ``subresource="status"`` keep the stored status."""
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+class StoreError(Exception):
+    """Base of every store error. ``kind`` and ``key`` name the object; ``str()`` starts with them."""
+
+    def __init__(self, kind: str, key: str, message: str):
+        self.kind = kind
+        self.key = key
+        self.message = message
+        super().__init__(f"{kind} {key}: {message}")
+
+
+class NotFound(StoreError):
+    def __init__(self, kind: str, key: str, message: str = "not found"):
+        super().__init__(kind, key, message)
+
+
+class AlreadyExists(StoreError):
+    def __init__(self, kind: str, key: str, message: str = "already exists"):
+        super().__init__(kind, key, message)
+
+
+class Conflict(StoreError):
+    """An optimistic-concurrency failure (stale ``resourceVersion``) or a conflicting binding."""
+
+    def __init__(self, kind: str, key: str,
+                 message: str = "the object has been modified; please apply your changes to the latest "
+                                "version and try again"):
+        super().__init__(kind, key, message)
+
+
+class Invalid(StoreError):
+    """An admission rejection.
+
+    ``field`` is the path of the first offending field (``"spec.tasks[1].name"``) and ``message``
+    what is wrong with it; ``errors`` holds every ``(field, message)`` found, first one included.
+    ``str()`` is ``"Job ns/x: spec.tasks[1].name: duplicated task name 'worker'"``, with any
+    further errors appended after ``"; "``.
+    """
+
+    def __init__(self, kind: str, key: str, field: str, message: str,
+                 errors: list[tuple[str, str]] | None = None):
+        self.field = field
+        self.errors: list[tuple[str, str]] = list(errors) if errors else [(field, message)]
+        text = "; ".join(f"{f}: {m}" if f else m for f, m in self.errors)
+        super().__init__(kind, key, text)
+        self.message = message
+
+
+class Forbidden(StoreError):
+    """An operation admission refuses outright, e.g. deleting the ``root`` queue."""
+
+
+# ----------------------------------------------------------------------------- events / protocols
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str  # "ADDED" | "MODIFIED" | "DELETED"
+    kind: str
+    object: dict[str, Any]
+    revision: int
+
+
+@runtime_checkable
+class Store(Protocol):
+    """What every controller and the scheduler cache program against."""
+
+    @property
+    def revision(self) -> int: ...
+
+    def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]: ...
+
+    def list(self, kind: str, namespace: str | None = None, *,
+             label_selector: Mapping[str, str] | None = None) -> list[dict[str, Any]]: ...
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]: ...
+
+    def update(self, obj: dict[str, Any]) -> dict[str, Any]: ...
+
+    def update_status(self, obj: dict[str, Any]) -> dict[str, Any]: ...
+
+    def patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any], *,
+              subresource: str | None = None) -> dict[str, Any]: ...
+
+    def delete(self, kind: str, namespace: str | None, name: str, *, grace_period_seconds: float | None = None,
+               propagation: str = "Background") -> dict[str, Any] | None: ...
+
+    def bind(self, namespace: str, pod_name: str, node_name: str, *,
+             annotations: Mapping[str, str] | None = None) -> dict[str, Any]: ...
+
+    def watch(self, since_revision: int, kinds: Collection[str] | None = None) -> builtins.list[WatchEvent]: ...
+
+
+class Admission(Protocol):
+    """Mutating + validating admission, called by the store before it commits a write.
+
+    ``op`` is ``"CREATE"``, ``"UPDATE"`` or ``"DELETE"``; ``obj`` the incoming object (for
+    DELETE the stored one), ``old`` the stored object (None on CREATE). Returns the object to
+    store (defaults applied) or raises :class:`Invalid` / :class:`Forbidden`. Status-subresource
+    writes and bindings are not admitted (webhooks do not match subresources).
+    """
+
+    def admit(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store) -> dict[str, Any]: ...
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def is_namespaced(kind: str) -> bool:
+    return kind not in CLUSTER_SCOPED_KINDS
+
+
+def object_key(kind: str, namespace: str | None, name: str) -> str:
+    """``"ns/name"`` for namespaced kinds, ``"name"`` for cluster-scoped ones."""
+    if kind in CLUSTER_SCOPED_KINDS:
+        return name
+    return f"{namespace or 'default'}/{name}"
+
+
+_SCALAR_TYPES: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def clone(value: Any) -> Any:
+    """Deep copy of a JSON-shaped value (mappings, lists, scalars); tuples become lists.
+
+    Hot path of every read, so scalars are copied inline rather than through a call."""
+    t = type(value)
+    if t is dict:
+        return {k: (v if type(v) in _SCALAR_TYPES else clone(v)) for k, v in value.items()}
+    if t is list:
+        return [v if type(v) in _SCALAR_TYPES else clone(v) for v in value]
+    if t in _SCALAR_TYPES:
+        return value
+    if isinstance(value, Mapping):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clone(v) for v in value]
+    return value
+
+
+def json_merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: returns a new value, ``target`` is not modified.
+
+    A mapping in the patch is merged key by key, ``None`` (JSON null) removes a key, and any
+    other value (lists included) replaces the target's value wholesale.
+    """
+    if not isinstance(patch, Mapping):
+        return clone(patch)
+    result: dict[str, Any] = dict(target) if isinstance(target, Mapping) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = json_merge_patch(result.get(k), v)
+    return result
+
+
+def to_rfc3339(seconds: float) -> str:
+    """RFC 3339 UTC text of ``EPOCH + seconds``; fractional seconds only when present (µs precision)."""
+    micros = round(seconds * 1_000_000)
+    t = EPOCH + _dt.timedelta(microseconds=micros)
+    text = t.strftime("%Y-%m-%dT%H:%M:%S")
+    if t.microsecond:
+        text += f".{t.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+_RFC3339_RE: Final = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+def from_rfc3339(text: str) -> float:
+    """Virtual seconds of an RFC 3339 timestamp (inverse of :func:`to_rfc3339`); ValueError if malformed."""
+    if not isinstance(text, str):
+        raise ValueError(f"got {text!r}; expected an RFC 3339 timestamp such as 2024-01-01T00:00:00Z")
+    m = _RFC3339_RE.match(text.strip())
+    if m is None:
+        raise ValueError(f"got {text!r}; expected an RFC 3339 timestamp such as 2024-01-01T00:00:00Z")
+    year, month, day, hour, minute, sec = (int(m.group(i)) for i in range(1, 7))
+    frac = m.group(7)
+    tz_text = m.group(8)
+    if tz_text in ("Z", "z"):
+        tz = _dt.UTC
+    else:
+        sign = 1 if tz_text[0] == "+" else -1
+        tz = _dt.timezone(sign * _dt.timedelta(hours=int(tz_text[1:3]), minutes=int(tz_text[4:6])))
+    t = _dt.datetime(year, month, day, hour, minute, sec, tzinfo=tz)
+    delta = t - EPOCH
+    whole = delta.days * 86400 + delta.seconds
+    micros = round(float(frac) * 1_000_000) if frac else 0
+    return whole + micros / 1_000_000
