@@ -41,7 +41,7 @@ from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.simulator.kubelet import Kubelets
 from pyvolcano.simulator.metrics import RunMetrics
 from pyvolcano.simulator.workload import ClusterEvent, Submission
-from pyvolcano.store.base import StoreError, WatchEvent, from_rfc3339
+from pyvolcano.store.base import AlreadyExists, StoreError, WatchEvent, from_rfc3339
 
 __all__ = ["JobRecord", "Simulation", "SimulationResult"]
 
@@ -149,7 +149,15 @@ class Simulation:
     def _create(self, sub: Submission) -> None:
         self._outstanding -= 1
         try:
-            obj = self.store.create(sub.obj)
+            try:
+                obj = self.store.create(sub.obj)
+            except AlreadyExists:
+                if sub.kind != "Queue":
+                    raise
+                # root/default exist from the start (queue controller); a file may redefine them.
+                current = self.store.get("Queue", None, sub.obj["metadata"]["name"])
+                current["spec"] = dict(sub.obj.get("spec") or {})
+                obj = self.store.update(current)
         except StoreError as e:
             self.rejected.append({"document": sub.document, "kind": sub.kind, "name": sub.key, "error": str(e),
                                   "file": sub.source, "at": sub.at})
@@ -275,7 +283,7 @@ class Simulation:
         pods = {k: int(status.get(k, 0) or 0) for k in ("pending", "running", "succeeded", "failed")}
         # Upstream's final KillJob writes zero counts (retained pods are not counted); keep the
         # last real counts so the report says how the job's pods ended.
-        if phase in FINAL_JOB_PHASES and not any(pods.values()):
+        if phase not in ("Pending", "Running") and not any(pods.values()):
             pods = {**rec.pods, "pending": 0, "running": 0}
         rec.pods = pods
         if phase == "Running" and rec.started is None:

@@ -1,0 +1,52 @@
+"""Volcano's controller-manager equivalents: job, queue, PodGroup (plain pods) and garbage collection.
+
+Every controller follows one small protocol so that the runtime can drive them on a virtual
+clock: :meth:`Controller.on_event` takes a store watch event and only records work;
+:meth:`Controller.run` does all queued work at a virtual instant, writing through the store,
+and returns the next virtual time it needs to run again (retries, policy timeouts, TTLs) or
+``None``. Controllers read objects as plain manifest-shaped dicts, take the store and a
+seeded ``random.Random`` by keyword, and never read a wall clock.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Protocol
+
+from pyvolcano.controllers.gc import GarbageCollector
+from pyvolcano.controllers.job.controller import JobController
+from pyvolcano.controllers.podgroup import PodGroupController
+from pyvolcano.controllers.queue import QueueController, ensure_default_queues
+from pyvolcano.store.base import Store, WatchEvent
+
+__all__ = [
+    "Controller",
+    "GarbageCollector",
+    "JobController",
+    "PodGroupController",
+    "QueueController",
+    "default_controllers",
+    "ensure_default_queues",
+]
+
+
+class Controller(Protocol):
+    name: str
+
+    def on_event(self, ev: WatchEvent) -> None: ...
+
+    def run(self, now: float) -> float | None: ...
+
+
+def default_controllers(*, store: Store, rng: random.Random) -> list[Controller]:
+    """The controllers ``vc-controller-manager`` runs by default, in a fixed order.
+
+    The queue controller comes first: its constructor creates the ``root`` and ``default``
+    queues that job and PodGroup admission look up.
+    """
+    return [
+        QueueController(store=store, rng=rng),
+        JobController(store=store, rng=rng),
+        PodGroupController(store=store, rng=rng),
+        GarbageCollector(store=store, rng=rng),
+    ]

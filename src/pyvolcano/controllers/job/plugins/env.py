@@ -1,0 +1,49 @@
+"""The ``env`` job plugin (``pkg/controllers/job/plugins/env``).
+
+Every container and init container of a job's pods gets ``VK_TASK_INDEX`` and
+``VC_TASK_INDEX`` set to the pod's index within its task (the last ``-`` part of its name).
+It creates no objects; it only records itself in ``status.controlledResources``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyvolcano.controllers.job.plugins.base import (
+    PluginContext,
+    append_env,
+    containers,
+    controlled_resources,
+    pod_index_under_task,
+)
+
+__all__ = ["TASK_INDEX", "TASK_VK_INDEX", "EnvPlugin"]
+
+TASK_VK_INDEX = "VK_TASK_INDEX"
+TASK_INDEX = "VC_TASK_INDEX"
+
+
+class EnvPlugin:
+    name = "env"
+
+    def __init__(self, ctx: PluginContext, arguments: Sequence[str]):
+        self.ctx = ctx
+        self.arguments = list(arguments)
+
+    def on_pod_create(self, pod: dict[str, Any], job: dict[str, Any]) -> None:
+        index = pod_index_under_task(pod)
+        for init in (False, True):
+            for c in containers(pod, init=init):
+                append_env(c, {"name": TASK_VK_INDEX, "value": index}, {"name": TASK_INDEX, "value": index})
+
+    def on_job_add(self, job: dict[str, Any]) -> None:
+        controlled_resources(job)[f"plugin-{self.name}"] = self.name
+
+    def on_job_delete(self, job: dict[str, Any]) -> None:
+        cr = controlled_resources(job)
+        if cr.get(f"plugin-{self.name}") == self.name:
+            del cr[f"plugin-{self.name}"]
+
+    def on_job_update(self, job: dict[str, Any]) -> None:
+        return None

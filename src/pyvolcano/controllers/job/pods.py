@@ -1,0 +1,184 @@
+"""Pods of a vcjob: naming, construction and counting (``createJobPod`` and friends).
+
+A task's pod ``i`` is ``<job>-<task>-<i>``, built from the task template with: a controller
+owner reference to the job; ``schedulerName`` and ``priorityClassName`` defaulted from the
+job; the job's volumes mounted; the annotations ``volcano.sh/task-index``,
+``volcano.sh/task-spec``, ``scheduling.k8s.io/group-name`` (``<job>-<job uid>``),
+``volcano.sh/job-name``, ``volcano.sh/queue-name``, ``volcano.sh/job-version``,
+``volcano.sh/template-uid`` (``<job>-<task>``), ``volcano.sh/job-retry-count``, the NUMA
+policy and the job's preemptable / cooldown / revocable-zone / JDB annotations; and the
+labels task index, job name, task spec, job namespace, queue, partition id and the job's
+preemptable / cooldown labels.
+
+Pods the controller wants gone are first annotated ``volcano.sh/controller-out-of-sync`` so
+that their later events are recognised as its own doing.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import string
+from collections.abc import Mapping
+from typing import Any
+
+from pyvolcano.controllers._common import annotations_of, controller_ref, labels_of, name_of, namespace_of, spec, uid_of
+from pyvolcano.controllers.job.plugins.base import make_pod_name
+
+__all__ = [
+    "OUT_OF_SYNC_KEY",
+    "classify",
+    "count_task_status",
+    "create_job_pod",
+    "is_out_of_sync",
+    "pod_phase",
+]
+
+JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
+OUT_OF_SYNC_KEY = "volcano.sh/controller-out-of-sync"
+TASK_INDEX_KEY = "volcano.sh/task-index"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
+JOB_NAME_KEY = "volcano.sh/job-name"
+QUEUE_NAME_KEY = "volcano.sh/queue-name"
+JOB_NAMESPACE_KEY = "volcano.sh/job-namespace"
+JOB_VERSION_KEY = "volcano.sh/job-version"
+TEMPLATE_UID_KEY = "volcano.sh/template-uid"
+RETRY_COUNT_KEY = "volcano.sh/job-retry-count"
+PARTITION_ID_KEY = "volcano.sh/partition-id"
+NUMA_POLICY_KEY = "volcano.sh/numa-topology-policy"
+JOB_FORWARDING_KEY = "volcano.sh/job-forwarding"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+COOLDOWN_KEY = "volcano.sh/cooldown-time"
+REVOCABLE_ZONE_KEY = "volcano.sh/revocable-zone"
+JDB_MIN_AVAILABLE_KEY = "volcano.sh/jdb-min-available"
+JDB_MAX_UNAVAILABLE_KEY = "volcano.sh/jdb-max-unavailable"
+DEFAULT_TASK_SPEC = "default"
+
+_RANDOM_ALPHABET = string.digits + string.ascii_lowercase
+
+
+def random_suffix(rng: random.Random, length: int = 12) -> str:
+    """``jobhelpers.GenRandomStr`` drawn from the controller's seeded generator."""
+    return "".join(rng.choice(_RANDOM_ALPHABET) for _ in range(length))
+
+
+def pod_group_name(job: Mapping[str, Any]) -> str:
+    return f"{name_of(job)}-{uid_of(job)}"
+
+
+def is_out_of_sync(pod: Mapping[str, Any]) -> bool:
+    return OUT_OF_SYNC_KEY in annotations_of(pod)
+
+
+def pod_phase(pod: Mapping[str, Any]) -> str:
+    st = pod.get("status")
+    return str((st or {}).get("phase") or "") if isinstance(st, dict) else ""
+
+
+def classify(pod: Mapping[str, Any], counts: dict[str, int]) -> None:
+    """``classifyAndAddUpPodBaseOnPhase``: count the pod under its phase (unknown otherwise)."""
+    key = {"Pending": "pending", "Running": "running", "Succeeded": "succeeded", "Failed": "failed"}.get(
+        pod_phase(pod), "unknown"
+    )
+    counts[key] = counts.get(key, 0) + 1
+
+
+def count_task_status(pod: Mapping[str, Any], task_counts: dict[str, dict[str, Any]]) -> None:
+    """``calcPodStatus``: per-task phase histogram keyed by ``volcano.sh/task-spec``."""
+    task = annotations_of(pod).get(TASK_SPEC_KEY)
+    if task is None:
+        return
+    phase = pod_phase(pod)
+    if phase not in ("Pending", "Running", "Succeeded", "Failed"):
+        phase = "Unknown"
+    hist = task_counts.setdefault(task, {"phase": {}})["phase"]
+    hist[phase] = hist.get(phase, 0) + 1
+
+
+def create_job_pod(
+    job: Mapping[str, Any],
+    task: Mapping[str, Any],
+    index: int,
+    *,
+    forwarding: bool,
+    rng: random.Random,
+) -> dict[str, Any]:
+    """Build pod ``index`` of ``task`` (the template name is the task name)."""
+    template = copy.deepcopy(task.get("template") or {})
+    tmeta: dict[str, Any] = template["metadata"] if isinstance(template.get("metadata"), dict) else {}
+    task_name = str(task.get("name", ""))
+    job_spec, job_name, ns = spec(job), name_of(job), namespace_of(job)
+    pod_spec: dict[str, Any] = template["spec"] if isinstance(template.get("spec"), dict) else {}
+    pod_meta: dict[str, Any] = {
+        "name": make_pod_name(job_name, task_name, index),
+        "namespace": ns,
+        "ownerReferences": [controller_ref(job, JOB_API_VERSION, "Job")],
+    }
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
+    if not pod_spec.get("schedulerName") and job_spec.get("schedulerName"):
+        pod_spec["schedulerName"] = job_spec["schedulerName"]
+    if not pod_spec.get("priorityClassName") and job_spec.get("priorityClassName"):
+        pod_spec["priorityClassName"] = job_spec["priorityClassName"]
+
+    mounted: dict[str, str] = {}
+    for volume in job_spec.get("volumes") or []:
+        if not isinstance(volume, dict):
+            continue
+        claim = str(volume.get("volumeClaimName") or "")
+        vol_name = f"{job_name}-{random_suffix(rng)}"
+        if claim in mounted:
+            continue
+        pod_spec["volumes"] = [
+            *(pod_spec.get("volumes") or []),
+            {"name": vol_name, "persistentVolumeClaim": {"claimName": claim}},
+        ]
+        mounted[claim] = vol_name
+        for c in pod_spec.get("containers") or []:
+            mount = {"mountPath": volume.get("mountPath"), "name": vol_name}
+            c["volumeMounts"] = [*(c.get("volumeMounts") or []), mount]
+
+    ann = dict(tmeta.get("annotations") or {})
+    ts_key = task_name or DEFAULT_TASK_SPEC
+    ann[TASK_INDEX_KEY] = str(index)
+    ann[TASK_SPEC_KEY] = ts_key
+    ann[GROUP_NAME_KEY] = pod_group_name(job)
+    ann[JOB_NAME_KEY] = job_name
+    ann[QUEUE_NAME_KEY] = str(job_spec.get("queue") or "")
+    ann[JOB_VERSION_KEY] = str(int(((job.get("status") or {}).get("version")) or 0))
+    ann[TEMPLATE_UID_KEY] = f"{job_name}-{task_name}"
+    ann[RETRY_COUNT_KEY] = str(int(((job.get("status") or {}).get("retryCount")) or 0))
+    if task.get("topologyPolicy"):
+        ann[NUMA_POLICY_KEY] = str(task["topologyPolicy"])
+    job_ann = annotations_of(job)
+    for key in (PREEMPTABLE_KEY, COOLDOWN_KEY, REVOCABLE_ZONE_KEY):
+        if key in job_ann:
+            ann[key] = job_ann[key]
+    if JDB_MIN_AVAILABLE_KEY in job_ann:
+        ann[JDB_MIN_AVAILABLE_KEY] = job_ann[JDB_MIN_AVAILABLE_KEY]
+    elif JDB_MAX_UNAVAILABLE_KEY in job_ann:
+        ann[JDB_MAX_UNAVAILABLE_KEY] = job_ann[JDB_MAX_UNAVAILABLE_KEY]
+
+    lbl = dict(tmeta.get("labels") or {})
+    lbl[TASK_INDEX_KEY] = str(index)
+    lbl[JOB_NAME_KEY] = job_name
+    lbl[TASK_SPEC_KEY] = ts_key
+    lbl[JOB_NAMESPACE_KEY] = ns
+    lbl[QUEUE_NAME_KEY] = str(job_spec.get("queue") or "")
+    job_lbl = labels_of(job)
+    for key in (PREEMPTABLE_KEY, COOLDOWN_KEY):
+        if key in job_lbl:
+            lbl[key] = job_lbl[key]
+    if forwarding:
+        ann[JOB_FORWARDING_KEY] = "true"
+        lbl[JOB_FORWARDING_KEY] = "true"
+    partition = task.get("partitionPolicy")
+    if isinstance(partition, dict):
+        size = int(partition.get("partitionSize") or 0)
+        lbl[PARTITION_ID_KEY] = str(index // size if size > 0 else 0)
+
+    pod_meta["labels"] = lbl
+    pod_meta["annotations"] = ann
+    # kube-apiserver's pod strategy starts every new pod in phase Pending.
+    pod["status"] = {"phase": "Pending"}
+    return pod

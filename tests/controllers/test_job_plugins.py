@@ -1,0 +1,229 @@
+"""Job plugins: the objects they create and the env vars, volumes and ports pods get."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import random
+from typing import Any
+
+import pytest
+from ctrl_harness import Harness, task, vcjob
+
+from pyvolcano.controllers.job.plugins._ed25519 import generate_openssh_ed25519, public_key_from_seed
+from pyvolcano.controllers.job.plugins.base import FlagSet
+
+
+def env_of(pod: dict[str, Any], container: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for e in pod["spec"]["containers"][container].get("env") or []:
+        out[e["name"]] = e.get("value", e.get("valueFrom"))
+    return out
+
+
+def started(h: Harness, job: dict[str, Any]) -> None:
+    h.create(job)
+    h.set_pg_phase(job["metadata"]["name"], "Inqueue")
+
+
+def pod(h: Harness, name: str) -> dict[str, Any]:
+    return h.get("Pod", "default", name)
+
+
+# ---------------------------------------------------------------------- flags
+def test_go_flag_parsing() -> None:
+    fs = FlagSet("x")
+    fs.string("master", "master")
+    fs.integer("port", 1)
+    fs.boolean("on", False)
+    fs.parse(["--master=m", "-port", "23", "--on", "rest", "--port=9"])
+    assert fs.values == {"master": "m", "port": 23, "on": True}
+
+
+def test_go_flag_parsing_keeps_values_before_an_error() -> None:
+    fs = FlagSet("x")
+    fs.string("master", "master")
+    fs.integer("port", 1)
+    fs.parse(["--master", "m", "--unknown", "--port=5"])
+    assert fs.values == {"master": "m", "port": 1}
+
+
+# ---------------------------------------------------------------------- env
+def test_env_plugin_sets_task_index() -> None:
+    h = Harness()
+    job = vcjob("j", task("worker", 2), plugins={"env": []})
+    job["spec"]["tasks"][0]["template"]["spec"]["initContainers"] = [{"name": "init", "image": "busybox"}]
+    started(h, job)
+    p = pod(h, "j-worker-1")
+    assert env_of(p) == {"VK_TASK_INDEX": "1", "VC_TASK_INDEX": "1"}
+    assert p["spec"]["initContainers"][0]["env"] == [{"name": "VK_TASK_INDEX", "value": "1"},
+                                                     {"name": "VC_TASK_INDEX", "value": "1"}]
+    assert h.job("j")["status"]["controlledResources"]["plugin-env"] == "env"
+
+
+# ---------------------------------------------------------------------- svc
+def test_svc_plugin_objects_and_env() -> None:
+    h = Harness()
+    started(h, vcjob("j", task("ps", 1), task("my-worker", 2), plugins={"svc": ["--publish-not-ready-addresses"]}))
+    svc = h.get("Service", "default", "j")
+    assert svc["spec"] == {"clusterIP": "None", "publishNotReadyAddresses": True,
+                           "selector": {"volcano.sh/job-name": "j", "volcano.sh/job-namespace": "default"}}
+    assert svc["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    cm = h.get("ConfigMap", "default", "j-svc")
+    assert cm["data"] == {
+        "ps.host": "j-ps-0.j",
+        "VC_PS_HOSTS": "j-ps-0.j",
+        "VC_PS_NUM": "1",
+        "my_worker.host": "j-my-worker-0.j\nj-my-worker-1.j",
+        "VC_MY_WORKER_HOSTS": "j-my-worker-0.j,j-my-worker-1.j",
+        "VC_MY_WORKER_NUM": "2",
+    }
+    np = h.get("NetworkPolicy", "default", "j")
+    assert np["spec"]["policyTypes"] == ["Ingress"]
+    p = pod(h, "j-my-worker-1")
+    assert (p["spec"]["hostname"], p["spec"]["subdomain"]) == ("j-my-worker-1", "j")
+    env = env_of(p)
+    assert list(env) == ["VC_PS_HOSTS", "VC_PS_NUM", "VC_MY_WORKER_HOSTS", "VC_MY_WORKER_NUM"]
+    assert env["VC_MY_WORKER_HOSTS"] == {"configMapKeyRef": {"name": "j-svc", "key": "VC_MY_WORKER_HOSTS"}}
+    assert {"name": "j-svc", "configMap": {"name": "j-svc"}} in p["spec"]["volumes"]
+    assert {"mountPath": "/etc/volcano", "name": "j-svc"} in p["spec"]["containers"][0]["volumeMounts"]
+
+
+def test_svc_plugin_refreshes_hosts_on_scale_and_cleans_up() -> None:
+    h = Harness()
+    started(h, vcjob("j", task("worker", 2, min_available=1), minAvailable=1,
+                     plugins={"svc": ["--disable-network-policy"]}))
+    assert h.store.list("NetworkPolicy") == []
+    # OnJobUpdate (the refresh) only runs once the job has left Pending.
+    h.bind("j-worker-0")
+    h.set_pod_phase("j-worker-0", "Running")
+    assert h.phase("j") == "Running"
+    job = h.job("j")
+    job["spec"]["tasks"][0]["replicas"] = 3
+    h.store.update(job)
+    h.settle()
+    assert h.get("ConfigMap", "default", "j-svc")["data"]["VC_WORKER_NUM"] == "3"
+    h.command("AbortJob", "Job", "j")
+    assert h.store.list("Service") == [] and h.store.list("ConfigMap") == []
+    assert "plugin-svc" not in (h.job("j")["status"].get("controlledResources") or {})
+
+
+def test_svc_plugin_without_hosts_env() -> None:
+    h = Harness()
+    started(h, vcjob("j", task("worker", 1), plugins={"svc": ["--inject-hosts-env=false"]}))
+    assert env_of(pod(h, "j-worker-0")) == {}
+
+
+# ---------------------------------------------------------------------- ssh
+def test_ssh_plugin_secret_and_mount() -> None:
+    h = Harness(seed=7)
+    started(h, vcjob("j", task("worker", 2), plugins={"ssh": []}))
+    secret = h.get("Secret", "default", "j-ssh")
+    data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    assert set(data) == {"id_rsa", "id_rsa.pub", "authorized_keys", "config"}
+    assert data["id_rsa"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    assert data["id_rsa.pub"].startswith("ssh-ed25519 ") and data["id_rsa.pub"] == data["authorized_keys"]
+    assert data["config"] == (
+        "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n"
+        "Host j-worker-0\n  HostName j-worker-0.j\n  Port 22\n"
+        "Host j-worker-1\n  HostName j-worker-1.j\n  Port 22\n"
+    )
+    p = pod(h, "j-worker-0")
+    vol = next(v for v in p["spec"]["volumes"] if v["name"] == "j-ssh")
+    assert vol["secret"]["defaultMode"] == 0o600
+    assert [i["path"] for i in vol["secret"]["items"]] == [".ssh/id_rsa", ".ssh/id_rsa.pub", ".ssh/authorized_keys",
+                                                           ".ssh/config"]
+    assert {"mountPath": "/root/.ssh", "subPath": ".ssh", "name": "j-ssh"} in p["spec"]["containers"][0]["volumeMounts"]
+
+
+def test_ssh_keys_are_deterministic_per_seed() -> None:
+    def key(seed: int) -> str:
+        h = Harness(seed=seed)
+        h.create(vcjob("j", task("worker", 1), plugins={"ssh": []}))
+        return str(h.get("Secret", "default", "j-ssh")["data"]["id_rsa.pub"])
+
+    assert key(1) == key(1)
+    assert key(1) != key(2)
+
+
+def test_ssh_plugin_user_keys_and_port() -> None:
+    h = Harness()
+    h.create(vcjob("j", task("worker", 1), plugins={"ssh": ["--ssh-private-key=PRIV", "--ssh-public-key=PUB",
+                                                            "--ssh-port=2222", "--ssh-key-file-path=/home/u/.ssh"]}))
+    data = {k: base64.b64decode(v).decode() for k, v in h.get("Secret", "default", "j-ssh")["data"].items()}
+    assert (data["id_rsa"], data["id_rsa.pub"]) == ("PRIV", "PUB")
+    assert "  Port 2222\n" in data["config"]
+    h.set_pg_phase("j", "Inqueue")
+    vol = next(v for v in pod(h, "j-worker-0")["spec"]["volumes"] if v["name"] == "j-ssh")
+    assert vol["secret"]["defaultMode"] == 0o644
+
+
+def test_ed25519_matches_rfc8032_and_openssh_layout() -> None:
+    seed = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+    assert public_key_from_seed(seed).hex() == "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
+    pem, pub = generate_openssh_ed25519(random.Random(3))
+    body = base64.b64decode("".join(pem.decode().splitlines()[1:-1]))
+    assert body.startswith(b"openssh-key-v1\x00")
+    blob = base64.b64decode(pub.split()[1])
+    assert blob in body  # the public blob is embedded in the private key file
+    assert hashlib.sha256(blob).digest()  # well-formed base64
+
+
+# ---------------------------------------------------------------------- pytorch
+def test_pytorch_plugin_env_and_ports() -> None:
+    h = Harness()
+    started(h, vcjob("j", task("master", 1), task("worker", 2), plugins={"pytorch": ["--port=5000"]}))
+    assert h.get("Service", "default", "j")  # admission adds svc
+    master, worker = pod(h, "j-master-0"), pod(h, "j-worker-1")
+    assert {k: v for k, v in env_of(master).items() if not k.startswith("VC_")} == {
+        "MASTER_ADDR": "j-master-0.j", "MASTER_PORT": "5000", "WORLD_SIZE": "3", "RANK": "0"}
+    assert env_of(worker)["RANK"] == "2"
+    assert worker["spec"]["containers"][0]["ports"] == [{"name": "pytorchjob-port", "containerPort": 5000}]
+
+
+def test_pytorch_plugin_custom_names_and_wait_for_master() -> None:
+    h = Harness()
+    started(h, vcjob("j", task("head", 1), task("node", 1),
+                     plugins={"pytorch": ["--master=head", "--worker=node", "--wait-master-enabled"]}))
+    node = pod(h, "j-node-0")
+    assert env_of(node)["RANK"] == "1"
+    assert env_of(node)["MASTER_ADDR"] == "j-head-0.j"
+    assert [c["name"] for c in node["spec"]["initContainers"]] == ["wait-for-master"]
+    assert "initContainers" not in pod(h, "j-head-0")["spec"]
+
+
+# ---------------------------------------------------------------------- mpi
+def test_mpi_plugin_host_list_and_ports() -> None:
+    h = Harness()
+    started(h, vcjob("j", task("master", 1), task("worker", 3), plugins={"mpi": []}))
+    assert h.get("Secret", "default", "j-ssh")  # admission adds ssh and svc for mpi
+    master = pod(h, "j-master-0")
+    assert env_of(master)["MPI_HOST"] == "j-worker-0.j,j-worker-1.j,j-worker-2.j"
+    assert {"name": "mpijob-port", "containerPort": 22} in master["spec"]["containers"][0]["ports"]
+    worker = pod(h, "j-worker-0")
+    assert "MPI_HOST" not in env_of(worker)
+    assert worker["spec"]["containers"][0]["ports"] == [{"name": "mpijob-port", "containerPort": 22}]
+
+
+# ---------------------------------------------------------------------- tensorflow
+def test_tensorflow_plugin_tf_config() -> None:
+    h = Harness()
+    started(h, vcjob("j", task("ps", 1), task("worker", 2), plugins={"tensorflow": []}))
+    raw = env_of(pod(h, "j-worker-1"))["TF_CONFIG"]
+    assert raw == ('{"cluster":{"ps":["j-ps-0.j:2222"],"worker":["j-worker-0.j:2222","j-worker-1.j:2222"]},'
+                   '"task":{"type":"worker","index":1}}')
+    assert json.loads(env_of(pod(h, "j-ps-0"))["TF_CONFIG"])["task"] == {"type": "ps", "index": 0}
+
+
+def test_tensorflow_single_pod_job_gets_nothing() -> None:
+    h = Harness()
+    started(h, vcjob("j", task("worker", 1), plugins={"tensorflow": []}))
+    assert "TF_CONFIG" not in env_of(pod(h, "j-worker-0"))
+
+
+@pytest.mark.parametrize("plugin", ["env", "svc", "ssh", "pytorch", "mpi", "tensorflow"])
+def test_plugins_record_controlled_resources(plugin: str) -> None:
+    h = Harness()
+    started(h, vcjob("j", task("master", 1), task("worker", 1), plugins={plugin: []}))
+    assert h.job("j")["status"]["controlledResources"][f"plugin-{plugin}"] == plugin

@@ -1,0 +1,102 @@
+"""The PodGroup controller: plain pods with the Volcano scheduler get a PodGroup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctrl_harness import Harness
+
+
+def plain_pod(name: str, *, scheduler: str = "volcano", annotations: dict[str, str] | None = None,
+              owner: dict[str, Any] | None = None, cpu: str = "500m") -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name, "namespace": "default"}
+    if annotations:
+        md["annotations"] = annotations
+    if owner:
+        md["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": {
+        "schedulerName": scheduler,
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}]}}
+
+
+def test_plain_pod_gets_a_podgroup() -> None:
+    h = Harness()
+    pod = h.create(plain_pod("p1"))
+    uid = pod["metadata"]["uid"]
+    pg = h.get("PodGroup", "default", f"podgroup-{uid}")
+    assert pg["spec"] == {
+        "minMember": 1,
+        "minResources": {"count/pods": "1", "cpu": "500m", "memory": "256Mi", "pods": "1", "requests.cpu": "500m",
+                         "requests.memory": "256Mi"},
+        "queue": "default",  # defaulted by admission
+    }
+    assert pg["status"] == {"phase": "Pending"}
+    assert pg["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "p1", "uid": uid,
+                                                  "controller": True, "blockOwnerDeletion": True}]
+    assert h.get("Pod", "default", "p1")["metadata"]["annotations"] == {
+        "scheduling.k8s.io/group-name": f"podgroup-{uid}"}
+    # Deleting the pod collects its PodGroup.
+    h.store.delete("Pod", "default", "p1")
+    h.settle()
+    assert h.store.list("PodGroup") == []
+
+
+def test_queue_name_annotation_and_copied_annotations() -> None:
+    h = Harness()
+    h.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q1"},
+              "spec": {"weight": 1}})
+    pod = h.create(plain_pod("p1", annotations={"scheduling.volcano.sh/queue-name": "q1",
+                                                "volcano.sh/preemptable": "true"}))
+    pg = h.get("PodGroup", "default", f"podgroup-{pod['metadata']['uid']}")
+    assert pg["spec"]["queue"] == "q1"
+    assert pg["metadata"]["annotations"] == {"volcano.sh/preemptable": "true"}
+
+
+def test_group_min_member_from_owner() -> None:
+    h = Harness()
+    rs = h.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                   "metadata": {"name": "rs", "namespace": "default",
+                                "annotations": {"scheduling.volcano.sh/group-min-member": "3",
+                                                "volcano.sh/team": "a", "other": "x"}},
+                   "spec": {"replicas": 3}})
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": rs["metadata"]["uid"],
+             "controller": True}
+    for i in range(3):
+        h.create(plain_pod(f"rs-{i}", owner=owner))
+    pgs = h.store.list("PodGroup")
+    assert [p["metadata"]["name"] for p in pgs] == [f"podgroup-{rs['metadata']['uid']}"]
+    pg = pgs[0]
+    assert pg["spec"]["minMember"] == 3
+    assert pg["spec"]["minResources"]["cpu"] == "1500m"
+    assert pg["metadata"]["annotations"] == {"volcano.sh/team": "a"}  # only volcano.sh/* is inherited
+    assert pg["metadata"]["ownerReferences"] == [owner]
+    for i in range(3):
+        ann = h.get("Pod", "default", f"rs-{i}")["metadata"]["annotations"]
+        assert ann["scheduling.k8s.io/group-name"] == pg["metadata"]["name"]
+
+
+def test_bad_group_min_member_falls_back_to_one() -> None:
+    h = Harness()
+    rs = h.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                   "metadata": {"name": "rs", "namespace": "default",
+                                "annotations": {"scheduling.volcano.sh/group-min-member": "many"}}, "spec": {}})
+    h.create(plain_pod("p", owner={"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                   "uid": rs["metadata"]["uid"], "controller": True}))
+    assert h.store.list("PodGroup")[0]["spec"]["minMember"] == 1
+
+
+def test_other_schedulers_and_grouped_pods_are_ignored() -> None:
+    h = Harness()
+    h.create(plain_pod("p1", scheduler="default-scheduler"))
+    h.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+              "metadata": {"name": "mine", "namespace": "default"}, "spec": {"minMember": 1}})
+    h.create(plain_pod("p2", annotations={"scheduling.k8s.io/group-name": "mine"}))
+    assert [p["metadata"]["name"] for p in h.store.list("PodGroup")] == ["mine"]
+
+
+def test_network_topology_from_pod_annotations() -> None:
+    h = Harness()
+    pod = h.create(plain_pod("p1", annotations={"volcano.sh/network-topology-mode": "Soft",
+                                                "volcano.sh/network-topology-highest-tier": "2"}))
+    pg = h.get("PodGroup", "default", f"podgroup-{pod['metadata']['uid']}")
+    assert pg["spec"]["networkTopology"] == {"mode": "soft", "highestTierAllowed": 2}

@@ -1,0 +1,159 @@
+"""End-to-end simulations: controllers, scheduler and kubelets on one virtual clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from pyvolcano.conf import default_configuration, load_scheduler_conf
+from pyvolcano.framework.registry import default_registry
+from pyvolcano.simulator.runtime import Simulation, SimulationResult
+from pyvolcano.simulator.workload import ClusterEvent, Submission
+
+# Without enqueue, allocate admits Pending PodGroups itself (upstream), so a high-priority job
+# whose queue is full still gets pods that preempt can place.
+PREEMPT_CONF = """
+actions: "allocate, preempt, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def node(name: str, cpu: str = "4") -> dict[str, Any]:
+    res = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"capacity": res, "allocatable": res}}
+
+
+def job(name: str, *, replicas: int = 2, cpu: str = "1", duration: str | None = "60s", min_available: int | None = None,
+        policies: list[dict[str, str]] | None = None, max_retry: int | None = None,
+        annotations: dict[str, str] | None = None, priority_class: str | None = None) -> dict[str, Any]:
+    tmpl_ann = dict(annotations or {})
+    if duration is not None:
+        tmpl_ann["pyvolcano.io/duration"] = duration
+    spec: dict[str, Any] = {
+        "minAvailable": replicas if min_available is None else min_available,
+        "schedulerName": "volcano",
+        "tasks": [{"name": "worker", "replicas": replicas, "template": {
+            "metadata": {"annotations": tmpl_ann},
+            "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+                     "restartPolicy": "Never", **({"priorityClassName": priority_class} if priority_class else {})},
+        }}],
+    }
+    if policies:
+        spec["policies"] = policies
+    if max_retry is not None:
+        spec["maxRetry"] = max_retry
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
+            "spec": spec}
+
+
+def run(objs: list[tuple[float, dict[str, Any]]], *, conf: str | None = None, events: list[ClusterEvent] = (),
+        until: float = 24 * 3600, seed: int = 0) -> tuple[SimulationResult, Simulation]:
+    config = default_configuration() if conf is None else load_scheduler_conf(conf)
+    sim = Simulation(config=config, registry=default_registry(), seed=seed)
+    sim.submit([Submission(at, i, "test", yaml.safe_load(yaml.safe_dump(o))) for i, (at, o) in enumerate(objs)])
+    sim.cluster_events(list(events))
+    return sim.run(until=until), sim
+
+
+def test_gang_job_waits_until_capacity_frees_then_starts() -> None:
+    res, _ = run([(0, node("n1", cpu="4")), (0, job("first", replicas=4, duration="100s")),
+                  (10, job("second", replicas=4, duration="50s"))])
+    first, second = res.jobs["default/first"], res.jobs["default/second"]
+    assert first.phase == second.phase == "Completed"
+    assert second.started is not None and first.finished is not None
+    assert second.started >= first.finished
+    assert second.finished is not None and second.finished - second.started == 50
+
+
+def test_task_failure_with_restart_job_retries_then_completes() -> None:
+    j = job("flaky", policies=[{"event": "PodFailed", "action": "RestartJob"}], max_retry=3,
+            annotations={"pyvolcano.io/exit-code": "3", "pyvolcano.io/failing-attempts": "2"})
+    res, _ = run([(0, node("n1")), (0, j)])
+    rec = res.jobs["default/flaky"]
+    assert rec.phase == "Completed"
+    assert rec.retry_count == 2
+
+
+def test_max_retry_exhausted_fails_the_job() -> None:
+    j = job("doomed", policies=[{"event": "PodFailed", "action": "RestartJob"}], max_retry=2,
+            annotations={"pyvolcano.io/exit-code": "1"})
+    res, _ = run([(0, node("n1")), (0, j)])
+    assert res.jobs["default/doomed"].phase == "Failed"
+    assert res.jobs["default/doomed"].retry_count == 2
+
+
+def test_high_priority_job_preempts_low_priority_job_which_restarts() -> None:
+    pcs = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+           for n, v in (("high", 1000), ("low", 1))]
+    low = job("low", replicas=4, duration="300s", priority_class="low",
+              policies=[{"event": "PodEvicted", "action": "RestartJob"}])
+    high = job("high", replicas=2, duration="60s", priority_class="high")
+    res, sim = run([(0, pcs[0]), (0, pcs[1]), (0, node("n1", cpu="4")), (0, low), (30, high)], conf=PREEMPT_CONF)
+    assert res.jobs["default/high"].phase == "Completed"
+    assert res.jobs["default/low"].phase == "Completed"
+    assert res.jobs["default/low"].retry_count >= 1
+    assert any("evict" in what for _t, what in res.timeline)
+    assert sim.metrics.jobs and any(j.preemptions for j in sim.metrics.jobs)
+
+
+def test_suspend_and_resume_through_commands() -> None:
+    def command(name: str, action: str) -> dict[str, Any]:
+        return {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+                "metadata": {"name": name, "namespace": "default"}, "action": action,
+                "target": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "svc", "uid": ""}}
+
+    res, sim = run([(0, node("n1")), (0, job("svc", duration="600s")), (100, command("suspend", "AbortJob")),
+                    (200, command("resume", "ResumeJob"))])
+    rec = res.jobs["default/svc"]
+    phases = [what for _t, what in res.timeline if what.startswith("job default/svc")]
+    assert any("-> Aborted" in p or "-> Aborting" in p for p in phases), phases
+    assert rec.phase == "Completed"
+    assert rec.finished is not None and rec.finished >= 200 + 600
+
+
+def test_node_failure_mid_job_fails_its_pods_and_restart_policy_recovers() -> None:
+    j = job("resilient", replicas=2, duration="300s", policies=[{"event": "PodFailed", "action": "RestartJob"}],
+            max_retry=3)
+    res, _ = run([(0, node("n1", cpu="2")), (0, node("n2", cpu="2")), (0, j)],
+                 events=[ClusterEvent(60, "NodeDown", "n1", 0, "test")])
+    rec = res.jobs["default/resilient"]
+    assert any("NodeDown n1" in what for _t, what in res.timeline)
+    assert rec.retry_count >= 1
+    assert rec.phase == "Completed"
+
+
+def test_rejected_objects_are_reported_and_the_run_goes_on() -> None:
+    bad = job("bad", replicas=1, min_available=5)
+    res, _ = run([(0, node("n1")), (0, bad), (0, job("good"))])
+    assert [r["name"] for r in res.rejected] == ["default/bad"]
+    assert "minAvailable" in res.rejected[0]["error"] or "minavailable" in res.rejected[0]["error"].lower()
+    assert res.jobs["default/good"].phase == "Completed"
+
+
+def test_same_seed_same_json() -> None:
+    objs = [(0, node("n1")), (0, node("n2")), *[(float(i * 7), job(f"j{i}", duration=f"{30 + i}s")) for i in range(6)]]
+    a, _ = run(objs, seed=3)
+    b, _ = run(objs, seed=3)
+    ja, jb = a.to_json(), b.to_json()
+    ja["stats"].pop("wall_seconds")
+    jb["stats"].pop("wall_seconds")
+    assert ja == jb
+
+
+def test_virtual_clock_skips_idle_time() -> None:
+    res, _ = run([(0, node("n1")), (0, job("long", duration="10h"))])
+    assert res.jobs["default/long"].finished == 1 + 36000
+    assert res.sessions < 20
