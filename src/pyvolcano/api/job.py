@@ -26,6 +26,9 @@ from pyvolcano.api.unschedule import FitErrors
 __all__ = ["JobInfo", "ValidateResult"]
 
 _ALLOCATED = ALLOCATED_STATUS._value_
+_VALID = ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined | TaskStatus.Pending
+_OCCUPIED_PIPELINED = ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined
+_OCCUPIED = ALLOCATED_STATUS | TaskStatus.Succeeded
 _READY = TaskStatus.Bound | TaskStatus.Binding | TaskStatus.Running | TaskStatus.Allocated | TaskStatus.Succeeded
 POD_GROUP_READY = "pod group is ready"
 POD_GROUP_NOT_READY = "pod group is not ready"
@@ -42,6 +45,7 @@ class JobInfo:
     """A gang: the PodGroup's parameters and its tasks."""
 
     __slots__ = (
+        "_min_resources",
         "allocated",
         "creation_timestamp",
         "job_fit_errors",
@@ -50,10 +54,13 @@ class JobInfo:
         "namespace",
         "nodes_fit_errors",
         "pending_best_effort",
+        "pending_request",
         "podgroup",
         "preemptable",
         "priority",
         "queue",
+        "role_status",
+        "sch_gated_count",
         "schedule_start",
         "task_min_available",
         "task_min_available_total",
@@ -70,6 +77,7 @@ class JobInfo:
         self.namespace = ns
         self.name = name
         self.podgroup: PodGroup | None = None
+        self._min_resources: Resource | None = None
         self.queue = ""
         self.priority = 0
         self.min_available = 0
@@ -83,6 +91,10 @@ class JobInfo:
         self.allocated = Resource()
         self.total_request = Resource()
         self.pending_best_effort = 0
+        # Incremental aggregates, so per-session plugin work is O(jobs), not O(tasks).
+        self.pending_request = Resource()
+        self.role_status: dict[tuple[str, int], int] = {}
+        self.sch_gated_count = 0
         self.nodes_fit_errors: dict[str, FitErrors] = {}
         self.job_fit_errors = ""
         self.schedule_start: float | None = None
@@ -95,6 +107,7 @@ class JobInfo:
         self.queue = pg.queue or default_queue
         self.creation_timestamp = pg.creation_timestamp
         self.podgroup = pg
+        self._min_resources = None
         self.task_min_available = dict(pg.min_task_member)
         self.task_min_available_total = sum(pg.min_task_member.values())
         self.preemptable = False
@@ -113,21 +126,28 @@ class JobInfo:
                     break
 
     def min_resources(self) -> Resource:
+        """The PodGroup's minResources (parsed once per PodGroup version; a fresh copy)."""
         if self.podgroup is None or self.podgroup.min_resources is None:
             return Resource()
-        return Resource.from_list(self.podgroup.min_resources)
+        if self._min_resources is None:
+            self._min_resources = Resource.from_list(self.podgroup.min_resources)
+        return self._min_resources.clone()
 
     def has_min_resources(self) -> bool:
         return self.podgroup is not None and self.podgroup.min_resources is not None
 
     def sch_gated_resources(self) -> Resource:
         res = Resource()
+        if not self.sch_gated_count:
+            return res
         for t in self.tasks.values():
             if t.sch_gated:
                 res.add(t.resreq)
         return res
 
     def deduct_sch_gated_resources(self, res: Resource) -> Resource:
+        if not self.sch_gated_count:
+            return res
         gated = self.sch_gated_resources()
         if gated.is_empty():
             return res
@@ -149,8 +169,14 @@ class JobInfo:
         self.total_request.add(task.resreq)
         if task.status & ALLOCATED_STATUS:
             self.allocated.add(task.resreq)
-        if task.status == TaskStatus.Pending and task.best_effort:
-            self.pending_best_effort += 1
+        if task.status == TaskStatus.Pending:
+            self.pending_request.add(task.resreq)
+            if task.best_effort:
+                self.pending_best_effort += 1
+        key = (task.role, task.status._value_)
+        self.role_status[key] = self.role_status.get(key, 0) + 1
+        if task.sch_gated:
+            self.sch_gated_count += 1
 
     def delete_task(self, task: TaskInfo) -> None:
         t = self.tasks.pop(task.uid, None)
@@ -162,8 +188,14 @@ class JobInfo:
         self.total_request.sub(t.resreq)
         if t.status & ALLOCATED_STATUS:
             self.allocated.sub(t.resreq)
-        if t.status == TaskStatus.Pending and t.best_effort:
-            self.pending_best_effort -= 1
+        if t.status == TaskStatus.Pending:
+            self.pending_request.sub(t.resreq)
+            if t.best_effort:
+                self.pending_best_effort -= 1
+        key = (t.role, t.status._value_)
+        self.role_status[key] -= 1
+        if t.sch_gated:
+            self.sch_gated_count -= 1
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move ``task`` to ``status``, keeping the index and ``allocated`` in step."""
@@ -179,11 +211,19 @@ class JobInfo:
             self.allocated.sub(task.resreq)
         elif now and not was:
             self.allocated.add(task.resreq)
-        if task.best_effort:
-            if old == TaskStatus.Pending:
+        if old == TaskStatus.Pending:
+            self.pending_request.sub(task.resreq)
+            if task.best_effort:
                 self.pending_best_effort -= 1
-            elif status == TaskStatus.Pending:
+        elif status == TaskStatus.Pending:
+            self.pending_request.add(task.resreq)
+            if task.best_effort:
                 self.pending_best_effort += 1
+        rs = self.role_status
+        okey = (task.role, old._value_)
+        rs[okey] -= 1
+        nkey = (task.role, status._value_)
+        rs[nkey] = rs.get(nkey, 0) + 1
         task.status = status
         self.task_status_index.setdefault(status, {})[task.uid] = task
 
@@ -205,7 +245,7 @@ class JobInfo:
         return self.pending_best_effort
 
     def valid_task_num(self) -> int:
-        return self.count(ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined | TaskStatus.Pending)
+        return self.count(_VALID)
 
     def scheduled_task_num(self) -> int:
         return self.count(SCHEDULED_STATUS)
@@ -233,14 +273,14 @@ class JobInfo:
 
     def _role_counts(self, statuses: TaskStatus, *, pending_empty: bool) -> dict[str, int]:
         out: dict[str, int] = {}
-        for s, bucket in self.task_status_index.items():
-            if s & statuses:
-                for t in bucket.values():
+        mask = statuses._value_
+        for (role, status), n in self.role_status.items():
+            if n and status & mask:
+                out[role] = out.get(role, 0) + n
+        if pending_empty:
+            for t in self.tasks_in(TaskStatus.Pending).values():
+                if t.init_resreq.is_empty():
                     out[t.role] = out.get(t.role, 0) + 1
-            elif pending_empty and s == TaskStatus.Pending:
-                for t in bucket.values():
-                    if t.init_resreq.is_empty():
-                        out[t.role] = out.get(t.role, 0) + 1
         return out
 
     def _roles_bypassed(self) -> bool:
@@ -250,20 +290,20 @@ class JobInfo:
         if self._roles_bypassed() or not self.task_min_available:
             return True
         actual = self._role_counts(
-            ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined | TaskStatus.Pending, pending_empty=False
+            _VALID, pending_empty=False
         )
         return all(m == 0 or actual.get(role, 0) >= m for role, m in self.task_min_available.items())
 
     def check_task_ready(self) -> bool:
         if self._roles_bypassed() or not self.task_min_available:
             return True
-        occ = self._role_counts(ALLOCATED_STATUS | TaskStatus.Succeeded, pending_empty=True)
+        occ = self._role_counts(_OCCUPIED, pending_empty=True)
         return all(occ.get(role, 0) >= m for role, m in self.task_min_available.items())
 
     def check_task_pipelined(self) -> bool:
         if self._roles_bypassed() or not self.task_min_available:
             return True
-        occ = self._role_counts(ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined, pending_empty=True)
+        occ = self._role_counts(_OCCUPIED_PIPELINED, pending_empty=True)
         return all(occ.get(role, 0) >= m for role, m in self.task_min_available.items())
 
     def check_task_starving(self) -> bool:
@@ -271,11 +311,11 @@ class JobInfo:
             return True
         if not self.task_min_available:
             return False
-        occ = self._role_counts(ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined, pending_empty=False)
+        occ = self._role_counts(_OCCUPIED_PIPELINED, pending_empty=False)
         return any(occ.get(role, 0) < m for role, m in self.task_min_available.items())
 
     def allocated_roles(self) -> dict[str, int]:
-        return self._role_counts(ALLOCATED_STATUS | TaskStatus.Succeeded, pending_empty=True)
+        return self._role_counts(_OCCUPIED, pending_empty=True)
 
     # ------------------------------------------------------------------ fit errors
     def fit_failed_roles(self) -> set[str]:

@@ -13,6 +13,7 @@ integer. ``1G`` is 10**9 and ``1Gi`` is 2**30; ``1K`` is invalid (only lower-cas
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -34,6 +35,8 @@ class QuantityError(ValueError):
 
 def parse_quantity(text: str | int | float) -> Fraction:
     """Parse a quantity exactly. Integers are accepted as plain numbers (YAML ``cpu: 2``)."""
+    if type(text) is str:
+        return _parse_text(text)
     if isinstance(text, bool):
         raise QuantityError(f"got {text!r}; expected a quantity such as '500m', '2', '4Gi'")
     if isinstance(text, int):
@@ -44,6 +47,12 @@ def parse_quantity(text: str | int | float) -> Fraction:
         return Fraction(str(text))
     if not isinstance(text, str):
         raise QuantityError(f"got {type(text).__name__}; expected a quantity string such as '500m' or '4Gi'")
+    return _parse_text(str(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_text(text: str) -> Fraction:
+    # Quantities repeat endlessly across pods and sessions; parsing is pure, so memoise it.
     s = text.strip()
     m = _QUANTITY_RE.match(s)
     if m is None:
@@ -63,12 +72,26 @@ def parse_quantity(text: str | int | float) -> Fraction:
 
 def value(text: str | int | float) -> int:
     """``Quantity.Value()``: the value rounded up to an integer."""
+    if type(text) is str:
+        return _value_text(text)
     return math.ceil(parse_quantity(text))
 
 
 def milli_value(text: str | int | float) -> int:
     """``Quantity.MilliValue()``: value × 1000 rounded up to an integer."""
+    if type(text) is str:
+        return _milli_text(text)
     return math.ceil(parse_quantity(text) * 1000)
+
+
+@functools.lru_cache(maxsize=8192)
+def _value_text(text: str) -> int:
+    return math.ceil(_parse_text(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _milli_text(text: str) -> int:
+    return math.ceil(_parse_text(text) * 1000)
 
 
 def format_quantity(amount: float, *, milli: bool = False, binary: bool = False) -> str:

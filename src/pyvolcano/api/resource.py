@@ -16,6 +16,7 @@ Invariant: a ``Resource`` never aliases another's scalar map; ``clone`` is a dee
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterable, Mapping
 
 from pyvolcano.api.quantity import milli_value, value
@@ -45,6 +46,7 @@ class DimensionDefault(enum.Enum):
     INFINITY = -1
 
 
+@functools.lru_cache(maxsize=1024)
 def is_scalar_resource_name(name: str) -> bool:
     """Whether upstream tracks ``name`` as a scalar resource (extended, hugepages, prefixed native)."""
     if name in (PODS, EPHEMERAL_STORAGE):

@@ -12,6 +12,7 @@ from typing import Any
 
 from pyvolcano.api.manifest import ManifestError, parse_object
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
+from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 
 __all__ = ["apply_event"]
@@ -19,22 +20,50 @@ __all__ = ["apply_event"]
 logger = logging.getLogger(__name__)
 
 
-def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str, Any]) -> None:
-    """Apply one ADDED / MODIFIED / DELETED event for a scheduler-relevant kind."""
+_QUIET_POD_TRANSITIONS = {
+    (TaskStatus.Binding, TaskStatus.Bound),
+    (TaskStatus.Binding, TaskStatus.Running),
+    (TaskStatus.Bound, TaskStatus.Bound),
+    (TaskStatus.Bound, TaskStatus.Running),
+    (TaskStatus.Running, TaskStatus.Running),
+}
+
+
+def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str, Any]) -> bool:
+    """Apply one ADDED / MODIFIED / DELETED event for a scheduler-relevant kind.
+
+    Returns whether the change can alter a scheduling decision. A pod that was bound by the
+    scheduler and now reports Bound or Running on the same node, or a PodGroup whose only
+    change is the status the scheduler itself wrote, cannot; everything else can.
+    """
     if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass"):
-        return
+        return False
     try:
         typed = parse_object(obj, "store")
     except ManifestError as e:  # admission guarantees shape; a bad object is skipped, not fatal
         logger.warning("ignoring malformed %s: %s", kind, e)
-        return
+        return False
     if typed is None:
-        return
+        return False
     if isinstance(typed, Pod):
         if event_type == "DELETED":
             cache.delete_pod(typed.uid)
-        else:
-            cache.upsert_pod(typed)
+            return True
+        old = cache.tasks.get(typed.uid)
+        before = (old.status, old.node_name) if old is not None else None
+        new = cache.upsert_pod(typed)
+        if before is None or new is None:
+            return True
+        return not (before[1] == new.node_name and (before[0], new.status) in _QUIET_POD_TRANSITIONS)
+    if isinstance(typed, PodGroup) and event_type != "DELETED":
+        job = cache.pg_jobs.get(f"{typed.namespace}/{typed.name}")
+        quiet = job is not None and job.podgroup is not None and _same_spec(job.podgroup, typed) and (
+            job.podgroup.phase == typed.phase
+        )
+        cache.add_podgroup(typed)
+        return not quiet
+    if isinstance(typed, Pod):
+        return True
     elif isinstance(typed, Node):
         if event_type != "DELETED":
             cache.upsert_node(typed)
@@ -58,3 +87,10 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
             cache.priority_classes.pop(typed.name, None)
         else:
             cache.upsert_priority_class(typed)
+    return True
+
+
+def _same_spec(a: PodGroup, b: PodGroup) -> bool:
+    return (a.min_member, a.min_task_member, a.queue, a.priority_class_name, a.min_resources, a.annotations,
+            a.labels) == (b.min_member, b.min_task_member, b.queue, b.priority_class_name, b.min_resources,
+                          b.annotations, b.labels)

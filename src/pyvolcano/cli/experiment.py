@@ -116,9 +116,18 @@ def run_experiment_fgd(
     tune: float,
     output: str,
     report: Path | None,
+    *,
+    tie_break: str = "rank",
 ) -> int:
-    """Run the experiment and print a table (``output="table"``) or one JSON object."""
+    """Run the experiment and print a table (``output="table"``) or one JSON object.
+
+    ``tie_break``: ``rank`` (the paper artifact: equal scores go to the node first in a
+    per-run random order) or ``random`` (a fresh uniform draw per tie, as kube-scheduler and
+    Volcano do).
+    """
     try:
+        if tie_break not in ("rank", "random"):
+            raise UsageError(f"--tie-break: got {tie_break!r}; expected rank or random")
         if output not in ("json", "table"):
             raise UsageError(f"--output: got {output!r}; expected json or table")
         if not policies or any(p not in POLICIES for p in policies):
@@ -143,7 +152,7 @@ def run_experiment_fgd(
         print(f"error: {pod_path}: no pod asks for a GPU; expected a GPU workload", file=sys.stderr)
         return 2
     results = run_experiment(node_rows, pod_rows, policies, seeds, tune=tune, trace=pod_path.stem,
-                             progress=_progress)
+                             tie_break=tie_break, progress=_progress)
     if report is not None:
         written, warning = write_report(results, report)
         for path in written:

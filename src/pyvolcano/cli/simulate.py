@@ -19,9 +19,9 @@ from pyvolcano.conf import ConfigError
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
-from pyvolcano.simulator.workload import load_workload
+from pyvolcano.simulator.workload import ClusterEvent, Submission, load_workload
 
-__all__ = ["parse_until", "run_simulate", "run_simulate_command"]
+__all__ = ["parse_until", "run_simulate_command"]
 
 
 def parse_until(text: str | None) -> float:
@@ -34,53 +34,6 @@ def parse_until(text: str | None) -> float:
     if v <= 0:
         raise ValueError("--until: expected a positive duration such as 24h")
     return v
-
-
-def run_simulate(cluster: Path, workload: Path | None, config_path: Path | None, *, until: str | None,
-                 seed: int, output: str, schedule_period: float = 1.0) -> int:
-    registry = default_registry()
-    try:
-        horizon = parse_until(until)
-        config = load_config(config_path, registry)
-        for tier in config.tiers:
-            for opt in tier.plugins:
-                registry.plugin(opt.name)(opt.arguments)
-        for name in config.actions:
-            registry.action(name)(config.action_arguments(name))
-        cluster_subs, _ = load_workload(cluster, cluster=True)
-        work_subs, events = load_workload(workload) if workload is not None else ([], [])
-    except (ManifestError, ConfigError, ArgumentError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    console = Console(stderr=True)
-    show = console.is_terminal and output == "table"
-    progress = Progress(TextColumn("virtual {task.fields[vt]}"), BarColumn(),
-                        TextColumn("{task.completed}/{task.total} jobs"), TimeElapsedColumn(),
-                        console=console, disable=not show, transient=True)
-    with progress:
-        task_id = progress.add_task("simulate", total=None, vt="0s")
-
-        def on_progress(now: float, done: int, total: int) -> None:
-            progress.update(task_id, completed=done, total=max(total, 1), vt=_fmt_secs(now))
-
-        sim = Simulation(config=config, registry=registry, seed=seed, schedule_period=schedule_period,
-                         progress=on_progress)
-        # Cluster objects exist from the start; their admission errors are fatal (bad input).
-        sim.submit([s for s in cluster_subs])
-        sim.submit(work_subs)
-        sim.cluster_events(events)
-        result = sim.run(until=horizon)
-    cluster_rejected = [r for r in result.rejected if r.get("file") == str(cluster)]
-    if cluster_rejected:
-        r = cluster_rejected[0]
-        print(f"error: {r['file']}: document {r['document']} ({r['kind']} {r['name']}): {r['error']}",
-              file=sys.stderr)
-        return 2
-    if output == "json":
-        sys.stdout.write(json.dumps(_json(result)) + "\n")
-    else:
-        print_simulation_table(result)
-    return 0
 
 
 def _json(result: SimulationResult) -> dict[str, Any]:
@@ -103,8 +56,9 @@ def _fmt_secs(s: float) -> str:
 def print_simulation_table(result: SimulationResult) -> None:
     console = Console()
     t = Table(title="Jobs", box=None)
-    for col in ("JOB", "PHASE", "RETRIES", "SUBMITTED", "STARTED", "FINISHED", "PODS (P/R/S/F)"):
-        t.add_column(col)
+    t.add_column("JOB", no_wrap=True)
+    for col in ("PHASE", "RETRIES", "SUBMITTED", "STARTED", "FINISHED", "PODS P/R/S/F"):
+        t.add_column(col, no_wrap=True)
     for key, r in sorted(result.jobs.items()):
         p = r.pods
         t.add_row(key, r.phase, str(r.retry_count), _fmt_secs(r.submitted),
@@ -173,13 +127,16 @@ def run_simulate_command(
         if trace is not None or cluster is None:
             tr = load_trace(trace, trace_format, nodes=nodes, seed=seed) if trace is not None else builtin_scenario()
             scenario = tr.name
-            cluster_subs, work_subs, events = _trace_submissions(tr), [], []
+            cluster_subs = _trace_submissions(tr)
+            work_subs: list[Submission] = []
+            events: list[ClusterEvent] = []
             notes = list(tr.notes)
             manifest_mode = False
         else:
             scenario = Path(workload or cluster).stem
             cluster_subs, _ = load_workload(cluster, cluster=True)
-            work_subs, events = load_workload(workload) if workload is not None else ([], [])
+            if workload is not None:
+                work_subs, events = load_workload(workload)
             notes = []
             manifest_mode = True
     except (ManifestError, ConfigError, ArgumentError, ValueError, TraceError) as e:
@@ -231,9 +188,7 @@ def run_simulate_command(
     return 0
 
 
-def _trace_submissions(tr: Any) -> list[Any]:
-    from pyvolcano.simulator.workload import Submission
-
+def _trace_submissions(tr: Any) -> list[Submission]:
     subs = []
     i = 0
     for obj in [*tr.priority_classes, *tr.queues, *tr.nodes]:

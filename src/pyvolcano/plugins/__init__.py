@@ -20,6 +20,13 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "binpack": "pyvolcano.plugins.binpack",
     "sla": "pyvolcano.plugins.sla",
     "resource-strategy-fit": "pyvolcano.plugins.resource_strategy_fit",
+    "deviceshare": "pyvolcano.plugins.deviceshare",
+    "random": "pyvolcano.plugins.gpu_policies.random",
+    "dotprod": "pyvolcano.plugins.gpu_policies.dotprod",
+    "gpuclustering": "pyvolcano.plugins.gpu_policies.gpuclustering",
+    "gpupacking": "pyvolcano.plugins.gpu_policies.gpupacking",
+    "bestfit": "pyvolcano.plugins.gpu_policies.bestfit",
+    "fgd": "pyvolcano.plugins.gpu_policies.fgd",
 }
 
 __all__ = ["BUILTIN_PLUGINS"]

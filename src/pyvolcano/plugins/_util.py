@@ -18,7 +18,7 @@ def calculate_allocated_task_num(job: JobInfo) -> int:
 def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
     """Upstream ``GetInqueueResource``: min resources not yet covered by allocated tasks."""
     assert job.podgroup is not None and job.podgroup.min_resources is not None
-    min_res = Resource.from_list(job.podgroup.min_resources)
+    min_res = job.min_resources()
     out = Resource()
     for name in job.podgroup.min_resources:
         if name == CPU:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource, share
-from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo
+from pyvolcano.api.task import TaskInfo
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 
 if TYPE_CHECKING:
@@ -67,12 +67,7 @@ class Drf:
 
             hdrf = HierarchicalDrf(self.total)
         for job in ssn.jobs.values():
-            alloc = Resource()
-            for status, bucket in job.task_status_index.items():
-                if status & ALLOCATED_STATUS:
-                    for t in bucket.values():
-                        alloc.add(t.resreq)
-            attr = DrfAttr(alloc)
+            attr = DrfAttr(job.allocated.clone())
             self.update_share(attr)
             self.job_attrs[job.uid] = attr
             if hdrf is not None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import DimensionDefault, Resource, share
-from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo, TaskStatus
+from pyvolcano.api.task import TaskInfo
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 from pyvolcano.plugins._util import (
     calculate_allocated_task_num,
@@ -93,14 +93,10 @@ class Proportion:
                     real.min_dimension(attr.capability, INF)
                 attr.real_capability = real
                 self.queue_opts[job.queue] = attr
-            for status, bucket in job.task_status_index.items():
-                if status & ALLOCATED_STATUS:
-                    for t in bucket.values():
-                        attr.allocated.add(t.resreq)
-                        attr.request.add(t.resreq)
-                elif status == TaskStatus.Pending:
-                    for t in bucket.values():
-                        attr.request.add(t.resreq)
+            # job.allocated / job.pending_request are the sums upstream recomputes per task.
+            attr.allocated.add(job.allocated)
+            attr.request.add(job.allocated)
+            attr.request.add(job.pending_request)
             pg = job.podgroup
             assert pg is not None
             if pg.phase == "Inqueue" and pg.min_resources is not None:

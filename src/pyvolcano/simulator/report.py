@@ -64,7 +64,8 @@ TIMESERIES_COLUMNS = ("t_s", "gpu_allocated", "gpu_capacity", "gpu_ratio", "cpu_
 COMPARE_COLUMNS = ("metric", "a", "b", "delta", "relative")
 
 # Headline metrics compared by :func:`compare`, and which direction is better (for colouring).
-_COMPARED = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "gpu_allocation_ratio", "makespan_s")
+_COMPARED = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "p95_jct_s", "gpu_allocation_ratio", "cpu_allocation_ratio",
+             "gpu_fragmentation_ratio", "makespan_s", "completed", "never_started")
 _BETTER: dict[str, str] = {
     "mean_wait_s": "lower", "p95_wait_s": "lower", "mean_jct_s": "lower", "p95_jct_s": "lower",
     "makespan_s": "lower", "gpu_allocation_ratio": "higher", "cpu_allocation_ratio": "higher",
@@ -99,7 +100,7 @@ def makespan(run: RunMetrics) -> float:
         return 0.0
     ends = [j.end for j in run.jobs if j.end is not None]
     last = max(ends) if ends else 0.0
-    if len(ends) < len(run.jobs):
+    if len(ends) < len(run.jobs) and math.isfinite(run.virtual_seconds):
         return max(float(run.virtual_seconds), last)
     return float(last)
 
@@ -291,9 +292,10 @@ def compare(a: RunMetrics, b: RunMetrics) -> dict[str, Any]:
     """``{"a": summarize(a), "b": summarize(b), "diff": {metric: {a, b, delta, relative}}}``.
 
     ``delta = b - a``; ``relative = delta / |a|`` (``None`` when ``a`` is 0 or a side is
-    missing). Metrics: ``mean_wait_s``, ``p95_wait_s``, ``mean_jct_s``,
-    ``gpu_allocation_ratio``, ``makespan_s``, and per queue ``queue:<q>:mean_share`` and
-    ``queue:<q>:mean_wait_s`` (over the union of both runs' queues).
+    missing). Metrics: ``mean_wait_s``, ``p95_wait_s``, ``mean_jct_s``, ``p95_jct_s``,
+    ``gpu_allocation_ratio``, ``cpu_allocation_ratio``, ``gpu_fragmentation_ratio``,
+    ``makespan_s``, ``completed``, ``never_started``, and per queue ``queue:<q>:mean_share``
+    and ``queue:<q>:mean_wait_s`` (over the union of both runs' queues).
     """
     return _compare_summaries(summarize(a), summarize(b))
 
@@ -409,7 +411,7 @@ def write_report(run: RunMetrics, out_dir: Path, *, other: RunMetrics | None = N
     plots: list[tuple[Path, str, str]] = []   # (file, title, caption)
     plot_error: str | None = None
     try:
-        from pyvolcano.simulator import plots as plotmod
+        import pyvolcano.simulator.plots as plotmod
     except ImportError as e:  # matplotlib missing: the optional [plots] extra
         plot_error = f"plots skipped: {e} (install pyvolcano[plots])"
     else:

@@ -178,8 +178,7 @@ class Simulation:
 
     # ------------------------------------------------------------------ the loop
     def _dispatch(self, ev: WatchEvent) -> None:
-        if ev.kind in SCHEDULER_KINDS:
-            apply_event(self.cache, ev.type, ev.kind, ev.object)
+        if ev.kind in SCHEDULER_KINDS and apply_event(self.cache, ev.type, ev.kind, ev.object):
             self.dirty = True
         self.kubelets.on_event(ev)
         self.collector.on_event(ev, self.loop.now)
