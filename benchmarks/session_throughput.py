@@ -22,11 +22,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from _synthetic import synthetic_cluster, to_yaml  # noqa: E402
+from _synthetic import synthetic_cluster, to_yaml
 
-from pyvolcano.cache.cache import SchedulerCache  # noqa: E402
-from pyvolcano.conf import load_scheduler_conf  # noqa: E402
-from pyvolcano.framework.registry import default_registry  # noqa: E402
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.conf import load_scheduler_conf
+from pyvolcano.framework.registry import default_registry
 
 CONF = """
 actions: "enqueue, allocate, backfill"

@@ -56,6 +56,8 @@ class Allocate:
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 continue
+            if ssn.skip_unchanged and ssn.unchanged_since_failure(job):
+                continue
             tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
             for task in sorted(job.tasks_in(TaskStatus.Pending).values(), key=lambda t: t.uid):
                 if task.sch_gated or task.resreq.is_empty():
@@ -81,8 +83,11 @@ class Allocate:
             stmt = self.allocate_resources_for_tasks(ssn, job, tasks)
             if stmt is not None and ssn.job_ready(job):
                 stmt.commit()
+                job.unschedulable_at = None
                 if tasks:
                     jobs.push(job)
+            elif ssn.skip_unchanged:
+                ssn.record_failure(job)
             queues.push(queue)
 
     def allocate_resources_for_tasks(

@@ -10,6 +10,7 @@ single default sub-job, which makes SubJobReady/Pipelined equal to JobReady/Pipe
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pyvolcano.api.objects import PREEMPTABLE_KEY, PodGroup
@@ -26,6 +27,13 @@ from pyvolcano.api.unschedule import FitErrors
 __all__ = ["JobInfo", "ValidateResult"]
 
 _ALLOCATED = ALLOCATED_STATUS._value_
+_N_STATUS = len(TaskStatus)
+
+
+@functools.lru_cache(maxsize=256)
+def _bits(mask: int) -> tuple[int, ...]:
+    return tuple(i for i in range(_N_STATUS) if mask >> i & 1)
+
 _VALID = ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined | TaskStatus.Pending
 _OCCUPIED_PIPELINED = ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined
 _OCCUPIED = ALLOCATED_STATUS | TaskStatus.Succeeded
@@ -62,12 +70,14 @@ class JobInfo:
         "role_status",
         "sch_gated_count",
         "schedule_start",
+        "status_counts",
         "task_min_available",
         "task_min_available_total",
         "task_status_index",
         "tasks",
         "total_request",
         "uid",
+        "unschedulable_at",
         "waiting_time",
     )
 
@@ -95,9 +105,12 @@ class JobInfo:
         self.pending_request = Resource()
         self.role_status: dict[tuple[str, int], int] = {}
         self.sch_gated_count = 0
+        self.status_counts = [0] * _N_STATUS
         self.nodes_fit_errors: dict[str, FitErrors] = {}
         self.job_fit_errors = ""
         self.schedule_start: float | None = None
+        # (capacity epoch, pending tasks, podgroup) when allocate last failed to place this job.
+        self.unschedulable_at: tuple[int, int, object] | None = None
 
     # ------------------------------------------------------------------ podgroup
     def set_podgroup(self, pg: PodGroup, default_queue: str = "default") -> None:
@@ -175,6 +188,7 @@ class JobInfo:
                 self.pending_best_effort += 1
         key = (task.role, task.status._value_)
         self.role_status[key] = self.role_status.get(key, 0) + 1
+        self.status_counts[task.status._value_.bit_length() - 1] += 1
         if task.sch_gated:
             self.sch_gated_count += 1
 
@@ -194,6 +208,7 @@ class JobInfo:
                 self.pending_best_effort -= 1
         key = (t.role, t.status._value_)
         self.role_status[key] -= 1
+        self.status_counts[t.status._value_.bit_length() - 1] -= 1
         if t.sch_gated:
             self.sch_gated_count -= 1
 
@@ -219,6 +234,9 @@ class JobInfo:
             self.pending_request.add(task.resreq)
             if task.best_effort:
                 self.pending_best_effort += 1
+        sc = self.status_counts
+        sc[old._value_.bit_length() - 1] -= 1
+        sc[status._value_.bit_length() - 1] += 1
         rs = self.role_status
         okey = (task.role, old._value_)
         rs[okey] -= 1
@@ -231,8 +249,8 @@ class JobInfo:
         return self.task_status_index.get(status, {})
 
     def count(self, statuses: TaskStatus) -> int:
-        mask = statuses._value_
-        return sum(len(b) for s, b in self.task_status_index.items() if s._value_ & mask)
+        counts = self.status_counts
+        return sum(counts[i] for i in _bits(statuses._value_))
 
     # ------------------------------------------------------------------ gang counters
     def ready_task_num(self) -> int:

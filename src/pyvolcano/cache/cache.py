@@ -55,6 +55,10 @@ class SchedulerOptions:
     min_nodes_to_find: int = 100
     min_percentage_of_nodes_to_find: int = 5
     percentage_of_nodes_to_find: int = 0
+    # pyvolcano extension (upstream vol#5551): allocate skips a gang that could not be placed
+    # when nothing that could let it fit has changed since (no resources released, no node or
+    # queue change, the job itself unchanged). Off by default to keep upstream's behaviour.
+    skip_unchanged_unschedulable: bool = False
 
 
 @dataclass(slots=True)
@@ -103,6 +107,9 @@ class SchedulerCache:
         self.evictions_delete_immediately = True
         # Per-cache memo for plugins' derived data that outlives a session (keyed by plugin).
         self.plugin_memo: dict[str, Any] = {}
+        # Bumped by external changes that can make an unschedulable job fit: resources
+        # released (pod finished or deleted), node or queue changes, a job leaving.
+        self.capacity_epoch = 0
         # Allocate-predicate feasibility masks shared by equivalent tasks (Session.feasible_nodes).
         self.feasibility: dict[object, tuple[np.ndarray, np.ndarray]] = {}
         # Node-order scores of node-local scorers, per (plugin, task key) (Session.node_order_scores).
@@ -181,6 +188,7 @@ class SchedulerCache:
         return task
 
     def delete_pod(self, uid: str) -> None:
+        self.capacity_epoch += 1
         task = self.tasks.pop(uid, None)
         self.pods.pop(uid, None)
         if task is None:
@@ -276,6 +284,7 @@ class SchedulerCache:
 
     # ------------------------------------------------------------------ incremental updates
     def upsert_node(self, n: Node) -> NodeInfo:
+        self.capacity_epoch += 1
         info = self.nodes.get(n.name)
         if info is None:
             self.node_generation += 1
@@ -294,15 +303,18 @@ class SchedulerCache:
         return info
 
     def upsert_queue(self, q: Queue) -> None:
+        self.capacity_epoch += 1
         self.queues[q.name] = QueueInfo(q)
 
     def delete_queue(self, name: str) -> None:
+        self.capacity_epoch += 1
         self.queues.pop(name, None)
 
     def upsert_priority_class(self, pc: PriorityClass) -> None:
         self.priority_classes[pc.name] = pc
 
     def delete_podgroup(self, namespace: str, name: str) -> None:
+        self.capacity_epoch += 1
         uid = f"{namespace}/{name}"
         job = self.jobs.get(uid)
         if job is None:
@@ -319,7 +331,14 @@ class SchedulerCache:
             # the cached task holds an in-flight placement.
             if not pod.node_name and old.status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Pipelined):
                 return old
+            epoch = self.capacity_epoch
             self.delete_pod(pod.uid)
+            self.capacity_epoch = epoch
+            new = self.add_pod(pod)
+            if new is None or new.status in (TaskStatus.Succeeded, TaskStatus.Failed, TaskStatus.Releasing,
+                                             TaskStatus.Unknown) or new.node_name != old.node_name:
+                self.capacity_epoch += 1
+            return new
         return self.add_pod(pod)
 
     def podgroups(self) -> Iterable[PodGroup]:

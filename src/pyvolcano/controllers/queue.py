@@ -257,6 +257,11 @@ class QueueController:
     def _patch_state(self, queue: dict[str, Any], new_state: str) -> dict[str, Any]:
         return self.store.patch("Queue", None, name_of(queue), {"status": {"state": new_state}}, subresource="status")
 
+    def _peek(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
+        # Read-only access without a deep copy when the store offers it.
+        peek = getattr(self.store, "peek", None)
+        return peek(kind, namespace, name) if peek is not None else self.store.get(kind, namespace, name)
+
     def _sync_queue(self, queue: dict[str, Any], next_state: Any) -> None:
         queue = self._ensure_parent(queue)
         name = name_of(queue)
@@ -266,7 +271,7 @@ class QueueController:
         for key in pgs:
             ns, _, pg_name = key.partition("/")
             try:
-                pg = self.store.get("PodGroup", ns, pg_name)
+                pg = self._peek("PodGroup", ns, pg_name)
             except NotFound:
                 self.pod_groups.get(name, set()).discard(key)
                 continue

@@ -115,7 +115,10 @@ class Session:
         self.evictions: list[tuple[TaskInfo, str]] = []
         self.podgroup_events: dict[str, list[str]] = {}
         self.nominated: dict[str, str] = {}
+        self.skip_unchanged = cache.options.skip_unchanged_unschedulable
         for job in self.jobs.values():
+            if self.skip_unchanged and self.unchanged_since_failure(job):
+                continue  # keep the reasons of the attempt that is being skipped
             job.reset_fit_err()
             for t in job.tasks_in(TaskStatus.Pending).values():
                 t.last_transaction = None
@@ -640,6 +643,17 @@ class Session:
             node.update_task(task)
         self.fire_deallocate(task)
         self.effects_evict(task, reason)
+
+    # ------------------------------------------------------------------ unschedulable memo
+    def _failure_signature(self, job: JobInfo) -> tuple[int, int, object]:
+        return (self.cache.capacity_epoch, len(job.tasks_in(TaskStatus.Pending)), id(job.podgroup))
+
+    def unchanged_since_failure(self, job: JobInfo) -> bool:
+        """Whether ``job`` failed to be placed before and nothing since could let it fit."""
+        return job.unschedulable_at is not None and job.unschedulable_at == self._failure_signature(job)
+
+    def record_failure(self, job: JobInfo) -> None:
+        job.unschedulable_at = self._failure_signature(job)
 
     # ------------------------------------------------------------------ iteration helpers
     def queue_of(self, job: JobInfo) -> QueueInfo | None:

@@ -103,6 +103,7 @@ class Simulation:
         termination_seconds: float = 1.0,
         controllers_factory: Callable[..., list[Any]] | None = None,
         progress: Callable[[float, int, int], None] | None = None,
+        skip_unchanged_unschedulable: bool = True,
     ):
         from pyvolcano.admission import VolcanoAdmission
         from pyvolcano.store.memory import InMemoryStore
@@ -116,7 +117,7 @@ class Simulation:
         self.rng = np.random.default_rng(seed)
         self.seed = seed
         self.period = schedule_period
-        self.cache = SchedulerCache(SchedulerOptions())
+        self.cache = SchedulerCache(SchedulerOptions(skip_unchanged_unschedulable=skip_unchanged_unschedulable))
         self.cache.evictions_delete_immediately = False
         self.kubelets = Kubelets(self.store, self.loop, termination_seconds=termination_seconds)
         factory = controllers_factory or _default_controllers

@@ -89,6 +89,12 @@ class InMemoryStore:
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
         return clone(self._stored(self._key(kind, namespace, name)))
 
+    def peek(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
+        """The stored object itself, without a copy: read-only for hot read paths.
+
+        Callers must not mutate the result (writes go through update/patch). NotFound as get."""
+        return self._stored(self._key(kind, namespace, name))  # type: ignore[no-any-return]
+
     def list(self, kind: str, namespace: str | None = None, *,
              label_selector: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
         bucket = self._objects.get(kind)

@@ -84,7 +84,10 @@ _MACHINE_LISTS: Final = (
     ({"gpu_model", "gpu_capacity_num", "cpu_num", "node_name"}, "a spot-GPU node list"),
 )
 
-BUILTIN_DAYS: Final = 2
+BUILTIN_DAYS: Final = 1
+# GPUs of the built-in scenario's cluster slice: below the busiest day's peak demand (545), so
+# jobs queue at the peak and the scheduler's choices show, while a run stays under a minute.
+BUILTIN_GPUS: Final = 512
 """Length of the built-in Philly scenario in calendar days (see :func:`builtin_scenario`)."""
 
 
@@ -164,22 +167,24 @@ def load_trace(path: str | os.PathLike[str] | Any, fmt: str | None = None, *,
         return f.load(path, nodes=nodes, window=window, limit=limit, seed=seed)
 
 
-def builtin_scenario(days: int = BUILTIN_DAYS) -> Trace:
-    """The default ``pyvolcano simulate`` scenario: the busiest ``days`` calendar days of
-    Philly (by the GPU-time demanded inside the window by the jobs submitted in it) on
-    Philly's machines (``revised_machine_list.csv``), one queue per virtual cluster.
+def builtin_scenario(days: int = BUILTIN_DAYS, gpus: int | None = BUILTIN_GPUS) -> Trace:
+    """The default ``pyvolcano simulate`` scenario: the busiest ``days`` calendar day(s) of
+    Philly (by the GPU-time demanded inside the window by the jobs submitted in it), one queue
+    per virtual cluster, on a slice of Philly's machines (the GPU machines of
+    ``revised_machine_list.csv`` in list order, up to ``gpus`` GPUs; None = all 552 machines).
 
-    With the default of two days this is 2017-10-26 and 27: 2,817 jobs in 10 queues, 25 of
-    them multi-pod gangs (12 to 32 GPUs), 18,261 GPU-hours. The busiest week would be 7,748
-    jobs, too many for the one-minute budget; the busiest single day (2017-10-08, 1,007 jobs)
-    has no job above 4 GPUs, so no gang. See docs/traces.md."""
+    By default this is 2017-10-08: 1,007 jobs (871 of 1 GPU, 133 of 2, 3 of 4) in 7 queues,
+    7,709 GPU-hours of demand inside the day, on 64 machines with 512 GPUs, below the day's peak
+    demand of 545 GPUs (if every job started on arrival), so jobs queue at the peak. The
+    simulation then follows the long jobs for about 16 virtual days. See docs/traces.md."""
     if days < 1:
         raise TraceError(f"days {days} is below 1", expected="a positive number of days")
     with _no_gc():
         fname, recs = philly.read(packaged_trace("philly"))
         start, end, stats = philly.busiest_window(recs, days)
         day = datetime.fromtimestamp(stats["start_epoch"], tz=UTC).strftime("%Y-%m-%d")
+        where = "all of Philly's machines" if gpus is None else f"{gpus} GPUs of Philly's 8-GPU machines"
         note = (f"Built-in scenario: the busiest {days} calendar day(s) of Philly, from {day} 00:00 "
                 f"(trace seconds {start:,.0f} to {end:,.0f}): {int(stats['jobs']):,} jobs, "
-                f"{stats['gpu_hours']:,.0f} GPU-hours of demand inside the window.")
-        return philly.build(fname, recs, window=(start, end), name="builtin-philly", notes=[note])
+                f"{stats['gpu_hours']:,.0f} GPU-hours of demand inside the window, on {where}.")
+        return philly.build(fname, recs, window=(start, end), name="builtin-philly", notes=[note], max_gpus=gpus)

@@ -149,12 +149,25 @@ def _requests(g: int) -> dict[str, str]:
 
 
 def build(fname: str, recs: list[Record], *, nodes: Any = None, window: tuple[float, float] | None = None,
-          limit: int | None = None, name: str = "philly", notes: list[str] | None = None) -> Trace:
+          limit: int | None = None, name: str = "philly", notes: list[str] | None = None,
+          max_gpus: int | None = None) -> Trace:
     origin = recs[0].at
     width = len(str(len(recs) - 1))
     ranked = list(enumerate(recs))
     kept, shift = select_window(ranked, lambda r: r[1].at - origin, window, limit, name=fname)
     node_list = load_nodes(nodes if nodes is not None else packaged(FOLDER, MACHINES_FILE))
+    if max_gpus is not None:
+        # Keep machines in list order until their GPUs reach max_gpus (a smaller slice of Philly).
+        kept_nodes, total_gpus = [], 0
+        for n in node_list:
+            g = int(n["status"]["capacity"].get(NVIDIA_GPU, 0))
+            if g == 0:
+                continue
+            if total_gpus >= max_gpus:
+                break
+            kept_nodes.append(n)
+            total_gpus += g
+        node_list = kept_nodes
     per_pod = max((int(n["status"]["capacity"].get(NVIDIA_GPU, 0)) for n in node_list), default=0) or 8
 
     jobs: list[dict[str, Any]] = []

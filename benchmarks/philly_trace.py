@@ -1,0 +1,49 @@
+"""Benchmark: the Philly trace through the simulator (issue: trace-driven simulator).
+
+Prints wall seconds, simulated jobs per wall second, sessions, session latency p50/p99 and
+peak RSS for the Philly trace (philly.csv, 82,247 jobs) on its 552 machines with upstream's
+default configuration. ``--limit N`` runs only the first N jobs (by submit time) for a
+quicker measurement. Not a test: it never fails on timing.
+
+    python benchmarks/philly_trace.py [--limit 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import numpy as np
+
+from pyvolcano.cli.simulate import _trace_submissions
+from pyvolcano.conf import default_configuration
+from pyvolcano.framework.registry import default_registry
+from pyvolcano.simulator.runtime import Simulation
+from pyvolcano.simulator.traces import load_trace
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--limit", type=int, default=None, help="only the first N jobs")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    trace = load_trace("philly", limit=args.limit)
+    load = time.perf_counter() - t0
+    sim = Simulation(config=default_configuration(), registry=default_registry(), seed=0)
+    sim.submit(_trace_submissions(trace))
+    t1 = time.perf_counter()
+    res = sim.run()
+    wall = time.perf_counter() - t1
+    done = sum(1 for r in res.jobs.values() if r.finished is not None)
+    lat = np.array(res.session_seconds) if res.session_seconds else np.zeros(1)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"Philly: {len(trace.jobs):,} jobs on {len(trace.nodes)} nodes (trace load {load:.1f}s)")
+    print(f"wall {wall:.1f}s, {done:,} jobs finished, {done / wall:.1f} simulated jobs per wall second")
+    print(f"virtual time {res.virtual_seconds / 86400:.1f} days, sessions {res.sessions:,}, "
+          f"session latency p50 {np.percentile(lat, 50) * 1000:.1f} ms, p99 {np.percentile(lat, 99) * 1000:.1f} ms")
+    print(f"peak RSS {rss:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
