@@ -541,13 +541,16 @@ def test_shipped_traces_load() -> None:
 
 def test_builtin_scenario_is_the_documented_busy_philly_window() -> None:
     a = builtin_scenario()
-    assert BUILTIN_DAYS == 2
+    assert BUILTIN_DAYS == 1
     assert a.name == "builtin-philly" and a.format == "philly"
-    assert len(a.jobs) == 2817 and len(a.queues) == 10 and len(a.nodes) == 552
-    assert sum(t["replicas"] for j in a.jobs for t in j["spec"]["tasks"]) == 2854
-    assert sum(j["spec"]["minAvailable"] > 1 for j in a.jobs) == 25
-    assert submit(a.jobs[0]) == 0 and submit(a.jobs[-1]) < 2 * 86400
-    assert "2017-10-26" in a.notes[0]
+    assert len(a.jobs) == 1007 and len(a.queues) == 7 and len(a.nodes) == 64
+    assert sum(int(n["status"]["capacity"]["nvidia.com/gpu"]) for n in a.nodes) == 512
+    assert submit(a.jobs[0]) == 0 and submit(a.jobs[-1]) < 86400
+    assert "2017-10-08" in a.notes[0]
+    two = builtin_scenario(days=2, gpus=None)
+    assert len(two.jobs) == 2817 and len(two.queues) == 10 and len(two.nodes) == 552
+    assert sum(t["replicas"] for j in two.jobs for t in j["spec"]["tasks"]) == 2854
+    assert sum(j["spec"]["minAvailable"] > 1 for j in two.jobs) == 25
     b = builtin_scenario()
     assert json.dumps(a.objects()) == json.dumps(b.objects())
     with pytest.raises(TraceError):

@@ -99,40 +99,29 @@ def simulate(
 def experiment_fgd(
     nodes: Annotated[Path | None, typer.Option("--nodes", help="openb node list CSV (default: shipped)")] = None,
     pods: Annotated[Path | None, typer.Option("--pods", help="openb pod list CSV (default: shipped)")] = None,
-    policy: Annotated[str, typer.Option("--policy", help="Comma list: random,dotprod,gpuclustering,gpupacking,"
-                                        "bestfit,fgd")] = "fgd,bestfit,dotprod",
-    seed: Annotated[str, typer.Option("--seed", help="A seed or a range such as 42-51")] = "42",
+    policy: Annotated[str, typer.Option("--policy", help="Comma list of random, dotprod, gpuclustering, "
+                                        "gpupacking, bestfit, fgd; or all")] = "all",
+    seed: Annotated[str, typer.Option("--seed", help="Seeds: 42, 42-51 or 42-44,50")] = "42-51",
     tune: Annotated[float, typer.Option("--tune", help="Inflate the workload to tune × GPU capacity")] = 1.3,
+    tie_break: Annotated[str, typer.Option("--tie-break", help="rank (the paper's) or random (Volcano's)")]
+    = "rank",
     output: Annotated[str | None, typer.Option("--output", "-o", help="json or table")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Write curves (CSV, PNG) here")] = None,
 ) -> None:
     """The FGD paper's experiment (USENIX ATC'23): GPU allocation and fragmentation curves."""
-    from pyvolcano.cli.experiment import run_experiment_fgd
+    from pyvolcano.cli.experiment import parse_policies, parse_seeds, run_experiment_fgd
 
     try:
-        seeds = _parse_seeds(seed)
+        seeds = parse_seeds(seed)
+        policies = parse_policies(policy)
     except ValueError as e:
-        typer.echo(f"error: --seed: {e}", err=True)
+        typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
-    policies = [p.strip() for p in policy.split(",") if p.strip()]
-    raise typer.Exit(run_experiment_fgd(nodes, pods, policies, seeds, tune, _output(output), report))
-
-
-def _parse_seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if "-" in part[1:]:
-            lo, hi = part.split("-", 1)
-            a, b = int(lo), int(hi)
-            if b < a:
-                raise ValueError(f"got {part!r}; expected an ascending range such as 42-51")
-            out.extend(range(a, b + 1))
-        elif part:
-            out.append(int(part))
-    if not out:
-        raise ValueError("expected a seed such as 42 or a range such as 42-51")
-    return out
+    if tie_break not in ("rank", "random"):
+        typer.echo(f"error: --tie-break: got {tie_break!r}; expected rank or random", err=True)
+        raise typer.Exit(2)
+    raise typer.Exit(run_experiment_fgd(nodes, pods, policies, seeds, tune, _output(output), report,
+                                        tie_break=tie_break))
 
 
 def main() -> None:

@@ -8,7 +8,6 @@ workloads of plain PodGroups, the PodGroup itself.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.resource import Resource
@@ -27,30 +26,20 @@ JOB_NAME_KEY = "volcano.sh/job-name"
 
 
 def fragmentation(cache: SchedulerCache) -> float:
-    """Idle GPUs (whole-GPU equivalents) on nodes where a typical pending GPU pod cannot fit.
+    """GPU fragmentation (whole-GPU equivalents) with respect to the pending pods.
 
-    The typical pending pod is the most common request vector (cpu, memory, gpu) among
-    pending tasks that ask for GPUs; with no such pod nothing counts as fragmented. A node's
-    idle GPUs are fragmented when that pod does not fit the node's idle resources.
+    The FGD paper's measure (:func:`pyvolcano.gpu.session.cluster_fragmentation`) with the
+    pending pods as the target workload: the expected idle GPU capacity that a typical pending
+    pod — drawn by popularity from the pending pods' GPU shapes — cannot use, because the GPUs
+    left on its node are too small, of the wrong model, or lack CPU. With nothing pending,
+    nothing counts as fragmented.
     """
-    table = cache.node_table
-    d_gpu = table.dim_index.get(GPU)
-    if d_gpu is None or table.n == 0:
+    from pyvolcano.gpu.session import cluster_fragmentation
+
+    pending = [t for job in cache.pg_jobs.values() for t in job.tasks_in(TaskStatus.Pending).values()]
+    if not pending or not cache.node_list:
         return 0.0
-    shapes: Counter[tuple[float, float, float]] = Counter()
-    for job in cache.pg_jobs.values():
-        for t in job.tasks_in(TaskStatus.Pending).values():
-            g = t.resreq.scalars.get(GPU, 0.0)
-            if g > 0:
-                shapes[(t.resreq.milli_cpu, t.resreq.memory, g)] += 1
-    if not shapes:
-        return 0.0
-    cpu, mem, gpu = max(shapes.items(), key=lambda kv: (kv[1], kv[0]))[0]
-    n = table.n
-    idle_gpu = table.idle[d_gpu][:n]
-    fits = (table.idle[0][:n] > cpu - 0.1) & (table.idle[1][:n] > mem - 0.1) & (idle_gpu > gpu - 0.1)
-    fragmented = idle_gpu[(~fits) & (idle_gpu > 0)].sum()
-    return float(fragmented) / 1000.0
+    return cluster_fragmentation(cache.node_list, pending).fragmentation_milli / 1000.0
 
 
 class MetricsCollector:

@@ -12,8 +12,9 @@ Definitions (all times are virtual seconds from the start of the run):
   ``preemptions``: its pods evicted by the scheduler.
 * samples are taken after every scheduling session and every completion: GPU / CPU
   allocation ratio = Σ requests of pods bound to nodes / Σ allocatable; GPU fragmentation
-  = idle GPUs (whole-GPU equivalents) that cannot host a typical pending pod
-  (see :func:`fragmentation`); per queue: allocated GPUs, deserved GPUs (proportion's
+  = idle GPUs (whole-GPU equivalents) that a typical pending pod cannot use — the FGD
+  paper's measure with the pending pods as target workload (see
+  :func:`pyvolcano.simulator.collector.fragmentation`); per queue: allocated GPUs, deserved GPUs (proportion's
   deserved, when computed) and share.
 """
 
