@@ -55,7 +55,8 @@ def job(name: str, *, replicas: int = 2, cpu: str = "1", duration: str | None = 
         spec["maxRetry"] = max_retry
     if priority_class:
         spec["priorityClassName"] = priority_class
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"},
             "spec": spec}
 
 
@@ -115,7 +116,7 @@ def test_suspend_and_resume_through_commands() -> None:
                 "metadata": {"name": name, "namespace": "default"}, "action": action,
                 "target": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "svc", "uid": ""}}
 
-    res, sim = run([(0, node("n1")), (0, job("svc", duration="600s")), (100, command("suspend", "AbortJob")),
+    res, _ = run([(0, node("n1")), (0, job("svc", duration="600s")), (100, command("suspend", "AbortJob")),
                     (200, command("resume", "ResumeJob"))])
     rec = res.jobs["default/svc"]
     phases = [what for _t, what in res.timeline if what.startswith("job default/svc")]

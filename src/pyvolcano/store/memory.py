@@ -93,7 +93,7 @@ class InMemoryStore:
         """The stored object itself, without a copy: read-only for hot read paths.
 
         Callers must not mutate the result (writes go through update/patch). NotFound as get."""
-        return self._stored(self._key(kind, namespace, name))  # type: ignore[no-any-return]
+        return self._stored(self._key(kind, namespace, name))
 
     def list(self, kind: str, namespace: str | None = None, *,
              label_selector: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
