@@ -33,7 +33,8 @@ def _node() -> dict[str, Any]:
 
 
 def _job(name: str, milli: int) -> dict[str, Any]:
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"},
             "spec": {"minAvailable": 1, "tasks": [{"name": "main", "replicas": 1, "template": {
                 "metadata": {"annotations": {"pyvolcano.io/gpu-milli": str(milli), "pyvolcano.io/duration": "10m"}},
                 "spec": {"containers": [{"name": "c", "image": "busybox",
