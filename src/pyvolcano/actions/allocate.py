@@ -50,6 +50,10 @@ class Allocate:
                     continue
                 assert job.podgroup is not None
                 job.podgroup.phase = "Inqueue"
+            if len(job.tasks_in(TaskStatus.Pending)) == job.pending_best_effort:
+                # Nothing for allocate (upstream builds an empty worksheet and skips the job;
+                # JobValid has no side effects, so asking it first changes nothing).
+                continue
             vr = ssn.job_valid(job)
             if vr is not None and not vr.passed:
                 continue

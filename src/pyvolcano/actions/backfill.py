@@ -37,6 +37,8 @@ class Backfill:
         for job in ssn.jobs.values():
             if job.is_pending():
                 continue
+            if not job.pending_best_effort and not job.tasks_in(TaskStatus.Pipelined):
+                continue  # no BestEffort work (JobValid has no side effects: skipping it is safe)
             vr = ssn.job_valid(job)
             if vr is not None and not vr.passed:
                 continue

@@ -56,6 +56,7 @@ class JobInfo:
         "_min_resources",
         "allocated",
         "creation_timestamp",
+        "inqueue_memo",
         "job_fit_errors",
         "min_available",
         "name",
@@ -88,6 +89,7 @@ class JobInfo:
         self.name = name
         self.podgroup: PodGroup | None = None
         self._min_resources: Resource | None = None
+        self.inqueue_memo: tuple[object, Resource] | None = None
         self.queue = ""
         self.priority = 0
         self.min_available = 0

@@ -28,12 +28,29 @@ SHARE_DELTA = 0.000001
 
 
 class DrfAttr:
-    __slots__ = ("allocated", "dominant_resource", "share")
+    """A job's DRF allocation; the share is recomputed lazily after the allocation changes."""
 
-    def __init__(self, allocated: Resource):
+    __slots__ = ("_dominant", "_share", "_total", "allocated")
+
+    def __init__(self, allocated: Resource, total: Resource):
         self.allocated = allocated
-        self.share = 0.0
-        self.dominant_resource = ""
+        self._total = total
+        self._share: float | None = None
+        self._dominant = ""
+
+    def invalidate(self) -> None:
+        self._share = None
+
+    @property
+    def share(self) -> float:
+        if self._share is None:
+            self._dominant, self._share = calculate_share(self.allocated, self._total)
+        return self._share
+
+    @property
+    def dominant_resource(self) -> str:
+        _ = self.share
+        return self._dominant
 
 
 def calculate_share(allocated: Resource, total: Resource) -> tuple[str, float]:
@@ -56,7 +73,7 @@ class Drf:
         self.job_attrs: dict[str, DrfAttr] = {}
 
     def update_share(self, attr: DrfAttr) -> None:
-        attr.dominant_resource, attr.share = calculate_share(attr.allocated, self.total)
+        attr.invalidate()
 
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource.clone()
@@ -67,8 +84,7 @@ class Drf:
 
             hdrf = HierarchicalDrf(self.total)
         for job in ssn.jobs.values():
-            attr = DrfAttr(job.allocated.clone())
-            self.update_share(attr)
+            attr = DrfAttr(job.allocated.clone(), self.total)
             self.job_attrs[job.uid] = attr
             if hdrf is not None:
                 queue = ssn.queues.get(job.queue)
