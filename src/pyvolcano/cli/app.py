@@ -83,6 +83,8 @@ def simulate(
     = None,
     until: Annotated[str | None, typer.Option("--until", help="Stop at this virtual time, e.g. 24h")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for every random choice")] = 0,
+    schedule_period: Annotated[float, typer.Option("--schedule-period", min=0.001,
+                                                   help="Seconds between scheduling sessions")] = 1.0,
     report: Annotated[Path | None, typer.Option("--report", help="Write CSVs, plots and report.html here")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", help="json or table")] = None,
 ) -> None:
@@ -92,6 +94,7 @@ def simulate(
     raise typer.Exit(run_simulate_command(
         cluster=cluster, workload=workload, trace=trace, trace_format=trace_format, nodes=nodes, config=config,
         compare=compare, until=until, seed=seed, report=report, output=_output(output),
+        schedule_period=schedule_period,
     ))
 
 

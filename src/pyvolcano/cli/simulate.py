@@ -102,6 +102,7 @@ def run_simulate_command(
     seed: int,
     report: Path | None,
     output: str,
+    schedule_period: float = 1.0,
 ) -> int:
     """Manifest mode (``--cluster/--workload``), trace mode (``--trace``) or the built-in scenario."""
     from pyvolcano.simulator.traces import TraceError, builtin_scenario, load_trace
@@ -147,7 +148,7 @@ def run_simulate_command(
     for path, conf in configs:
         label = path.name if path is not None else "default"
         res, metrics = _run_once(conf, registry, seed, cluster_subs, work_subs, events, horizon, console,
-                                 label=label, show=console.is_terminal)
+                                 label=label, show=console.is_terminal, period=schedule_period)
         metrics.name = scenario
         metrics.config_name = label
         metrics.notes = notes
@@ -203,7 +204,8 @@ def _trace_submissions(tr: Any) -> list[Submission]:
 
 
 def _run_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work_subs: list[Any], events: list[Any],
-              horizon: float, console: Console, *, label: str, show: bool) -> tuple[SimulationResult, Any]:
+              horizon: float, console: Console, *, label: str, show: bool,
+              period: float = 1.0) -> tuple[SimulationResult, Any]:
     progress = Progress(TextColumn(f"[bold]{label}[/bold] virtual {{task.fields[vt]}}"), BarColumn(),
                         TextColumn("{task.completed}/{task.total} jobs"), TimeElapsedColumn(),
                         console=console, disable=not show, transient=True)
@@ -213,7 +215,7 @@ def _run_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work
         def on_progress(now: float, done: int, total: int) -> None:
             progress.update(task_id, completed=done, total=max(total, 1), vt=_fmt_secs(now))
 
-        sim = Simulation(config=conf, registry=registry, seed=seed, progress=on_progress)
+        sim = Simulation(config=conf, registry=registry, seed=seed, progress=on_progress, schedule_period=period)
         sim.submit(cluster_subs)
         sim.submit(work_subs)
         sim.cluster_events(events)

@@ -22,6 +22,7 @@ __all__ = ["ClusterEvent", "Submission", "load_workload"]
 
 SUBMIT_AT = "pyvolcano.io/submit-at"
 CLUSTER_KINDS = {"Node", "Queue", "PriorityClass"}
+CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace"}
 WORKLOAD_KINDS = {"Job", "Queue", "PodGroup", "Pod", "Command", "PriorityClass", "Namespace", "Service",
                   "ConfigMap", "Secret", "Node"}
 
@@ -40,9 +41,10 @@ class Submission:
     @property
     def key(self) -> str:
         md = self.obj.get("metadata") or {}
-        ns = md.get("namespace")
         name = md.get("name") or md.get("generateName") or "?"
-        return f"{ns}/{name}" if ns else str(name)
+        if self.kind in CLUSTER_SCOPED:
+            return str(name)
+        return f"{md.get('namespace') or 'default'}/{name}"
 
 
 @dataclass(frozen=True, slots=True)
