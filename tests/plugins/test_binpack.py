@@ -179,3 +179,26 @@ def test_vectorised_scores_equal_a_per_node_reference(nodes: list[tuple[int, int
         return
     weights = resource_weights(Arguments(arguments, owner="test"))
     assert scores(ssn, "c1-p") == pytest.approx(_reference(ssn, "c1-p", weights, bw), rel=1e-12, abs=1e-12)
+
+
+def test_few_node_scalar_path_scores_exactly_like_the_vectorised_kernel() -> None:
+    import numpy as np
+
+    from builders import cache_of, node, pod, podgroup, queue
+    from pyvolcano.conf import load_scheduler_conf
+    from pyvolcano.framework.registry import default_registry
+
+    docs = [queue("q"), podgroup("pg", min_member=1)]
+    for i, (c, m) in enumerate([(4, 8), (16, 64), (2, 3), (32, 128), (8, 8), (1, 1)]):
+        docs.append(node(f"n{i}", cpu=str(c), memory=f"{m}Gi", nvidia_com__gpu=str(i)))
+        docs.append(pod(f"r-{i}", "pg", cpu=f"{300 * i}m", memory=f"{700 * i}Mi", node_name=f"n{i}", phase="Running"))
+    docs.append(pod("p-0", "pg", cpu="1500m", memory="3Gi"))
+    cache = cache_of(*docs)
+    config = load_scheduler_conf("actions: allocate\ntiers:\n- plugins:\n  - name: binpack\n")
+    ssn = cache.open_session(config, default_registry().plugin_factories(["binpack"]), now=0.0,
+                             rng=np.random.default_rng(0))
+    task = next(t for t in cache.tasks.values() if t.name == "p-0")
+    fn = ssn._callbacks["node_order"]["binpack"]
+    idx = np.arange(6, dtype=np.int64)
+    one_by_one = np.concatenate([fn(task, idx[k:k + 1]) for k in range(6)])
+    assert np.array_equal(one_by_one, fn(task, idx))

@@ -34,6 +34,8 @@ from pyvolcano.api.task import TaskInfo, TaskStatus
 __all__ = ["NodeInfo", "NodeTable", "RequestVector"]
 
 RequestVector = tuple[tuple[int, float], ...]
+_MAX_CHANGE_LOG = 1_000_000
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 class NodeTable:
@@ -61,6 +63,9 @@ class NodeTable:
         self.nonzero_cpu = np.zeros(self._cap, dtype=np.float64)
         self.nonzero_mem = np.zeros(self._cap, dtype=np.float64)
         self._clock = 0
+        # Append-only log of changed rows (bounded; see changes_since).
+        self._changes: list[int] = []
+        self._change_base = 0
         self._vec_cache: dict[int, RequestVector] = {}
         for d in (CPU, MEMORY):
             self.ensure_dim(d)
@@ -135,6 +140,26 @@ class NodeTable:
     def bump(self, i: int) -> None:
         self._clock += 1
         self.version[i] = self._clock
+        self._changes.append(i)
+        if len(self._changes) > _MAX_CHANGE_LOG:
+            self._change_base += len(self._changes)
+            self._changes = []
+
+    @property
+    def change_position(self) -> int:
+        """Position in the change log; pass it to :meth:`changes_since` later."""
+        return self._change_base + len(self._changes)
+
+    def changes_since(self, position: int) -> np.ndarray | None:
+        """Rows changed since ``position`` (unique), or None if the log no longer reaches back."""
+        if position < self._change_base:
+            return None
+        tail = self._changes[position - self._change_base :]
+        if not tail:
+            return _NO_ROWS
+        if len(tail) == 1:
+            return np.array(tail, dtype=np.int64)
+        return np.unique(np.array(tail, dtype=np.int64))
 
     # ------------------------------------------------------------------ vectors
     def task_vector(self, task: TaskInfo) -> RequestVector:

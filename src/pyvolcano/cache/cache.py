@@ -111,9 +111,9 @@ class SchedulerCache:
         # released (pod finished or deleted), node or queue changes, a job leaving.
         self.capacity_epoch = 0
         # Allocate-predicate feasibility masks shared by equivalent tasks (Session.feasible_nodes).
-        self.feasibility: dict[object, tuple[np.ndarray, np.ndarray]] = {}
+        self.feasibility: dict[object, tuple[np.ndarray, int]] = {}
         # Node-order scores of node-local scorers, per (plugin, task key) (Session.node_order_scores).
-        self.score_cache: dict[object, tuple[np.ndarray, np.ndarray]] = {}
+        self.score_cache: dict[object, tuple[np.ndarray, np.ndarray, int]] = {}
         self.sessions = 0
 
     # ------------------------------------------------------------------ loading

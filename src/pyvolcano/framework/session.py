@@ -398,16 +398,21 @@ class Session:
         ckey = (name, key)
         entry = store.get(ckey)
         if entry is None or len(entry[0]) != n:
-            entry = (np.zeros(n, dtype=np.float64), np.full(n, -1, dtype=np.int64))
+            entry = (np.zeros(n, dtype=np.float64), np.zeros(n, dtype=bool), table.change_position)
             store[ckey] = entry
             if len(store) > 512:
                 store.pop(next(iter(store)))
-        values, snap = entry
-        current = table.version[idx]
-        stale = idx[current != snap[idx]]
-        if len(stale):
-            values[stale] = fn(task, stale)
-            snap[stale] = table.version[stale]
+        values, known, pos = entry
+        changed = table.changes_since(pos)
+        if changed is None:
+            known[:] = False
+        elif len(changed):
+            known[changed] = False
+        store[ckey] = (values, known, table.change_position)
+        need = idx[~known[idx]]
+        if len(need):
+            values[need] = fn(task, need)
+            known[need] = True
         return values[idx]
 
     # ------------------------------------------------------------------ node selection helpers
@@ -495,22 +500,20 @@ class Session:
         """
         table = self.node_table
         n = table.n
-        versions = table.version[:n]
         store = self.cache.feasibility
         entry = store.get(key)
-        if entry is None or len(entry[0]) != n:
+        changed = None if entry is None else table.changes_since(entry[1])
+        if entry is None or len(entry[0]) != n or changed is None:
             mask, _ = self.allocate_predicate(task, np.arange(n, dtype=np.int64))
-            entry = (mask, versions.copy())
-            store[key] = entry
+            store[key] = (mask, table.change_position)
             if len(store) > 512:
                 store.pop(next(iter(store)))
         else:
-            mask, snap = entry
-            stale = np.flatnonzero(versions != snap)
-            if len(stale):
-                ok, _ = self.allocate_predicate(task, stale)
-                mask[stale] = ok
-                snap[stale] = versions[stale]
+            mask = entry[0]
+            if len(changed):
+                ok, _ = self.allocate_predicate(task, changed)
+                mask[changed] = ok
+            store[key] = (mask, table.change_position)
         if n == 0:
             return np.zeros(0, dtype=np.int64)
         start = self.cache.last_processed_node_index % n

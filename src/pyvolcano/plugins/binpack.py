@@ -88,8 +88,27 @@ class Binpack:
                 terms = cache[task.uid] = (rows, sum(w for _d, _r, w in rows))
             return terms
 
+        def scalar(rows: tuple[tuple[int | None, float, int], ...], weight_sum: float, i: int) -> float:
+            # One node in plain Python: the same float operations as the numpy kernel.
+            score = 0.0
+            for d, request, weight in rows:
+                if d is None or weight == 0:
+                    continue
+                capacity = float(table.allocatable[d][i])
+                if capacity == 0:
+                    continue
+                used_finally = request + float(table.used[d][i])
+                if used_finally > capacity:
+                    return 0.0
+                score += used_finally * float(weight) / capacity
+            if weight_sum > 0:
+                score /= weight_sum
+            return score * scale
+
         def node_order(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
             rows, weight_sum = terms_of(task)
+            if len(idx) <= 4:
+                return np.array([scalar(rows, weight_sum, i) for i in idx.tolist()], dtype=np.float64)
             score = np.zeros(len(idx), dtype=np.float64)
             over = np.zeros(len(idx), dtype=bool)
             for d, request, weight in rows:

@@ -241,6 +241,32 @@ class K8sNodeView:
                 col = col - self._delta[row, idx]
         return col
 
+    def nonzero_requested_at(self, i: int) -> tuple[float, float]:
+        """:meth:`nonzero_requested` of one node, as Python floats."""
+        cpu = float(self._table.nonzero_cpu[i])
+        mem = float(self._table.nonzero_mem[i])
+        if self._delta is not None:
+            cpu -= float(self._delta[self._NZ_CPU, i])
+            mem -= float(self._delta[self._NZ_MEM, i])
+        return cpu, mem
+
+    def requested_at(self, name: str, i: int) -> float:
+        """:meth:`requested` of one node, as a Python float."""
+        t = self._table
+        d = t.dim_index.get(name)
+        if d is None:
+            return 0.0
+        value = float(t.used[d][i] + t.pipelined[d][i])
+        if self._delta is not None:
+            row = {CPU: self._CPU, MEMORY: self._MEM, GPU: self._GPU}.get(name)
+            if row is not None:
+                value -= float(self._delta[row, i])
+        return value
+
+    def allocatable_at(self, name: str, i: int) -> float:
+        d = self._table.dim_index.get(name)
+        return 0.0 if d is None else float(self._table.allocatable[d][i])
+
     def allocatable(self, name: str, idx: np.ndarray) -> FloatArray:
         d = self._table.dim_index.get(name)
         if d is None:
@@ -325,14 +351,13 @@ class _Scorers:
         dominates.
         """
         v = self._view
-        one = np.array([i], dtype=np.int64)
         total = 0.0
         if w.least_requested or w.most_requested:
             pod_cpu, pod_mem = task.nonzero_request()
-            node_cpu, node_mem = v.nonzero_requested(one)
-            req = (int(np.rint(float(node_cpu[0]) + pod_cpu)), int(np.rint(float(node_mem[0]) + pod_mem)))
-            cap = (int(np.rint(float(v.allocatable(CPU, one)[0]))),
-                   int(np.rint(float(v.allocatable(MEMORY, one)[0]))))
+            node_cpu, node_mem = v.nonzero_requested_at(i)
+            # np.rint rounds half to even, like the vectorised kernel; Python's round does too.
+            req = (round(node_cpu + pod_cpu), round(node_mem + pod_mem))
+            cap = (round(v.allocatable_at(CPU, i)), round(v.allocatable_at(MEMORY, i)))
             if w.least_requested:
                 total += w.least_requested * _scalar_mean(
                     [(0 if c == 0 or r > c else ((c - r) * MAX_NODE_SCORE) // c, c, wt)
@@ -348,9 +373,9 @@ class _Scorers:
                 names = (CPU, MEMORY, GPU) if pod[2] else (CPU, MEMORY)
                 fracs = []
                 for name, amount in zip(names, pod):
-                    alloc = float(v.allocatable(name, one)[0])
+                    alloc = v.allocatable_at(name, i)
                     if alloc != 0:
-                        fracs.append(min((float(v.requested(name, one)[0]) + amount) / alloc, 1.0))
+                        fracs.append(min((v.requested_at(name, i) + amount) / alloc, 1.0))
                 std = 0.0
                 if len(fracs) == 2:
                     std = abs((fracs[0] - fracs[1]) / 2)
