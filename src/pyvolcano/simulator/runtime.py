@@ -209,6 +209,12 @@ class Simulation:
                 return
         raise RuntimeError("simulation did not settle (controllers keep writing)")
 
+    def _compact(self) -> None:
+        # Everything up to self.revision has been dispatched: the store need not keep it.
+        compact = getattr(self.store, "compact", None)
+        if compact is not None:
+            compact(self.revision)
+
     def _schedule(self) -> None:
         t0 = time.perf_counter()
         result = self.cache.run_session(self.config, self.plugins, self.actions, now=self.loop.now, rng=self.rng)
@@ -220,6 +226,8 @@ class Simulation:
             self.collector.on_eviction(ns, name)
         self._write_back(result)
         self.collector.sample(self.loop.now, result)
+        if self.sessions % 100 == 0:
+            self._compact()
         if self.on_session is not None:
             self.on_session(self.loop.now, result)
 

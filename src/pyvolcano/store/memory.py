@@ -121,6 +121,17 @@ class InMemoryStore:
         return [WatchEvent(e.type, e.kind, clone(e.object), e.revision) for e in self._events[start:]
                 if wanted is None or e.kind in wanted]
 
+    def compact(self, revision: int, *, keep: int = 10_000) -> int:
+        """Forget watch history up to ``revision`` (as etcd compaction does), always keeping the
+        last ``keep`` events. A watch from a compacted revision then starts at the oldest event
+        kept. Returns how many events were dropped."""
+        cut = bisect.bisect_right(self._event_revs, revision)
+        cut = min(cut, max(len(self._events) - keep, 0))
+        if cut > 0:
+            del self._events[:cut]
+            del self._event_revs[:cut]
+        return max(cut, 0)
+
     # ------------------------------------------------------------------------- writes
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
