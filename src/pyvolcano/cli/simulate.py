@@ -173,7 +173,9 @@ def run_simulate_command(
                 full = _json(res)
                 out["jobs"] = full["jobs"]
                 out["podgroups"] = full["podgroups"]
-                out["queues_state"] = full["queues"]
+                # Issue-3 shape ({"state": ...}) merged into the per-queue metrics.
+                for q, st in full["queues"].items():
+                    out["queues"].setdefault(q, {}).update(st)
                 out["rejected"] = full["rejected"]
         else:
             out = rep.compare(runs[0][1], runs[1][1])
