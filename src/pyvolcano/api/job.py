@@ -28,6 +28,7 @@ __all__ = ["JobInfo", "ValidateResult"]
 
 _ALLOCATED = ALLOCATED_STATUS._value_
 _N_STATUS = len(TaskStatus)
+_EMPTY = Resource()
 
 
 @functools.lru_cache(maxsize=256)
@@ -175,7 +176,11 @@ class JobInfo:
         return out
 
     def elastic_resources(self) -> Resource:
-        return self.allocated.exceeded_part(self.min_resources())
+        if self.podgroup is None or self.podgroup.min_resources is None:
+            return self.allocated.exceeded_part(_EMPTY)
+        if self._min_resources is None:
+            self._min_resources = Resource.from_list(self.podgroup.min_resources)
+        return self.allocated.exceeded_part(self._min_resources)
 
     # ------------------------------------------------------------------ tasks
     def add_task(self, task: TaskInfo) -> None:
@@ -252,7 +257,10 @@ class JobInfo:
 
     def count(self, statuses: TaskStatus) -> int:
         counts = self.status_counts
-        return sum(counts[i] for i in _bits(statuses._value_))
+        total = 0
+        for i in _bits(statuses._value_):
+            total += counts[i]
+        return total
 
     # ------------------------------------------------------------------ gang counters
     def ready_task_num(self) -> int:
