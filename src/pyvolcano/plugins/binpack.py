@@ -76,16 +76,18 @@ class Binpack:
         table = ssn.node_table
         weights = self.resource_weights
         scale = float(MAX_NODE_SCORE * self.weight)
-        cache: dict[str, Terms] = {}
+        cache: dict[object, Terms] = {}
 
         def terms_of(task: TaskInfo) -> Terms:
-            terms = cache.get(task.uid)
+            # Keyed by the request vector: identical replicas share their terms.
+            vec = table.task_vector(task)
+            terms = cache.get(vec)
             if terms is None:
                 req = task.resreq
                 names = [n for n in req.resource_names() if n in weights]
                 names.sort(key=lambda n: (n not in (CPU, MEMORY), n != CPU, n))
                 rows = tuple((table.dim_index.get(n), req.get(n), weights[n]) for n in names)
-                terms = cache[task.uid] = (rows, sum(w for _d, _r, w in rows))
+                terms = cache[vec] = (rows, sum(w for _d, _r, w in rows))
             return terms
 
         def scalar(rows: tuple[tuple[int | None, float, int], ...], weight_sum: float, i: int) -> float:

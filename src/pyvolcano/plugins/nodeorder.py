@@ -555,7 +555,19 @@ class NodeOrder:
                 total += fn(task, idx) * float(weight)
             return total
 
+        key_memo: dict[tuple[str, int], tuple[object, ...] | None] = {}
+
         def cache_key(task: TaskInfo) -> tuple[object, ...] | None:
+            # Memoised per task; the one session-dependent input, the pods with preferred
+            # affinity terms, is part of the memo key through their count.
+            mk = (task.uid, len(view.affinity_pods()) if w.pod_affinity else 0)
+            if mk in key_memo:
+                return key_memo[mk]
+            key = _cache_key(task)
+            key_memo[mk] = key
+            return key
+
+        def _cache_key(task: TaskInfo) -> tuple[object, ...] | None:
             # Node-local only when every normalising scorer is constant for this task.
             pod = task.pod
             if w.node_affinity and pod.affinity and (pod.affinity.get("nodeAffinity") or {}).get(
