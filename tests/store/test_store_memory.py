@@ -613,3 +613,17 @@ def test_rfc3339_helpers() -> None:
     assert from_rfc3339("2023-12-31T23:59:59Z") == -1
     with pytest.raises(ValueError, match="RFC 3339"):
         from_rfc3339("yesterday")
+
+
+def test_compact_drops_consumed_history_but_keeps_the_newest_events() -> None:
+    from pyvolcano.store.memory import InMemoryStore
+
+    store = InMemoryStore(clock=lambda: 0.0)
+    for i in range(30):
+        store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"}})
+    assert len(store.watch(0)) == 30
+    dropped = store.compact(store.revision, keep=10)
+    assert dropped == 20
+    events = store.watch(0)
+    assert [e.object["metadata"]["name"] for e in events] == [f"n{i}" for i in range(20, 30)]
+    assert store.compact(5, keep=0) == 0  # nothing at or before revision 5 is left
