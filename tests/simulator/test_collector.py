@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from builders import cache_of, node, pod, podgroup, queue
-
 from pyvolcano.simulator.collector import fragmentation
 
 
