@@ -16,13 +16,12 @@ k8s-derived scorers (nodeorder): the sum of every task's non-zero cpu/memory req
 (:meth:`TaskInfo.nonzero_request`), whatever its status, since upstream's k8s node snapshot
 holds every pod on the node.
 
-Invariant: ``version[i]`` increases whenever row ``i`` changes, so per-task caches can detect
-which rows are stale without rescanning the cluster.
+Invariant: every change to row ``i`` appends ``i`` to the change log (:meth:`NodeTable.bump`),
+so per-task caches can find the stale rows without rescanning the cluster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -58,11 +57,9 @@ class NodeTable:
         self.future: list[np.ndarray] = []
         # Which scalar dimensions each node declares (needed for "relevant dimension" rules).
         self.declared: list[np.ndarray] = []
-        self.version = np.zeros(self._cap, dtype=np.int64)
         self.task_count = np.zeros(self._cap, dtype=np.int64)
         self.nonzero_cpu = np.zeros(self._cap, dtype=np.float64)
         self.nonzero_mem = np.zeros(self._cap, dtype=np.float64)
-        self._clock = 0
         # Append-only log of changed rows (bounded; see changes_since).
         self._changes: list[int] = []
         self._change_base = 0
@@ -96,11 +93,9 @@ class NodeTable:
             b2 = np.zeros(new_cap, dtype=bool)
             b2[: self._cap] = a
             self.declared[i] = b2
-        for name in ("version", "task_count"):
-            a = getattr(self, name)
-            b3 = np.zeros(new_cap, dtype=np.int64)
-            b3[: self._cap] = a
-            setattr(self, name, b3)
+        counts = np.zeros(new_cap, dtype=np.int64)
+        counts[: self._cap] = self.task_count
+        self.task_count = counts
         for name in ("nonzero_cpu", "nonzero_mem"):
             a = getattr(self, name)
             b4 = np.zeros(new_cap, dtype=np.float64)
@@ -138,8 +133,6 @@ class NodeTable:
         self.bump(i)
 
     def bump(self, i: int) -> None:
-        self._clock += 1
-        self.version[i] = self._clock
         self._changes.append(i)
         if len(self._changes) > _MAX_CHANGE_LOG:
             self._change_base += len(self._changes)
@@ -333,11 +326,3 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"Node<{self.name}>"
-
-
-def node_names(nodes: Iterable[NodeInfo]) -> list[str]:
-    return [n.name for n in nodes]
-
-
-def index_array(nodes: Sequence[NodeInfo]) -> np.ndarray:
-    return np.fromiter((n.index for n in nodes), dtype=np.int64, count=len(nodes))

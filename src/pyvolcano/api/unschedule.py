@@ -54,12 +54,11 @@ class FitGroup:
 class FitErrors:
     """Per-task record of the nodes that failed and why."""
 
-    __slots__ = ("err", "groups", "node_names")
+    __slots__ = ("err", "groups")
 
-    def __init__(self, node_names: list[str] | None = None):
+    def __init__(self) -> None:
         self.groups: list[FitGroup] = []
         self.err = ""
-        self.node_names = node_names
 
     def add(self, reason: str, code: Code, nodes: np.ndarray) -> None:
         if len(nodes):

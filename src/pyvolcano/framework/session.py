@@ -20,7 +20,7 @@ inputs and seed give the same decisions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,7 +33,7 @@ from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import Code, FitErrors, Status, insufficient_reason
 from pyvolcano.conf.schema import PluginOption, SchedulerConfiguration
 from pyvolcano.framework import extension_points as ep
-from pyvolcano.framework.interfaces import Event, EventHandler, Plugin, Vote
+from pyvolcano.framework.interfaces import Event, EventHandler, Plugin
 from pyvolcano.framework.statement import Statement
 
 if TYPE_CHECKING:
@@ -665,8 +665,6 @@ class Session:
     def all_node_indices(self) -> np.ndarray:
         return np.arange(self.node_table.n, dtype=np.int64)
 
-    def jobs_sorted(self) -> Iterable[JobInfo]:
-        return self.jobs.values()
 
 
 def compare_task(l: TaskInfo, r: TaskInfo) -> bool:
@@ -685,14 +683,3 @@ def _restrict_errors(errors: FitErrors, examined: np.ndarray) -> FitErrors:
         keep = g.nodes[np.isin(g.nodes, examined)]
         out.add(g.reason, g.code, keep)
     return out
-
-
-def tasks_by_uid(tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
-    return sorted(tasks, key=lambda t: t.uid)
-
-
-def status_names(statuses: Sequence[TaskStatus]) -> list[str]:
-    return [str(s) for s in statuses]
-
-
-_ = Vote

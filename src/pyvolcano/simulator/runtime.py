@@ -41,7 +41,7 @@ from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.simulator.kubelet import Kubelets
 from pyvolcano.simulator.metrics import RunMetrics
 from pyvolcano.simulator.workload import ClusterEvent, Submission
-from pyvolcano.store.base import AlreadyExists, StoreError, WatchEvent, from_rfc3339
+from pyvolcano.store.base import AlreadyExists, StoreError, WatchEvent
 
 __all__ = ["JobRecord", "Simulation", "SimulationResult"]
 
@@ -386,5 +386,3 @@ def _default_controllers(*, store: Any, rng: random.Random) -> list[Any]:
 
     return list(default_controllers(store=store, rng=rng))
 
-
-_ = from_rfc3339
