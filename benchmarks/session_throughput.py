@@ -26,23 +26,11 @@ from _synthetic import synthetic_cluster, to_yaml
 
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
+from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
 from pyvolcano.framework.registry import default_registry
 
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+# Upstream's built-in default plus binpack (the last plugin of the last tier).
+CONF = DEFAULT_SCHEDULER_CONF + "  - name: binpack\n"
 
 
 def peak_rss_mib() -> float:
