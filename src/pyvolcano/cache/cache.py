@@ -189,6 +189,9 @@ class SchedulerCache:
 
     def delete_pod(self, uid: str) -> None:
         self.capacity_epoch += 1
+        self._remove_task(uid)
+
+    def _remove_task(self, uid: str) -> None:
         task = self.tasks.pop(uid, None)
         self.pods.pop(uid, None)
         if task is None:
@@ -331,9 +334,7 @@ class SchedulerCache:
             # the cached task holds an in-flight placement.
             if not pod.node_name and old.status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Pipelined):
                 return old
-            epoch = self.capacity_epoch
-            self.delete_pod(pod.uid)
-            self.capacity_epoch = epoch
+            self._remove_task(pod.uid)
             new = self.add_pod(pod)
             if new is None or new.status in (TaskStatus.Succeeded, TaskStatus.Failed, TaskStatus.Releasing,
                                              TaskStatus.Unknown) or new.node_name != old.node_name:

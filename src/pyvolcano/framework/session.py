@@ -491,8 +491,8 @@ class Session:
     def feasible_nodes(self, task: TaskInfo, key: Hashable) -> np.ndarray:
         """Fast path of :meth:`predicate_nodes` with :meth:`allocate_predicate` over all nodes.
 
-        Uses a per-key feasibility mask kept in the cache across sessions: only rows whose
-        version changed since the mask was computed are re-evaluated. The round-robin window
+        Uses a per-key feasibility mask kept in the cache across sessions: only rows in the node
+        table's change log since the mask was computed are re-evaluated. The round-robin window
         (numNodesToFind from the last processed index) is applied exactly as in
         :meth:`predicate_nodes`. Returns an empty array when no node is feasible; the caller
         then runs the full path to collect fit errors (which leaves the round-robin index
@@ -514,28 +514,11 @@ class Session:
                 ok, _ = self.allocate_predicate(task, changed)
                 mask[changed] = ok
             store[key] = (mask, table.change_position)
-        if n == 0:
-            return np.zeros(0, dtype=np.int64)
-        start = self.cache.last_processed_node_index % n
-        want = self.num_feasible_nodes_to_find(n)
-        first = np.flatnonzero(mask[start:])
-        if len(first) >= want:
-            picked = first[:want] + start
-            processed = int(first[want - 1]) + 1
-        else:
-            second = np.flatnonzero(mask[:start])
-            total = len(first) + len(second)
-            if total == 0:
-                return np.zeros(0, dtype=np.int64)
-            if total >= want:
-                need = want - len(first)
-                picked = np.concatenate([first + start, second[:need]])
-                processed = (n - start) + int(second[need - 1]) + 1
-            else:
-                picked = np.concatenate([first + start, second])
-                processed = n
-        self.cache.last_processed_node_index = (start + processed) % n
-        return picked
+        # The same round-robin window as the full path, over the cached verdicts.
+        feasible, _ = self.predicate_nodes(
+            task, np.arange(n, dtype=np.int64), lambda _t, order: (mask[order], FitErrors())
+        )
+        return feasible
 
     def allocate_predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, FitErrors]:
         """Allocate's predicate: InitResreq ≤ FutureIdle, then every plugin predicate."""
