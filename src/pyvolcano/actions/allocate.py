@@ -112,13 +112,13 @@ class Allocate:
             if job.task_has_fit_errors(task):
                 fe = FitErrors()
                 fe.set_error(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
-                job.nodes_fit_errors[task.uid] = fe
+                job.set_task_fit_errors(task, fe)
                 continue
             st = ssn.pre_predicate(task)
             if st is not None:
                 fe = FitErrors()
                 fe.add(st.reason, st.code, all_nodes)
-                job.nodes_fit_errors[task.uid] = fe
+                job.set_task_fit_errors(task, fe)
                 if job.need_continue_allocating():
                     continue
                 break
@@ -138,7 +138,7 @@ class Allocate:
             if len(feasible) == 0:
                 feasible, errors = ph.predicate_nodes(task, all_nodes, ssn.allocate_predicate)
             if len(feasible) == 0:
-                job.nodes_fit_errors[task.uid] = errors
+                job.set_task_fit_errors(task, errors)
                 if job.need_continue_allocating():
                     continue
                 break

@@ -84,12 +84,12 @@ class Backfill:
             if st is not None:
                 fe = FitErrors()
                 fe.add(st.reason, st.code, all_nodes)
-                job.nodes_fit_errors[task.uid] = fe
+                job.set_task_fit_errors(task, fe)
                 continue
             ph = PredicateHelper(ssn, enable_error_cache=self.enable_predicate_error_cache)
             feasible, errors = ph.predicate_nodes(task, all_nodes, ssn.allocate_predicate)
             if len(feasible) == 0:
-                job.nodes_fit_errors[task.uid] = errors
+                job.set_task_fit_errors(task, errors)
                 continue
             best = ssn.select_best_node(task, feasible)
             ssn.allocate(task, ssn.node_list[best])

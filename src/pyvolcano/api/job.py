@@ -56,7 +56,9 @@ class JobInfo:
     __slots__ = (
         "_min_resources",
         "allocated",
+        "close_key",
         "creation_timestamp",
+        "fit_version",
         "inqueue_memo",
         "job_fit_errors",
         "min_available",
@@ -73,6 +75,7 @@ class JobInfo:
         "sch_gated_count",
         "schedule_start",
         "status_counts",
+        "status_key",
         "task_min_available",
         "task_min_available_total",
         "task_status_index",
@@ -80,6 +83,7 @@ class JobInfo:
         "total_request",
         "uid",
         "unschedulable_at",
+        "version",
         "waiting_time",
     )
 
@@ -114,9 +118,21 @@ class JobInfo:
         self.schedule_start: float | None = None
         # (capacity epoch, pending tasks, podgroup) when allocate last failed to place this job.
         self.unschedulable_at: tuple[int, int, object] | None = None
+        # Bumped by every change to the tasks or the PodGroup, so derived per-job data
+        # (framework/job_sums.py) is recomputed only for jobs that changed.
+        self.version = 0
+        # Bumped when the scheduling reasons change: fit errors recorded or reset, or the
+        # tasks' last transactions cleared (session close re-derives messages only then).
+        self.fit_version = 0
+        # The PodGroup status as of the last session close (None: not known yet).
+        self.status_key: tuple[object, ...] | None = None
+        # What session close last derived the PodGroup status from (framework/job_updater.py).
+        self.close_key: tuple[object, ...] | None = None
 
     # ------------------------------------------------------------------ podgroup
     def set_podgroup(self, pg: PodGroup, default_queue: str = "default") -> None:
+        self.version += 1
+        self.status_key = None
         self.name = pg.name
         self.namespace = pg.namespace
         self.min_available = pg.min_member
@@ -184,6 +200,7 @@ class JobInfo:
 
     # ------------------------------------------------------------------ tasks
     def add_task(self, task: TaskInfo) -> None:
+        self.version += 1
         self.tasks[task.uid] = task
         self.task_status_index.setdefault(task.status, {})[task.uid] = task
         self.total_request.add(task.resreq)
@@ -203,6 +220,7 @@ class JobInfo:
         t = self.tasks.pop(task.uid, None)
         if t is None:
             return
+        self.version += 1
         bucket = self.task_status_index.get(t.status)
         if bucket is not None:
             bucket.pop(t.uid, None)
@@ -224,6 +242,7 @@ class JobInfo:
         old = task.status
         if old == status:
             return
+        self.version += 1
         bucket = self.task_status_index.get(old)
         if bucket is not None:
             bucket.pop(task.uid, None)
@@ -375,8 +394,14 @@ class JobInfo:
         return True
 
     def reset_fit_err(self) -> None:
-        self.job_fit_errors = ""
-        self.nodes_fit_errors = {}
+        if self.nodes_fit_errors or self.job_fit_errors:
+            self.fit_version += 1
+            self.job_fit_errors = ""
+            self.nodes_fit_errors = {}
+
+    def set_task_fit_errors(self, task: TaskInfo, errors: FitErrors) -> None:
+        self.fit_version += 1
+        self.nodes_fit_errors[task.uid] = errors
 
     def task_scheduling_reason(self, task: TaskInfo) -> tuple[str, str, str]:
         """(reason, message, nominated node) from the task's last transaction (upstream wording)."""

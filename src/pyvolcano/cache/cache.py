@@ -94,6 +94,7 @@ class SchedulerCache:
         self.jobs: dict[str, JobInfo] = {}
         # Jobs that have a PodGroup: the only ones a session looks at.
         self.pg_jobs: dict[str, JobInfo] = {}
+        self._pg_jobs_sorted: list[tuple[str, JobInfo]] | None = None
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pods: dict[str, Pod] = {}
@@ -153,8 +154,16 @@ class SchedulerCache:
             self.jobs[uid] = job
         job.set_podgroup(pg, self.options.default_queue)
         job.priority = self._job_priority(pg)
-        self.pg_jobs[uid] = job
+        if uid not in self.pg_jobs:
+            self.pg_jobs[uid] = job
+            self._pg_jobs_sorted = None
         return job
+
+    def sorted_pg_jobs(self) -> list[tuple[str, JobInfo]]:
+        """``pg_jobs`` in uid order (the order sessions visit jobs in), kept between changes."""
+        if self._pg_jobs_sorted is None:
+            self._pg_jobs_sorted = sorted(self.pg_jobs.items())
+        return self._pg_jobs_sorted
 
     def _job_priority(self, pg: PodGroup) -> int:
         if pg.priority_class_name and pg.priority_class_name in self.priority_classes:
@@ -252,9 +261,9 @@ class SchedulerCache:
         rng: np.random.Generator,
     ) -> SessionResult:
         ssn = self.open_session(config, plugins, now=now, rng=rng)
-        before = {
-            uid: _pg_status_key(j.podgroup) for uid, j in ssn.jobs.items() if j.podgroup is not None
-        }
+        for job in ssn.jobs.values():
+            if job.status_key is None and job.podgroup is not None:
+                job.status_key = _pg_status_key(job.podgroup)
         for name in config.actions:
             action = actions[name](config.action_arguments(name))
             action.execute(ssn)
@@ -278,10 +287,15 @@ class SchedulerCache:
             result.evictions.append(task.key)
             result.evict_requests.append((task.namespace, task.name, reason))
             self.evict(task, now)
+        settled = ssn.settled
         for uid, job in ssn.jobs.items():
             if job.podgroup is not None:
                 result.podgroup_phases[job.uid] = job.podgroup.phase
-                if _pg_status_key(job.podgroup) != before.get(uid):
+                if uid in settled:
+                    continue  # close left its status as it was
+                key = _pg_status_key(job.podgroup)
+                if key != job.status_key:
+                    job.status_key = key
                     result.changed_podgroups.append(job.podgroup)
         return result
 
@@ -323,7 +337,8 @@ class SchedulerCache:
         if job is None:
             return
         job.podgroup = None
-        self.pg_jobs.pop(uid, None)
+        if self.pg_jobs.pop(uid, None) is not None:
+            self._pg_jobs_sorted = None
         if not job.tasks:
             del self.jobs[uid]
 

@@ -100,7 +100,7 @@ class Session:
         self.queues: dict[str, QueueInfo] = dict(cache.queues)
         self.priority_classes = cache.priority_classes
         self.jobs: dict[str, JobInfo] = {
-            uid_: j for uid_, j in sorted(cache.pg_jobs.items()) if j.queue in self.queues
+            uid_: j for uid_, j in cache.sorted_pg_jobs() if j.queue in self.queues
         }
         self.total_resource = self._total_resource()
         self.enabled_actions = set(config.actions)
@@ -115,13 +115,18 @@ class Session:
         self.evictions: list[tuple[TaskInfo, str]] = []
         self.podgroup_events: dict[str, list[str]] = {}
         self.nominated: dict[str, str] = {}
+        # Jobs session close leaves alone because nothing they derive from changed
+        # (framework/job_updater.py); filled at close.
+        self.settled: set[str] = set()
         self.skip_unchanged = cache.options.skip_unchanged_unschedulable
         for job in self.jobs.values():
             if self.skip_unchanged and self.unchanged_since_failure(job):
                 continue  # keep the reasons of the attempt that is being skipped
             job.reset_fit_err()
             for t in job.tasks_in(TaskStatus.Pending).values():
-                t.last_transaction = None
+                if t.last_transaction is not None:
+                    t.last_transaction = None
+                    job.fit_version += 1
         for tier in config.tiers:
             for opt in tier.plugins:
                 factory = plugin_factories[opt.name]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource, share
-from pyvolcano.api.task import TaskInfo
+from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 
 if TYPE_CHECKING:
@@ -64,6 +64,33 @@ def calculate_share(allocated: Resource, total: Resource) -> tuple[str, float]:
     return dominant, res
 
 
+class _JobAttrs(dict[str, DrfAttr]):
+    """Job uid → DrfAttr, built on first use.
+
+    Upstream builds every job's attribute at open and then follows allocate/deallocate
+    events. Those events move ``job.allocated`` (allocated statuses) the same way, except
+    that pipelining counts for DRF but not in ``job.allocated``; so an attribute built late
+    from ``job.allocated`` + the job's Pipelined tasks equals the one upstream would have by
+    then. Attributes that exist follow the events; absent ones need not.
+    """
+
+    def __init__(self, ssn: Session, total: Resource):
+        super().__init__()
+        self._jobs = ssn.jobs
+        self._total = total
+
+    def __missing__(self, uid: str) -> DrfAttr:
+        job = self._jobs[uid]
+        allocated = job.allocated.clone()
+        for t in job.tasks_in(TaskStatus.Pipelined).values():
+            allocated.add(t.resreq)
+        attr = self[uid] = DrfAttr(allocated, self._total)
+        return attr
+
+    def lookup(self, uid: str) -> DrfAttr | None:
+        return self[uid] if uid in self._jobs else None
+
+
 class Drf:
     name = NAME
 
@@ -83,16 +110,16 @@ class Drf:
             from pyvolcano.plugins._hdrf import HierarchicalDrf
 
             hdrf = HierarchicalDrf(self.total)
-        for job in ssn.jobs.values():
-            attr = DrfAttr(job.allocated.clone(), self.total)
-            self.job_attrs[job.uid] = attr
-            if hdrf is not None:
+        self.job_attrs = attrs = _JobAttrs(ssn, self.total)
+        if hdrf is not None:
+            for job in ssn.jobs.values():
+                attr = attrs[job.uid]
                 queue = ssn.queues.get(job.queue)
                 if queue is not None:
                     hdrf.add_job(job, attr.allocated, queue)
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
-            latt = self.job_attrs.get(preemptor.job)
+            latt = attrs.lookup(preemptor.job)
             if latt is None:
                 return [], Vote.PERMIT
             _, ls = calculate_share(latt.allocated.clone().add(preemptor.resreq), self.total)
@@ -100,7 +127,7 @@ class Drf:
             victims = []
             for p in preemptees:
                 if p.job not in allocations:
-                    ratt = self.job_attrs.get(p.job)
+                    ratt = attrs.lookup(p.job)
                     if ratt is None:
                         continue
                     allocations[p.job] = ratt.allocated.clone()
@@ -111,8 +138,8 @@ class Drf:
             return victims, Vote.PERMIT
 
         def job_order(l: JobInfo, r: JobInfo) -> int:
-            ls = self.job_attrs[l.uid].share
-            rs = self.job_attrs[r.uid].share
+            ls = attrs[l.uid].share
+            rs = attrs[r.uid].share
             if ls == rs:
                 return 0
             return -1 if ls < rs else 1

@@ -89,8 +89,9 @@ class Gang:
         ssn.add_job_starving_fn(NAME, job_starving)
 
     def on_session_close(self, ssn: Session) -> None:
-        for job in ssn.jobs.values():
-            if not job.tasks or job.podgroup is None:
+        settled = ssn.settled
+        for uid, job in ssn.jobs.items():
+            if not job.tasks or job.podgroup is None or uid in settled:
                 continue
             if not job.is_ready():
                 if _skip_unschedulable_for_releasing(job):

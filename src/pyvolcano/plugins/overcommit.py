@@ -32,6 +32,7 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.resource import CPU, MEMORY, Resource
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Vote
+from pyvolcano.framework.job_sums import JobSums
 from pyvolcano.plugins._util import calculate_allocated_task_num, inqueue_resource
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ __all__ = ["DEFAULT_OVERCOMMIT_FACTOR", "NAME", "Overcommit", "new"]
 logger = logging.getLogger(__name__)
 
 NAME = "overcommit"
+_MEMO = "overcommit/inqueue"
 OVERCOMMIT_FACTOR = "overcommit-factor"
 DEFAULT_OVERCOMMIT_FACTOR = 1.2
 
@@ -108,18 +110,25 @@ def _cluster_used(ssn: Session) -> Resource:
 
 def _initial_inqueue(ssn: Session) -> Resource:
     """Resources promised to admitted PodGroups that their pods do not hold yet."""
-    inqueue = Resource()
-    for job in ssn.jobs.values():
-        pg = job.podgroup
-        if pg is None or pg.min_resources is None:
-            continue
-        if pg.phase == _INQUEUE_PHASE:
-            inqueue.add(job.deduct_sch_gated_resources(job.min_resources()))
-        elif pg.phase == _RUNNING_PHASE and calculate_allocated_task_num(job) >= pg.min_member:
-            # Upstream (plugins/overcommit/overcommit.go): the minMember guard keeps a Running
-            # group whose gang finished (e.g. a completed Spark driver) from reserving again.
-            inqueue.add(job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)))
-    return inqueue
+    memo = ssn.cache.plugin_memo
+    sums = memo.get(_MEMO)
+    if not isinstance(sums, JobSums):
+        sums = memo[_MEMO] = JobSums(1, _job_reservation, group=lambda job: "")
+    total = sums.refresh(ssn.jobs).get("")
+    return total[0].clone() if total is not None else Resource()
+
+
+def _job_reservation(job: JobInfo) -> tuple[Resource]:
+    pg = job.podgroup
+    if pg is None or pg.min_resources is None:
+        return (Resource(),)
+    if pg.phase == _INQUEUE_PHASE:
+        return (job.deduct_sch_gated_resources(job.min_resources()),)
+    if pg.phase == _RUNNING_PHASE and calculate_allocated_task_num(job) >= pg.min_member:
+        # Upstream (plugins/overcommit/overcommit.go): the minMember guard keeps a Running
+        # group whose gang finished (e.g. a completed Spark driver) from reserving again.
+        return (job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)).clone(),)
+    return (Resource(),)
 
 
 def _overused_message(names: list[str]) -> str:

@@ -21,6 +21,7 @@ from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import DimensionDefault, Resource, share
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
+from pyvolcano.framework.job_sums import JobSums
 from pyvolcano.plugins._util import (
     calculate_allocated_task_num,
     capability_resource,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
 NAME = "proportion"
+_MEMO = "proportion/queue-sums"
 ZERO = DimensionDefault.ZERO
 INF = DimensionDefault.INFINITY
 
@@ -65,6 +67,29 @@ class QueueAttr:
         self.share = res
 
 
+def _job_contribution(job: JobInfo) -> tuple[Resource, Resource, Resource, Resource]:
+    """A job's part of its queue's (allocated, request, inqueue, elastic)."""
+    # job.allocated / job.pending_request are the sums upstream recomputes per task.
+    allocated = job.allocated.clone()
+    request = job.allocated.clone().add(job.pending_request)
+    inqueue = Resource()
+    pg = job.podgroup
+    assert pg is not None
+    if pg.phase == "Inqueue" and pg.min_resources is not None:
+        inqueue.add(job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)))
+    if pg.phase == "Running" and pg.min_resources is not None and calculate_allocated_task_num(job) >= pg.min_member:
+        inqueue.add(job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)))
+    return allocated, request, inqueue, job.elastic_resources()
+
+
+def _queue_sums(ssn: Session) -> JobSums:
+    memo = ssn.cache.plugin_memo
+    sums = memo.get(_MEMO)
+    if not isinstance(sums, JobSums):
+        sums = memo[_MEMO] = JobSums(4, _job_contribution)
+    return sums
+
+
 class Proportion:
     name = NAME
 
@@ -80,34 +105,22 @@ class Proportion:
             if q.queue.guarantee:
                 assert g is not None
                 total_guarantee.add(g)
-        for job in ssn.jobs.values():
-            attr = self.queue_opts.get(job.queue)
-            if attr is None:
-                queue = ssn.queues[job.queue]
-                attr = QueueAttr(queue)
-                attr.capability = capability_resource(queue.queue.capability)
-                if queue.queue.guarantee:
-                    attr.guarantee = Resource.from_list(queue.queue.guarantee)
-                real = total.exceeded_part(total_guarantee).add(attr.guarantee)
-                if attr.capability is not None:
-                    real.min_dimension(attr.capability, INF)
-                attr.real_capability = real
-                self.queue_opts[job.queue] = attr
-            # job.allocated / job.pending_request are the sums upstream recomputes per task.
-            attr.allocated.add(job.allocated)
-            attr.request.add(job.allocated)
-            attr.request.add(job.pending_request)
-            pg = job.podgroup
-            assert pg is not None
-            if pg.phase == "Inqueue" and pg.min_resources is not None:
-                attr.inqueue.add(job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)))
-            if (
-                pg.phase == "Running"
-                and pg.min_resources is not None
-                and calculate_allocated_task_num(job) >= pg.min_member
-            ):
-                attr.inqueue.add(job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)))
-            attr.elastic.add(job.elastic_resources())
+        sums = _queue_sums(ssn).refresh(ssn.jobs)
+        for name, (allocated, request, inqueue, elastic) in sums.items():
+            queue = ssn.queues[name]
+            attr = QueueAttr(queue)
+            attr.capability = capability_resource(queue.queue.capability)
+            if queue.queue.guarantee:
+                attr.guarantee = Resource.from_list(queue.queue.guarantee)
+            real = total.exceeded_part(total_guarantee).add(attr.guarantee)
+            if attr.capability is not None:
+                real.min_dimension(attr.capability, INF)
+            attr.real_capability = real
+            attr.allocated = allocated.clone()
+            attr.request = request.clone()
+            attr.inqueue = inqueue.clone()
+            attr.elastic = elastic.clone()
+            self.queue_opts[name] = attr
 
         remaining = total.clone()
         meet: set[str] = set()

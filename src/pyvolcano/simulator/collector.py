@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pyvolcano.api.job import JobInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskStatus
+from pyvolcano.framework.job_sums import JobSums
 from pyvolcano.simulator.metrics import JobMetrics, QueueSample, RunMetrics, Sample
 from pyvolcano.store.base import WatchEvent
 
@@ -42,6 +44,10 @@ def fragmentation(cache: SchedulerCache) -> float:
     return cluster_fragmentation(cache.node_list, pending).fragmentation_milli / 1000.0
 
 
+def _allocated(job: JobInfo) -> tuple[Resource]:
+    return (job.allocated.clone(),)
+
+
 class MetricsCollector:
     def __init__(self, cache: SchedulerCache, metrics: RunMetrics):
         self.cache = cache
@@ -50,7 +56,10 @@ class MetricsCollector:
         self._pg_to_job: dict[str, str] = {}
         self._uses_vcjobs = False
         self._deserved: dict[str, Resource] = {}
-        self._live: set[str] = set()
+        # Jobs not finished yet, by whether they have started: O(1) pending/running counts.
+        self._waiting: set[str] = set()
+        self._started: set[str] = set()
+        self._alloc = JobSums(1, _allocated)
 
     # ------------------------------------------------------------------ events
     def on_event(self, ev: WatchEvent, now: float) -> None:
@@ -98,7 +107,6 @@ class MetricsCollector:
                         gpus += Resource.from_list({GPU: req[GPU]}).scalars.get(GPU, 0.0) / 1000 * replicas
             jm = JobMetrics(key, str(spec.get("queue") or "default"), now, gpus=gpus, pods=pods)
             self.jobs[key] = jm
-            self._live.add(key)
             self.metrics.jobs.append(jm)
         status = obj.get("status") or {}
         phase = (status.get("state") or {}).get("phase") or jm.phase
@@ -112,6 +120,7 @@ class MetricsCollector:
             jm.end = now
             if jm.start is None and phase == "Completed":
                 jm.start = now
+        self._classify(key, jm)
 
     def _on_podgroup(self, ev: WatchEvent, key: str, obj: dict[str, Any], now: float) -> None:
         jm = self.jobs.get(key)
@@ -121,7 +130,6 @@ class MetricsCollector:
                 return
             jm = JobMetrics(key, str(spec.get("queue") or "default"), now, pods=int(spec.get("minMember", 0) or 0))
             self.jobs[key] = jm
-            self._live.add(key)
             self.metrics.jobs.append(jm)
         phase = (obj.get("status") or {}).get("phase", "Pending")
         jm.phase = phase
@@ -129,6 +137,17 @@ class MetricsCollector:
             jm.start = now
         if phase == "Completed" and jm.end is None:
             jm.end = now
+        self._classify(key, jm)
+
+    def _classify(self, key: str, jm: JobMetrics) -> None:
+        if jm.end is not None:
+            self._waiting.discard(key)
+            self._started.discard(key)
+        elif jm.start is None:
+            self._waiting.add(key)
+        else:
+            self._waiting.discard(key)
+            self._started.add(key)
 
     def on_eviction(self, namespace: str, name: str) -> None:
         for t in self.cache.tasks.values():
@@ -139,21 +158,8 @@ class MetricsCollector:
                 return
 
     def _counts(self) -> tuple[int, int]:
-        """(pending, running) jobs, from the jobs whose state can still change."""
-        live = self._live
-        pending = running = 0
-        done = []
-        for key in live:
-            j = self.jobs[key]
-            if j.end is not None:
-                done.append(key)
-            elif j.start is None:
-                pending += 1
-            else:
-                running += 1
-        for key in done:
-            live.discard(key)
-        return pending, running
+        """(pending, running) jobs."""
+        return len(self._waiting), len(self._started)
 
     # ------------------------------------------------------------------ samples
     def sample(self, now: float, result: SessionResult | None = None) -> None:
@@ -169,10 +175,9 @@ class MetricsCollector:
         queues: dict[str, QueueSample] = {}
         alloc_gpu: dict[str, float] = {}
         alloc_cpu: dict[str, float] = {}
-        for job in cache.pg_jobs.values():
-            g = job.allocated.scalars.get(GPU, 0.0) / 1000
-            alloc_gpu[job.queue] = alloc_gpu.get(job.queue, 0.0) + g
-            alloc_cpu[job.queue] = alloc_cpu.get(job.queue, 0.0) + job.allocated.milli_cpu / 1000
+        for queue, (allocated,) in self._alloc.refresh(cache.pg_jobs).items():
+            alloc_gpu[queue] = allocated.scalars.get(GPU, 0.0) / 1000
+            alloc_cpu[queue] = allocated.milli_cpu / 1000
         if result is not None and result.deserved:
             self._deserved = result.deserved
         deserved = self._deserved
