@@ -116,6 +116,9 @@ class SchedulerCache:
         # Node-order scores of node-local scorers, per (plugin, task key) (Session.node_order_scores).
         self.score_cache: dict[object, tuple[np.ndarray, np.ndarray, int]] = {}
         self.sessions = 0
+        # Jobs that lost finished pods since the last session: they matter only while the
+        # job still has its PodGroup (see take_status_changes).
+        self.status_only_changes: set[str] = set()
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -197,7 +200,10 @@ class SchedulerCache:
         return task
 
     def delete_pod(self, uid: str) -> None:
-        self.capacity_epoch += 1
+        task = self.tasks.get(uid)
+        # A finished pod holds nothing and is in no queue's request: removing it frees nothing.
+        if task is None or task.status not in (TaskStatus.Succeeded, TaskStatus.Failed):
+            self.capacity_epoch += 1
         self._remove_task(uid)
 
     def _remove_task(self, uid: str) -> None:
@@ -251,6 +257,15 @@ class SchedulerCache:
         ssn.open()
         return ssn
 
+    def take_status_changes(self) -> bool:
+        """Whether a job that lost finished pods still has its PodGroup (its status changes)."""
+        touched = self.status_only_changes
+        if not touched:
+            return False
+        still = any(uid in self.pg_jobs for uid in touched)
+        touched.clear()
+        return still
+
     def run_session(
         self,
         config: SchedulerConfiguration,
@@ -260,6 +275,7 @@ class SchedulerCache:
         now: float,
         rng: np.random.Generator,
     ) -> SessionResult:
+        self.status_only_changes.clear()
         ssn = self.open_session(config, plugins, now=now, rng=rng)
         for job in ssn.jobs.values():
             if job.status_key is None and job.podgroup is not None:
@@ -330,8 +346,10 @@ class SchedulerCache:
     def upsert_priority_class(self, pc: PriorityClass) -> None:
         self.priority_classes[pc.name] = pc
 
-    def delete_podgroup(self, namespace: str, name: str) -> None:
-        self.capacity_epoch += 1
+    def delete_podgroup(self, namespace: str, name: str, *, releases: bool = True) -> None:
+        """Forget a PodGroup; ``releases=False`` when nothing it held or summed goes with it."""
+        if releases:
+            self.capacity_epoch += 1
         uid = f"{namespace}/{name}"
         job = self.jobs.get(uid)
         if job is None:

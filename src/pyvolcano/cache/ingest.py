@@ -34,7 +34,11 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
 
     Returns whether the change can alter a scheduling decision. A pod that was bound by the
     scheduler and now reports Bound or Running on the same node, or a PodGroup whose only
-    change is the status the scheduler itself wrote, cannot; everything else can.
+    change is the status the scheduler itself wrote, cannot. Neither can the clean-up of a
+    finished job: deleting a finished pod only matters while its PodGroup exists (its job's
+    counts change), which :meth:`SchedulerCache.take_status_changes` settles when the
+    scheduler is next due; deleting a Completed PodGroup with no unfinished tasks removes
+    nothing any plugin sums, unless it was its queue's last job. Everything else can.
     """
     if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass"):
         return False
@@ -47,7 +51,12 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
         return False
     if isinstance(typed, Pod):
         if event_type == "DELETED":
+            task = cache.tasks.get(typed.uid)
+            finished = task is not None and task.status in _FINISHED
             cache.delete_pod(typed.uid)
+            if finished and task is not None:
+                cache.status_only_changes.add(task.job)
+                return False
             return True
         old = cache.tasks.get(typed.uid)
         before = (old.status, old.node_name) if old is not None else None
@@ -74,7 +83,9 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
             cache.upsert_node(typed)
     elif isinstance(typed, PodGroup):
         if event_type == "DELETED":
-            cache.delete_podgroup(typed.namespace, typed.name)
+            quiet = _finished_job_cleanup(cache, f"{typed.namespace}/{typed.name}")
+            cache.delete_podgroup(typed.namespace, typed.name, releases=not quiet)
+            return not quiet
         else:
             cache.add_podgroup(typed)
     elif isinstance(typed, Queue):
@@ -88,6 +99,19 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
         else:
             cache.upsert_priority_class(typed)
     return True
+
+
+_FINISHED = (TaskStatus.Succeeded, TaskStatus.Failed)
+
+
+def _finished_job_cleanup(cache: SchedulerCache, uid: str) -> bool:
+    """A Completed PodGroup whose tasks have all finished, and whose queue keeps other jobs."""
+    job = cache.pg_jobs.get(uid)
+    if job is None or job.podgroup is None or job.podgroup.phase != "Completed":
+        return False
+    if any(t.status not in _FINISHED for t in job.tasks.values()):
+        return False
+    return any(other.queue == job.queue and other is not job for other in cache.pg_jobs.values())
 
 
 def _same_spec(a: PodGroup, b: PodGroup) -> bool:

@@ -326,6 +326,8 @@ class Simulation:
             if self._all_done():
                 break
             next_times = [t for t in (self.loop.next_time(), *self._wakeups.values()) if t is not None]
+            if not self.dirty and self.cache.take_status_changes():
+                self.dirty = True
             if self.dirty:
                 tick = self._next_tick()
                 if tick <= self.loop.now + 1e-9:

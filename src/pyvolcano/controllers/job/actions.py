@@ -42,7 +42,12 @@ from pyvolcano.controllers._common import (
 )
 from pyvolcano.controllers.job.cache import JobCache, JobInfo
 from pyvolcano.controllers.job.plugins.base import JobPlugin, PluginBuilder, PluginContext, make_pod_name
-from pyvolcano.controllers.job.podgroup import build_pod_group, related_pod_group, update_pod_group_spec
+from pyvolcano.controllers.job.podgroup import (
+    MinResourcesMemo,
+    build_pod_group,
+    related_pod_group,
+    update_pod_group_spec,
+)
 from pyvolcano.controllers.job.pods import (
     JOB_FORWARDING_KEY,
     OUT_OF_SYNC_KEY,
@@ -112,6 +117,7 @@ class JobActions:
         self.store = store
         self.cache = cache
         self.rng = rng
+        self.min_resources_memo = MinResourcesMemo()
         self.now = now
         self.plugin_builders = plugins
         self.plugin_ctx = PluginContext(store=store, rng=rng)
@@ -384,7 +390,7 @@ class JobActions:
             with contextlib.suppress(AlreadyExists):
                 self.store.create(build_pod_group(self.store, job))
             return
-        if update_pod_group_spec(self.store, pg, job):
+        if update_pod_group_spec(self.store, pg, job, self.min_resources_memo):
             self.store.update(pg)
 
     # ------------------------------------------------------------------ kills

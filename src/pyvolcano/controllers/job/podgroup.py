@@ -22,7 +22,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from pyvolcano.controllers._common import annotations_of, controller_ref, labels_of, name_of, namespace_of, spec
+from pyvolcano.controllers._common import annotations_of, controller_ref, labels_of, meta, name_of, namespace_of, spec
 from pyvolcano.controllers._resources import (
     ResourceList,
     add_lists,
@@ -34,7 +34,8 @@ from pyvolcano.controllers._resources import (
 from pyvolcano.controllers.job.pods import PARTITION_ID_KEY, TASK_SPEC_KEY, pod_group_name
 from pyvolcano.store.base import NotFound, Store
 
-__all__ = ["build_pod_group", "calc_pg_min_resources", "min_task_member", "update_pod_group_spec"]
+__all__ = ["MinResourcesMemo", "build_pod_group", "calc_pg_min_resources", "min_task_member",
+           "update_pod_group_spec"]
 
 JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 
@@ -58,8 +59,9 @@ def _task_requests(task: Mapping[str, Any], count: int) -> ResourceList:
 def _priority_value(store: Store, name: str) -> int:
     if not name:
         return 0
+    peek = getattr(store, "peek", None)
     try:
-        pc = store.get("PriorityClass", None, name)
+        pc = peek("PriorityClass", None, name) if peek is not None else store.get("PriorityClass", None, name)
     except NotFound:
         return 0
     try:
@@ -68,7 +70,29 @@ def _priority_value(store: Store, name: str) -> int:
         return 0
 
 
-def calc_pg_min_resources(store: Store, job: Mapping[str, Any]) -> dict[str, str]:
+class MinResourcesMemo:
+    """``calcPGMinResources`` results per Job spec generation.
+
+    A Job is synced many times over its life with the same spec; the result depends only on
+    the spec (its ``metadata.generation`` changes with it) and on the tasks' priority values.
+    """
+
+    def __init__(self, limit: int = 4096):
+        self.limit = limit
+        self._entries: dict[tuple[Any, ...], dict[str, str]] = {}
+
+    def get(self, key: tuple[Any, ...]) -> dict[str, str] | None:
+        hit = self._entries.get(key)
+        return dict(hit) if hit is not None else None
+
+    def put(self, key: tuple[Any, ...], value: dict[str, str]) -> None:
+        if len(self._entries) >= self.limit:
+            self._entries.pop(next(iter(self._entries)))
+        self._entries[key] = dict(value)
+
+
+def calc_pg_min_resources(store: Store, job: Mapping[str, Any],
+                          memo: MinResourcesMemo | None = None) -> dict[str, str]:
     """``calcPGMinResources``: the PodGroup's ``minResources`` as a manifest ResourceList."""
     tasks = [t for t in spec(job).get("tasks") or [] if isinstance(t, dict)]
     prioritised: list[tuple[int, dict[str, Any]]] = []
@@ -77,6 +101,20 @@ def calc_pg_min_resources(store: Store, job: Mapping[str, Any]) -> dict[str, str
         tmpl_spec = ((t.get("template") or {}).get("spec") or {}) if isinstance(t.get("template"), dict) else {}
         prioritised.append((_priority_value(store, str(tmpl_spec.get("priorityClassName") or "")), t))
         total_min += int(t["minAvailable"]) if t.get("minAvailable") is not None else int(t.get("replicas") or 0)
+    key: tuple[Any, ...] | None = None
+    md = meta(job)
+    if memo is not None and md.get("uid") and md.get("generation"):
+        key = (md["uid"], md["generation"], tuple(p for p, _ in prioritised))
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+    result = _calc(prioritised, total_min, job)
+    if key is not None and memo is not None:
+        memo.put(key, result)
+    return result
+
+
+def _calc(prioritised: list[tuple[int, dict[str, Any]]], total_min: int, job: Mapping[str, Any]) -> dict[str, str]:
     ordered = [t for _, t in sorted(prioritised, key=lambda pt: -pt[0])]
     job_min = int(spec(job).get("minAvailable") or 0)
     if job_min < total_min:
@@ -199,7 +237,8 @@ def build_pod_group(store: Store, job: Mapping[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": md, "spec": pg_spec}
 
 
-def update_pod_group_spec(store: Store, pg: dict[str, Any], job: Mapping[str, Any]) -> bool:
+def update_pod_group_spec(store: Store, pg: dict[str, Any], job: Mapping[str, Any],
+                          memo: MinResourcesMemo | None = None) -> bool:
     """``shouldUpdateExistingPodGroup``: bring ``pg.spec`` in line with the job; True if changed."""
     sp = spec(job)
     pg_spec = pg.setdefault("spec", {})
@@ -211,7 +250,7 @@ def update_pod_group_spec(store: Store, pg: dict[str, Any], job: Mapping[str, An
         else:
             pg_spec.pop("priorityClassName", None)
         changed = True
-    min_resources = calc_pg_min_resources(store, job)
+    min_resources = calc_pg_min_resources(store, job, memo)
     min_member = int(sp.get("minAvailable") or 0)
     if int(pg_spec.get("minMember") or 0) != min_member or not lists_equal(pg_spec.get("minResources"), min_resources):
         pg_spec["minMember"] = min_member

@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_QUEUE",
     "DURATION",
     "EXIT_CODE",
+    "FINISHED_JOB_TTL",
     "GPU_MILLI_ANNOTATION",
     "GPU_MODELS_ANNOTATION",
     "GPU_PRODUCT_LABEL",
@@ -60,6 +61,11 @@ TRACE_LINE: Final = "pyvolcano.io/trace-line"
 PREEMPTABLE: Final = "volcano.sh/preemptable"
 IMAGE: Final = "pyvolcano/trace-replay:latest"
 """Image name put in every generated container (the simulator never pulls it)."""
+
+FINISHED_JOB_TTL: Final = 60
+"""``ttlSecondsAfterFinished`` of every generated Job: the garbage collector deletes a finished
+job (and its pods and PodGroup) a minute after it ends, as a platform team would configure a
+cluster that replays months of work; without it every finished job stays in the cluster."""
 
 PACKAGE_DATA: Final = ("data", "traces")
 DEFAULT_QUEUE: Final = "default"
@@ -361,6 +367,7 @@ def job_manifest(name: str, *, trace: str, submit: float, queue: str,
         "schedulerName": "volcano",
         "queue": queue,
         "minAvailable": total if min_available is None else int(min_available),
+        "ttlSecondsAfterFinished": FINISHED_JOB_TTL,
         "tasks": [{"name": t, "replicas": r, "template": tpl} for t, r, tpl in tasks],
     }
     if priority_class:
