@@ -360,3 +360,18 @@ tiers:
     out = schedule(*docs, conf=conf)
     assert len(out["evictions"]) == 1 and out["evictions"][0].startswith("ns/s-r")
     assert out["pipelined"] == {"ns/d-0": "n1"}
+
+
+def test_drf_share_counts_pipelined_tasks_whether_built_before_or_after_the_event() -> None:
+    docs = [big_node(), queue("q"), *job("a", "q", running=1, pending=2), *job("b", "q", running=1, pending=2)]
+    ssn = open_session(*docs, conf=FLAT)
+    drf = next(p for _opt, p in ssn.plugins if p.name == "drf")
+    before = drf.job_attrs["ns/a"].share  # built at 1 cpu, then follows events
+    assert before == 0.1
+    stmt = ssn.statement()
+    stmt.pipeline(task(ssn, "a-p0"), "n1", False)
+    stmt.pipeline(task(ssn, "b-p0"), "n1", False)
+    # "a" was followed through the event; "b" is built now, from its allocated + pipelined tasks
+    assert drf.job_attrs["ns/a"].allocated.milli_cpu == 2000
+    assert drf.job_attrs["ns/b"].allocated.milli_cpu == 2000
+    assert drf.job_attrs["ns/a"].share == drf.job_attrs["ns/b"].share == 0.2

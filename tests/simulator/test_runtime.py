@@ -158,3 +158,18 @@ def test_virtual_clock_skips_idle_time() -> None:
     res, _ = run([(0, node("n1")), (0, job("long", duration="10h"))])
     assert res.jobs["default/long"].finished == 1 + 36000
     assert res.sessions < 20
+
+
+def test_finished_job_cleanup_by_ttl_runs_no_extra_session() -> None:
+    def workload(ttl: int | None) -> list[tuple[float, dict[str, Any]]]:
+        first = job("first", duration="10s")
+        if ttl is not None:
+            first["spec"]["ttlSecondsAfterFinished"] = ttl
+        return [(0, node("n1")), (0, first), (200, job("second", duration="10s"))]
+
+    kept, kept_sim = run(workload(None))
+    cleaned, cleaned_sim = run(workload(60))
+    assert [j.phase for j in cleaned.jobs.values()] == ["Completed", "Completed"]
+    assert {j["metadata"]["name"] for j in cleaned_sim.store.list("Job")} == {"second"}
+    assert {j["metadata"]["name"] for j in kept_sim.store.list("Job")} == {"first", "second"}
+    assert cleaned.sessions == kept.sessions

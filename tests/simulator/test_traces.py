@@ -152,6 +152,8 @@ def test_philly_maps_submit_duration_queue_and_gangs(philly_files: tuple[Path, P
     # 16 GPUs → 2 pods × 8, 12 → 2 × 6, 32 → 4 × 8, 8 → 1 × 8; minAvailable = all pods
     assert [(n, r, q[GPU]) for n, r, q, _ in tasks(jobs[5])] == [("worker", 2, "8")]
     assert jobs[5]["spec"]["minAvailable"] == 2
+    # finished jobs are garbage-collected a minute after they end (documented assumption)
+    assert {j["spec"]["ttlSecondsAfterFinished"] for j in tr.jobs} == {60}
     assert [(r, q[GPU], q["cpu"], q["memory"]) for _, r, q, _ in tasks(jobs[7])] == [(2, "6", "24", "192Gi")]
     assert [(r, q[GPU]) for _, r, q, _ in tasks(jobs[9])] == [(4, "8")] and jobs[9]["spec"]["minAvailable"] == 4
     assert [(r, q[GPU]) for _, r, q, _ in tasks(jobs[6])] == [(1, "8")]
