@@ -38,7 +38,9 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     finished job: deleting a finished pod only matters while its PodGroup exists (its job's
     counts change), which :meth:`SchedulerCache.take_status_changes` settles when the
     scheduler is next due; deleting a Completed PodGroup with no unfinished tasks removes
-    nothing any plugin sums, unless it was its queue's last job. Everything else can.
+    nothing any plugin sums, unless it was its queue's last job. A Queue update that leaves
+    every field the scheduler parses unchanged (the controller's per-phase counts) cannot
+    either. Everything else can.
     """
     if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass"):
         return False
@@ -92,6 +94,9 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
         if event_type == "DELETED":
             cache.delete_queue(typed.name)
         else:
+            known = cache.queues.get(typed.name)
+            if known is not None and known.queue == typed:
+                return False  # e.g. the queue controller's PodGroup counts: nothing the scheduler reads
             cache.upsert_queue(typed)
     elif isinstance(typed, PriorityClass):
         if event_type == "DELETED":

@@ -124,6 +124,9 @@ class QueueController:
         # Queue name -> keys ("ns/name") of the PodGroups seen in it.
         self.pod_groups: dict[str, set[str]] = {}
         self._pg_seen: dict[str, dict[str, Any]] = {}
+        # Queue name -> status field -> PodGroups seen in that phase (kept from the events,
+        # as upstream's lister is; a sync does not walk the queue's PodGroups).
+        self._phase_counts: dict[str, dict[str, int]] = {}
         self._queue_seen: dict[str, dict[str, Any]] = {}
         if create_default_queues:
             ensure_default_queues(store, default_queue)
@@ -148,12 +151,15 @@ class QueueController:
             key = f"{namespace_of(obj)}/{name_of(obj)}"
             old = self._pg_seen.get(key)
             queue = str(spec(obj).get("queue") or "")
+            if old is not None:
+                self._count(old, -1)
             if ev.type == "DELETED":
                 self._pg_seen.pop(key, None)
                 self.pod_groups.get(queue, set()).discard(key)
                 self._enqueue(queue, SYNC_QUEUE)
                 return
             self._pg_seen[key] = obj
+            self._count(obj, 1)
             if ev.type == "ADDED" or old is None or status(old).get("phase") != status(obj).get("phase"):
                 self.pod_groups.setdefault(queue, set()).add(key)
                 self._enqueue(queue, SYNC_QUEUE)
@@ -166,6 +172,12 @@ class QueueController:
             ):
                 self.commands.add(_Command(next(self._seq), namespace_of(obj), name_of(obj),
                                            str(obj.get("action", "")), str(target.get("name", ""))))
+
+    def _count(self, pg: dict[str, Any], delta: int) -> None:
+        field = _COUNTED_PHASES.get(str(status(pg).get("phase") or ""))
+        if field is not None:
+            counts = self._phase_counts.setdefault(str(spec(pg).get("queue") or ""), {})
+            counts[field] = counts.get(field, 0) + delta
 
     # ================================================================== processing
     def run(self, now: float) -> float | None:
@@ -257,27 +269,16 @@ class QueueController:
     def _patch_state(self, queue: dict[str, Any], new_state: str) -> dict[str, Any]:
         return self.store.patch("Queue", None, name_of(queue), {"status": {"state": new_state}}, subresource="status")
 
-    def _peek(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
-        # Read-only access without a deep copy when the store offers it.
-        peek = getattr(self.store, "peek", None)
-        return peek(kind, namespace, name) if peek is not None else self.store.get(kind, namespace, name)
-
     def _sync_queue(self, queue: dict[str, Any], next_state: Any) -> None:
         queue = self._ensure_parent(queue)
         name = name_of(queue)
         counts = dict.fromkeys(_COUNTED_PHASES.values(), 0)
+        counts.update(self._phase_counts.get(name, {}))
         # Upstream passes the list taken before dropping PodGroups that no longer exist.
-        pgs = self._pod_group_list(name)
-        for key in pgs:
-            ns, _, pg_name = key.partition("/")
-            try:
-                pg = self._peek("PodGroup", ns, pg_name)
-            except NotFound:
-                self.pod_groups.get(name, set()).discard(key)
-                continue
-            field = _COUNTED_PHASES.get(str(status(pg).get("phase") or ""))
-            if field is not None:
-                counts[field] += 1
+        known = self.pod_groups.get(name, set())
+        pgs = list(known)
+        stale = [key for key in pgs if key not in self._pg_seen]
+        known.difference_update(stale)
         new_state = next_state(pgs)
         st = status(queue)
         patch: dict[str, Any] = {}
