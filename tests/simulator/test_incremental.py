@@ -1,7 +1,7 @@
 """The simulator's incremental shortcuts change no decision.
 
-Each shortcut (per-queue sums kept by deltas, settled jobs left alone at session close, DRF
-attributes built on first use) is switched back to its from-scratch form and the whole
+Each shortcut (per-queue sums kept by deltas, settled jobs left alone at session close, the
+reused proportion water-filling) is switched back to its from-scratch form and the whole
 simulation — every job's phase and times, every timeline entry, the session count — must
 come out the same.
 """
@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from tests.simulator.test_runtime import PREEMPT_CONF, job, node
 
+from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.simulate import _trace_submissions
 from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.framework import job_sums, job_updater
@@ -33,6 +34,13 @@ def _from_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(job_sums.JobSums, "refresh", refresh)
     monkeypatch.setattr(job_updater, "settled_jobs", lambda ssn: set())
+    run_session = SchedulerCache.run_session
+
+    def without_memos(self: SchedulerCache, *args: Any, **kwargs: Any) -> Any:
+        self.plugin_memo.pop("proportion/water-filling", None)
+        return run_session(self, *args, **kwargs)
+
+    monkeypatch.setattr(SchedulerCache, "run_session", without_memos)
 
 
 def _outcome(sim: Simulation) -> str:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 NAME = "proportion"
 _MEMO = "proportion/queue-sums"
+_FILL_MEMO = "proportion/water-filling"
 ZERO = DimensionDefault.ZERO
 INF = DimensionDefault.INFINITY
 
@@ -122,9 +123,25 @@ class Proportion:
             attr.elastic = elastic.clone()
             self.queue_opts[name] = attr
 
+        attrs = [self.queue_opts[k] for k in sorted(self.queue_opts)]
+        # deserved depends only on the total and each queue's weight, real capability, request
+        # and guarantee; between sessions these rarely change (a bind moves pending request to
+        # allocated), so the last water-filling is reused when they are equal.
+        key = (_rkey(total), tuple((a.name, a.weight, _rkey(a.real_capability), _rkey(a.request),
+                                    _rkey(a.guarantee)) for a in attrs))
+        memo = ssn.cache.plugin_memo.get(_FILL_MEMO)
+        if memo is not None and memo[0] == key:
+            for a, deserved in zip(attrs, memo[1], strict=True):
+                a.deserved = deserved.clone()
+                a.update_share()
+            return
+        self._water_fill(total, attrs)
+        ssn.cache.plugin_memo[_FILL_MEMO] = (key, [a.deserved.clone() for a in attrs])
+
+    @staticmethod
+    def _water_fill(total: Resource, attrs: list[QueueAttr]) -> None:
         remaining = total.clone()
         meet: set[str] = set()
-        attrs = [self.queue_opts[k] for k in sorted(self.queue_opts)]
         while True:
             total_weight = sum(a.weight for a in attrs if a.queue_id not in meet)
             if total_weight == 0:
@@ -251,6 +268,10 @@ class Proportion:
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_opts = {}
+
+
+def _rkey(r: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+    return (r.milli_cpu, r.memory, tuple(r.scalars.items()))
 
 
 def _same(a: Resource, b: Resource) -> bool:
