@@ -187,6 +187,14 @@ class MetricsCollector:
             d_gpu_v = des.scalars.get(GPU, 0.0) / 1000 if des is not None else None
             share = (alloc_gpu.get(q, 0.0) / gpu_cap) if gpu_cap else None
             queues[q] = QueueSample(alloc_gpu.get(q, 0.0), d_gpu_v, alloc_cpu.get(q, 0.0), share)
+        samples = self.metrics.samples
+        if samples:
+            # Months of sessions keep hundreds of thousands of samples: share what did not change.
+            last = samples[-1].queues
+            if queues == last:
+                queues = last
+            else:
+                queues = {q: (last[q] if last.get(q) == v else v) for q, v in queues.items()}
         if self.metrics.samples and self.metrics.samples[-1].t == now:
             self.metrics.samples.pop()
         self.metrics.samples.append(Sample(now, gpu_used, gpu_cap, cpu_used, cpu_cap, fragmentation(cache),

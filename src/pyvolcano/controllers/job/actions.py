@@ -46,6 +46,7 @@ from pyvolcano.controllers.job.podgroup import (
     MinResourcesMemo,
     build_pod_group,
     related_pod_group,
+    task_priority_values,
     update_pod_group_spec,
 )
 from pyvolcano.controllers.job.pods import (
@@ -59,7 +60,7 @@ from pyvolcano.controllers.job.pods import (
 )
 from pyvolcano.controllers.job.policies import Target
 from pyvolcano.controllers.job.states import RETAIN_SOFT, UpdateStatusFn
-from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, from_rfc3339, to_rfc3339
+from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, clone, from_rfc3339, to_rfc3339
 
 __all__ = ["JobActions", "SyncError", "canonical"]
 
@@ -118,6 +119,7 @@ class JobActions:
         self.cache = cache
         self.rng = rng
         self.min_resources_memo = MinResourcesMemo()
+        self._pg_in_sync: dict[str, tuple[Any, ...]] = {}
         self.now = now
         self.plugin_builders = plugins
         self.plugin_ctx = PluginContext(store=store, rng=rng)
@@ -156,7 +158,7 @@ class JobActions:
         assert info.job is not None
         if meta(info.job).get("deletionTimestamp"):
             return
-        job = copy.deepcopy(info.job)
+        job = clone(info.job)
         queue_name = str(spec(job).get("queue") or "")
         try:
             queue = self.store.get("Queue", None, queue_name)
@@ -174,10 +176,10 @@ class JobActions:
             self._run_plugins("on_job_update", job)
             self._create_or_update_pod_group(job)
 
-        pg = related_pod_group(self.store, job)
+        pg = related_pod_group(self.store, job, read_only=True)
         pg_phase = str(status(pg).get("phase") or "") if pg is not None else ""
         if pg is None or pg_phase in ("", "Pending"):
-            old = canonical(copy.deepcopy(status(job)))
+            old = canonical(clone(status(job)))
             st = job.setdefault("status", {})
             if fn is not None:
                 fn(st)
@@ -265,14 +267,14 @@ class JobActions:
 
         old = status(job)
         new_status: dict[str, Any] = {
-            "state": copy.deepcopy(old.get("state") or {}),
+            "state": clone(old.get("state") or {}),
             **{k: counts.get(k, 0) for k in _COUNTERS if k != "terminating"},
             "terminating": terminating,
             "version": int(old.get("version") or 0),
             "minAvailable": int(spec(job).get("minAvailable") or 0),
             "taskStatusCount": task_counts,
-            "controlledResources": copy.deepcopy(old.get("controlledResources") or {}),
-            "conditions": copy.deepcopy(old.get("conditions") or []),
+            "controlledResources": clone(old.get("controlledResources") or {}),
+            "conditions": clone(old.get("conditions") or []),
             "retryCount": int(old.get("retryCount") or 0),
         }
         if fn is not None:
@@ -325,7 +327,7 @@ class JobActions:
             st["minAvailable"] = int(spec(job).get("minAvailable") or 0)
             _append_condition(st, "Pending", stamp)
             job = self._write_status(job)
-            job = copy.deepcopy(job)
+            job = clone(job)
         self._run_plugins("on_job_add", job)
         job = self._create_job_io(job)
         self._create_or_update_pod_group(job)
@@ -385,13 +387,25 @@ class JobActions:
         })
 
     def _create_or_update_pod_group(self, job: dict[str, Any]) -> None:
-        pg = related_pod_group(self.store, job)
-        if pg is None:
+        current = related_pod_group(self.store, job, read_only=True)
+        if current is None:
             with contextlib.suppress(AlreadyExists):
                 self.store.create(build_pod_group(self.store, job))
             return
+        # The PodGroup spec follows from the Job spec, the PodGroup spec and the tasks' priority
+        # values; once found in line, it stays so until one of them changes (generations).
+        jmd, pmd = meta(job), meta(current)
+        key = (jmd.get("generation"), pmd.get("uid"), pmd.get("generation"), task_priority_values(self.store, job))
+        uid = str(jmd.get("uid") or "")
+        if uid and key[0] and key[2] and self._pg_in_sync.get(uid) == key:
+            return
+        pg = clone(current)
         if update_pod_group_spec(self.store, pg, job, self.min_resources_memo):
             self.store.update(pg)
+        elif uid:
+            if len(self._pg_in_sync) >= 4096:
+                self._pg_in_sync.pop(next(iter(self._pg_in_sync)))
+            self._pg_in_sync[uid] = key
 
     # ------------------------------------------------------------------ kills
     def kill_job(self, info: JobInfo, retain: frozenset[str], fn: UpdateStatusFn | None) -> None:
@@ -477,7 +491,7 @@ class JobActions:
         if errors:
             raise SyncError(f"failed to kill {len(errors)} pods of {total}: {'; '.join(errors)}")
 
-        job = copy.deepcopy(cached)
+        job = clone(cached)
         st = job.setdefault("status", {})
         for key in _COUNTERS:
             st[key] = terminating if key == "terminating" else counts.get(key, 0)
@@ -500,7 +514,7 @@ class JobActions:
         except NotFound:
             return
         if target is None:
-            pg = related_pod_group(self.store, job)
+            pg = related_pod_group(self.store, job, read_only=True)
             if pg is not None:
                 with contextlib.suppress(NotFound):
                     self.store.delete("PodGroup", namespace_of(pg), name_of(pg))

@@ -35,7 +35,7 @@ from pyvolcano.controllers.job.pods import PARTITION_ID_KEY, TASK_SPEC_KEY, pod_
 from pyvolcano.store.base import NotFound, Store
 
 __all__ = ["MinResourcesMemo", "build_pod_group", "calc_pg_min_resources", "min_task_member",
-           "update_pod_group_spec"]
+           "task_priority_values", "update_pod_group_spec"]
 
 JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 
@@ -89,6 +89,17 @@ class MinResourcesMemo:
         if len(self._entries) >= self.limit:
             self._entries.pop(next(iter(self._entries)))
         self._entries[key] = dict(value)
+
+
+def task_priority_values(store: Store, job: Mapping[str, Any]) -> tuple[int, ...]:
+    """The priority value of each task's ``priorityClassName`` (inputs of minResources)."""
+    out = []
+    for t in spec(job).get("tasks") or []:
+        if not isinstance(t, dict):
+            continue
+        tmpl_spec = ((t.get("template") or {}).get("spec") or {}) if isinstance(t.get("template"), dict) else {}
+        out.append(_priority_value(store, str(tmpl_spec.get("priorityClassName") or "")))
+    return tuple(out)
 
 
 def calc_pg_min_resources(store: Store, job: Mapping[str, Any],
@@ -290,11 +301,16 @@ def update_pod_group_spec(store: Store, pg: dict[str, Any], job: Mapping[str, An
     return changed
 
 
-def related_pod_group(store: Store, job: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``getPodGroupByJob``: ``<job>-<uid>``, falling back to a PodGroup named like the job."""
+def related_pod_group(store: Store, job: Mapping[str, Any], *, read_only: bool = False) -> dict[str, Any] | None:
+    """``getPodGroupByJob``: ``<job>-<uid>``, falling back to a PodGroup named like the job.
+
+    ``read_only=True`` may return the store's own object (no copy): the caller must not mutate it.
+    """
+    peek = getattr(store, "peek", None) if read_only else None
+    read = peek if peek is not None else store.get
     for name in (pod_group_name(job), name_of(job)):
         try:
-            return store.get("PodGroup", namespace_of(job), name)
+            return read("PodGroup", namespace_of(job), name)
         except NotFound:
             continue
     return None
