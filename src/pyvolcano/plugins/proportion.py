@@ -36,6 +36,7 @@ NAME = "proportion"
 _MEMO = "proportion/queue-sums"
 _FILL_MEMO = "proportion/water-filling"
 ZERO = DimensionDefault.ZERO
+_EMPTY = Resource()  # never mutated
 INF = DimensionDefault.INFINITY
 
 
@@ -51,13 +52,14 @@ class QueueAttr:
         self.weight = queue.weight
         self.share = 0.0
         self.deserved = Resource()
-        self.allocated = Resource()
-        self.request = Resource()
-        self.elastic = Resource()
-        self.inqueue = Resource()
-        self.guarantee = Resource()
+        self.guarantee = _EMPTY
         self.capability: Resource | None = None
-        self.real_capability = Resource()
+        # set by Proportion._build
+        self.allocated: Resource
+        self.request: Resource
+        self.elastic: Resource
+        self.inqueue: Resource
+        self.real_capability: Resource
 
     def update_share(self) -> None:
         res = 0.0
@@ -107,20 +109,26 @@ class Proportion:
                 assert g is not None
                 total_guarantee.add(g)
         sums = _queue_sums(ssn).refresh(ssn.jobs)
+        unguaranteed = total.exceeded_part(total_guarantee)
         for name, (allocated, request, inqueue, elastic) in sums.items():
             queue = ssn.queues[name]
             attr = QueueAttr(queue)
             attr.capability = capability_resource(queue.queue.capability)
             if queue.queue.guarantee:
                 attr.guarantee = Resource.from_list(queue.queue.guarantee)
-            real = total.exceeded_part(total_guarantee).add(attr.guarantee)
-            if attr.capability is not None:
-                real.min_dimension(attr.capability, INF)
-            attr.real_capability = real
+            if queue.queue.guarantee or attr.capability is not None:
+                real = unguaranteed.clone().add(attr.guarantee)
+                if attr.capability is not None:
+                    real.min_dimension(attr.capability, INF)
+                attr.real_capability = real
+            else:
+                attr.real_capability = unguaranteed  # read-only, shared by such queues
+            # allocated and inqueue follow the session's events; request and elastic are only
+            # read, so the queue sums themselves serve (they change at the next refresh only).
             attr.allocated = allocated.clone()
-            attr.request = request.clone()
+            attr.request = request
             attr.inqueue = inqueue.clone()
-            attr.elastic = elastic.clone()
+            attr.elastic = elastic
             self.queue_opts[name] = attr
 
         attrs = [self.queue_opts[k] for k in sorted(self.queue_opts)]
