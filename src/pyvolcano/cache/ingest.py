@@ -44,6 +44,8 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     """
     if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass"):
         return False
+    if kind == "Pod" and event_type == "DELETED":
+        return _delete_pod(cache, obj)
     try:
         typed = parse_object(obj, "store")
     except ManifestError as e:  # admission guarantees shape; a bad object is skipped, not fatal
@@ -52,14 +54,6 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     if typed is None:
         return False
     if isinstance(typed, Pod):
-        if event_type == "DELETED":
-            task = cache.tasks.get(typed.uid)
-            finished = task is not None and task.status in _FINISHED
-            cache.delete_pod(typed.uid)
-            if finished and task is not None:
-                cache.status_only_changes.add(task.job)
-                return False
-            return True
         old = cache.tasks.get(typed.uid)
         before = (old.status, old.node_name) if old is not None else None
         new = cache.upsert_pod(typed)
@@ -107,6 +101,23 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
 
 
 _FINISHED = (TaskStatus.Succeeded, TaskStatus.Failed)
+
+
+def _delete_pod(cache: SchedulerCache, obj: dict[str, Any]) -> bool:
+    # Only the identity is needed (the pod's uid, as parse_object derives it).
+    md = obj.get("metadata")
+    if not isinstance(md, dict) or not isinstance(md.get("name"), str):
+        logger.warning("ignoring a deleted Pod without metadata.name")
+        return False
+    ns = md.get("namespace") or "default"
+    uid = md.get("uid") or f"{ns}-{md['name']}"
+    task = cache.tasks.get(str(uid))
+    finished = task is not None and task.status in _FINISHED
+    cache.delete_pod(str(uid))
+    if finished and task is not None:
+        cache.status_only_changes.add(task.job)
+        return False
+    return True
 
 
 def _finished_job_cleanup(cache: SchedulerCache, uid: str) -> bool:
