@@ -131,6 +131,7 @@ class Simulation:
         self.rejected: list[dict[str, Any]] = []
         self.timeline: list[tuple[float, str]] = []
         self._outstanding = 0
+        self._finished_jobs = 0  # JobRecords in a final phase (kept by _set_phase)
         self._wakeups: dict[int, float] = {}
         self._progress = progress
         self.on_session: Callable[[float, SessionResult], None] | None = None
@@ -167,6 +168,9 @@ class Simulation:
         if sub.kind == "Job":
             md = obj["metadata"]
             key = f"{md.get('namespace', 'default')}/{md['name']}"
+            replaced = self.jobs.get(key)
+            if replaced is not None and replaced.phase in FINAL_JOB_PHASES:
+                self._finished_jobs -= 1  # a job of the same name, created again after deletion
             self.jobs[key] = JobRecord(key, self.loop.now, queue=str((obj.get("spec") or {}).get("queue", "")))
             self.timeline.append((self.loop.now, f"job {key} submitted"))
 
@@ -280,13 +284,13 @@ class Simulation:
         if ev.type == "DELETED":
             if rec.finished is None:
                 rec.finished = self.loop.now
-                rec.phase = rec.phase if rec.phase in FINAL_JOB_PHASES else "Terminated"
+                self._set_phase(rec, rec.phase if rec.phase in FINAL_JOB_PHASES else "Terminated")
             return
         status = ev.object.get("status") or {}
         phase = (status.get("state") or {}).get("phase") or rec.phase
         if phase != rec.phase:
             self.timeline.append((self.loop.now, f"job {key} {rec.phase} -> {phase}"))
-        rec.phase = phase
+        self._set_phase(rec, phase)
         rec.retry_count = int(status.get("retryCount", 0) or 0)
         pods = {k: int(status.get(k, 0) or 0) for k in ("pending", "running", "succeeded", "failed")}
         # Upstream's final KillJob writes zero counts (retained pods are not counted); keep the
@@ -301,11 +305,17 @@ class Simulation:
         elif phase not in FINAL_JOB_PHASES:
             rec.finished = None
 
+    def _set_phase(self, rec: JobRecord, phase: str) -> None:
+        was, now = rec.phase in FINAL_JOB_PHASES, phase in FINAL_JOB_PHASES
+        if was != now:
+            self._finished_jobs += 1 if now else -1
+        rec.phase = phase
+
     def _all_done(self) -> bool:
         if self._outstanding:
             return False
         if self.jobs:
-            return all(r.phase in FINAL_JOB_PHASES for r in self.jobs.values())
+            return self._finished_jobs == len(self.jobs)
         # No vcjobs: done when every pod has finished.
         return all(t.status.name in ("Succeeded", "Failed") for t in self.cache.tasks.values()) and bool(
             self.cache.tasks
@@ -343,8 +353,7 @@ class Simulation:
             self.loop.advance_to(nxt)
             self.loop.fire_due()
             if self._progress is not None:
-                done = sum(1 for r in self.jobs.values() if r.phase in FINAL_JOB_PHASES)
-                self._progress(self.loop.now, done, len(self.jobs))
+                self._progress(self.loop.now, self._finished_jobs, len(self.jobs))
         return self._result(time.perf_counter() - wall0)
 
     def _result(self, wall: float) -> SimulationResult:
