@@ -58,6 +58,9 @@ class NodeTable:
         # Which scalar dimensions each node declares (needed for "relevant dimension" rules).
         self.declared: list[np.ndarray] = []
         self.task_count = np.zeros(self._cap, dtype=np.int64)
+        # Tasks on any node whose pod declares podAffinity / podAntiAffinity: inter-pod checks
+        # and scores can skip scanning every pod when there are none.
+        self.pod_affinity_tasks = 0
         self.nonzero_cpu = np.zeros(self._cap, dtype=np.float64)
         self.nonzero_mem = np.zeros(self._cap, dtype=np.float64)
         # Append-only log of changed rows (bounded; see changes_since).
@@ -229,6 +232,11 @@ class NodeTable:
         return ok, failures
 
 
+def _has_pod_affinity(task: TaskInfo) -> bool:
+    affinity = task.pod.affinity
+    return bool(affinity) and ("podAffinity" in affinity or "podAntiAffinity" in affinity)
+
+
 class NodeInfo:
     """Handle on one node: identity, scheduling-relevant metadata and the tasks on it."""
 
@@ -265,6 +273,8 @@ class NodeInfo:
         t.nonzero_cpu[i] += nz_cpu
         t.nonzero_mem[i] += nz_mem
         t.task_count[i] += 1
+        if _has_pod_affinity(task):
+            t.pod_affinity_tasks += 1
         t.bump(i)
         task.node_name = self.name
         self.tasks[task.uid] = task
@@ -289,6 +299,8 @@ class NodeInfo:
         t.nonzero_cpu[i] -= nz_cpu
         t.nonzero_mem[i] -= nz_mem
         t.task_count[i] -= 1
+        if _has_pod_affinity(task):
+            t.pod_affinity_tasks -= 1
         t.bump(i)
 
     def update_task(self, task: TaskInfo) -> None:

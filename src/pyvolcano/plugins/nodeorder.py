@@ -284,6 +284,8 @@ class K8sNodeView:
 
     def affinity_pods(self) -> Mapping[str, TaskInfo]:
         """Pods in the snapshot with preferred pod (anti-)affinity terms (built on first use)."""
+        if self._affinity_pods is None and not self._table.pod_affinity_tasks:
+            self._affinity_pods = {}
         if self._affinity_pods is None:
             self._affinity_pods = {t.uid: t for _n, t in self.pods()
                                    if _has_preferred_pod_terms(t.pod.affinity)}

@@ -167,6 +167,8 @@ class Predicates:
 
         def existing_affinity_pods() -> list[TaskInfo]:
             nonlocal anti_affinity_pods
+            if anti_affinity_pods is None and not table.pod_affinity_tasks:
+                anti_affinity_pods = []
             if anti_affinity_pods is None:
                 anti_affinity_pods = [
                     t for n in nodes for t in n.tasks.values()
