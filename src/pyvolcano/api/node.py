@@ -234,7 +234,7 @@ class NodeTable:
 
 def _has_pod_affinity(task: TaskInfo) -> bool:
     affinity = task.pod.affinity
-    return bool(affinity) and ("podAffinity" in affinity or "podAntiAffinity" in affinity)
+    return affinity is not None and ("podAffinity" in affinity or "podAntiAffinity" in affinity)
 
 
 class NodeInfo:
