@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import sys
 import time
 
 import numpy as np
@@ -30,7 +31,15 @@ def main() -> None:
     t0 = time.perf_counter()
     trace = load_trace("philly", limit=args.limit)
     load = time.perf_counter() - t0
-    sim = Simulation(config=default_configuration(), registry=default_registry(), seed=0)
+    last = [time.perf_counter()]
+
+    def progress(now: float, done: int, total: int) -> None:
+        if time.perf_counter() - last[0] >= 30:
+            last[0] = time.perf_counter()
+            print(f"  ... virtual day {now / 86400:.1f}, {done:,}/{total:,} jobs finished, "
+                  f"{last[0] - t0:.0f}s wall", file=sys.stderr, flush=True)
+
+    sim = Simulation(config=default_configuration(), registry=default_registry(), seed=0, progress=progress)
     sim.submit(_trace_submissions(trace))
     t1 = time.perf_counter()
     res = sim.run()

@@ -160,8 +160,9 @@ class JobActions:
             return
         job = clone(info.job)
         queue_name = str(spec(job).get("queue") or "")
+        peek = getattr(self.store, "peek", None)  # read-only: only spec.extendClusters is read
         try:
-            queue = self.store.get("Queue", None, queue_name)
+            queue = (peek or self.store.get)("Queue", None, queue_name)
         except NotFound as e:
             raise SyncError(f"queue {queue_name!r} of job {namespace_of(job)}/{name_of(job)} not found") from e
         forwarding = bool(spec(queue).get("extendClusters"))
