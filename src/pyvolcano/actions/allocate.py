@@ -49,7 +49,7 @@ class Allocate:
                 if "enqueue" in ssn.enabled_actions:
                     continue
                 assert job.podgroup is not None
-                job.podgroup.phase = "Inqueue"
+                job.set_phase("Inqueue")
             if len(job.tasks_in(TaskStatus.Pending)) == job.pending_best_effort:
                 # Nothing for allocate (upstream builds an empty worksheet and skips the job;
                 # JobValid has no side effects, so asking it first changes nothing).

@@ -49,7 +49,7 @@ class Enqueue:
             if not job.has_min_resources() or ssn.job_enqueueable(job):
                 ssn.job_enqueued(job)
                 assert job.podgroup is not None
-                job.podgroup.phase = "Inqueue"
+                job.set_phase("Inqueue")
             queues.push(queue)
 
 

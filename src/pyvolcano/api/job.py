@@ -118,8 +118,9 @@ class JobInfo:
         self.schedule_start: float | None = None
         # (capacity epoch, pending tasks, podgroup) when allocate last failed to place this job.
         self.unschedulable_at: tuple[int, int, object] | None = None
-        # Bumped by every change to the tasks or the PodGroup, so derived per-job data
-        # (framework/job_sums.py) is recomputed only for jobs that changed.
+        # Bumped by every change to the tasks or the PodGroup (a new PodGroup object, or its
+        # phase through set_phase), so derived per-job data (framework/job_sums.py) is
+        # recomputed only for jobs that changed.
         self.version = 0
         # Bumped when the scheduling reasons change: fit errors recorded or reset, or the
         # tasks' last transactions cleared (session close re-derives messages only then).
@@ -156,6 +157,13 @@ class JobInfo:
                 if wt is not None and wt > 0:
                     self.waiting_time = wt
                     break
+
+    def set_phase(self, phase: str) -> None:
+        """Set the PodGroup's phase (in the session); counts as a change of the job."""
+        assert self.podgroup is not None
+        if self.podgroup.phase != phase:
+            self.podgroup.phase = phase
+            self.version += 1
 
     def min_resources(self) -> Resource:
         """The PodGroup's minResources (parsed once per PodGroup version; a fresh copy)."""

@@ -6,10 +6,10 @@ admitted PodGroups reserve. Recomputing those sums makes every session O(jobs) i
 ``Resource`` arithmetic, although between two sessions only a handful of jobs change.
 
 :class:`JobSums` keeps, per job, the contribution it last made and the *state key* it was
-computed from (by default :func:`job_state_key`: the job's mutation counter and its
-PodGroup's identity, phase and minMember). At refresh only jobs whose key differs, new
-jobs and departed jobs are touched: their old contribution is subtracted from its group
-and the new one added.
+computed from (by default :func:`job_state_key`: the job's mutation counter, which a new
+PodGroup, a phase change through ``JobInfo.set_phase`` and every task change move). At
+refresh only jobs whose key differs, new jobs and departed jobs are touched: their old
+contribution is subtracted from its group and the new one added.
 
 Invariants, after :meth:`JobSums.refresh`:
 
@@ -34,11 +34,9 @@ Contribution = tuple[Resource, ...]
 
 
 def job_state_key(job: JobInfo) -> Hashable:
-    """Everything a job's resource aggregates can depend on."""
-    pg = job.podgroup
-    if pg is None:
-        return (job.version, job.queue)
-    return (job.version, job.queue, id(pg), pg.phase, pg.min_member)
+    """Everything a job's resource aggregates can depend on: its tasks, its PodGroup and the
+    PodGroup's phase all move ``JobInfo.version``."""
+    return job.version
 
 
 class _Group:
@@ -75,8 +73,9 @@ class JobSums:
             _key, group, contrib = seen.pop(uid)
             self._remove(group, contrib)
         key_of, group_of, contribution = self._key, self._group, self._contribution
+        by_version = key_of is job_state_key
         for uid, job in jobs.items():
-            key = key_of(job)
+            key = job.version if by_version else key_of(job)
             old = seen.get(uid)
             if old is not None:
                 if old[0] == key:

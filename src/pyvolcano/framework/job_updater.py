@@ -76,7 +76,7 @@ def close_session(ssn: Session) -> None:
         unschedulable = any(
             c.type == "Unschedulable" and c.status == "True" and c.transition_id == ssn.uid for c in pg.conditions
         )
-        pg.phase = podgroup_phase(job, unschedulable)
+        job.set_phase(podgroup_phase(job, unschedulable))
         pg.running = len(job.tasks_in(TaskStatus.Running))
         pg.failed = len(job.tasks_in(TaskStatus.Failed))
         pg.succeeded = len(job.tasks_in(TaskStatus.Succeeded))
