@@ -45,6 +45,8 @@ def _pg_status_key(pg: PodGroup | None) -> tuple[Any, ...]:
 
 logger = logging.getLogger(__name__)
 
+_PIPELINED_BIT = TaskStatus.Pipelined._value_.bit_length() - 1  # index in JobInfo.status_counts
+
 
 @dataclass(frozen=True, slots=True)
 class SchedulerOptions:
@@ -285,8 +287,9 @@ class SchedulerCache:
             action.execute(ssn)
         result = SessionResult()
         for job in ssn.jobs.values():
-            for t in job.tasks_in(TaskStatus.Pipelined).values():
-                result.pipelined[t.key] = t.node_name
+            if job.status_counts[_PIPELINED_BIT]:
+                for t in job.tasks_in(TaskStatus.Pipelined).values():
+                    result.pipelined[t.key] = t.node_name
         for _opt, plugin in ssn.plugins:
             snapshot = getattr(plugin, "deserved_snapshot", None)
             if snapshot is not None and not result.deserved:
