@@ -173,3 +173,13 @@ def test_finished_job_cleanup_by_ttl_runs_no_extra_session() -> None:
     assert {j["metadata"]["name"] for j in cleaned_sim.store.list("Job")} == {"second"}
     assert {j["metadata"]["name"] for j in kept_sim.store.list("Job")} == {"first", "second"}
     assert cleaned.sessions == kept.sessions
+
+
+def test_a_job_created_again_after_cleanup_is_waited_for() -> None:
+    first = job("again", duration="10s")
+    first["spec"]["ttlSecondsAfterFinished"] = 5
+    res, sim = run([(0, node("n1")), (0, first), (100, job("again", duration="30s"))])
+    rec = res.jobs["default/again"]
+    assert rec.submitted == 100 and rec.phase == "Completed"
+    assert rec.finished is not None and rec.finished >= 130
+    assert res.virtual_seconds == rec.finished
