@@ -96,3 +96,15 @@ def test_job_sums_recompute_only_jobs_whose_state_changed() -> None:
     job.update_task_status(next(iter(job.tasks.values())), TaskStatus.Allocated)
     sums.refresh(cache.pg_jobs)
     assert seen == ["ns/pg2"]
+
+
+def test_job_sums_see_a_job_recreated_under_the_same_uid_between_refreshes() -> None:
+    cache = cache_of(node("n1"), queue("a"), podgroup("pg0", queue="a"), pod("p0", "pg0", cpu="1"))
+    sums = JobSums(2, _allocated_and_pending)
+    sums.refresh(cache.pg_jobs)
+    old = cache.pg_jobs["ns/pg0"]
+    fresh = JobInfo("ns/pg0")  # same uid, same (zero) counter, different content
+    assert old.podgroup is not None
+    fresh.set_podgroup(old.podgroup)
+    fresh.version = old.version
+    assert _as_dict(sums.refresh({"ns/pg0": fresh}))["a"][1]["cpu"] == 0.0

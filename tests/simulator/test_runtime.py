@@ -178,7 +178,7 @@ def test_finished_job_cleanup_by_ttl_runs_no_extra_session() -> None:
 def test_a_job_created_again_after_cleanup_is_waited_for() -> None:
     first = job("again", duration="10s")
     first["spec"]["ttlSecondsAfterFinished"] = 5
-    res, sim = run([(0, node("n1")), (0, first), (100, job("again", duration="30s"))])
+    res, _ = run([(0, node("n1")), (0, first), (100, job("again", duration="30s"))])
     rec = res.jobs["default/again"]
     assert rec.submitted == 100 and rec.phase == "Completed"
     assert rec.finished is not None and rec.finished >= 130

@@ -63,14 +63,17 @@ class JobSums:
         self._contribution = contribution
         self._group = group
         self._key = key
-        self._seen: dict[str, tuple[Hashable, str, Contribution]] = {}
+        # uid -> (the JobInfo, its key, its group, its contribution). Holding the JobInfo makes
+        # the identity check exact: a job deleted and created again under the same uid between
+        # two refreshes is a new object whose counter starts over.
+        self._seen: dict[str, tuple[JobInfo, Hashable, str, Contribution]] = {}
         self._groups: dict[str, _Group] = {}
 
     def refresh(self, jobs: Mapping[str, JobInfo]) -> dict[str, list[Resource]]:
         """Bring the sums up to date with ``jobs``; returns group → sums (do not mutate)."""
         seen = self._seen
         for uid in [u for u in seen if u not in jobs]:
-            _key, group, contrib = seen.pop(uid)
+            _job, _key, group, contrib = seen.pop(uid)
             self._remove(group, contrib)
         key_of, group_of, contribution = self._key, self._group, self._contribution
         by_version = key_of is job_state_key
@@ -78,17 +81,14 @@ class JobSums:
             key = job.version if by_version else key_of(job)
             old = seen.get(uid)
             if old is not None:
-                if old[0] == key:
+                if old[0] is job and old[1] == key:
                     continue
-                self._remove(old[1], old[2])
+                self._remove(old[2], old[3])
             group = group_of(job)
             contrib = contribution(job)
-            seen[uid] = (key, group, contrib)
+            seen[uid] = (job, key, group, contrib)
             self._add(group, contrib)
         return {name: g.sums for name, g in self._groups.items()}
-
-    def group_order(self) -> list[str]:
-        return list(self._groups)
 
     def _add(self, group: str, contrib: Contribution) -> None:
         g = self._groups.get(group)
