@@ -13,6 +13,7 @@ never see a partially loaded cluster.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -63,6 +64,11 @@ class ClusterObjects:
     other: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
 
+@functools.lru_cache(maxsize=512)
+def _split_path(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
+
+
 class _Doc:
     """Typed, path-tracking access to one manifest document."""
 
@@ -75,15 +81,22 @@ class _Doc:
 
     def get(self, path: str) -> Any:
         cur: Any = self.data
-        walked: list[str] = []
-        for part in path.split("."):
+        for part in _split_path(path):
             if cur is None:
                 return None
-            if not isinstance(cur, Mapping):
-                raise self.fail(".".join(walked), f"got {_show(cur)}; expected a mapping")
-            walked.append(part)
+            if type(cur) is not dict and not isinstance(cur, Mapping):
+                return self._not_a_mapping(path)
             cur = cur.get(part)
         return cur
+
+    def _not_a_mapping(self, path: str) -> Any:
+        cur: Any = self.data
+        parts = _split_path(path)
+        for i, part in enumerate(parts):
+            if not isinstance(cur, Mapping):
+                raise self.fail(".".join(parts[:i]), f"got {_show(cur)}; expected a mapping")
+            cur = cur.get(part)
+        raise AssertionError(path)  # pragma: no cover - only called on a non-mapping step
 
     def str_(self, path: str, default: str = "", *, required: bool = False) -> str:
         v = self.get(path)
