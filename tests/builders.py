@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import yaml
 
 from pyvolcano.api.manifest import load_manifest_text
@@ -11,6 +12,7 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.schedule import schedule_objects
 from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.framework.session import Session
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110", labels: dict[str, str] | None = None,
@@ -57,6 +59,18 @@ def pod(name: str, group: str, *, ns: str = "ns", cpu: str | None = "1", memory:
     if priority is not None:
         d["spec"]["priority"] = priority
     return d
+
+
+def plugin_conf(name: str, arguments: dict[str, Any], actions: str = "allocate") -> str:
+    """A scheduler configuration with one plugin, ``name``, given ``arguments``."""
+    return yaml.safe_dump({"actions": actions, "tiers": [{"plugins": [{"name": name, "arguments": arguments}]}]})
+
+
+def open_session(*docs: dict[str, Any], conf: str, now: float = 0.0) -> Session:
+    """A session opened on ``docs`` under the scheduler configuration ``conf`` (seed 0)."""
+    config = load_scheduler_conf(conf)
+    plugins = default_registry().plugin_factories(config.plugin_names())
+    return cache_of(*docs).open_session(config, plugins, now=now, rng=np.random.default_rng(0))
 
 
 def dump(*docs: dict[str, Any]) -> str:

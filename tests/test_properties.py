@@ -12,23 +12,10 @@ from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.api.resource import Resource
 from pyvolcano.cli.schedule import schedule_objects
 from pyvolcano.conf import load_scheduler_conf
+from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
 from pyvolcano.framework.registry import default_registry
 
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+CONF = DEFAULT_SCHEDULER_CONF + "  - name: binpack\n"  # upstream's default plus binpack
 
 CPUS = ["500m", "1", "2", "3"]
 MEMS = ["512Mi", "1Gi", "2Gi", "3Gi"]

@@ -6,12 +6,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyvolcano.api.manifest import load_manifest_text
-from pyvolcano.cache.cache import SchedulerCache
+from builders import open_session, plugin_conf
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.framework.registry import default_registry
@@ -48,12 +46,7 @@ BASE = [
 
 
 def session(docs: list[dict[str, Any]], arguments: dict[str, Any]) -> Session:
-    text = yaml.safe_dump_all([*BASE, *docs])
-    cache = SchedulerCache.from_objects(load_manifest_text(text, "test.yaml"))
-    config = load_scheduler_conf(yaml.safe_dump(
-        {"actions": "allocate", "tiers": [{"plugins": [{"name": "binpack", "arguments": arguments}]}]}))
-    return cache.open_session(config, default_registry().plugin_factories(config.plugin_names()), now=0.0,
-                              rng=np.random.default_rng(0))
+    return open_session(*BASE, *docs, conf=plugin_conf("binpack", arguments))
 
 
 def scores(ssn: Session, pod_uid: str) -> dict[str, float]:
@@ -182,11 +175,8 @@ def test_vectorised_scores_equal_a_per_node_reference(nodes: list[tuple[int, int
 
 
 def test_few_node_scalar_path_scores_exactly_like_the_vectorised_kernel() -> None:
-    import numpy as np
 
     from builders import cache_of, node, pod, podgroup, queue
-    from pyvolcano.conf import load_scheduler_conf
-    from pyvolcano.framework.registry import default_registry
 
     docs = [queue("q"), podgroup("pg", min_member=1)]
     for i, (c, m) in enumerate([(4, 8), (16, 64), (2, 3), (32, 128), (8, 8), (1, 1)]):

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import cache_of, node, pod, podgroup, queue, schedule
+import builders
+from builders import node, pod, podgroup, queue, schedule
 from pyvolcano.actions.enqueue import Enqueue
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo
-from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins.capacity import Capacity, CapacitySession
 from pyvolcano.plugins.capacity.attrs import MAX_FLOAT, MAX_INT64, QueueAttr, exceeded_part
@@ -75,9 +73,7 @@ def closed(q: dict[str, Any]) -> dict[str, Any]:
 
 
 def open_session(*docs: dict[str, Any], conf_text: str = FLAT) -> Session:
-    config = load_scheduler_conf(conf_text)
-    plugins = default_registry().plugin_factories(config.plugin_names())
-    return cache_of(*docs).open_session(config, plugins, now=0.0, rng=np.random.default_rng(0))
+    return builders.open_session(*docs, conf=conf_text)
 
 
 def capacity_of(ssn: Session) -> CapacitySession:

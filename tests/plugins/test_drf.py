@@ -11,12 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from builders import cache_of, pod, podgroup, queue, schedule
+from builders import open_session, pod, podgroup, queue, schedule
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo
-from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins._hdrf import HierarchicalDrf
 
@@ -57,12 +55,6 @@ def job(name: str, q: str, *, running: int, pending: int = 1, cpu: str | None = 
     for i in range(pending):
         docs.append(pod(f"{name}-p{i}", name, cpu=cpu, memory=memory))
     return docs
-
-
-def open_session(*docs: dict[str, Any], conf: str) -> Session:
-    config = load_scheduler_conf(conf)
-    plugins = default_registry().plugin_factories(config.plugin_names())
-    return cache_of(*docs).open_session(config, plugins, now=0.0, rng=np.random.default_rng(0))
 
 
 def task(ssn: Session, key: str) -> TaskInfo:

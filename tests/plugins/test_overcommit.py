@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
-from builders import cache_of, node, pod, podgroup, queue, schedule
-from pyvolcano.conf import load_scheduler_conf
+from builders import node, open_session, pod, podgroup, queue, schedule
 from pyvolcano.framework.arguments import ArgumentError
-from pyvolcano.framework.registry import default_registry
-from pyvolcano.framework.session import Session
 from pyvolcano.plugins.overcommit import DEFAULT_OVERCOMMIT_FACTOR, Overcommit
 
 
@@ -28,12 +24,6 @@ tiers:
 def pending(name: str, cpu: str, memory: str | None = None) -> dict[str, Any]:
     min_resources = {"cpu": cpu} if memory is None else {"cpu": cpu, "memory": memory}
     return podgroup(name, phase="Pending", minResources=min_resources)
-
-
-def open_session(*docs: dict[str, Any], conf: str) -> Session:
-    config = load_scheduler_conf(conf)
-    plugins = default_registry().plugin_factories(config.plugin_names())
-    return cache_of(*docs).open_session(config, plugins, now=0.0, rng=np.random.default_rng(0))
 
 
 def test_second_job_is_rejected_once_inqueue_plus_min_exceeds_idle() -> None:

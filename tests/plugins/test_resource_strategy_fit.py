@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import numpy as np
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from builders import open_session, plugin_conf
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
@@ -59,12 +59,7 @@ BASE = [
 
 
 def session(docs: list[dict[str, Any]], arguments: dict[str, Any]) -> Session:
-    text = yaml.safe_dump_all([*BASE, *docs])
-    cache = SchedulerCache.from_objects(load_manifest_text(text, "test.yaml"))
-    config = load_scheduler_conf(yaml.safe_dump({"actions": "allocate", "tiers": [{"plugins": [
-        {"name": "resource-strategy-fit", "arguments": arguments}]}]}))
-    return cache.open_session(config, default_registry().plugin_factories(config.plugin_names()), now=0.0,
-                              rng=np.random.default_rng(0))
+    return open_session(*BASE, *docs, conf=plugin_conf("resource-strategy-fit", arguments))
 
 
 def scores(ssn: Session, name: str = "p") -> dict[str, float]:

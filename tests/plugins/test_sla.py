@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
-from builders import cache_of, node, pod, podgroup, queue, schedule
-from pyvolcano.conf import load_scheduler_conf
+from builders import node, open_session, pod, podgroup, queue, schedule
 from pyvolcano.framework.arguments import ArgumentError
-from pyvolcano.framework.registry import default_registry
-from pyvolcano.framework.session import Session
 from pyvolcano.plugins.sla import Sla
 
 # sla in tier 1 outvotes overcommit's rejection in tier 2 once a job is overdue.
@@ -47,12 +43,6 @@ def group(name: str, *, created: int = 0, wait: str | None = None, **spec: Any) 
 def too_big(name: str, **kw: Any) -> dict[str, Any]:
     """A PodGroup that overcommit rejects on a 4-cpu node (idle 4.8 cpu)."""
     return group(name, minResources={"cpu": "10"}, **kw)
-
-
-def open_session(*docs: dict[str, Any], conf: str, now: float = 0.0) -> Session:
-    config = load_scheduler_conf(conf)
-    plugins = default_registry().plugin_factories(config.plugin_names())
-    return cache_of(*docs).open_session(config, plugins, now=now, rng=np.random.default_rng(0))
 
 
 def test_overdue_job_is_enqueued_despite_a_later_tier_rejection() -> None:
