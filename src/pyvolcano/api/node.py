@@ -232,11 +232,6 @@ class NodeTable:
         return ok, failures
 
 
-def _has_pod_affinity(task: TaskInfo) -> bool:
-    affinity = task.pod.affinity
-    return affinity is not None and ("podAffinity" in affinity or "podAntiAffinity" in affinity)
-
-
 class NodeInfo:
     """Handle on one node: identity, scheduling-relevant metadata and the tasks on it."""
 
@@ -273,7 +268,7 @@ class NodeInfo:
         t.nonzero_cpu[i] += nz_cpu
         t.nonzero_mem[i] += nz_mem
         t.task_count[i] += 1
-        if _has_pod_affinity(task):
+        if task.pod.has_pod_affinity:
             t.pod_affinity_tasks += 1
         t.bump(i)
         task.node_name = self.name
@@ -299,7 +294,7 @@ class NodeInfo:
         t.nonzero_cpu[i] -= nz_cpu
         t.nonzero_mem[i] -= nz_mem
         t.task_count[i] -= 1
-        if _has_pod_affinity(task):
+        if task.pod.has_pod_affinity:
             t.pod_affinity_tasks -= 1
         t.bump(i)
 

@@ -88,6 +88,12 @@ class Pod:
     def group_name(self) -> str:
         return self.annotations.get(GROUP_NAME_ANNOTATION, "")
 
+    @property
+    def has_pod_affinity(self) -> bool:
+        """Whether the pod declares podAffinity or podAntiAffinity terms."""
+        a = self.affinity
+        return a is not None and ("podAffinity" in a or "podAntiAffinity" in a)
+
 
 @dataclass(slots=True)
 class Node:

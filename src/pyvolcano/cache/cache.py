@@ -28,7 +28,7 @@ from pyvolcano.api.node import NodeInfo, NodeTable
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
-from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.interfaces import Action, Plugin
 from pyvolcano.framework.job_updater import close_session
@@ -44,8 +44,6 @@ def _pg_status_key(pg: PodGroup | None) -> tuple[Any, ...]:
             tuple((c.type, c.status, c.reason, c.message) for c in pg.conditions))
 
 logger = logging.getLogger(__name__)
-
-_PIPELINED_BIT = TaskStatus.Pipelined._value_.bit_length() - 1  # index in JobInfo.status_counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +202,7 @@ class SchedulerCache:
     def delete_pod(self, uid: str) -> None:
         task = self.tasks.get(uid)
         # A finished pod holds nothing and is in no queue's request: removing it frees nothing.
-        if task is None or task.status not in (TaskStatus.Succeeded, TaskStatus.Failed):
+        if task is None or not task.status & COMPLETED_STATUS:
             self.capacity_epoch += 1
         self._remove_task(uid)
 
@@ -287,7 +285,7 @@ class SchedulerCache:
             action.execute(ssn)
         result = SessionResult()
         for job in ssn.jobs.values():
-            if job.status_counts[_PIPELINED_BIT]:
+            if job.count(TaskStatus.Pipelined):
                 for t in job.tasks_in(TaskStatus.Pipelined).values():
                     result.pipelined[t.key] = t.node_name
         for _opt, plugin in ssn.plugins:

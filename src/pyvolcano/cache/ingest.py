@@ -12,7 +12,7 @@ from typing import Any
 
 from pyvolcano.api.manifest import ManifestError, parse_object
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
-from pyvolcano.api.task import TaskStatus
+from pyvolcano.api.task import COMPLETED_STATUS, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 
 __all__ = ["apply_event"]
@@ -100,9 +100,6 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     return True
 
 
-_FINISHED = (TaskStatus.Succeeded, TaskStatus.Failed)
-
-
 def _delete_pod(cache: SchedulerCache, obj: dict[str, Any]) -> bool:
     # Only the identity is needed (the pod's uid, as parse_object derives it).
     md = obj.get("metadata")
@@ -112,7 +109,7 @@ def _delete_pod(cache: SchedulerCache, obj: dict[str, Any]) -> bool:
     ns = md.get("namespace") or "default"
     uid = md.get("uid") or f"{ns}-{md['name']}"
     task = cache.tasks.get(str(uid))
-    finished = task is not None and task.status in _FINISHED
+    finished = task is not None and bool(task.status & COMPLETED_STATUS)
     cache.delete_pod(str(uid))
     if finished and task is not None:
         cache.status_only_changes.add(task.job)
@@ -125,7 +122,7 @@ def _finished_job_cleanup(cache: SchedulerCache, uid: str) -> bool:
     job = cache.pg_jobs.get(uid)
     if job is None or job.podgroup is None or job.podgroup.phase != "Completed":
         return False
-    if any(t.status not in _FINISHED for t in job.tasks.values()):
+    if any(not t.status & COMPLETED_STATUS for t in job.tasks.values()):
         return False
     return any(other.queue == job.queue and other is not job for other in cache.pg_jobs.values())
 

@@ -32,6 +32,7 @@ __all__ = [
     "meta",
     "name_of",
     "namespace_of",
+    "peek",
     "resource_version",
     "spec",
     "status",
@@ -44,6 +45,13 @@ T = TypeVar("T", bound=Hashable)
 
 
 # ---------------------------------------------------------------------- object accessors
+def peek(store: Any, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
+    """The stored object itself when the store offers that (``InMemoryStore.peek``), else a
+    copy from ``get``. Read-only: the caller must not mutate it. NotFound as ``get``."""
+    read = getattr(store, "peek", None) or store.get
+    return read(kind, namespace, name)
+
+
 def meta(obj: Mapping[str, Any]) -> dict[str, Any]:
     md = obj.get("metadata")
     return md if isinstance(md, dict) else {}

@@ -72,7 +72,6 @@ _FLAGS: dict[str, str | None] = {
 }
 
 MIN_NODES_TO_FIND = 100
-_PENDING_BIT = TaskStatus.Pending._value_.bit_length() - 1  # index in JobInfo.status_counts
 MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
 BASELINE_PERCENTAGE_OF_NODES_TO_FIND = 50
 
@@ -124,7 +123,7 @@ class Session:
             if self.skip_unchanged and self.unchanged_since_failure(job):
                 continue  # keep the reasons of the attempt that is being skipped
             job.reset_fit_err()
-            if not job.status_counts[_PENDING_BIT]:
+            if not job.count(TaskStatus.Pending):
                 continue
             for t in job.tasks_in(TaskStatus.Pending).values():
                 if t.last_transaction is not None:

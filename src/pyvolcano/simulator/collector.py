@@ -25,7 +25,6 @@ __all__ = ["MetricsCollector", "fragmentation"]
 GPU = "nvidia.com/gpu"
 FINAL = {"Completed", "Failed", "Terminated", "Aborted"}
 JOB_NAME_KEY = "volcano.sh/job-name"
-_PENDING_BIT = TaskStatus.Pending._value_.bit_length() - 1  # index in JobInfo.status_counts
 
 
 def fragmentation(cache: SchedulerCache) -> float:
@@ -39,7 +38,7 @@ def fragmentation(cache: SchedulerCache) -> float:
     """
     from pyvolcano.gpu.session import cluster_fragmentation
 
-    pending = [t for job in cache.pg_jobs.values() if job.status_counts[_PENDING_BIT]
+    pending = [t for job in cache.pg_jobs.values() if job.count(TaskStatus.Pending)
                for t in job.tasks_in(TaskStatus.Pending).values()]
     if not pending or not cache.node_list:
         return 0.0

@@ -37,6 +37,7 @@ from pyvolcano.controllers._common import (
     meta,
     name_of,
     namespace_of,
+    peek,
     spec,
     status,
 )
@@ -160,9 +161,8 @@ class JobActions:
             return
         job = clone(info.job)
         queue_name = str(spec(job).get("queue") or "")
-        peek = getattr(self.store, "peek", None)  # read-only: only spec.extendClusters is read
         try:
-            queue = (peek or self.store.get)("Queue", None, queue_name)
+            queue = peek(self.store, "Queue", None, queue_name)  # only spec.extendClusters is read
         except NotFound as e:
             raise SyncError(f"queue {queue_name!r} of job {namespace_of(job)}/{name_of(job)} not found") from e
         forwarding = bool(spec(queue).get("extendClusters"))

@@ -22,7 +22,16 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from pyvolcano.controllers._common import annotations_of, controller_ref, labels_of, meta, name_of, namespace_of, spec
+from pyvolcano.controllers._common import (
+    annotations_of,
+    controller_ref,
+    labels_of,
+    meta,
+    name_of,
+    namespace_of,
+    peek,
+    spec,
+)
 from pyvolcano.controllers._resources import (
     ResourceList,
     add_lists,
@@ -59,9 +68,8 @@ def _task_requests(task: Mapping[str, Any], count: int) -> ResourceList:
 def _priority_value(store: Store, name: str) -> int:
     if not name:
         return 0
-    peek = getattr(store, "peek", None)
     try:
-        pc = peek("PriorityClass", None, name) if peek is not None else store.get("PriorityClass", None, name)
+        pc = peek(store, "PriorityClass", None, name)
     except NotFound:
         return 0
     try:
@@ -306,11 +314,11 @@ def related_pod_group(store: Store, job: Mapping[str, Any], *, read_only: bool =
 
     ``read_only=True`` may return the store's own object (no copy): the caller must not mutate it.
     """
-    peek = getattr(store, "peek", None) if read_only else None
-    read = peek if peek is not None else store.get
     for name in (pod_group_name(job), name_of(job)):
         try:
-            return read("PodGroup", namespace_of(job), name)
+            if read_only:
+                return peek(store, "PodGroup", namespace_of(job), name)
+            return store.get("PodGroup", namespace_of(job), name)
         except NotFound:
             continue
     return None

@@ -172,7 +172,7 @@ class Predicates:
             if anti_affinity_pods is None:
                 anti_affinity_pods = [
                     t for n in nodes for t in n.tasks.values()
-                    if t.pod.affinity and ("podAntiAffinity" in t.pod.affinity or "podAffinity" in t.pod.affinity)
+                    if t.pod.has_pod_affinity
                 ]
             return anti_affinity_pods
 
@@ -210,7 +210,7 @@ class Predicates:
             # 4. inter-pod affinity
             if self.pod_affinity_enable:
                 existing = existing_affinity_pods()
-                has_own = bool(pod.affinity and ("podAffinity" in pod.affinity or "podAntiAffinity" in pod.affinity))
+                has_own = pod.has_pod_affinity
                 if has_own or existing:
                     failures.extend(self._interpod(ssn, task, idx, live, aborted))
             # 5. topology spread
@@ -223,7 +223,7 @@ class Predicates:
             if pod.topology_spread_constraints and self.pod_topology_spread_enable:
                 return None
             if self.pod_affinity_enable:
-                if pod.affinity and ("podAffinity" in pod.affinity or "podAntiAffinity" in pod.affinity):
+                if pod.has_pod_affinity:
                     return None
                 if existing_affinity_pods():
                     return None
