@@ -8,11 +8,44 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.resource import CPU, MEMORY, PODS, Resource, is_scalar_resource_name
 from pyvolcano.api.task import ALLOCATED_STATUS
 
-__all__ = ["calculate_allocated_task_num", "capability_resource", "inqueue_resource", "max_resource"]
+__all__ = [
+    "calculate_allocated_task_num",
+    "capability_resource",
+    "inqueue_resource",
+    "max_resource",
+    "queue_reservation",
+    "running_reservation",
+]
 
 
 def calculate_allocated_task_num(job: JobInfo) -> int:
     return job.count(ALLOCATED_STATUS)
+
+
+def running_reservation(job: JobInfo) -> Resource | None:
+    """What a Running PodGroup still reserves: minResources not covered by its allocated tasks,
+    gated pods deducted; None when it reserves nothing.
+
+    Upstream (plugins/overcommit/overcommit.go, plugins/proportion/proportion.go): only while
+    the gang holds minMember allocated tasks, so a group whose gang finished (e.g. a completed
+    Spark driver) does not reserve again.
+    """
+    pg = job.podgroup
+    if pg is None or pg.phase != "Running" or pg.min_resources is None:
+        return None
+    if calculate_allocated_task_num(job) < pg.min_member:
+        return None
+    return job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated))
+
+
+def queue_reservation(job: JobInfo) -> Resource | None:
+    """A job's part of its queue's ``inqueue`` (proportion, capacity): for an Inqueue PodGroup,
+    and for a Running one as :func:`running_reservation`, minResources not covered by its
+    allocated tasks, gated pods deducted; None when it reserves nothing."""
+    pg = job.podgroup
+    if pg is not None and pg.phase == "Inqueue" and pg.min_resources is not None:
+        return job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated))
+    return running_reservation(job)
 
 
 def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:

@@ -33,7 +33,7 @@ from pyvolcano.api.resource import CPU, MEMORY, Resource
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Vote
 from pyvolcano.framework.job_sums import JobSums
-from pyvolcano.plugins._util import calculate_allocated_task_num, inqueue_resource
+from pyvolcano.plugins._util import running_reservation
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -48,7 +48,6 @@ OVERCOMMIT_FACTOR = "overcommit-factor"
 DEFAULT_OVERCOMMIT_FACTOR = 1.2
 
 _INQUEUE_PHASE = "Inqueue"
-_RUNNING_PHASE = "Running"
 
 
 class Overcommit:
@@ -124,11 +123,8 @@ def _job_reservation(job: JobInfo) -> tuple[Resource]:
         return (Resource(),)
     if pg.phase == _INQUEUE_PHASE:
         return (job.deduct_sch_gated_resources(job.min_resources()),)
-    if pg.phase == _RUNNING_PHASE and calculate_allocated_task_num(job) >= pg.min_member:
-        # Upstream (plugins/overcommit/overcommit.go): the minMember guard keeps a Running
-        # group whose gang finished (e.g. a completed Spark driver) from reserving again.
-        return (job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)).clone(),)
-    return (Resource(),)
+    reserved = running_reservation(job)
+    return (reserved.clone() if reserved is not None else Resource(),)
 
 
 def _overused_message(names: list[str]) -> str:

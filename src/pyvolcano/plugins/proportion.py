@@ -23,10 +23,9 @@ from pyvolcano.api.task import TaskInfo
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 from pyvolcano.framework.job_sums import JobSums
 from pyvolcano.plugins._util import (
-    calculate_allocated_task_num,
     capability_resource,
-    inqueue_resource,
     max_resource,
+    queue_reservation,
 )
 
 if TYPE_CHECKING:
@@ -78,10 +77,9 @@ def _job_contribution(job: JobInfo) -> tuple[Resource, Resource, Resource, Resou
     inqueue = Resource()
     pg = job.podgroup
     assert pg is not None
-    if pg.phase == "Inqueue" and pg.min_resources is not None:
-        inqueue.add(job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)))
-    if pg.phase == "Running" and pg.min_resources is not None and calculate_allocated_task_num(job) >= pg.min_member:
-        inqueue.add(job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)))
+    reserved = queue_reservation(job)
+    if reserved is not None:
+        inqueue.add(reserved)
     return allocated, request, inqueue, job.elastic_resources()
 
 

@@ -25,7 +25,7 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import PODS, Resource, share
 from pyvolcano.api.task import ALLOCATED_STATUS, TaskStatus
-from pyvolcano.plugins._util import calculate_allocated_task_num, inqueue_resource
+from pyvolcano.plugins._util import queue_reservation
 
 __all__ = [
     "MAX_FLOAT",
@@ -143,11 +143,9 @@ def job_usage(job: JobInfo) -> JobUsage:
         elif status == TaskStatus.Pending:
             for task in bucket.values():
                 usage.request.add(task.resreq)
-    pg = job.podgroup
-    if pg is not None and pg.min_resources is not None:
-        holds_min = pg.phase == "Running" and calculate_allocated_task_num(job) >= pg.min_member
-        if pg.phase == "Inqueue" or holds_min:
-            usage.inqueue.add(job.deduct_sch_gated_resources(inqueue_resource(job, job.allocated)))
+    reserved = queue_reservation(job)
+    if reserved is not None:
+        usage.inqueue.add(reserved)
     return usage
 
 
