@@ -52,7 +52,8 @@ def close_key(job: JobInfo) -> tuple[object, ...]:
 
 
 def settled_jobs(ssn: Session) -> set[str]:
-    """Jobs whose close output would equal the previous close's (see the module docstring)."""
+    """Jobs whose close output would equal the previous close's (see the module docstring);
+    the others get their ``close_key`` updated, for the next close to compare against."""
     settled = set()
     for uid, job in ssn.jobs.items():
         if job.podgroup is None:

@@ -23,6 +23,7 @@ __all__ = [
     "FlagError",
     "FlagSet",
     "JobPlugin",
+    "MarkingPlugin",
     "PluginBuilder",
     "PluginContext",
     "PluginError",
@@ -66,6 +67,25 @@ class JobPlugin(Protocol):
 
 
 PluginBuilder = Callable[[PluginContext, Sequence[str]], JobPlugin]
+
+
+class MarkingPlugin:
+    """Job hooks of the plugins that only record themselves in ``controlledResources``
+    (``plugin-<name>: <name>``) on add and remove that mark on delete (env, mpi, pytorch,
+    tensorflow upstream)."""
+
+    name: str
+
+    def on_job_add(self, job: dict[str, Any]) -> None:
+        controlled_resources(job)[f"plugin-{self.name}"] = self.name
+
+    def on_job_delete(self, job: dict[str, Any]) -> None:
+        cr = controlled_resources(job)
+        if cr.get(f"plugin-{self.name}") == self.name:
+            del cr[f"plugin-{self.name}"]
+
+    def on_job_update(self, job: dict[str, Any]) -> None:
+        return None
 
 
 class FlagError(ValueError):

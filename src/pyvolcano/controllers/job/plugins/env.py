@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyvolcano.controllers.job.plugins.base import (
+    MarkingPlugin,
     PluginContext,
     append_env,
     containers,
-    controlled_resources,
     pod_index_under_task,
 )
 
@@ -24,7 +24,7 @@ TASK_VK_INDEX = "VK_TASK_INDEX"
 TASK_INDEX = "VC_TASK_INDEX"
 
 
-class EnvPlugin:
+class EnvPlugin(MarkingPlugin):
     name = "env"
 
     def __init__(self, ctx: PluginContext, arguments: Sequence[str]):
@@ -36,14 +36,3 @@ class EnvPlugin:
         for init in (False, True):
             for c in containers(pod, init=init):
                 append_env(c, {"name": TASK_VK_INDEX, "value": index}, {"name": TASK_INDEX, "value": index})
-
-    def on_job_add(self, job: dict[str, Any]) -> None:
-        controlled_resources(job)[f"plugin-{self.name}"] = self.name
-
-    def on_job_delete(self, job: dict[str, Any]) -> None:
-        cr = controlled_resources(job)
-        if cr.get(f"plugin-{self.name}") == self.name:
-            del cr[f"plugin-{self.name}"]
-
-    def on_job_update(self, job: dict[str, Any]) -> None:
-        return None

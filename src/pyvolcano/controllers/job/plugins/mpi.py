@@ -15,10 +15,10 @@ from typing import Any
 from pyvolcano.controllers._common import name_of
 from pyvolcano.controllers.job.plugins.base import (
     FlagSet,
+    MarkingPlugin,
     PluginContext,
     append_env,
     containers,
-    controlled_resources,
     make_pod_name,
     replicas_of,
     task_index_under_job,
@@ -44,7 +44,7 @@ def generate_task_hosts(task: Mapping[str, Any], job_name: str) -> str:
     return ",".join(hosts)
 
 
-class MPIPlugin:
+class MPIPlugin(MarkingPlugin):
     name = "mpi"
 
     def __init__(self, ctx: PluginContext, arguments: Sequence[str]):
@@ -72,14 +72,3 @@ class MPIPlugin:
                     c["ports"] = [*ports, {"name": "mpijob-port", "containerPort": self.port}]
                 if env is not None:
                     append_env(c, dict(env))
-
-    def on_job_add(self, job: dict[str, Any]) -> None:
-        controlled_resources(job)[f"plugin-{self.name}"] = self.name
-
-    def on_job_delete(self, job: dict[str, Any]) -> None:
-        cr = controlled_resources(job)
-        if cr.get(f"plugin-{self.name}") == self.name:
-            del cr[f"plugin-{self.name}"]
-
-    def on_job_update(self, job: dict[str, Any]) -> None:
-        return None

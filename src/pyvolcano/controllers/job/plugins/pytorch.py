@@ -19,11 +19,11 @@ from typing import Any
 from pyvolcano.controllers._common import name_of
 from pyvolcano.controllers.job.plugins.base import (
     FlagSet,
+    MarkingPlugin,
     PluginContext,
     PluginError,
     append_env,
     containers,
-    controlled_resources,
     make_domain_name,
     pod_index_under_task,
     replicas_of,
@@ -41,7 +41,7 @@ DEFAULT_WAIT_MASTER_IMAGE = "busybox:1.36.1"
 WAIT_FOR_MASTER = "wait-for-master"
 
 
-class PyTorchPlugin:
+class PyTorchPlugin(MarkingPlugin):
     name = "pytorch"
 
     def __init__(self, ctx: PluginContext, arguments: Sequence[str]):
@@ -117,14 +117,3 @@ class PyTorchPlugin:
             "command": ["sh", "-c", self._wait_script(master_addr)],
         }
         sp["initContainers"] = [*(sp.get("initContainers") or []), init]
-
-    def on_job_add(self, job: dict[str, Any]) -> None:
-        controlled_resources(job)[f"plugin-{self.name}"] = self.name
-
-    def on_job_delete(self, job: dict[str, Any]) -> None:
-        cr = controlled_resources(job)
-        if cr.get(f"plugin-{self.name}") == self.name:
-            del cr[f"plugin-{self.name}"]
-
-    def on_job_update(self, job: dict[str, Any]) -> None:
-        return None

@@ -16,11 +16,11 @@ from typing import Any
 from pyvolcano.controllers._common import name_of
 from pyvolcano.controllers.job.plugins.base import (
     FlagSet,
+    MarkingPlugin,
     PluginContext,
     PluginError,
     append_env,
     containers,
-    controlled_resources,
     make_domain_name,
     pod_index_under_task,
     replicas_of,
@@ -33,7 +33,7 @@ __all__ = ["TF_CONFIG", "TensorFlowPlugin"]
 TF_CONFIG = "TF_CONFIG"
 
 
-class TensorFlowPlugin:
+class TensorFlowPlugin(MarkingPlugin):
     name = "tensorflow"
 
     def __init__(self, ctx: PluginContext, arguments: Sequence[str]):
@@ -78,14 +78,3 @@ class TensorFlowPlugin:
         raw = json.dumps(self.cluster_spec(pod, job), separators=(",", ":"))
         for c in containers(pod):
             append_env(c, {"name": TF_CONFIG, "value": raw})
-
-    def on_job_add(self, job: dict[str, Any]) -> None:
-        controlled_resources(job)[f"plugin-{self.name}"] = self.name
-
-    def on_job_delete(self, job: dict[str, Any]) -> None:
-        cr = controlled_resources(job)
-        if cr.get(f"plugin-{self.name}") == self.name:
-            del cr[f"plugin-{self.name}"]
-
-    def on_job_update(self, job: dict[str, Any]) -> None:
-        return None
