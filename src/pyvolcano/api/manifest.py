@@ -41,6 +41,7 @@ __all__ = [
     "load_manifest_text",
     "parse_object",
     "parse_objects",
+    "pod_uid",
 ]
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -243,10 +244,15 @@ def _prefixed(d: _Doc, sub: _Doc, rel: str, full: str) -> dict[str, Any] | None:
         raise ManifestError(str(e).replace(f"{sub.where}: {rel}", f"{d.where}: {full}", 1)) from None
 
 
+def pod_uid(namespace: str, name: str, uid: str) -> str:
+    """A pod's identity in the scheduler: ``metadata.uid``, or ``<namespace>-<name>`` without one."""
+    return uid or f"{namespace}-{name}"
+
+
 def _pod(d: _Doc) -> Pod:
     name, labels, annotations, created = _meta_common(d)
     ns = d.str_("metadata.namespace", "default") or "default"
-    uid = d.str_("metadata.uid", "") or f"{ns}-{name}"
+    uid = pod_uid(ns, name, d.str_("metadata.uid", ""))
     owners = []
     for i, o in enumerate(d.list_("metadata.ownerReferences")):
         if not isinstance(o, Mapping) or not isinstance(o.get("name"), str):

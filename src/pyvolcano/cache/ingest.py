@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pyvolcano.api.manifest import ManifestError, parse_object
+from pyvolcano.api.manifest import ManifestError, parse_object, pod_uid
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
 from pyvolcano.api.task import COMPLETED_STATUS, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
@@ -101,16 +101,15 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
 
 
 def _delete_pod(cache: SchedulerCache, obj: dict[str, Any]) -> bool:
-    # Only the identity is needed (the pod's uid, as parse_object derives it).
+    # Only the identity is needed: no full parse.
     md = obj.get("metadata")
     if not isinstance(md, dict) or not isinstance(md.get("name"), str):
         logger.warning("ignoring a deleted Pod without metadata.name")
         return False
-    ns = md.get("namespace") or "default"
-    uid = md.get("uid") or f"{ns}-{md['name']}"
-    task = cache.tasks.get(str(uid))
+    uid = pod_uid(str(md.get("namespace") or "default"), md["name"], str(md.get("uid") or ""))
+    task = cache.tasks.get(uid)
     finished = task is not None and bool(task.status & COMPLETED_STATUS)
-    cache.delete_pod(str(uid))
+    cache.delete_pod(uid)
     if finished and task is not None:
         cache.status_only_changes.add(task.job)
         return False
