@@ -101,10 +101,10 @@ class Proportion:
     def _build(self, ssn: Session) -> None:
         total = ssn.total_resource.clone()
         total_guarantee = Resource()
+        guarantees: dict[str, Resource] = {}
         for q in ssn.queues.values():
-            g = q.guarantee()
             if q.queue.guarantee:
-                assert g is not None
+                g = guarantees[q.name] = Resource.from_list(q.queue.guarantee)
                 total_guarantee.add(g)
         sums = _queue_sums(ssn).refresh(ssn.jobs)
         unguaranteed = total.exceeded_part(total_guarantee)
@@ -112,9 +112,9 @@ class Proportion:
             queue = ssn.queues[name]
             attr = QueueAttr(queue)
             attr.capability = capability_resource(queue.queue.capability)
-            if queue.queue.guarantee:
-                attr.guarantee = Resource.from_list(queue.queue.guarantee)
-            if queue.queue.guarantee or attr.capability is not None:
+            if name in guarantees:
+                attr.guarantee = guarantees[name]
+            if name in guarantees or attr.capability is not None:
                 real = unguaranteed.clone().add(attr.guarantee)
                 if attr.capability is not None:
                     real.min_dimension(attr.capability, INF)
