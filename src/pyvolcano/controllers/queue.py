@@ -274,11 +274,8 @@ class QueueController:
         name = name_of(queue)
         counts = dict.fromkeys(_COUNTED_PHASES.values(), 0)
         counts.update(self._phase_counts.get(name, {}))
-        # Upstream passes the list taken before dropping PodGroups that no longer exist.
-        known = self.pod_groups.get(name, set())
-        pgs = list(known)
-        stale = [key for key in pgs if key not in self._pg_seen]
-        known.difference_update(stale)
+        # The PodGroups seen in the queue; a deletion event removes its key (as the lister's).
+        pgs = list(self.pod_groups.get(name, ()))
         new_state = next_state(pgs)
         st = status(queue)
         patch: dict[str, Any] = {}
