@@ -24,6 +24,15 @@ experiment_app = typer.Typer(help="Reproducible scheduling experiments.", no_arg
 app.add_typer(experiment_app, name="experiment")
 
 
+def _register_kube_commands() -> None:
+    from pyvolcano.cli.kube import register
+
+    register(app)
+
+
+_register_kube_commands()
+
+
 @app.callback()
 def _root() -> None:
     """pyvolcano: Volcano's scheduler, runnable on manifests and traces."""
@@ -128,6 +137,9 @@ def experiment_fgd(
 
 
 def main() -> None:
+    from pyvolcano.cli.kube import normalize_go_bools
+
+    sys.argv[1:] = normalize_go_bools(sys.argv[1:])
     app()
 
 

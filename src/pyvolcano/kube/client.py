@@ -1,0 +1,221 @@
+"""A small REST client for the kube-apiserver, on lightkube's configuration and transport.
+
+lightkube (``lightkube.config``) reads kubeconfig files (contexts, client certificates,
+bearer tokens and token files, exec plugins) and in-cluster service-account configuration,
+and builds the authenticated ``httpx2`` client. Above it this module speaks the API directly
+and keeps objects as plain JSON dicts, the store protocol's currency: decoding 10,000 Pods
+into dicts costs a JSON parse, where typed models cost several times more
+(``benchmarks/kube_decode.py``; figures in docs/kubernetes.md).
+
+Failures come back as the store's errors (:mod:`pyvolcano.store.base`), mapped from the
+``Status`` the API server returns: 404 → NotFound, 409 → Conflict or AlreadyExists (by
+``reason``), 422 → Invalid (with its causes), 403 → Forbidden, 410 → :class:`Expired`. Every
+request first takes a token from the client-side rate limiter (``--kube-api-qps`` /
+``--kube-api-burst``), as client-go's ``flowcontrol`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pyvolcano.kube.resources import Resource
+from pyvolcano.store.base import AlreadyExists, Conflict, Forbidden, Invalid, NotFound, StoreError
+
+__all__ = [
+    "ApiError",
+    "Expired",
+    "KubeClient",
+    "RateLimiter",
+    "WatchItem",
+    "load_config",
+]
+
+logger = logging.getLogger(__name__)
+
+try:  # msgspec comes with lightkube; its decoder is about twice as fast as json's
+    import msgspec as _msgspec
+
+    _decode: Callable[[bytes], Any] = _msgspec.json.Decoder().decode
+except ImportError:  # pragma: no cover - lightkube always brings msgspec
+    _decode = json.loads
+
+
+class RateLimiter(Protocol):
+    def acquire(self) -> None: ...
+
+
+class Expired(StoreError):
+    """410 Gone: the requested resourceVersion is older than the API server keeps."""
+
+
+class ApiError(StoreError):
+    """Any other failure status (5xx, 400, 401, ...), or a transport failure (``code`` 0)."""
+
+    def __init__(self, kind: str, key: str, message: str, code: int):
+        super().__init__(kind, key, message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class WatchItem:
+    type: str  # ADDED | MODIFIED | DELETED | BOOKMARK
+    object: dict[str, Any]
+
+
+def load_config(kubeconfig: str | None = None, master: str | None = None, context: str | None = None) -> Any:
+    """A lightkube ``SingleConfig``: the kubeconfig file if given, else in-cluster service account,
+    else ``$KUBECONFIG`` / ``~/.kube/config`` (client-go's order); ``master`` overrides the server
+    URL as vc-scheduler's ``--master`` does."""
+    from lightkube.config.kubeconfig import KubeConfig
+    from lightkube.core.exceptions import ConfigError
+
+    try:
+        if kubeconfig:
+            cfg = KubeConfig.from_file(kubeconfig)
+        elif master:
+            try:
+                cfg = KubeConfig.from_service_account()
+            except ConfigError:
+                cfg = KubeConfig.from_server(master)
+        else:
+            cfg = KubeConfig.from_env()
+        single = cfg.get(context_name=context)
+    except ConfigError as e:
+        raise ValueError(f"kubeconfig: {e}") from None
+    except OSError as e:
+        raise ValueError(f"kubeconfig: {kubeconfig}: {e.strerror or e}") from None
+    if single is None:
+        raise ValueError(f"kubeconfig: no context {context!r}" if context else "kubeconfig: no current context")
+    if master:
+        import msgspec
+
+        single = single._replace(cluster=msgspec.structs.replace(single.cluster, server=master))
+    return single
+
+
+class KubeClient:
+    """JSON requests to one API server. Thread-safe (httpx clients are)."""
+
+    def __init__(self, config: Any = None, *, http: Any = None, limiter: RateLimiter | None = None,
+                 timeout: float = 30.0, user_agent: str = "pyvolcano"):
+        import httpx2
+
+        if http is None:
+            from lightkube.config import client_adapter
+
+            params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
+            kwargs = params.httpx_params(config)
+            kwargs["limits"] = httpx2.Limits(max_connections=200, max_keepalive_connections=50)
+            kwargs["headers"] = {"User-Agent": user_agent}
+            http = httpx2.Client(**kwargs)
+        self.http = http
+        self.limiter = limiter
+        self._httpx = httpx2
+
+    def close(self) -> None:
+        self.http.close()
+
+    # ------------------------------------------------------------------ requests
+    def request(self, method: str, path: str, *, body: Any = None, params: Mapping[str, Any] | None = None,
+                content_type: str = "application/json", what: tuple[str, str] = ("", "")) -> Any:
+        if self.limiter is not None:
+            self.limiter.acquire()
+        headers = {"Accept": "application/json"}
+        content = None
+        if body is not None:
+            content = json.dumps(body, separators=(",", ":")).encode()
+            headers["Content-Type"] = content_type
+        try:
+            resp = self.http.request(method, path, content=content, params=params, headers=headers)
+        except self._httpx.HTTPError as e:
+            raise ApiError(what[0], what[1], f"{method} {path}: {e}", 0) from None
+        data = _decode(resp.content) if resp.content else None
+        if resp.status_code >= 400:
+            raise status_error(resp.status_code, data, what)
+        return data
+
+    def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+             chunk: int = 500) -> tuple[list[dict[str, Any]], str]:
+        """Every object of the collection (in chunks of ``chunk``) and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"limit": chunk}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        rv = ""
+        while True:
+            data = self.request("GET", res.collection_path(namespace), params=params, what=(res.kind, "")) or {}
+            md = data.get("metadata") or {}
+            if not rv:
+                rv = str(md.get("resourceVersion") or "")
+            for it in data.get("items") or ():
+                it.setdefault("apiVersion", res.api_version)
+                it.setdefault("kind", res.kind)
+                items.append(it)
+            cont = md.get("continue")
+            if not cont:
+                return items, rv
+            params = {**params, "continue": cont}
+
+    def watch(self, res: Resource, resource_version: str, *, timeout_seconds: int = 300,
+              namespace: str | None = None, label_selector: str | None = None) -> Iterator[WatchItem]:
+        """Events after ``resource_version`` (with bookmarks) until the server ends the watch.
+
+        Raises :class:`Expired` for a 410 (as a status reply or an ERROR event)."""
+        if self.limiter is not None:
+            self.limiter.acquire()
+        params: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version,
+                                  "allowWatchBookmarks": "true", "timeoutSeconds": timeout_seconds}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        timeout = self._httpx.Timeout(30.0, read=timeout_seconds + 30.0)
+        try:
+            with self.http.stream("GET", res.collection_path(namespace), params=params, timeout=timeout) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    raise status_error(resp.status_code, _decode(resp.content) if resp.content else None,
+                                       (res.kind, ""))
+                for line in resp.iter_lines():
+                    if not line:
+                        continue
+                    ev = _decode(line.encode() if isinstance(line, str) else line)
+                    typ, obj = ev.get("type"), ev.get("object") or {}
+                    if typ == "ERROR":
+                        raise status_error(int(obj.get("code") or 500), obj, (res.kind, ""))
+                    obj.setdefault("apiVersion", res.api_version)
+                    obj.setdefault("kind", res.kind)
+                    yield WatchItem(str(typ), obj)
+        except self._httpx.HTTPError as e:
+            raise ApiError(res.kind, "", f"watch: {e}", 0) from None
+
+
+def status_error(code: int, data: Any, what: tuple[str, str]) -> StoreError:
+    """The store error for a failure ``Status`` reply."""
+    kind, key = what
+    st: dict[str, Any] = data if isinstance(data, dict) else {}
+    message = str(st.get("message") or f"HTTP {code}")
+    reason = st.get("reason") or ""
+    raw_details = st.get("details")
+    details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
+    if not key and details.get("name"):
+        key = str(details["name"])
+    if code == 404:
+        return NotFound(kind, key, message)
+    if code == 409:
+        if reason == "AlreadyExists":
+            return AlreadyExists(kind, key, message)
+        return Conflict(kind, key, message)
+    if code == 422:
+        causes = [(str(c.get("field") or ""), str(c.get("message") or "")) for c in details.get("causes") or ()]
+        first = causes[0] if causes else ("", message)
+        err = Invalid(kind, key, first[0], first[1], causes or None)
+        err.message = message
+        return err
+    if code == 403:
+        return Forbidden(kind, key, message)
+    if code == 410:
+        return Expired(kind, key, message)
+    return ApiError(kind, key, message, code)

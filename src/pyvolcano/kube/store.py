@@ -1,0 +1,389 @@
+"""KubeStore: the store protocol over a real kube-apiserver, with informer caches.
+
+Reads come from a local cache that one reflector per watched kind keeps up to date
+(client-go's informer/lister pattern); writes go to the API server. Consumers (scheduler
+cache, controllers, fake kubelets) see exactly what they see on the in-memory store: plain
+dicts, and :meth:`watch` returning the events after a revision.
+
+Design and invariants:
+
+* **Local revisions.** Every change to the local cache appends one :class:`WatchEvent` with
+  the next local revision (an int), whatever the API server's resourceVersions are. A
+  consumer that read up to revision *r* gets each later change exactly once, in order.
+* **Reflector.** List (in chunks), remember the list's resourceVersion, watch from it with
+  bookmarks; a bookmark only moves the resume point. When the watch ends it resumes from the
+  last version seen; on ``410 Gone`` it relists and *diffs*: objects missing from the new list
+  are reported DELETED, so deletions made while disconnected are not lost. Transport errors
+  reconnect with capped exponential back-off. :meth:`wait_for_sync` returns once every kind
+  has been listed; runtimes open no session before that.
+* **Read your writes.** A successful write puts the object the API server returned into the
+  cache at once (and emits its event); the watch event for the same resourceVersion is then
+  dropped. An object is only ever replaced by a newer resourceVersion (compared as integers,
+  which etcd-backed servers use), and a deleted key keeps a tombstone until the watch has
+  passed the deletion, so a late event cannot resurrect it.
+* **Status.** Kinds with a status subresource (:mod:`pyvolcano.kube.resources`) write status
+  through ``/status``; for PodGroup, whose CRD has none, a status write patches the object
+  and a main-resource update keeps the cached status, as the in-memory store does.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from pyvolcano.kube.client import ApiError, Expired, KubeClient
+from pyvolcano.kube.resources import Resource, resource_for
+from pyvolcano.store.base import Conflict, NotFound, StoreError, WatchEvent, clone, object_key
+
+__all__ = ["KubeStore", "Reflector"]
+
+logger = logging.getLogger(__name__)
+
+
+def _rv(obj: Mapping[str, Any]) -> int | None:
+    text = (obj.get("metadata") or {}).get("resourceVersion")
+    if not isinstance(text, str | int):
+        return None
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _key_of(kind: str, obj: Mapping[str, Any]) -> str:
+    md = obj.get("metadata") or {}
+    return object_key(kind, md.get("namespace"), str(md.get("name", "")))
+
+
+class KubeStore:
+    """The :class:`~pyvolcano.store.base.Store` protocol against a kube-apiserver."""
+
+    def __init__(self, client: KubeClient, kinds: Collection[str], *, namespace: str | None = None,
+                 label_selectors: Mapping[str, str] | None = None, clock: Callable[[], float] | None = None):
+        self.client = client
+        self.kinds = tuple(kinds)
+        self.namespace = namespace
+        self.clock = clock or time.time
+        self._lock = threading.Condition()
+        self._objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in self.kinds}
+        self._tombstones: dict[str, dict[str, int]] = {k: {} for k in self.kinds}
+        self._events: list[WatchEvent] = []
+        self._first = 1  # revision of self._events[0]
+        self._revision = 0
+        self._stop = threading.Event()
+        self.reflectors = [Reflector(self, resource_for(k), namespace=namespace,
+                                     label_selector=(label_selectors or {}).get(k)) for k in self.kinds]
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> KubeStore:
+        for r in self.reflectors:
+            r.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            self._lock.notify_all()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for r in self.reflectors:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not r.synced.wait(left):
+                return False
+        return True
+
+    def wait(self, since_revision: int, timeout: float) -> bool:
+        """Block until there is an event after ``since_revision`` (True) or ``timeout`` passes."""
+        with self._lock:
+            return self._lock.wait_for(lambda: self._revision > since_revision or self._stop.is_set(), timeout) \
+                and self._revision > since_revision
+
+    # ------------------------------------------------------------------ the local cache
+    def apply(self, kind: str, typ: str, obj: dict[str, Any]) -> bool:
+        """Fold one observed object into the cache; True when it changed something."""
+        key = _key_of(kind, obj)
+        rv = _rv(obj)
+        with self._lock:
+            bucket = self._objects[kind]
+            tombs = self._tombstones[kind]
+            cur = bucket.get(key)
+            cur_rv = None if cur is None else _rv(cur)
+            if typ == "DELETED":
+                tomb = tombs.get(key)
+                if cur is None or (cur_rv is not None and rv is not None and rv < cur_rv):
+                    if tomb is not None and rv is not None and rv >= tomb:
+                        del tombs[key]
+                    return False
+                del bucket[key]
+                if rv is not None:
+                    tombs[key] = rv
+                self._emit("DELETED", kind, obj)
+                return True
+            if cur is not None and cur_rv is not None and rv is not None and rv <= cur_rv:
+                return False
+            if cur is None:
+                tomb = tombs.get(key)
+                if tomb is not None and rv is not None:
+                    if rv <= tomb:
+                        return False
+                    del tombs[key]
+            bucket[key] = obj
+            self._emit("ADDED" if cur is None else "MODIFIED", kind, obj)
+            return True
+
+    def replace(self, kind: str, items: list[dict[str, Any]], list_rv: int | None) -> None:
+        """A relist: diff ``items`` against the cache (missing ones are DELETED)."""
+        with self._lock:
+            listed = {_key_of(kind, o): o for o in items}
+            for key, cur in list(self._objects[kind].items()):
+                if key in listed:
+                    continue
+                cur_rv = _rv(cur)
+                if list_rv is not None and cur_rv is not None and cur_rv > list_rv:
+                    continue  # written after the list was taken
+                self.apply(kind, "DELETED", {**cur, "metadata": {**(cur.get("metadata") or {}),
+                                                                 "resourceVersion": str(list_rv or cur_rv or 0)}})
+            for o in items:
+                self.apply(kind, "ADDED", o)
+            if list_rv is not None:
+                tombs = self._tombstones[kind]
+                for key in [k for k, v in tombs.items() if v <= list_rv]:
+                    del tombs[key]
+
+    def _emit(self, typ: str, kind: str, obj: dict[str, Any]) -> None:
+        self._revision += 1
+        self._events.append(WatchEvent(typ, kind, obj, self._revision))
+        self._lock.notify_all()
+
+    # ------------------------------------------------------------------ Store protocol: reads
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    def watch(self, since_revision: int, kinds: Collection[str] | None = None) -> builtins.list[WatchEvent]:
+        with self._lock:
+            start = max(0, since_revision + 1 - self._first)
+            events = self._events[start:]
+        wanted = None if kinds is None else set(kinds)
+        return [WatchEvent(e.type, e.kind, clone(e.object), e.revision) for e in events
+                if wanted is None or e.kind in wanted]
+
+    def compact(self, revision: int) -> int:
+        """Forget events up to ``revision`` (every consumer has read them)."""
+        with self._lock:
+            cut = min(max(0, revision + 1 - self._first), len(self._events))
+            if cut:
+                del self._events[:cut]
+                self._first += cut
+            return cut
+
+    def peek(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
+        key = object_key(kind, namespace, name)
+        bucket = self._objects.get(kind)
+        if bucket is None:
+            return self._get_remote(kind, namespace, name)
+        with self._lock:
+            obj = bucket.get(key)
+        if obj is None:
+            raise NotFound(kind, key)
+        return obj
+
+    def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
+        return clone(self.peek(kind, namespace, name))
+
+    def _get_remote(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
+        res = resource_for(kind)
+        obj: dict[str, Any] = self.client.request("GET", res.object_path(namespace, name),
+                                                  what=(kind, object_key(kind, namespace, name)))
+        obj.setdefault("apiVersion", res.api_version)
+        obj.setdefault("kind", kind)
+        return obj
+
+    def list(self, kind: str, namespace: str | None = None, *,
+             label_selector: Mapping[str, str] | None = None) -> builtins.list[dict[str, Any]]:
+        bucket = self._objects.get(kind)
+        if bucket is None:
+            res = resource_for(kind)
+            sel = ",".join(f"{k}={v}" for k, v in (label_selector or {}).items()) or None
+            items, _ = self.client.list(res, namespace if res.namespaced else None, label_selector=sel)
+            return sorted(items, key=lambda o: _key_of(kind, o))
+        with self._lock:
+            pairs = sorted(bucket.items())
+        out = []
+        for _key, obj in pairs:
+            md = obj.get("metadata") or {}
+            if namespace is not None and resource_for(kind).namespaced and md.get("namespace") != namespace:
+                continue
+            if label_selector:
+                labels = md.get("labels") or {}
+                if any(labels.get(k) != v for k, v in label_selector.items()):
+                    continue
+            out.append(clone(obj))
+        return out
+
+    # ------------------------------------------------------------------ Store protocol: writes
+    def _written(self, kind: str, obj: Any) -> dict[str, Any]:
+        if isinstance(obj, dict) and obj.get("kind") not in (None, "Status"):
+            obj.setdefault("apiVersion", resource_for(kind).api_version)
+            if kind in self._objects:
+                self.apply(kind, "ADDED", obj)
+            return clone(obj)
+        return {}
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        kind = str(obj.get("kind"))
+        res = resource_for(kind)
+        md = obj.get("metadata") or {}
+        ns = md.get("namespace") or "default" if res.namespaced else None
+        body = {**obj, "apiVersion": obj.get("apiVersion") or res.api_version}
+        out = self.client.request("POST", res.collection_path(ns), body=body, what=(kind, _key_of(kind, obj)))
+        return self._written(kind, out)
+
+    def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+        kind = str(obj.get("kind"))
+        res = resource_for(kind)
+        md = obj.get("metadata") or {}
+        body = dict(obj)
+        if not res.status_subresource and kind == "PodGroup":
+            # No status subresource: keep the status we know rather than what the caller read.
+            with self._lock:
+                cur = self._objects.get(kind, {}).get(_key_of(kind, obj))
+            if cur is not None and "status" in cur:
+                body["status"] = cur["status"]
+        out = self.client.request("PUT", res.object_path(md.get("namespace"), str(md.get("name"))), body=body,
+                                  what=(kind, _key_of(kind, obj)))
+        return self._written(kind, out)
+
+    def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        kind = str(obj.get("kind"))
+        res = resource_for(kind)
+        md = obj.get("metadata") or {}
+        sub = "status" if res.status_subresource else None
+        out = self.client.request("PUT", res.object_path(md.get("namespace"), str(md.get("name")), sub), body=obj,
+                                  what=(kind, _key_of(kind, obj)))
+        return self._written(kind, out)
+
+    def patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any], *,
+              subresource: str | None = None) -> dict[str, Any]:
+        res = resource_for(kind)
+        if subresource == "status" and not res.status_subresource:
+            subresource = None
+        out = self.client.request("PATCH", res.object_path(namespace, name, subresource), body=patch,
+                                  content_type="application/merge-patch+json",
+                                  what=(kind, object_key(kind, namespace, name)))
+        return self._written(kind, out)
+
+    def delete(self, kind: str, namespace: str | None, name: str, *, grace_period_seconds: float | None = None,
+               propagation: str = "Background") -> dict[str, Any] | None:
+        res = resource_for(kind)
+        opts: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+        if grace_period_seconds is not None:
+            opts["gracePeriodSeconds"] = int(grace_period_seconds)
+        key = object_key(kind, namespace, name)
+        out = self.client.request("DELETE", res.object_path(namespace, name), body=opts, what=(kind, key))
+        if not isinstance(out, dict) or out.get("kind") == "Status":
+            return None
+        md = out.get("metadata") or {}
+        if kind in self._objects:
+            if md.get("deletionTimestamp") and (md.get("finalizers") or (kind == "Pod" and _graceful(out))):
+                self.apply(kind, "MODIFIED", out)
+            else:
+                self.apply(kind, "DELETED", out)
+        return clone(out)
+
+    def bind(self, namespace: str, pod_name: str, node_name: str, *,
+             annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """POST ``pods/binding``. The reply is a ``Status``; a 409 (already bound) is a Conflict."""
+        res = resource_for("Pod")
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "Binding",
+                                "metadata": {"name": pod_name, "namespace": namespace},
+                                "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
+        if annotations:
+            body["metadata"]["annotations"] = dict(annotations)
+        out = self.client.request("POST", res.object_path(namespace, pod_name, "binding"), body=body,
+                                  what=("Pod", f"{namespace}/{pod_name}"))
+        return out if isinstance(out, dict) else {}
+
+
+def _graceful(pod: Mapping[str, Any]) -> bool:
+    # The API server deletes a pod at once when it is unbound or finished; otherwise it marks it.
+    return bool((pod.get("spec") or {}).get("nodeName")) and \
+        (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+class Reflector:
+    """List-then-watch one kind into a :class:`KubeStore` (client-go's reflector)."""
+
+    def __init__(self, store: KubeStore, res: Resource, *, namespace: str | None = None,
+                 label_selector: str | None = None, watch_timeout: int = 300,
+                 backoff: tuple[float, float] = (0.8, 30.0), rng: random.Random | None = None):
+        self.store = store
+        self.res = res
+        self.namespace = namespace if res.namespaced else None
+        self.label_selector = label_selector
+        self.watch_timeout = watch_timeout
+        self.backoff = backoff
+        self.rng = rng or random.Random()
+        self.synced = threading.Event()
+        self.resource_version = ""
+        self.relists = 0
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name=f"reflector-{self.res.kind}", daemon=True)
+        self._thread.start()
+
+    def list_and_replace(self) -> None:
+        items, rv = self.store.client.list(self.res, self.namespace, label_selector=self.label_selector)
+        self.store.replace(self.res.kind, items, int(rv) if rv.isdigit() else None)
+        self.resource_version = rv
+        self.relists += 1
+        self.synced.set()
+
+    def watch_once(self) -> None:
+        """One watch from the current resourceVersion until the server closes it."""
+        for item in self.store.client.watch(self.res, self.resource_version, timeout_seconds=self.watch_timeout,
+                                            namespace=self.namespace, label_selector=self.label_selector):
+            if self.store.stopped:
+                return
+            rv = (item.object.get("metadata") or {}).get("resourceVersion")
+            if item.type != "BOOKMARK":
+                self.store.apply(self.res.kind, item.type, item.object)
+            if rv:
+                self.resource_version = str(rv)
+
+    def run(self) -> None:
+        delay = self.backoff[0]
+        need_list = True
+        while not self.store.stopped:
+            try:
+                if need_list:
+                    self.list_and_replace()
+                    need_list = False
+                self.watch_once()
+                delay = self.backoff[0]
+            except Expired:
+                logger.info("%s: watch from resourceVersion %s expired; relisting", self.res.kind,
+                            self.resource_version)
+                need_list = True
+            except (ApiError, StoreError) as e:
+                if isinstance(e, Conflict | NotFound):
+                    need_list = True
+                logger.warning("%s: list/watch failed: %s; retrying in %.1fs", self.res.kind, e, delay)
+                self.store._stop.wait(delay * (1 + self.rng.random() * 0.2))
+                delay = min(delay * 2, self.backoff[1])
+            except Exception:  # a bug must not silently kill the informer
+                logger.exception("%s: reflector error; relisting", self.res.kind)
+                need_list = True
+                self.store._stop.wait(delay)
+                delay = min(delay * 2, self.backoff[1])

@@ -1,0 +1,180 @@
+"""Simulated kubelets for a real control plane (what KWOK does for Volcano's benchmarks).
+
+``pyvolcano fake-nodes`` registers Nodes (from manifests, or ``--count`` identical ones),
+keeps them Ready — a ``coordination.k8s.io`` Lease per node in ``kube-node-lease`` renewed
+every ``lease_renew`` seconds, and the node's ``Ready`` condition heartbeat — and moves the
+pods bound to them through Pending → Running → Succeeded/Failed with the simulator's
+:class:`~pyvolcano.simulator.kubelet.Kubelets` and its annotations (``pyvolcano.io/duration``,
+``pyvolcano.io/exit-code``, ``pyvolcano.io/failing-attempts``), on a wall clock scaled by
+``speed``. A pod being deleted terminates after its own grace period (also scaled) and is
+then removed (a delete with grace 0, as the kubelet does). Pods on other nodes are ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pyvolcano.runtime.clock import WallLoop, wall_seconds
+from pyvolcano.simulator.kubelet import Kubelets
+from pyvolcano.store.base import AlreadyExists, Conflict, NotFound, Store, StoreError, WatchEvent, to_rfc3339
+
+__all__ = ["FakeKubelets", "FakeNodes", "make_nodes"]
+
+logger = logging.getLogger(__name__)
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+FAKE_NODE_LABEL = "pyvolcano.io/fake-node"
+
+
+def make_nodes(count: int, *, cpu: str = "32", memory: str = "256Gi", gpus: int = 0, pods: int = 110,
+               prefix: str = "fake-node-") -> list[dict[str, Any]]:
+    """``count`` identical Node manifests (``--count --cpu --memory --gpus``)."""
+    if not 0 < count <= 100_000:
+        raise ValueError(f"--count: got {count}; expected 1..100000")
+    width = max(len(str(count - 1)), 1)
+    nodes = []
+    for i in range(count):
+        name = f"{prefix}{i:0{width}d}"
+        capacity = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+        if gpus:
+            capacity["nvidia.com/gpu"] = str(gpus)
+        nodes.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                                  "type": "kwok", FAKE_NODE_LABEL: "true"}},
+            "spec": {},
+            "status": {"capacity": dict(capacity), "allocatable": dict(capacity)},
+        })
+    return nodes
+
+
+class FakeKubelets(Kubelets):
+    """The simulator's kubelets, limited to our nodes, with per-pod grace periods."""
+
+    def __init__(self, store: Store, loop: WallLoop, nodes: Iterable[str]):
+        super().__init__(store, loop, termination_seconds=0.0)
+        self.nodes = set(nodes)
+
+    def on_event(self, ev: WatchEvent) -> None:
+        if ev.kind != "Pod":
+            return
+        spec = ev.object.get("spec") or {}
+        if spec.get("nodeName") not in self.nodes:
+            return
+        md = ev.object.get("metadata") or {}
+        if md.get("deletionTimestamp") and ev.type != "DELETED":
+            grace = md.get("deletionGracePeriodSeconds")
+            self.termination_seconds = float(grace) if isinstance(grace, int | float) else 30.0
+        super().on_event(ev)
+
+
+class FakeNodes:
+    def __init__(self, store: Store, nodes: list[dict[str, Any]], *, speed: float = 1.0,
+                 lease_duration: int = 40, lease_renew: float = 10.0, clock: Callable[[], float] = wall_seconds):
+        self.store = store
+        self.manifests = nodes
+        self.names = [str(n["metadata"]["name"]) for n in nodes]
+        self.loop = WallLoop(speed=speed, clock=clock)
+        self.kubelets = FakeKubelets(store, self.loop, self.names)
+        self.lease_duration = lease_duration
+        self.lease_renew = lease_renew
+        self.clock = clock
+        self.revision = 0
+        self._last_heartbeat = -1e18
+
+    # ------------------------------------------------------------------ registration
+    def register(self) -> None:
+        for manifest in self.manifests:
+            node = {**manifest, "status": dict(manifest.get("status") or {})}
+            name = node["metadata"]["name"]
+            try:
+                self.store.create(node)
+            except AlreadyExists:
+                logger.info("node %s exists; adopting it", name)
+            self._write_node_status(name, manifest)
+        self.heartbeat(force=True)
+
+    def _ready_status(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        now = to_rfc3339(self.clock())
+        st = manifest.get("status") or {}
+        capacity = st.get("capacity") or st.get("allocatable") or {}
+        return {
+            "capacity": capacity,
+            "allocatable": st.get("allocatable") or capacity,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "fake kubelet is posting ready status",
+                            "lastHeartbeatTime": now, "lastTransitionTime": now}],
+            "nodeInfo": {"kubeletVersion": "fake", "architecture": "amd64", "operatingSystem": "linux",
+                         "machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "", "osImage": "",
+                         "containerRuntimeVersion": "", "kubeProxyVersion": ""},
+            "phase": "Running",
+        }
+
+    def _write_node_status(self, name: str, manifest: dict[str, Any]) -> None:
+        try:
+            self.store.patch("Node", None, name, {"status": self._ready_status(manifest)}, subresource="status")
+        except StoreError as e:
+            logger.warning("node %s status: %s", name, e)
+
+    def heartbeat(self, *, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now - self._last_heartbeat < self.lease_renew:
+            return
+        self._last_heartbeat = now
+        stamp = _micro_time(now)
+        for manifest in self.manifests:
+            name = manifest["metadata"]["name"]
+            lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                     "metadata": {"name": name, "namespace": NODE_LEASE_NAMESPACE},
+                     "spec": {"holderIdentity": name, "leaseDurationSeconds": self.lease_duration,
+                              "renewTime": stamp}}
+            try:
+                self.store.patch("Lease", NODE_LEASE_NAMESPACE, name, {"spec": lease["spec"]})
+            except NotFound:
+                with contextlib.suppress(AlreadyExists, Conflict):
+                    self.store.create(lease)
+            except StoreError as e:
+                logger.warning("node lease %s: %s", name, e)
+            if force:
+                continue
+            with contextlib.suppress(StoreError):
+                self.store.patch("Node", None, name, {"status": {"conditions": [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                     "message": "fake kubelet is posting ready status", "lastHeartbeatTime": to_rfc3339(now)}]}},
+                    subresource="status")
+
+    # ------------------------------------------------------------------ the loop
+    def step(self) -> None:
+        for ev in self.store.watch(self.revision, ("Pod",)):
+            self.revision = ev.revision
+            self.kubelets.on_event(ev)
+        compact = getattr(self.store, "compact", None)
+        if compact is not None:
+            compact(self.revision)
+        self.loop.fire_due()
+        self.heartbeat()
+
+    def run(self, stop: threading.Event) -> None:
+        wait = getattr(self.store, "wait", None)
+        while not stop.is_set():
+            self.step()
+            nxt = self.loop.next_time()
+            timeout = 1.0 if nxt is None else min(1.0, max(0.0, nxt - self.clock()))
+            if wait is not None:
+                wait(self.revision, timeout)
+            else:
+                stop.wait(timeout)
+
+
+def _micro_time(seconds: float) -> str:
+    text = to_rfc3339(seconds)
+    if "." not in text:
+        text = text[:-1] + ".000000Z"
+    else:
+        whole, frac = text[:-1].split(".")
+        text = f"{whole}.{frac:0<6}Z"
+    return text

@@ -1,0 +1,270 @@
+"""The live scheduler loop (upstream's ``pkg/scheduler/scheduler.go`` on a wall clock).
+
+Every ``--schedule-period`` it folds the informers' events into the
+:class:`~pyvolcano.cache.cache.SchedulerCache`, runs one session (the same
+``SchedulerCache.run_session`` the simulator runs) and writes its decisions:
+
+* **binds** go to a worker pool and never hold up the next session. The cache treats a bind
+  as done once it is sent (upstream's "assumed" pod); if the API server refuses it (a 409
+  because the pod is already bound, a deleted pod, a node gone), the failure is handed back
+  to the loop, which re-reads the pod from the informer cache so the assumption is dropped
+  and the pod is scheduled again. A refused bind is not retried as such.
+* **evictions** are pod deletions with the pod's own grace period, as upstream's
+  ``Evict`` does;
+* **PodGroup status** is written at session close, and only for PodGroups whose status
+  changed in the session.
+
+The configuration file is re-read when it changes (upstream watches it and reloads it before
+the next session); a file that fails to load keeps the previous configuration and logs why.
+Nothing here reads the wall clock except through ``clock``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.cache.cache import BindRequest, SchedulerCache, SchedulerOptions, SessionResult
+from pyvolcano.cache.ingest import apply_event
+from pyvolcano.conf import ConfigError, default_configuration, load_scheduler_conf_file
+from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.framework.arguments import ArgumentError
+from pyvolcano.framework.registry import Registry, default_registry
+from pyvolcano.runtime.clock import wall_seconds
+from pyvolcano.store.base import Store, StoreError, to_rfc3339
+
+__all__ = ["SCHEDULER_KINDS", "LiveScheduler", "SessionReport"]
+
+logger = logging.getLogger(__name__)
+
+SCHEDULER_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod")
+"""What vc-scheduler's informers watch (in this order: nodes and queues before the pods on them)."""
+
+
+@dataclass(slots=True)
+class SessionReport:
+    """What one live session did (for logs, metrics and tests)."""
+
+    at: float
+    seconds: float
+    result: SessionResult
+    bind_failures: list[tuple[str, str]] = field(default_factory=list)
+
+
+class LiveScheduler:
+    def __init__(self, store: Store, *, conf_path: Path | None = None, registry: Registry | None = None,
+                 options: SchedulerOptions | None = None, period: float = 1.0, seed: int | None = None,
+                 bind_workers: int = 16, clock: Callable[[], float] = wall_seconds,
+                 timer: Callable[[], float] = time.perf_counter, metrics: Any = None,
+                 node_selector: Collection[str] = ()):
+        self.store = store
+        self.registry = registry or default_registry()
+        self.conf_path = conf_path
+        self.options = options or SchedulerOptions()
+        self.period = period
+        self.clock = clock
+        self.timer = timer
+        self.metrics = metrics
+        # --node-selector key:value pairs: a node is ours when any of its labels is listed.
+        self.node_selector = frozenset(node_selector)
+        self.rng = np.random.default_rng(seed)
+        self.cache = SchedulerCache(self.options)
+        self.cache.evictions_delete_immediately = False
+        self.revision = 0
+        self.sessions = 0
+        self.binds_sent = 0
+        self.binds_failed = 0
+        self._conf_stamp: tuple[int, int] | None = None
+        self.config: SchedulerConfiguration = default_configuration()
+        self._plugins: Any = None
+        self._actions: Any = None
+        self._load_config(initial=True)
+        self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
+        self._failures: queue.SimpleQueue[tuple[str, str, str]] = queue.SimpleQueue()
+        self._inflight = 0
+        self._inflight_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ configuration
+    def _stamp(self) -> tuple[int, int] | None:
+        if self.conf_path is None:
+            return None
+        try:
+            st = os.stat(self.conf_path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def _load_config(self, *, initial: bool = False) -> None:
+        stamp = self._stamp()
+        if not initial and stamp == self._conf_stamp:
+            return
+        try:
+            if self.conf_path is None:
+                config = default_configuration()
+            else:
+                config = load_scheduler_conf_file(self.conf_path, known_actions=self.registry.action_names,
+                                                  known_plugins=self.registry.plugin_names)
+            plugins = self.registry.plugin_factories(config.plugin_names())
+            actions = self.registry.action_factories(config.actions)
+            for tier in config.tiers:
+                for opt in tier.plugins:
+                    self.registry.plugin(opt.name)(opt.arguments)
+            for name in config.actions:
+                self.registry.action(name)(config.action_arguments(name))
+        except (ConfigError, ArgumentError, OSError) as e:
+            if initial:
+                raise
+            logger.error("scheduler configuration %s not reloaded: %s", self.conf_path, e)
+            self._conf_stamp = stamp
+            return
+        if not initial:
+            logger.info("scheduler configuration %s reloaded: actions %s", self.conf_path, ", ".join(config.actions))
+        self.config, self._plugins, self._actions, self._conf_stamp = config, plugins, actions, stamp
+
+    # ------------------------------------------------------------------ one session
+    def ingest(self) -> int:
+        events = self.store.watch(self.revision, SCHEDULER_KINDS)
+        for ev in events:
+            if ev.kind == "Node" and self.node_selector and not self._selected(ev.object):
+                continue  # upstream's nodeCanAddCache: ignored on add, update and delete
+            apply_event(self.cache, ev.type, ev.kind, ev.object)
+        self.revision = max(self.revision, self.store.revision if not events else events[-1].revision)
+        compact = getattr(self.store, "compact", None)
+        if compact is not None:
+            compact(self.revision)
+        return len(events)
+
+    def _selected(self, node: Mapping[str, Any]) -> bool:
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        return any(f"{k}:{v}" in self.node_selector for k, v in labels.items())
+
+    def _drop_failed_assumptions(self) -> list[tuple[str, str]]:
+        failed: list[tuple[str, str]] = []
+        while True:
+            try:
+                ns, name, why = self._failures.get_nowait()
+            except queue.Empty:
+                return failed
+            failed.append((f"{ns}/{name}", why))
+            self._resync_pod(ns, name)
+
+    def _resync_pod(self, ns: str, name: str) -> None:
+        try:
+            obj = self.store.get("Pod", ns, name)
+        except StoreError:
+            for t in list(self.cache.tasks.values()):
+                if t.namespace == ns and t.name == name:
+                    self.cache.delete_pod(t.uid)
+            return
+        # Re-apply the informer's current pod: an unbound pod makes the task Pending again.
+        apply_event(self.cache, "MODIFIED", "Pod", obj)
+
+    def run_once(self) -> SessionReport:
+        self._load_config()
+        self.ingest()
+        failures = self._drop_failed_assumptions()
+        now = self.clock()
+        t0 = self.timer()
+        result = self.cache.run_session(self.config, self._plugins, self._actions, now=now, rng=self.rng)
+        self.sessions += 1
+        self._write(result, now)
+        seconds = self.timer() - t0
+        if self.metrics is not None:
+            with contextlib.suppress(Exception):
+                self.metrics.on_session(self, result, seconds)
+        return SessionReport(now, seconds, result, failures)
+
+    # ------------------------------------------------------------------ writing decisions
+    def _write(self, result: SessionResult, now: float) -> None:
+        for b in result.bind_requests:
+            self._submit_bind(b)
+        for ns, name, reason in result.evict_requests:
+            logger.info("evicting %s/%s: %s", ns, name, reason)
+            self._pool.submit(self._evict, ns, name)
+        for key, node in result.nominated.items():
+            ns, name = key.split("/", 1)
+            self._pool.submit(self._nominate, ns, name, node)
+        for pg in result.changed_podgroups:
+            status = {
+                "phase": pg.phase, "running": pg.running, "succeeded": pg.succeeded, "failed": pg.failed,
+                "conditions": [{**c.to_dict(), "lastTransitionTime": to_rfc3339(c.last_transition_time)}
+                               for c in pg.conditions],
+            }
+            try:
+                self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
+            except StoreError as e:
+                logger.warning("PodGroup %s/%s status not written: %s", pg.namespace, pg.name, e)
+
+    def _submit_bind(self, b: BindRequest) -> None:
+        with self._inflight_lock:
+            self._inflight += 1
+        self.binds_sent += 1
+        self._pool.submit(self._bind, b)
+
+    def _bind(self, b: BindRequest) -> None:
+        try:
+            self.store.bind(b.namespace, b.name, b.node, annotations=b.annotations or None)
+        except StoreError as e:
+            self.binds_failed += 1
+            logger.warning("bind %s/%s to %s refused: %s", b.namespace, b.name, b.node, e)
+            self._failures.put((b.namespace, b.name, str(e)))
+        except Exception as e:  # transport trouble: drop the assumption all the same
+            self.binds_failed += 1
+            logger.warning("bind %s/%s to %s failed: %s", b.namespace, b.name, b.node, e)
+            self._failures.put((b.namespace, b.name, str(e)))
+        finally:
+            with self._inflight_lock:
+                self._inflight -= 1
+
+    def _evict(self, ns: str, name: str) -> None:
+        try:
+            self.store.delete("Pod", ns, name)
+        except StoreError as e:
+            logger.warning("evict %s/%s failed: %s", ns, name, e)
+            self._failures.put((ns, name, str(e)))
+
+    def _nominate(self, ns: str, name: str, node: str) -> None:
+        with contextlib.suppress(StoreError):
+            self.store.patch("Pod", ns, name, {"status": {"nominatedNodeName": node}}, subresource="status")
+
+    @property
+    def inflight_binds(self) -> int:
+        with self._inflight_lock:
+            return self._inflight
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, stop: threading.Event, *, leading: Callable[[], bool] | None = None) -> None:
+        """A session every period until ``stop`` is set; while ``leading()`` is False no
+        session runs (a standby keeps its informers warm but decides nothing)."""
+        next_at = time.monotonic()
+        while not stop.is_set():
+            if leading is None or leading():
+                try:
+                    report = self.run_once()
+                    if report.result.binds or report.result.evictions:
+                        logger.info("session %d: %d binds, %d evictions, %.1f ms", self.sessions,
+                                    len(report.result.binds), len(report.result.evictions), report.seconds * 1e3)
+                except Exception:
+                    logger.exception("session failed")
+            else:
+                self.ingest()
+            next_at += self.period
+            delay = next_at - time.monotonic()
+            if delay < 0:
+                next_at = time.monotonic()
+                delay = 0.0
+            stop.wait(delay)
+
+    def close(self, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=not wait)
