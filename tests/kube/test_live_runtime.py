@@ -1,0 +1,163 @@
+"""The live scheduler and controller manager over the fake API server: same decisions, real I/O."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import httpx2
+
+from kube.fakeapi import FakeApiServer
+from pyvolcano.kube.store import KubeStore
+from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, LiveControllerManager, build_controllers
+from pyvolcano.runtime.scheduler import SCHEDULER_KINDS, LiveScheduler
+
+
+def _wait(cond, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.01)
+
+
+def _cluster(api: FakeApiServer, *, nodes: int = 2, pods: int = 2) -> None:
+    s = api.store
+    for i in range(nodes):
+        s.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+                  "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+                             "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"}}})
+    s.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+              "spec": {"weight": 1}, "status": {"state": "Open"}})
+    s.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+              "metadata": {"name": "pg", "namespace": "ns"},
+              "spec": {"minMember": pods, "queue": "default"}, "status": {"phase": "Pending"}})
+    for i in range(pods):
+        s.create({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": f"p{i}", "namespace": "ns",
+                               "annotations": {"scheduling.k8s.io/group-name": "pg"}},
+                  "spec": {"schedulerName": "volcano",
+                           "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}}}]},
+                  "status": {"phase": "Pending"}})
+
+
+def _scheduler(api: FakeApiServer) -> tuple[KubeStore, LiveScheduler]:
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    assert store.wait_for_sync(5)
+    return store, LiveScheduler(store, seed=0, bind_workers=4)
+
+
+def _bound(api: FakeApiServer) -> dict[str, str]:
+    with api.lock:
+        return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in api.store.list("Pod", "ns")}
+
+
+def test_live_scheduler_binds_a_gang_through_pods_binding():
+    api = FakeApiServer()
+    _cluster(api)
+    store, sched = _scheduler(api)
+    try:
+        for _ in range(3):  # enqueue, then allocate
+            sched.run_once()
+        _wait(lambda: sched.inflight_binds == 0)
+        assert sorted(_bound(api).values()) == ["n0", "n1"]
+        assert any(p.endswith("/binding") for _m, p in api.requests)
+        with api.lock:
+            assert api.store.get("PodGroup", "ns", "pg")["status"]["phase"] in ("Inqueue", "Running")
+    finally:
+        sched.close()
+        store.stop()
+
+
+def test_refused_bind_drops_the_assumption_and_the_pod_is_scheduled_again():
+    api = FakeApiServer()
+    _cluster(api, nodes=2, pods=2)
+    refused: list[str] = []
+
+    def refuse_first_bind_of_p1(request: httpx2.Request) -> httpx2.Response | None:
+        if request.url.path.endswith("/pods/p1/binding") and not refused:
+            refused.append("p1")
+            return httpx2.Response(409, json={"kind": "Status", "code": 409, "reason": "Conflict",
+                                              "message": "Operation cannot be fulfilled on pods/binding"})
+        return None
+
+    api.faults.append(refuse_first_bind_of_p1)
+    store, sched = _scheduler(api)
+    try:
+        for _ in range(3):
+            sched.run_once()
+        _wait(lambda: sched.inflight_binds == 0)
+        assert refused == ["p1"] and _bound(api)["p1"] == ""
+        report = sched.run_once()  # the failure comes back: p1 is Pending again and is placed anew
+        assert [key for key, _why in report.bind_failures] == ["ns/p1"]
+        _wait(lambda: sched.inflight_binds == 0)
+        sched.run_once()
+        _wait(lambda: sched.inflight_binds == 0)
+        assert _bound(api)["p1"] in ("n0", "n1") and _bound(api)["p1"] != _bound(api)["p0"]
+    finally:
+        sched.close()
+        store.stop()
+
+
+def _vcjob(name: str, replicas: int) -> dict:
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"minAvailable": replicas, "schedulerName": "volcano", "queue": "default",
+                     "tasks": [{"name": "worker", "replicas": replicas, "template": {"spec": {
+                         "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
+
+
+def _enqueue_podgroups(api: FakeApiServer) -> int:
+    """Play the scheduler's enqueue action: the job controller creates pods only then."""
+    with api.lock:
+        pgs = api.store.list("PodGroup", "ns")
+        for pg in pgs:
+            if (pg.get("status") or {}).get("phase", "Pending") == "Pending":
+                api.store.patch("PodGroup", "ns", pg["metadata"]["name"], {"status": {"phase": "Inqueue"}},
+                                subresource="status")
+        return len(api.store.list("Pod", "ns"))
+
+
+def _manager(api: FakeApiServer) -> tuple[KubeStore, LiveControllerManager]:
+    store = KubeStore(api.client(), CONTROLLER_KINDS).start()
+    assert store.wait_for_sync(5)
+    return store, LiveControllerManager(store, build_controllers(store, random.Random(0)))
+
+
+def test_controller_manager_creates_the_podgroup_and_pods_of_a_vcjob():
+    api = FakeApiServer()
+    store, cm = _manager(api)
+    try:
+        with api.lock:
+            api.store.create(_vcjob("j", 3))
+        _wait(lambda: (cm.step(), _enqueue_podgroups(api))[1] == 3)
+        with api.lock:
+            names = sorted(p["metadata"]["name"] for p in api.store.list("Pod", "ns"))
+            assert names == ["j-worker-0", "j-worker-1", "j-worker-2"]
+            assert len(api.store.list("PodGroup", "ns")) == 1
+            assert api.store.get("Queue", None, "default")  # the queue controller made it
+    finally:
+        store.stop()
+
+
+def test_restarted_controller_manager_adopts_existing_pods_and_creates_no_duplicate():
+    api = FakeApiServer()
+    store, cm = _manager(api)
+    with api.lock:
+        api.store.create(_vcjob("j", 2))
+    _wait(lambda: (cm.step(), _enqueue_podgroups(api))[1] == 2)
+    store.stop()  # the process dies here
+    with api.lock:
+        before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in api.store.list("Pod", "ns")}
+    creates_before = sum(1 for m, p in api.requests if m == "POST" and p.endswith("/pods"))
+    store2, cm2 = _manager(api)
+    try:
+        for _ in range(20):
+            cm2.step()
+            time.sleep(0.02)
+        with api.lock:
+            after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in api.store.list("Pod", "ns")}
+            pgs = api.store.list("PodGroup", "ns")
+        assert after == before and len(pgs) == 1
+        assert sum(1 for m, p in api.requests if m == "POST" and p.endswith("/pods")) == creates_before
+    finally:
+        store2.stop()

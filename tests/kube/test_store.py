@@ -1,0 +1,184 @@
+"""KubeStore against a transport-level fake API server: informers, writes and their errors."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kube.fakeapi import FakeApiServer
+from pyvolcano.kube.client import Expired
+from pyvolcano.kube.store import KubeStore
+from pyvolcano.store.base import AlreadyExists, Conflict, NotFound
+
+
+def _node(name: str, cpu: str = "4") -> dict:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": cpu}, "capacity": {"cpu": cpu}}}
+
+
+def _pod(name: str, ns: str = "default") -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": {"containers": [{"name": "c", "image": "x"}], "schedulerName": "volcano"}}
+
+
+def _wait(cond, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def api() -> FakeApiServer:
+    return FakeApiServer()
+
+
+@pytest.fixture
+def store(api: FakeApiServer):
+    s = KubeStore(api.client(), ("Node", "Pod"))
+    yield s
+    s.stop()
+
+
+def test_initial_list_arrives_as_added_events_before_sync_completes(api, store):
+    api.store.create(_node("n1"))
+    api.store.create(_pod("p1"))
+    store.start()
+    assert store.wait_for_sync(5)
+    events = store.watch(0)
+    assert sorted((e.type, e.kind) for e in events) == [("ADDED", "Node"), ("ADDED", "Pod")]
+    assert store.get("Node", None, "n1")["kind"] == "Node"  # filled in although list items lack it
+
+
+def test_objects_written_elsewhere_arrive_through_the_watch(api, store):
+    store.start()
+    assert store.wait_for_sync(5)
+    rev = store.revision
+    with api.lock:
+        api.store.create(_pod("p2"))
+        api.store.patch("Pod", "default", "p2", {"metadata": {"labels": {"a": "b"}}})
+    _wait(lambda: len(store.watch(rev)) == 2)
+    assert [e.type for e in store.watch(rev)] == ["ADDED", "MODIFIED"]
+    assert store.get("Pod", "default", "p2")["metadata"]["labels"] == {"a": "b"}
+
+
+def test_list_is_read_in_chunks(api):
+    for i in range(7):
+        api.store.create(_node(f"n{i}"))
+    s = KubeStore(api.client(), ("Node",))
+    s.reflectors[0].list_and_replace()
+    assert len(s.list("Node")) == 7
+    items, rv = api.client().list(s.reflectors[0].res, chunk=3)
+    assert len(items) == 7 and rv == str(api.store.revision)
+    assert sum(1 for m, p in api.requests if p == "/api/v1/nodes") >= 3 + 1
+
+
+def test_own_write_is_visible_at_once_and_reported_exactly_once(api, store):
+    store.start()
+    assert store.wait_for_sync(5)
+    rev = store.revision
+    store.create(_pod("p3"))
+    assert store.get("Pod", "default", "p3")["metadata"]["name"] == "p3"  # before the watch delivers it
+    time.sleep(0.3)  # the watch has long delivered the same version by now
+    assert [(e.type, e.object["metadata"]["name"]) for e in store.watch(rev)] == [("ADDED", "p3")]
+
+
+def test_relist_after_410_reports_deletions_made_while_disconnected(api):
+    for name in ("a", "b", "c"):
+        api.store.create(_pod(name))
+    s = KubeStore(api.client(), ("Pod",))
+    r = s.reflectors[0]
+    r.list_and_replace()
+    rev = s.revision
+    with api.lock:  # while nobody watches: delete one, change one, compact the history away
+        api.store.delete("Pod", "default", "b", grace_period_seconds=0)
+        api.store.patch("Pod", "default", "c", {"metadata": {"labels": {"x": "y"}}})
+        api.compacted = api.store.revision
+    with pytest.raises(Expired):
+        r.watch_once()
+    r.list_and_replace()
+    changes = sorted((e.type, e.object["metadata"]["name"]) for e in s.watch(rev))
+    assert changes == [("DELETED", "b"), ("MODIFIED", "c")]
+    assert r.relists == 2
+
+
+def test_reflector_thread_relists_by_itself_on_410(api):
+    api.store.create(_pod("a"))
+    s = KubeStore(api.client(), ("Pod",))
+    r = s.reflectors[0]
+    r.list_and_replace()
+    with api.lock:
+        api.store.delete("Pod", "default", "a", grace_period_seconds=0)
+        api.compacted = api.store.revision + 1
+    s.start()
+    try:
+        _wait(lambda: r.relists >= 3)
+        assert not s.list("Pod")
+    finally:
+        s.stop()
+
+
+def test_bookmarks_move_the_resume_point_without_events(api, store):
+    api.store.create(_node("n1"))
+    api.store.create(_pod("other"))  # bumps the revision, but is not a Node
+    s = KubeStore(api.client(), ("Node",))
+    r = s.reflectors[0]
+    r.resource_version = "0"
+    r.watch_once()
+    assert r.resource_version == str(api.store.revision)
+    assert [e.object["metadata"]["name"] for e in s.watch(0)] == ["n1"]
+
+
+def test_stale_update_is_a_conflict(api, store):
+    store.start()
+    assert store.wait_for_sync(5)
+    created = store.create(_pod("p"))
+    store.patch("Pod", "default", "p", {"metadata": {"labels": {"v": "1"}}})
+    with pytest.raises(Conflict):
+        store.update(created)  # carries the first resourceVersion
+
+
+def test_create_of_existing_object_is_already_exists(api, store):
+    store.create(_pod("p"))
+    with pytest.raises(AlreadyExists):
+        store.create(_pod("p"))
+
+
+def test_binding_reply_is_a_status_and_a_second_bind_conflicts(api, store):
+    store.start()
+    assert store.wait_for_sync(5)
+    store.create(_node("n1"))
+    store.create(_pod("p"))
+    reply = store.bind("default", "p", "n1")
+    assert reply["kind"] == "Status" and reply["code"] == 201
+    _wait(lambda: store.get("Pod", "default", "p")["spec"].get("nodeName") == "n1")
+    with pytest.raises(Conflict):
+        store.bind("default", "p", "n1")
+
+
+def test_get_of_unwatched_kind_goes_to_the_server(api, store):
+    api.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}})
+    assert store.get("ConfigMap", "ns", "cm")["kind"] == "ConfigMap"
+    with pytest.raises(NotFound):
+        store.get("ConfigMap", "ns", "missing")
+
+
+def test_a_late_event_does_not_resurrect_a_deleted_object(api):
+    s = KubeStore(api.client(), ("Pod",))
+    created = s.create(_pod("p"))
+    s.delete("Pod", "default", "p", grace_period_seconds=0)
+    assert s.apply("Pod", "ADDED", created) is False  # the creation's event, arriving late
+    with pytest.raises(NotFound):
+        s.get("Pod", "default", "p")
+
+
+def test_compacted_events_are_not_returned_again(api, store):
+    store.start()
+    assert store.wait_for_sync(5)
+    store.create(_pod("a"))
+    store.create(_pod("b"))
+    rev = store.revision
+    store.compact(rev - 1)
+    assert [e.object["metadata"]["name"] for e in store.watch(rev - 1)] == ["b"]
