@@ -161,3 +161,50 @@ def test_restarted_controller_manager_adopts_existing_pods_and_creates_no_duplic
         assert sum(1 for m, p in api.requests if m == "POST" and p.endswith("/pods")) == creates_before
     finally:
         store2.stop()
+
+
+def test_scheduler_records_upstreams_events_and_the_pending_pods_condition():
+    from pyvolcano.kube.events import EventRecorder
+
+    api = FakeApiServer()
+    _cluster(api, nodes=1, pods=2)  # a gang of two 2-CPU pods on one 2-CPU node: never fits
+    with api.lock:
+        api.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "solo", "namespace": "ns", "annotations": {"scheduling.k8s.io/group-name": "pg-solo"}},
+            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}})
+        api.store.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                          "metadata": {"name": "pg-solo", "namespace": "ns"},
+                          "spec": {"minMember": 1, "queue": "default"}, "status": {"phase": "Pending"}})
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    assert store.wait_for_sync(5)
+    events = EventRecorder(store, controller="volcano", instance="test", clock=time.time)
+    sched = LiveScheduler(store, seed=0, bind_workers=2, events=events)
+    try:
+        for _ in range(3):
+            sched.run_once()
+        _wait(lambda: sched.inflight_binds == 0)
+        events.flush()
+        with api.lock:
+            evs = api.store.list("Event", "ns")
+            gang = [api.store.get("Pod", "ns", n) for n in ("p0", "p1")]
+        by_reason = {}
+        for e in evs:
+            by_reason.setdefault(e["reason"], []).append(e)
+        assert [e["note"] for e in by_reason["Scheduled"] if e["regarding"]["kind"] == "Pod"] == [
+            "Successfully assigned ns/solo to n0"]
+        assert any(e["regarding"]["name"] == "pg" and "tasks in gang unschedulable" in e["note"]
+                   for e in by_reason["Unschedulable"])
+        assert {e["regarding"]["name"] for e in by_reason["FailedScheduling"]} == {"p0", "p1"}
+        conds = [c for p in gang for c in p["status"]["conditions"] if c["type"] == "PodScheduled"]
+        # upstream's taskUnschedulable: the task that found a node waits for minAvailable
+        assert sorted(c["reason"] for c in conds) == ["Schedulable", "Unschedulable"]
+        assert all(c["status"] == "False" for c in conds)
+        n_events = len(evs)
+        sched.run_once()  # nothing changed: no new Event objects
+        events.flush()
+        with api.lock:
+            assert len(api.store.list("Event", "ns")) == n_events
+    finally:
+        sched.close()
+        events.close()
+        store.stop()

@@ -67,6 +67,7 @@ class BindRequest:
     name: str
     node: str
     annotations: dict[str, str]
+    uid: str = ""
 
 
 @dataclass(slots=True)
@@ -299,7 +300,7 @@ class SchedulerCache:
                 ann = ssn.bind_annotations.get(task.uid) or {}
                 self.bind(task, node_name, ann)
                 result.binds.append((task.key, node_name))
-                result.bind_requests.append(BindRequest(task.namespace, task.name, node_name, dict(ann)))
+                result.bind_requests.append(BindRequest(task.namespace, task.name, node_name, dict(ann), task.uid))
         for task, reason in ssn.evictions:
             result.evictions.append(task.key)
             result.evict_requests.append((task.namespace, task.name, reason))

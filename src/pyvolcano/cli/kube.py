@@ -228,9 +228,16 @@ def scheduler(
         return store
 
     def run(store: Any, stop_: threading.Event) -> None:
+        import socket
+
+        from pyvolcano.kube.events import EventRecorder
+        from pyvolcano.runtime.clock import wall_seconds
+
+        events = EventRecorder(store, controller=names[0] if len(names) == 1 else "volcano",
+                               instance=socket.gethostname(), clock=wall_seconds)
         try:
             sched = LiveScheduler(store, conf_path=scheduler_conf, options=options, period=period, seed=seed,
-                                  metrics=metrics, node_selector=node_selector or ())
+                                  metrics=metrics, node_selector=node_selector or (), events=events)
         except (ConfigError, ArgumentError, OSError) as e:
             raise _fail(f"{scheduler_conf}: {e}") from None
         state["sched"] = sched
@@ -238,6 +245,7 @@ def scheduler(
             sched.run(stop_)
         finally:
             sched.close(wait=False)
+            events.close()
             store.stop()
 
     lock_store = None

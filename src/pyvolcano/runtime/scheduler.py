@@ -35,12 +35,14 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import BindRequest, SchedulerCache, SchedulerOptions, SessionResult
 from pyvolcano.cache.ingest import apply_event
 from pyvolcano.conf import ConfigError, default_configuration, load_scheduler_conf_file
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry, default_registry
+from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.clock import wall_seconds
 from pyvolcano.store.base import Store, StoreError, to_rfc3339
 
@@ -62,12 +64,16 @@ class SessionReport:
     bind_failures: list[tuple[str, str]] = field(default_factory=list)
 
 
+def _pod_ref(ns: str, name: str, uid: str) -> ObjectRef:
+    return ObjectRef("Pod", "v1", ns, name, uid)
+
+
 class LiveScheduler:
     def __init__(self, store: Store, *, conf_path: Path | None = None, registry: Registry | None = None,
                  options: SchedulerOptions | None = None, period: float = 1.0, seed: int | None = None,
                  bind_workers: int = 16, clock: Callable[[], float] = wall_seconds,
                  timer: Callable[[], float] = time.perf_counter, metrics: Any = None,
-                 node_selector: Collection[str] = ()):
+                 node_selector: Collection[str] = (), events: Any = None):
         self.store = store
         self.registry = registry or default_registry()
         self.conf_path = conf_path
@@ -78,6 +84,8 @@ class LiveScheduler:
         self.metrics = metrics
         # --node-selector key:value pairs: a node is ours when any of its labels is listed.
         self.node_selector = frozenset(node_selector)
+        self.events = events  # an EventRecorder, or None
+        self._pod_conditions: dict[str, tuple[str, str]] = {}  # pod uid -> (reason, message) written
         self.rng = np.random.default_rng(seed)
         self.cache = SchedulerCache(self.options)
         self.cache.evictions_delete_immediately = False
@@ -192,6 +200,8 @@ class LiveScheduler:
         for ns, name, reason in result.evict_requests:
             logger.info("evicting %s/%s: %s", ns, name, reason)
             self._pool.submit(self._evict, ns, name)
+            if self.events is not None:
+                self._evict_event(ns, name, reason)
         for key, node in result.nominated.items():
             ns, name = key.split("/", 1)
             self._pool.submit(self._nominate, ns, name, node)
@@ -205,6 +215,62 @@ class LiveScheduler:
                 self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
             except StoreError as e:
                 logger.warning("PodGroup %s/%s status not written: %s", pg.namespace, pg.name, e)
+            if self.events is not None:
+                self._podgroup_event(pg)
+        self._write_pod_conditions()
+
+    # ------------------------------------------------------------------ what users see in kubectl describe
+    def _podgroup_event(self, pg: Any) -> None:
+        ref = ObjectRef("PodGroup", "scheduling.volcano.sh/v1beta1", pg.namespace, pg.name, pg.uid)
+        if pg.phase in ("Pending", "Inqueue", "Unknown"):
+            for c in pg.conditions:
+                if c.type == "Unschedulable" and c.status == "True":
+                    self.events.event(ref, "Warning", "Unschedulable", c.message)
+        elif pg.phase == "Running":
+            self.events.event(ref, "Normal", "Scheduled", "pod group is ready")
+
+    def _evict_event(self, ns: str, name: str, reason: str) -> None:
+        for t in self.cache.tasks.values():
+            if t.namespace == ns and t.name == name:
+                job = self.cache.jobs.get(t.job) if t.job else None
+                pg = getattr(job, "podgroup", None)
+                if pg is not None:
+                    ref = ObjectRef("PodGroup", "scheduling.volcano.sh/v1beta1", pg.namespace, pg.name, pg.uid)
+                    self.events.event(ref, "Normal", "Evict", reason, action="Preempting")
+                return
+
+    def _write_pod_conditions(self) -> None:
+        """Pending pods of unschedulable gangs get upstream's PodScheduled=False condition (and a
+        FailedScheduling event) when its reason or message changed (``taskUnschedulable``)."""
+        seen: set[str] = set()
+        for job in self.cache.pg_jobs.values():
+            pg = job.podgroup
+            if pg is None or pg.phase not in ("Pending", "Inqueue", "Unknown"):
+                continue
+            for status in (TaskStatus.Pending, TaskStatus.Allocated, TaskStatus.Pipelined):
+                for task in job.tasks_in(status).values():
+                    if task.sch_gated:
+                        continue
+                    cond = next((c for c in task.pod.conditions if c.get("type") == "PodScheduled"), None)
+                    if cond is None or cond.get("status") != "False":
+                        continue
+                    seen.add(task.uid)
+                    want = (str(cond.get("reason") or ""), str(cond.get("message") or ""))
+                    if self._pod_conditions.get(task.uid) == want:
+                        continue
+                    self._pod_conditions[task.uid] = want
+                    self._pool.submit(self._patch_condition, task.namespace, task.name, want)
+                    if self.events is not None:
+                        self.events.event(_pod_ref(task.namespace, task.name, task.uid), "Warning",
+                                          "FailedScheduling", want[1])
+        for uid in [u for u in self._pod_conditions if u not in seen]:
+            del self._pod_conditions[uid]
+
+    def _patch_condition(self, ns: str, name: str, want: tuple[str, str]) -> None:
+        cond = {"type": "PodScheduled", "status": "False", "reason": want[0], "message": want[1],
+                "lastTransitionTime": to_rfc3339(self.clock())}
+        with contextlib.suppress(StoreError):
+            self.store.patch("Pod", ns, name, {"status": {"conditions": [cond]}}, subresource="status")
 
     def _submit_bind(self, b: BindRequest) -> None:
         with self._inflight_lock:
@@ -215,6 +281,9 @@ class LiveScheduler:
     def _bind(self, b: BindRequest) -> None:
         try:
             self.store.bind(b.namespace, b.name, b.node, annotations=b.annotations or None)
+            if self.events is not None:
+                self.events.event(_pod_ref(b.namespace, b.name, b.uid), "Normal", "Scheduled",
+                                  f"Successfully assigned {b.namespace}/{b.name} to {b.node}", action="Binding")
         except StoreError as e:
             self.binds_failed += 1
             logger.warning("bind %s/%s to %s refused: %s", b.namespace, b.name, b.node, e)
