@@ -208,3 +208,24 @@ def test_scheduler_records_upstreams_events_and_the_pending_pods_condition():
         sched.close()
         events.close()
         store.stop()
+
+
+def test_scheduler_configuration_is_reloaded_when_the_file_changes(tmp_path):
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n')
+    api = FakeApiServer()
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    assert store.wait_for_sync(5)
+    sched = LiveScheduler(store, conf_path=conf, seed=0)
+    try:
+        assert list(sched.config.actions) == ["enqueue", "allocate"]
+        conf.write_text('actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n'
+                        '  - name: gang\n  - name: conformance\n')
+        sched.run_once()
+        assert list(sched.config.actions) == ["enqueue", "allocate", "backfill"]
+        conf.write_text('actions: "enqueue, no-such-action"\n')  # a broken edit keeps the last good one
+        sched.run_once()
+        assert list(sched.config.actions) == ["enqueue", "allocate", "backfill"]
+    finally:
+        sched.close()
+        store.stop()

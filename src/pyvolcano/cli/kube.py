@@ -156,6 +156,19 @@ def normalize_go_bools(argv: list[str]) -> list[str]:
     return out
 
 
+def _print_version_and_exit(requested: bool) -> None:
+    if not requested:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("pyvolcano")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        v = "unknown"
+    typer.echo(f"pyvolcano {v} (Volcano-compatible)")
+    raise typer.Exit(0)
+
+
 def register(app: typer.Typer) -> None:
     app.command("scheduler")(scheduler)
     app.command("controller-manager")(controller_manager)
@@ -195,8 +208,10 @@ def scheduler(
                                                             "these labels, key:value (repeatable)")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for tie-breaking between equal nodes")] = None,
     v: Annotated[int, typer.Option("--v", "-v", help="Log verbosity (klog levels)")] = 0,
+    version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
     """vc-scheduler: a scheduling session every period on a real cluster."""
+    _print_version_and_exit(version)
     from pyvolcano.cache.cache import SchedulerOptions
     from pyvolcano.conf import ConfigError
     from pyvolcano.framework.arguments import ArgumentError
@@ -303,8 +318,10 @@ def controller_manager(
     kube_api_burst: Annotated[int, typer.Option(help="Burst towards the API server")] = 100,
     seed: Annotated[int, typer.Option(help="Seed for the controllers' random choices")] = 0,
     v: Annotated[int, typer.Option("--v", "-v", help="Log verbosity (klog levels)")] = 0,
+    version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
     """vc-controller-manager: the job, queue, podgroup and gc controllers on a real cluster."""
+    _print_version_and_exit(version)
     from pyvolcano.runtime.controller_manager import (
         CONTROLLER_KINDS,
         CONTROLLERS,
