@@ -400,6 +400,8 @@ def fake_nodes(
     max_pods: Annotated[int, typer.Option("--max-pods", help="Pods per --count node")] = 110,
     prefix: Annotated[str, typer.Option(help="Name prefix of --count nodes")] = "fake-node-",
     speed: Annotated[float, typer.Option(help="Divide every pod duration and grace period by this")] = 1.0,
+    default_duration: Annotated[str | None, typer.Option(help="Runtime of pods without a pyvolcano.io/duration "
+                                                         "annotation, e.g. 30s (default: until deleted)")] = None,
     kube_api_qps: Annotated[float, typer.Option(help="QPS towards the API server")] = 500.0,
     kube_api_burst: Annotated[int, typer.Option(help="Burst towards the API server")] = 1000,
     v: Annotated[int, typer.Option("--v", "-v", help="Log verbosity")] = 0,
@@ -411,6 +413,8 @@ def fake_nodes(
     try:
         if not speed > 0 or speed == float("inf"):
             raise UsageError(f"--speed: got {speed}; expected a positive number")
+        if default_duration is not None:
+            _duration("--default-duration", default_duration)
         if nodes is not None and count:
             raise UsageError("--nodes and --count: give one of them")
         if nodes is not None:
@@ -424,7 +428,7 @@ def fake_nodes(
     stop = _stop_event()
     store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, ("Pod",), "pyvolcano-fake-nodes")
     _sync(store, "fake-nodes")
-    fake = FakeNodes(store, manifests, speed=speed)
+    fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration)
     fake.register()
     logger.info("fake-nodes: %d nodes registered", len(manifests))
     try:

@@ -18,9 +18,20 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from pyvolcano.api.duration import parse_duration
 from pyvolcano.runtime.clock import WallLoop, wall_seconds
-from pyvolcano.simulator.kubelet import Kubelets
-from pyvolcano.store.base import AlreadyExists, Conflict, NotFound, Store, StoreError, WatchEvent, to_rfc3339
+from pyvolcano.simulator.kubelet import DURATION, Kubelets
+from pyvolcano.store.base import (
+    AlreadyExists,
+    Conflict,
+    NotFound,
+    Store,
+    StoreError,
+    WatchEvent,
+    clone,
+    from_rfc3339,
+    to_rfc3339,
+)
 
 __all__ = ["FakeKubelets", "FakeNodes", "make_nodes"]
 
@@ -53,11 +64,19 @@ def make_nodes(count: int, *, cpu: str = "32", memory: str = "256Gi", gpus: int 
 
 
 class FakeKubelets(Kubelets):
-    """The simulator's kubelets, limited to our nodes, with per-pod grace periods."""
+    """The simulator's kubelets, limited to our nodes, with per-pod grace periods.
 
-    def __init__(self, store: Store, loop: WallLoop, nodes: Iterable[str]):
+    ``default_duration`` (``--default-duration``) is the runtime of pods without a
+    ``pyvolcano.io/duration`` annotation (None: they run until deleted). Pods found Running
+    at start (a restarted fake-nodes) are adopted: they exit when their duration, counted from
+    their ``status.startTime``, is over.
+    """
+
+    def __init__(self, store: Store, loop: WallLoop, nodes: Iterable[str], *, default_duration: str | None = None):
         super().__init__(store, loop, termination_seconds=0.0)
+        self.wall = loop
         self.nodes = set(nodes)
+        self.default_duration = default_duration
 
     def on_event(self, ev: WatchEvent) -> None:
         if ev.kind != "Pod":
@@ -69,17 +88,51 @@ class FakeKubelets(Kubelets):
         if md.get("deletionTimestamp") and ev.type != "DELETED":
             grace = md.get("deletionGracePeriodSeconds")
             self.termination_seconds = float(grace) if isinstance(grace, int | float) else 30.0
+        elif ev.type != "DELETED" and (ev.object.get("status") or {}).get("phase") == "Running":
+            self._adopt(ev.object)
         super().on_event(ev)
+
+    def _with_default_duration(self, pod: dict[str, Any]) -> dict[str, Any]:
+        if self.default_duration is not None:
+            md = pod.setdefault("metadata", {})
+            ann = md.get("annotations")
+            if not isinstance(ann, dict):
+                ann = md["annotations"] = {}
+            ann.setdefault(DURATION, self.default_duration)
+        return pod
+
+    def _get(self, ns: str, name: str, uid: str) -> dict[str, Any] | None:
+        pod = super()._get(ns, name, uid)
+        return None if pod is None else self._with_default_duration(pod)
+
+    def _adopt(self, pod: dict[str, Any]) -> None:
+        md = pod.get("metadata") or {}
+        uid = str(md.get("uid", ""))
+        if uid in self._started:
+            return
+        self._started.add(uid)
+        ann = (self._with_default_duration(clone(pod)).get("metadata") or {}).get("annotations") or {}
+        duration = parse_duration(str(ann[DURATION])) if DURATION in ann else None
+        started = (pod.get("status") or {}).get("startTime")
+        if duration is None or not isinstance(started, str):
+            return
+        try:
+            elapsed = (self.wall.clock() - from_rfc3339(started)) * self.wall.speed
+        except ValueError:
+            elapsed = 0.0
+        ns, name = md.get("namespace", "default"), str(md.get("name"))
+        self.loop.after(max(0.0, duration - elapsed), lambda: self._exit(ns, name, uid), f"exit {ns}/{name}")
 
 
 class FakeNodes:
     def __init__(self, store: Store, nodes: list[dict[str, Any]], *, speed: float = 1.0,
-                 lease_duration: int = 40, lease_renew: float = 10.0, clock: Callable[[], float] = wall_seconds):
+                 lease_duration: int = 40, lease_renew: float = 10.0, clock: Callable[[], float] = wall_seconds,
+                 default_duration: str | None = None):
         self.store = store
         self.manifests = nodes
         self.names = [str(n["metadata"]["name"]) for n in nodes]
         self.loop = WallLoop(speed=speed, clock=clock)
-        self.kubelets = FakeKubelets(store, self.loop, self.names)
+        self.kubelets = FakeKubelets(store, self.loop, self.names, default_duration=default_duration)
         self.lease_duration = lease_duration
         self.lease_renew = lease_renew
         self.clock = clock
