@@ -196,6 +196,28 @@ def test_podgroup_turns_running_in_the_session_after_its_pods_bind() -> None:
     assert res.sessions == 3  # enqueue, bind, phase
 
 
+def test_ray_job_of_upstreams_example_runs_to_completion() -> None:
+    # example/integrations/ray/ray-example.yaml, with a duration and requests.
+    def ray_task(name: str, replicas: int) -> dict[str, Any]:
+        return {"name": name, "replicas": replicas, "template": {
+            "metadata": {"annotations": {"pyvolcano.io/duration": "60s"}},
+            "spec": {"containers": [{"name": name, "image": "bitnami/ray:2.49.0",
+                                     "resources": {"requests": {"cpu": "1"}}}], "restartPolicy": "OnFailure"}}}
+    ray_job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+               "metadata": {"name": "ray-cluster-job", "namespace": "default"},
+               "spec": {"minAvailable": 3, "schedulerName": "volcano", "plugins": {"ray": []}, "queue": "default",
+                        "policies": [{"event": "PodEvicted", "action": "RestartJob"}],
+                        "tasks": [ray_task("head", 1), ray_task("worker", 2)]}}
+    res, sim = run([(0, node("n1")), (0, ray_job)], until=30)
+    assert res.jobs["default/ray-cluster-job"].phase == "Running"
+    assert sim.store.get("Service", "default", "ray-cluster-job-head-svc")
+    worker = sim.store.get("Pod", "default", "ray-cluster-job-worker-0")
+    assert worker["spec"]["containers"][0]["command"][-1] == (
+        "ray start --block --address=ray-cluster-job-head-0.ray-cluster-job:6379")
+    res, _ = run([(0, node("n1")), (0, ray_job)])
+    assert res.jobs["default/ray-cluster-job"].phase == "Completed"
+
+
 def test_suspend_and_resume_through_commands() -> None:
     def command(name: str, action: str) -> dict[str, Any]:
         return {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
