@@ -371,6 +371,53 @@ def test_topology_aware_dry_run_leaves_the_session_unchanged_on_failure() -> Non
     assert cache.nodes["n1"].used == before
 
 
+WORKER_ANTI_AFFINITY = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"role": "worker"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+
+def anti_affinity_cluster() -> list[dict[str, Any]]:
+    # Upstream predicates_test.go TestPodAntiAffinity: the node's hostname label differs from
+    # its name; it is full by pod count; only evicting both "worker" pods would let p-0 in.
+    return [
+        LOW, HIGH, queue("q"),
+        node("n1", cpu="12", memory="12Gi", pods="2", labels={"kubernetes.io/hostname": "node1"}),
+        podgroup("v", min_member=0, phase="Running", priorityClassName="low"),
+        podgroup("p", min_member=1, priorityClassName="high"),
+        pod("w-0", "v", node_name="n1", phase="Running", cpu="3", labels={"role": "worker"},
+            affinity=WORKER_ANTI_AFFINITY),
+        pod("w-1", "v", node_name="n1", phase="Running", cpu="3"),
+        pod("p-0", "p", cpu="3", labels={"role": "worker"}, affinity=WORKER_ANTI_AFFINITY),
+    ]
+
+
+def predicates_conf(predicates_flags: str) -> str:
+    return f"""
+actions: "preempt"
+tiers:
+- plugins:
+  - name: priority
+  - name: predicates
+{predicates_flags}configurations:
+- name: preempt
+  arguments:
+{TOPOLOGY_AWARE}"""
+
+
+def test_topology_aware_dry_run_updates_inter_pod_affinity_when_predicates_simulates_removal() -> None:
+    out = run(*anti_affinity_cluster(), conf=predicates_conf(""))
+    assert out["evictions"] == ["ns/w-0"]
+    assert out["pipelined"] == {"ns/p-0": "n1"}
+
+
+def test_topology_aware_dry_run_keeps_removed_pods_for_inter_pod_affinity_without_simulate_hooks() -> None:
+    # Neither enablePreemptable nor enabledAllocatable: upstream never calls the predicates
+    # plugin's SimulateRemoveTask, so the removed w-0 still violates p-0's anti-affinity.
+    flags = "    enablePreemptable: false\n    enabledAllocatable: false\n"
+    out = run(*anti_affinity_cluster(), conf=predicates_conf(flags))
+    assert out["evictions"] == []
+    assert out["pipelined"] == {}
+
+
 def test_preempt_rejects_malformed_arguments() -> None:
     with pytest.raises(ArgumentError, match="minCandidateNodesPercentage"):
         preempt.new({"minCandidateNodesPercentage": "many"})

@@ -107,6 +107,8 @@ def test_host_network_templates_get_cluster_first_with_host_net(store: InMemoryS
     ({"mpi": ["--master=worker"], "svc": ["--x"], "ssh": ["--y"]}, {"mpi": ["--master=worker"], "svc": ["--x"],
                                                                    "ssh": ["--y"]}),
     ({"env": []}, {"env": []}),
+    ({"ray": []}, {"ray": [], "svc": []}),
+    ({"hcclrank": []}, {"hcclrank": []}),
 ])
 def test_distributed_plugins_get_their_dependencies(store: InMemoryStore, plugins: dict[str, list[str]],
                                                     expected: dict[str, list[str]]) -> None:
@@ -247,7 +249,6 @@ CREATE_RULES: list[tuple[str, dict[str, Any], str, str]] = [
      "a lowercase RFC 1123 subdomain"),
     ("scheduler name length", job(schedulerName=_long(64)), "spec.schedulerName", "must be no more than 63 characters"),
     ("unknown plugin", job(plugins={"env": [], "magic": []}), "spec.plugins.magic", "unable to find job plugin: magic"),
-    ("upstream-only plugin", job(plugins={"ray": []}), "spec.plugins.ray", "unable to find job plugin: ray"),
     ("queue missing", job(queue="nowhere"), "spec.queue",
      'unable to find job queue: queues.scheduling.volcano.sh "nowhere" not found'),
     ("root queue", job(queue="root"), "spec.queue", "can not submit job to root queue"),

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from builders import node, pod, podgroup, queue
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import apply_event
+from pyvolcano.conf import load_scheduler_conf
+from pyvolcano.framework.registry import default_registry
 
 
 def _with_meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -61,3 +65,43 @@ def test_deleting_the_last_job_of_a_queue_is_relevant() -> None:
     assert not apply_event(cache, "DELETED", "Pod", done_pod)
     # proportion's queue set changes: deserved shares can move
     assert apply_event(cache, "DELETED", "PodGroup", done_pg)
+
+
+
+def _bind_in_a_session(cache: SchedulerCache) -> list[str]:
+    config = load_scheduler_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n')
+    registry = default_registry()
+    result = cache.run_session(config, registry.plugin_factories(config.plugin_names()),
+                               registry.action_factories(config.actions), now=0.0, rng=np.random.default_rng(0))
+    return [key for key, _node in result.binds]
+
+
+def _bound(p: dict[str, Any], phase: str = "Pending") -> dict[str, Any]:
+    """The pod as the store reports it after the bind (and, with Running, after the kubelet)."""
+    p["spec"]["nodeName"] = "n1"
+    p["status"]["phase"] = phase
+    return p
+
+
+def test_bound_pod_that_completes_its_gang_asks_for_the_session_that_sets_the_podgroup_running() -> None:
+    # The bind session closes while its tasks are Binding, so the PodGroup stays Inqueue; the
+    # next session (upstream runs one every period) would set it Running, which enqueue's
+    # plugins read (overcommit and proportion reserve an Inqueue PodGroup's minResources).
+    pods = [pod(f"g-{i}", "g") for i in range(2)]
+    cache = _cache(node("n1"), queue("q"), podgroup("g", min_member=2, phase="Inqueue"), *pods)
+    assert _bind_in_a_session(cache) == ["ns/g-0", "ns/g-1"]
+    assert cache.pg_jobs["ns/g"].podgroup.phase == "Inqueue"
+    assert apply_event(cache, "MODIFIED", "Pod", _bound(pods[0]))
+    # once a session has written Running, the kubelet's updates change nothing
+    apply_event(cache, "MODIFIED", "PodGroup", _with_meta(podgroup("g", min_member=2, phase="Running")))
+    for p in pods:
+        assert not apply_event(cache, "MODIFIED", "Pod", _bound(p, "Running"))
+
+
+def test_bound_pod_of_a_gang_whose_podgroup_phase_stays_is_quiet() -> None:
+    first, second = pod("g-0", "g", node_name="n1", phase="Running"), pod("g-1", "g")
+    cache = _cache(node("n1"), queue("q"), podgroup("g", min_member=1, phase="Running"), first, second)
+    assert _bind_in_a_session(cache) == ["ns/g-1"]
+    assert cache.pg_jobs["ns/g"].podgroup.phase == "Running"
+    assert not apply_event(cache, "MODIFIED", "Pod", _bound(second))
+    assert not apply_event(cache, "MODIFIED", "Pod", _bound(second, "Running"))

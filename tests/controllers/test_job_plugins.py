@@ -222,6 +222,94 @@ def test_tensorflow_single_pod_job_gets_nothing() -> None:
     assert "TF_CONFIG" not in env_of(pod(h, "j-worker-0"))
 
 
+# ---------------------------------------------------------------------- ray
+def ray_task(name: str, replicas: int, container_name: str, **extra: Any) -> dict[str, Any]:
+    t = task(name, replicas, **extra)
+    t["template"]["spec"]["containers"][0]["name"] = container_name
+    return t
+
+
+def test_ray_plugin_head_service_ports_and_commands() -> None:
+    h = Harness()
+    started(h, vcjob("rc", ray_task("head", 1, "head"), ray_task("worker", 2, "worker"), plugins={"ray": []}))
+    svc = h.get("Service", "default", "rc-head-svc")
+    assert svc["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    assert svc["spec"] == {
+        "selector": {"volcano.sh/job-name": "rc", "volcano.sh/job-namespace": "default",
+                     "volcano.sh/task-spec": "head"},
+        "ports": [{"name": "gcs", "port": 6379, "targetPort": "gcs", "protocol": "TCP"},
+                  {"name": "dashboard", "port": 8265, "targetPort": "dashboard", "protocol": "TCP"},
+                  {"name": "client-server", "port": 10001, "targetPort": "client-server", "protocol": "TCP"}],
+    }
+    assert h.get("Service", "default", "rc")  # admission adds svc, which gives the head its domain name
+    head = pod(h, "rc-head-0")["spec"]["containers"][0]
+    assert head["command"] == ["sh", "-c", "ray start --head --block --dashboard-host=0.0.0.0 --port=6379 "
+                                           "--dashboard-port=8265 --ray-client-server-port=10001"]
+    assert head["ports"] == [{"name": "gcs", "containerPort": 6379}, {"name": "dashboard", "containerPort": 8265},
+                             {"name": "client-server", "containerPort": 10001}]
+    worker = pod(h, "rc-worker-1")["spec"]["containers"][0]
+    assert worker["command"] == ["sh", "-c", "ray start --block --address=rc-head-0.rc:6379"]
+    assert "ports" not in worker
+    assert h.job("rc")["status"]["controlledResources"]["plugin-ray"] == "ray"
+    h.command("AbortJob", "Job", "rc")
+    assert [s["metadata"]["name"] for s in h.store.list("Service")] == []
+    assert "plugin-ray" not in (h.job("rc")["status"].get("controlledResources") or {})
+
+
+def test_ray_plugin_flags_template_hostname_and_other_containers() -> None:
+    h = Harness()
+    head = ray_task("boss", 1, "ray-head")
+    head["template"]["spec"]["containers"][0]["ports"] = [{"name": "mine", "containerPort": 7000}]
+    head["template"]["spec"]["containers"].append({"name": "sidecar", "image": "busybox"})
+    head["template"]["spec"]["hostname"] = "boss-host"
+    started(h, vcjob("rc", head, ray_task("hands", 1, "ray-worker"), plugins={"ray": [
+        "--head=boss", "--headContainer=ray-head", "--worker=hands", "--workerContainer=ray-worker",
+        "--port=7000", "--dashboardPort=7001", "--clientPort=7002"]}))
+    boss = pod(h, "rc-boss-0")["spec"]["containers"]
+    assert boss[0]["ports"] == [{"name": "mine", "containerPort": 7000}, {"name": "dashboard", "containerPort": 7001},
+                                {"name": "client-server", "containerPort": 7002}]
+    assert "command" not in boss[1]
+    hands = pod(h, "rc-hands-0")["spec"]["containers"][0]
+    assert hands["command"] == ["sh", "-c", "ray start --block --address=boss-host.rc:7000"]
+    assert [p["port"] for p in h.get("Service", "default", "rc-head-svc")["spec"]["ports"]] == [7000, 7001, 7002]
+
+
+def test_ray_plugin_without_head_task_creates_no_pods() -> None:
+    h = Harness()
+    started(h, vcjob("rc", ray_task("worker", 2, "worker"), plugins={"ray": []}))
+    assert h.store.list("Pod") == []
+
+
+# ---------------------------------------------------------------------- hcclrank
+def rank_of(p: dict[str, Any]) -> str | None:
+    return (p["metadata"].get("annotations") or {}).get("hccl/rankIndex")
+
+
+def test_hcclrank_plugin_ranks_masters_then_workers() -> None:
+    h = Harness()
+    started(h, vcjob("j", task("master", 2), task("worker", 3), task("other", 1), plugins={"hcclrank": []}))
+    assert [rank_of(pod(h, f"j-master-{i}")) for i in range(2)] == ["0", "1"]
+    assert [rank_of(pod(h, f"j-worker-{i}")) for i in range(3)] == ["2", "3", "4"]
+    assert rank_of(pod(h, "j-other-0")) is None
+    assert "plugin-hcclrank" not in (h.job("j")["status"].get("controlledResources") or {})
+
+
+def test_hcclrank_plugin_prefers_an_explicit_annotation_then_the_rank_env_var() -> None:
+    h = Harness()
+    annotated = task("master", 1)
+    annotated["template"]["metadata"] = {"annotations": {"hccl/rankIndex": "7"}}
+    env_rank = task("worker", 2)
+    env_rank["template"]["spec"]["containers"].insert(0, {"name": "side", "image": "busybox",
+                                                          "env": [{"name": "RANK", "value": "5"}]})
+    from_field = task("npu", 1)
+    from_field["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "RANK", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    started(h, vcjob("j", annotated, env_rank, from_field, plugins={"hcclrank": ["--worker=npu"]}))
+    assert rank_of(pod(h, "j-master-0")) == "7"
+    assert rank_of(pod(h, "j-worker-1")) == "5"
+    assert rank_of(pod(h, "j-npu-0")) == "1"  # RANK without a value: computed, 1 master + index 0
+
+
 @pytest.mark.parametrize("plugin", ["env", "svc", "ssh", "pytorch", "mpi", "tensorflow"])
 def test_plugins_record_controlled_resources(plugin: str) -> None:
     h = Harness()

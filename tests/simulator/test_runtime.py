@@ -110,6 +110,114 @@ def test_high_priority_job_preempts_low_priority_job_which_restarts() -> None:
     assert sim.metrics.jobs and any(j.preemptions for j in sim.metrics.jobs)
 
 
+# Upstream's shipped Helm chart configuration (installer/helm/chart/volcano/config/
+# volcano-scheduler.conf) with the eviction action added.
+CHART_PLUGINS = """
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+CHART_PREEMPT_CONF = 'actions: "enqueue, allocate, preempt, backfill"' + CHART_PLUGINS
+CHART_RECLAIM_CONF = 'actions: "enqueue, allocate, backfill, reclaim"' + CHART_PLUGINS
+RESTART_ON_EVICTION = [{"event": "PodEvicted", "action": "RestartJob"}]
+
+
+def priority_classes() -> list[tuple[float, dict[str, Any]]]:
+    return [(0, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v})
+            for n, v in (("high", 1000), ("low", 1))]
+
+
+def in_queue(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    obj["spec"]["queue"] = name
+    return obj
+
+
+def evictions(res: SimulationResult, reason: str) -> list[str]:
+    return [what for _t, what in res.timeline if what.startswith("evict ") and what.endswith(f"({reason})")]
+
+
+def test_urgent_job_preempts_an_elastic_batch_job_that_fills_the_only_node() -> None:
+    batch = job("batch", replicas=8, min_available=2, duration="10m", priority_class="low",
+                policies=RESTART_ON_EVICTION)
+    urgent = job("urgent", replicas=1, duration="60s", priority_class="high")
+    res, sim = run([*priority_classes(), (0, node("n1", cpu="8")), (0, batch), (120, urgent)],
+                   conf=CHART_PREEMPT_CONF)
+    started = res.jobs["default/urgent"].started
+    assert started is not None and started < 130  # not when batch finishes (600 s)
+    assert len(evictions(res, "preempt")) == 1
+    assert res.jobs["default/batch"].retry_count == 1  # PodEvicted -> RestartJob
+    assert res.jobs["default/batch"].phase == res.jobs["default/urgent"].phase == "Completed"
+    by_key = {m.key: m for m in sim.metrics.jobs}
+    assert by_key["default/batch"].preemptions == 1
+
+
+def test_preempted_elastic_job_without_policy_keeps_running_and_recreates_the_evicted_pod() -> None:
+    batch = job("batch", replicas=8, min_available=2, duration="10m", priority_class="low")
+    urgent = job("urgent", replicas=1, duration="60s", priority_class="high")
+    res, _ = run([*priority_classes(), (0, node("n1", cpu="8")), (0, batch), (120, urgent)],
+                 conf=CHART_PREEMPT_CONF)
+    assert len(evictions(res, "preempt")) == 1
+    assert res.jobs["default/batch"].retry_count == 0
+    assert not any("default/batch Running ->" in what and "Completed" not in what for _t, what in res.timeline)
+    assert res.jobs["default/batch"].pods["succeeded"] == 8
+
+
+def test_job_of_a_lighter_queue_reclaims_from_the_queue_that_holds_the_whole_cluster() -> None:
+    queues = [(0, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": n},
+                   "spec": {"weight": w}}) for n, w in (("heavy", 2), ("light", 1))]
+    batch = in_queue(job("batch", replicas=8, min_available=2, duration="10m", policies=RESTART_ON_EVICTION),
+                     "heavy")
+    urgent = in_queue(job("urgent", replicas=1, duration="60s"), "light")
+    res, _ = run([*queues, (0, node("n1", cpu="8")), (0, batch), (120, urgent)], conf=CHART_RECLAIM_CONF)
+    started = res.jobs["default/urgent"].started
+    assert started is not None and started < 130
+    assert len(evictions(res, "reclaim")) == 1
+    assert res.jobs["default/batch"].retry_count == 1
+    assert res.jobs["default/batch"].phase == "Completed"
+
+
+def test_podgroup_turns_running_in_the_session_after_its_pods_bind() -> None:
+    # Nothing else happens after the bind, yet upstream's next session sets the PodGroup
+    # Running; enqueue's plugins depend on it (an Inqueue PodGroup reserves its minResources).
+    res, sim = run([(0, node("n1")), (0, job("solo", replicas=2, duration="300s"))], until=10)
+    [pg] = sim.store.list("PodGroup")
+    assert pg["status"]["phase"] == "Running"
+    assert res.sessions == 3  # enqueue, bind, phase
+
+
+def test_ray_job_of_upstreams_example_runs_to_completion() -> None:
+    # example/integrations/ray/ray-example.yaml, with a duration and requests.
+    def ray_task(name: str, replicas: int) -> dict[str, Any]:
+        return {"name": name, "replicas": replicas, "template": {
+            "metadata": {"annotations": {"pyvolcano.io/duration": "60s"}},
+            "spec": {"containers": [{"name": name, "image": "bitnami/ray:2.49.0",
+                                     "resources": {"requests": {"cpu": "1"}}}], "restartPolicy": "OnFailure"}}}
+    ray_job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+               "metadata": {"name": "ray-cluster-job", "namespace": "default"},
+               "spec": {"minAvailable": 3, "schedulerName": "volcano", "plugins": {"ray": []}, "queue": "default",
+                        "policies": [{"event": "PodEvicted", "action": "RestartJob"}],
+                        "tasks": [ray_task("head", 1), ray_task("worker", 2)]}}
+    res, sim = run([(0, node("n1")), (0, ray_job)], until=30)
+    assert res.jobs["default/ray-cluster-job"].phase == "Running"
+    assert sim.store.get("Service", "default", "ray-cluster-job-head-svc")
+    worker = sim.store.get("Pod", "default", "ray-cluster-job-worker-0")
+    assert worker["spec"]["containers"][0]["command"][-1] == (
+        "ray start --block --address=ray-cluster-job-head-0.ray-cluster-job:6379")
+    res, _ = run([(0, node("n1")), (0, ray_job)])
+    assert res.jobs["default/ray-cluster-job"].phase == "Completed"
+
+
 def test_suspend_and_resume_through_commands() -> None:
     def command(name: str, action: str) -> dict[str, Any]:
         return {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",

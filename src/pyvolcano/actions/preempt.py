@@ -35,6 +35,10 @@ removes it (the BestEffort case on a one-pod node depends on that). The fit test
 real one: ``Allocatable`` (upstream's simulated Allocatable of proportion skips the
 queue-open check) and every predicate (upstream's simulated predicate runs only inter-pod
 affinity and device filters; the others are static and were applied to pick the nodes).
+Removed tasks are listed in ``ssn.dry_run_removed``: upstream calls a plugin's simulate
+add/remove hooks only when it has ``enablePreemptable`` or ``enabledAllocatable``, so the
+predicates plugin without either judges inter-pod affinity as if nothing had been removed
+(``Session.simulates_removal``).
 
 Deviation: a topology-aware candidate must fit completely (quota, resources, predicates)
 once all its victims are removed; upstream checks only the predicates at that point and so
@@ -351,10 +355,12 @@ class _NodeRemoval:
     def remove(self, task: TaskInfo) -> None:
         self.node.remove_task(task)
         self.removed.append(task)
+        self.ssn.dry_run_removed[task.uid] = task
         self.ssn.fire_deallocate(task)
 
     def restore(self, task: TaskInfo) -> None:
         self.removed.remove(task)
+        del self.ssn.dry_run_removed[task.uid]
         self.node.add_task(task)
         self.ssn.fire_allocate(task)
 

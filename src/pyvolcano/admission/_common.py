@@ -28,8 +28,8 @@ __all__ = [
 
 INT32_MAX: Final = 2**31 - 1
 
-DEFAULT_JOB_PLUGINS: Final = frozenset({"env", "svc", "ssh", "pytorch", "mpi", "tensorflow"})
-"""Job plugins the job controller implements; upstream also registers ``hcclrank`` and ``ray``."""
+DEFAULT_JOB_PLUGINS: Final = frozenset({"env", "svc", "ssh", "pytorch", "mpi", "tensorflow", "ray", "hcclrank"})
+"""Job plugins the job controller implements: every one upstream registers."""
 
 
 @dataclass(frozen=True)

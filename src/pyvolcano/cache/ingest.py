@@ -12,8 +12,9 @@ from typing import Any
 
 from pyvolcano.api.manifest import ManifestError, parse_object, pod_uid
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
-from pyvolcano.api.task import COMPLETED_STATUS, TaskStatus
+from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.framework.job_updater import podgroup_phase
 
 __all__ = ["apply_event"]
 
@@ -33,8 +34,9 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     """Apply one ADDED / MODIFIED / DELETED event for a scheduler-relevant kind.
 
     Returns whether the change can alter a scheduling decision. A pod that was bound by the
-    scheduler and now reports Bound or Running on the same node, or a PodGroup whose only
-    change is the status the scheduler itself wrote, cannot. Neither can the clean-up of a
+    scheduler and now reports Bound or Running on the same node cannot, unless the next
+    session would give its PodGroup another phase (see ``_podgroup_phase_due``); a PodGroup
+    whose only change is the status the scheduler itself wrote cannot. Neither can the clean-up of a
     finished job: deleting a finished pod only matters while its PodGroup exists (its job's
     counts change), which :meth:`SchedulerCache.take_status_changes` settles when the
     scheduler is next due; deleting a Completed PodGroup with no unfinished tasks removes
@@ -59,7 +61,9 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
         new = cache.upsert_pod(typed)
         if before is None or new is None:
             return True
-        return not (before[1] == new.node_name and (before[0], new.status) in _QUIET_POD_TRANSITIONS)
+        if before[1] == new.node_name and (before[0], new.status) in _QUIET_POD_TRANSITIONS:
+            return _podgroup_phase_due(cache, new)
+        return True
     if isinstance(typed, PodGroup) and event_type != "DELETED":
         job = cache.pg_jobs.get(f"{typed.namespace}/{typed.name}")
         quiet = job is not None and job.podgroup is not None and _same_spec(job.podgroup, typed) and (
@@ -98,6 +102,20 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
         else:
             cache.upsert_priority_class(typed)
     return True
+
+
+def _podgroup_phase_due(cache: SchedulerCache, task: TaskInfo) -> bool:
+    """Whether the next session's close would move ``task``'s PodGroup to another phase.
+
+    A bound pod that starts to count as scheduled (Binding -> Bound/Running) can complete its
+    gang: upstream's next session sets the PodGroup Running, and from then on enqueue's
+    plugins see it as running instead of reserving its ``minResources`` as Inqueue. That
+    session must not be skipped as "nothing changed".
+    """
+    job = cache.pg_jobs.get(task.job)
+    if job is None or job.podgroup is None:
+        return False
+    return podgroup_phase(job, unschedulable=False) != job.podgroup.phase
 
 
 def _delete_pod(cache: SchedulerCache, obj: dict[str, Any]) -> bool:

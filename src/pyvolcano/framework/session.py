@@ -115,6 +115,10 @@ class Session:
         self.evictions: list[tuple[TaskInfo, str]] = []
         self.podgroup_events: dict[str, list[str]] = {}
         self.nominated: dict[str, str] = {}
+        # Tasks a topology-aware preemption dry run has taken off their nodes (uid -> task).
+        # Upstream simulates the removal only in plugins whose simulate hooks it calls (see
+        # simulates_removal); the others keep seeing these tasks where they were.
+        self.dry_run_removed: dict[str, TaskInfo] = {}
         # Jobs session close leaves alone because nothing they derive from changed
         # (framework/job_updater.py); filled at close.
         self.settled: set[str] = set()
@@ -597,6 +601,20 @@ class Session:
         for eh in self.event_handlers:
             if eh.deallocate is not None:
                 eh.deallocate(Event(task))
+
+    def simulates_removal(self, plugin: str) -> bool:
+        """Whether upstream calls ``plugin``'s SimulateAddTask/SimulateRemoveTask hooks.
+
+        Upstream (framework/session_plugins.go SimulateRemoveTaskFn) calls them only for
+        plugins with ``enablePreemptable`` or ``enabledAllocatable``; a plugin without either
+        keeps the pre-filter state of the preemptor's PrePredicate, in which a dry run's
+        removals never happened.
+        """
+        return any(
+            opt.name == plugin and (opt.enabled("enablePreemptable") or opt.enabled("enabledAllocatable"))
+            for tier in self.config.tiers
+            for opt in tier.plugins
+        )
 
     def statement(self) -> Statement:
         return Statement(self)

@@ -12,7 +12,9 @@ Order of work at each virtual instant:
 Virtual time then jumps to the earliest of: the next timer, the controllers' requested
 wake-ups, and the next scheduler tick if there is unseen change. A session therefore runs
 only when something changed (upstream runs one every period regardless; the decisions are
-the same because the inputs are). The run ends when every submitted Job has finished
+the same because the inputs are). A pod update that only confirms a bind counts as a change
+when it completes its gang: the next session sets the PodGroup Running, and enqueue reads
+that phase (see ``cache.ingest``). The run ends when every submitted Job has finished
 (and nothing else is pending), or at ``until``.
 
 Everything is deterministic: the store's revisions order events, timers break ties by

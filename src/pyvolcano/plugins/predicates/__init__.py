@@ -211,7 +211,8 @@ class Predicates:
             if self.pod_affinity_enable:
                 existing = existing_affinity_pods()
                 has_own = pod.has_pod_affinity
-                if has_own or existing:
+                stale = self._stale_removed(ssn)
+                if has_own or existing or any(t.pod.has_pod_affinity for t in stale):
                     failures.extend(self._interpod(ssn, task, idx, live, aborted))
             # 5. topology spread
             if self.pod_topology_spread_enable and pod.topology_spread_constraints:
@@ -225,12 +226,24 @@ class Predicates:
             if self.pod_affinity_enable:
                 if pod.has_pod_affinity:
                     return None
-                if existing_affinity_pods():
+                if existing_affinity_pods() or any(t.pod.has_pod_affinity for t in self._stale_removed(ssn)):
                     return None
             ports = pod_host_ports(pod.containers) if self.node_ports_enable else []
             return f"{self._template_key(task)}|{ports}"
 
         ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key)
+
+    @staticmethod
+    def _stale_removed(ssn: Session) -> list[TaskInfo]:
+        """Tasks a preemption dry run removed that inter-pod affinity must still see.
+
+        Upstream keeps InterPodAffinity's pre-filter state up to date during the dry run only
+        through the simulate hooks, which it calls when this plugin has ``enablePreemptable``
+        or ``enabledAllocatable`` (``Session.simulates_removal``).
+        """
+        if not ssn.dry_run_removed or ssn.simulates_removal(NAME):
+            return []
+        return [t for _uid, t in sorted(ssn.dry_run_removed.items())]
 
     def _existing(self, ssn: Session, task: TaskInfo) -> list[interpod.ExistingPod]:
         out = []
@@ -239,6 +252,8 @@ class Predicates:
                 if t.uid == task.uid:
                     continue
                 out.append(interpod.ExistingPod(t.namespace, t.pod.labels, n.name, t.pod.affinity))
+        for t in self._stale_removed(ssn):
+            out.append(interpod.ExistingPod(t.namespace, t.pod.labels, t.node_name, t.pod.affinity))
         return out
 
     def _interpod(

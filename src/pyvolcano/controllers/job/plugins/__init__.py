@@ -1,4 +1,4 @@
-"""Job plugins (``spec.plugins``): env, svc, ssh, pytorch, mpi, tensorflow.
+"""Job plugins (``spec.plugins``): env, svc, ssh, pytorch, mpi, tensorflow, ray, hcclrank.
 
 Mirrors ``pkg/controllers/job/plugins``. A plugin is built per call from its argument list
 (``spec.plugins[name]``, parsed with Go ``flag`` rules) and has four hooks:
@@ -11,24 +11,26 @@ Mirrors ``pkg/controllers/job/plugins``. A plugin is built per call from its arg
 * ``on_job_update(job)`` — on every later sync (refresh the hosts ConfigMap).
 
 Upstream iterates ``spec.plugins`` (a Go map) in random order; the job controller iterates
-plugin names in sorted order so that env-var order in pods is deterministic. Upstream also
-registers ``hcclrank`` and ``ray``; they are not implemented (the admission layer rejects
-unknown plugin names, and the controller fails the sync for them like upstream does).
+plugin names in sorted order so that env-var order in pods is deterministic. These are all
+the plugins upstream registers; admission rejects other names, and the controller fails the
+sync for them like upstream does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyvolcano.controllers.job.plugins import env, mpi, pytorch, ssh, svc, tensorflow
+from pyvolcano.controllers.job.plugins import env, hcclrank, mpi, pytorch, ray, ssh, svc, tensorflow
 from pyvolcano.controllers.job.plugins.base import FlagSet, JobPlugin, PluginBuilder, PluginContext
 
 __all__ = ["BUILTIN_JOB_PLUGINS", "FlagSet", "JobPlugin", "PluginBuilder", "PluginContext"]
 
 BUILTIN_JOB_PLUGINS: Mapping[str, PluginBuilder] = {
     "env": env.EnvPlugin,
+    "hcclrank": hcclrank.HCCLRankPlugin,
     "mpi": mpi.MPIPlugin,
     "pytorch": pytorch.PyTorchPlugin,
+    "ray": ray.RayPlugin,
     "ssh": ssh.SSHPlugin,
     "svc": svc.ServicePlugin,
     "tensorflow": tensorflow.TensorFlowPlugin,
