@@ -164,3 +164,43 @@ def test_validate_wide_names_the_source_of_every_line(capsys: pytest.CaptureFixt
     lines = capsys.readouterr().out.splitlines()
     assert lines
     assert all(line.startswith(f"{EX / 'cluster.yaml'}: document ") and ": OK " in line for line in lines)
+
+
+def test_a_value_with_a_line_break_stays_on_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "c.yaml"
+    bad.write_text('apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: "1\\nx"}}\n')
+    assert run(["schedule", str(bad), "-o", "json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"error: {bad}: document 0 (Node n): status.allocatable.cpu")
+    assert "\\n" in err
+
+
+def test_validate_lines_stay_one_per_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "q.yaml"
+    bad.write_text('apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: "a\\nb"}\n')
+    assert run(["validate", str(bad)]) == 2
+    assert len(capsys.readouterr().out.splitlines()) == 1
+
+
+def test_progress_bar_never_shows_an_unknown_total() -> None:
+    import io
+    import math
+
+    from rich.console import Console
+
+    from pyvolcano.cli.simulate import _run_once
+    from pyvolcano.conf import default_configuration
+    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.simulator.workload import load_workload
+
+    cluster, _ = load_workload(EX / "cluster.yaml", cluster=True)
+    work, events = load_workload(EX / "jobs.yaml")
+    buf = io.StringIO()
+    terminal = Console(file=buf, force_terminal=True, width=120, color_system=None)
+    res, _ = _run_once(default_configuration(), default_registry(), 0, cluster, work, events, math.inf, terminal,
+                       label="default", show=True)
+    assert res.jobs
+    shown = buf.getvalue()
+    assert "default virtual" in shown
+    assert "None" not in shown

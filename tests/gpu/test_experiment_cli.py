@@ -61,6 +61,8 @@ def test_table_output_and_report_files(trace: tuple[Path, Path], tmp_path: Path,
     ({"policies": ["tetris"]}, "--policy"),
     ({"seeds": []}, "--seed"),
     ({"tune": 0.0}, "--tune"),
+    ({"tune": float("inf")}, "--tune"),
+    ({"tune": float("nan")}, "--tune"),
     ({"output": "xml"}, "--output"),
 ])
 def test_usage_errors_exit_2_with_one_line(trace: tuple[Path, Path], capsys: pytest.CaptureFixture[str],

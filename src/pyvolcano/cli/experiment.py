@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pyvolcano.cli.options import SEED_LIMIT
-from pyvolcano.cli.output import TIMING_KEYS, console, emit, strip_timings
+from pyvolcano.cli.output import TIMING_KEYS, console, emit, error, strip_timings, warn
 from pyvolcano.gpu.experiment import RunResult, run_experiment
 from pyvolcano.gpu.openb import DEFAULT_NODES, DEFAULT_PODS, TraceError, default_trace_dir, load_nodes, load_pods
 from pyvolcano.gpu.policies import POLICIES
@@ -28,6 +28,7 @@ __all__ = ["parse_policies", "parse_seeds", "run_experiment_fgd"]
 
 
 MAX_SEEDS = 10_000
+MAX_TUNE = 100.0  # the workload is inflated to tune × GPU capacity: beyond this a run never ends
 
 
 class UsageError(ValueError):
@@ -147,22 +148,22 @@ def run_experiment_fgd(
             raise UsageError(f"--policy: got {','.join(policies)!r}; expected names from {', '.join(POLICIES)}")
         if not seeds:
             raise UsageError("--seed: expected at least one seed")
-        if not tune > 0:
-            raise UsageError(f"--tune: got {tune}; expected a positive ratio such as 1.3")
+        if not 0 < tune <= MAX_TUNE:
+            raise UsageError(f"--tune: got {tune}; expected a ratio above 0 and at most {MAX_TUNE:g}, such as 1.3")
         trace_dir = default_trace_dir()
         node_path = nodes if nodes is not None else trace_dir / DEFAULT_NODES
         pod_path = pods if pods is not None else trace_dir / DEFAULT_PODS
         node_rows = load_nodes(node_path)
         pod_rows = load_pods(pod_path)
     except (UsageError, TraceError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        error(str(err))
         return 2
     capacity = sum(n.gpus for n in node_rows)
     if capacity == 0:
-        print(f"error: {node_path}: no node has a GPU; expected a GPU cluster", file=sys.stderr)
+        error(f"{node_path}: no node has a GPU; expected a GPU cluster")
         return 2
     if sum(p.total_milli for p in pod_rows) == 0:
-        print(f"error: {pod_path}: no pod asks for a GPU; expected a GPU workload", file=sys.stderr)
+        error(f"{pod_path}: no pod asks for a GPU; expected a GPU workload")
         return 2
     results = run_experiment(node_rows, pod_rows, policies, seeds, tune=tune, trace=pod_path.stem,
                              tie_break=tie_break, progress=_progress)
@@ -171,7 +172,7 @@ def run_experiment_fgd(
         for path in written:
             print(f"wrote {path}", file=sys.stderr)
         if warning:
-            print(f"warning: {warning}", file=sys.stderr)
+            warn(warning)
     if output in ("json", "yaml"):
         data = runs_json(results)
         emit(data if timings else strip_timings(data, TIMING_KEYS | {"seconds"}), output)

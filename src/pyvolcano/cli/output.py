@@ -6,6 +6,8 @@
   and colour; otherwise (a pipe, a file) it never truncates or wraps (a very wide virtual
   width) and prints no escape codes. ``NO_COLOR`` (any non-empty value) turns colour off
   everywhere; no console highlights numbers or paths on its own.
+* A message is one line: :func:`one_line` escapes line breaks and other control characters
+  that an input value may carry (``\\n``, ``\\x1b``), so an error never spans two lines.
 * Wall-clock timings are not deterministic, so :func:`strip_timings` removes them from the
   data unless ``--timings`` is given: the same inputs and seed then print the same bytes.
 """
@@ -19,7 +21,7 @@ from typing import Any, TextIO
 
 from rich.console import Console
 
-__all__ = ["TIMING_KEYS", "console", "emit", "note", "strip_timings", "warn"]
+__all__ = ["TIMING_KEYS", "console", "emit", "error", "note", "one_line", "strip_timings", "warn"]
 
 UNLIMITED_WIDTH = 100_000
 TIMING_KEYS = frozenset({"wall_seconds", "session_seconds", "session_mean_s", "session_p50_s", "session_p99_s",
@@ -61,9 +63,17 @@ def strip_timings(data: Any, keys: frozenset[str] = TIMING_KEYS) -> Any:
     return data
 
 
+def one_line(text: str) -> str:
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def error(text: str) -> None:
+    print(f"error: {one_line(text)}", file=sys.stderr)
+
+
 def note(text: str) -> None:
-    print(f"note: {text}", file=sys.stderr)
+    print(f"note: {one_line(text)}", file=sys.stderr)
 
 
 def warn(text: str) -> None:
-    print(f"warning: {text}", file=sys.stderr)
+    print(f"warning: {one_line(text)}", file=sys.stderr)

@@ -9,7 +9,6 @@ No object at all is an error too ("no objects passed to schedule", exit 2, as
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +19,7 @@ import numpy as np
 from pyvolcano.api.manifest import ClusterObjects, ManifestError, load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.inputs import read_inputs
-from pyvolcano.cli.output import emit, strip_timings, warn
+from pyvolcano.cli.output import emit, error, strip_timings, warn
 from pyvolcano.conf import ConfigError, default_configuration, load_scheduler_conf_file
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.arguments import ArgumentError
@@ -101,11 +100,11 @@ def run_schedule(sources: Sequence[str | Path] | str | Path, config_path: Path |
         for name in config.actions:
             registry.action(name)(config.action_arguments(name))
     except (ManifestError, ConfigError, ArgumentError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        error(str(e))
         return 2
     where = ", ".join(str(s) for s in sources)
     if not (objs.nodes or objs.pods or objs.podgroups or objs.queues or objs.priority_classes):
-        print(f"error: {where}: no objects passed to schedule", file=sys.stderr)
+        error(f"{where}: no objects passed to schedule")
         return 2
     if not objs.nodes:
         warn(f"{where}: no Node objects; nothing can be bound")

@@ -22,7 +22,7 @@ from rich.table import Table
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.manifest import ManifestError
 from pyvolcano.cli.output import console as make_console
-from pyvolcano.cli.output import emit, note, strip_timings
+from pyvolcano.cli.output import emit, error, note, strip_timings
 from pyvolcano.cli.schedule import load_config
 from pyvolcano.conf import ConfigError
 from pyvolcano.framework.arguments import ArgumentError
@@ -121,19 +121,19 @@ def run_simulate_command(
     from pyvolcano.simulator.traces import TraceError, builtin_scenario, load_trace
 
     if workload is not None and cluster is None:
-        print("error: --workload needs --cluster (the Nodes to run on)", file=sys.stderr)
+        error("--workload needs --cluster (the Nodes to run on)")
         return 2
     if cluster is not None and workload is None and trace is None:
-        print("error: --cluster needs --workload (the Jobs, PodGroups or Pods to run)", file=sys.stderr)
+        error("--cluster needs --workload (the Jobs, PodGroups or Pods to run)")
         return 2
     if trace is not None and (cluster is not None or workload is not None):
-        print("error: --trace replaces --cluster/--workload; use --nodes for the trace's machines", file=sys.stderr)
+        error("--trace replaces --cluster/--workload; use --nodes for the trace's machines")
         return 2
     if nodes is not None and trace is None:
-        print("error: --nodes needs --trace (it gives the machines a trace runs on)", file=sys.stderr)
+        error("--nodes needs --trace (it gives the machines a trace runs on)")
         return 2
     if trace_format is not None and trace is None:
-        print("error: --trace-format needs --trace", file=sys.stderr)
+        error("--trace-format needs --trace")
         return 2
     registry = default_registry()
     try:
@@ -167,7 +167,7 @@ def run_simulate_command(
             notes = []
             manifest_mode = True
     except (ManifestError, ConfigError, ArgumentError, ValueError, TraceError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        error(str(e))
         return 2
     console = make_console(stderr=True)
     runs = []
@@ -181,8 +181,7 @@ def run_simulate_command(
         bad = [r for r in res.rejected if cluster is not None and r.get("file") == str(cluster)]
         if bad:
             r = bad[0]
-            print(f"error: {r['file']}: document {r['document']} ({r['kind']} {r['name']}): {r['error']}",
-                  file=sys.stderr)
+            error(f"{r['file']}: document {r['document']} ({r['kind']} {r['name']}): {r['error']}")
             return 2
         runs.append((res, metrics))
     from pyvolcano.simulator import report as rep

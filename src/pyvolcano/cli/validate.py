@@ -30,7 +30,7 @@ from typing import Any
 from pyvolcano.admission import VolcanoAdmission
 from pyvolcano.api.manifest import ManifestError, iter_documents
 from pyvolcano.cli.inputs import read_inputs
-from pyvolcano.cli.output import emit
+from pyvolcano.cli.output import emit, error, one_line
 from pyvolcano.store import CLUSTER_SCOPED_KINDS, InMemoryStore, StoreError, clone, object_key
 
 __all__ = ["BUILTIN_QUEUES", "run_validate", "validate_documents"]
@@ -56,8 +56,8 @@ def run_validate(paths: Sequence[str | os.PathLike[str]], *, output: str | None 
             current[0] = where
             yield where, doc
 
-    for line, good in validate_documents(tap(_documents(paths)), admitted=admitted):
-        where = current[0]
+    for text, good in validate_documents(tap(_documents(paths)), admitted=admitted):
+        where, line = one_line(current[0]), one_line(text)
         seen += 1
         ok = ok and good
         if output in ("json", "yaml"):
@@ -69,7 +69,7 @@ def run_validate(paths: Sequence[str | os.PathLike[str]], *, output: str | None 
             print(line)
     if seen == 0:
         where = ", ".join(os.fspath(p) for p in paths)
-        print(f"error: {where}: no objects passed to validate", file=sys.stderr)
+        error(f"{where}: no objects passed to validate")
         return 2
     if output in ("json", "yaml") and admitted:
         emit(admitted[0] if len(admitted) == 1 else {"apiVersion": "v1", "kind": "List", "items": admitted},
