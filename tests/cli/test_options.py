@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import pytest
+import typer
 
 from pyvolcano.cli.app import run
+from pyvolcano.cli.options import Group
 
 ROOT = Path(__file__).resolve().parents[2]
 EX = ROOT / "examples" / "simulate"
@@ -158,3 +161,35 @@ def test_experiment_seed_ranges_are_checked(capsys: pytest.CaptureFixture[str], 
     code, _, err = cli(capsys, "experiment", "fgd", "--seed", seeds)
     assert code == 2
     assert says in one_error_line(err)
+
+
+def test_fuzzed_infinite_schedule_period_with_a_report_stops_at_once(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # The fuzzer's command line (it hung): the period is refused before the run, and no report is written.
+    code, out, err = cli(capsys, "simulate", "--cluster", str(EX / "cluster.yaml"), "--workload",
+                         str(EX / "jobs.yaml"), "--schedule-period", "inf", "--report", str(tmp_path / "rep"),
+                         "-o", "json")
+    assert (code, out) == (2, "")
+    assert "'--schedule-period': got inf" in one_error_line(err)
+    assert not (tmp_path / "rep").exists()
+
+
+def test_a_sub_app_made_without_the_group_class_follows_the_same_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    root = typer.Typer(cls=Group, add_completion=False)
+    sub = typer.Typer()
+    root.add_typer(sub, name="sub")
+
+    @sub.command()
+    def leaf(files: Annotated[list[Path], typer.Argument()], name: Annotated[str, typer.Option()] = "x",
+             flag: Annotated[bool, typer.Option()] = False) -> None:
+        typer.echo(f"{name} {len(files)} {flag}")
+
+    command = typer.main.get_command(root)
+    assert command.main(["sub", "leaf", "a", "b", "--name", "y"], standalone_mode=False) is None
+    assert capsys.readouterr().out == "y 2 False\n"
+    with pytest.raises(typer.BadParameter, match="given 2 times"):
+        command.main(["sub", "leaf", "a", "--name", "y", "--name", "z"], standalone_mode=False)
+    assert command.main(["sub", "leaf", "--help"], prog_name="p", standalone_mode=False) == 0
+    shown = capsys.readouterr().out
+    assert "Usage: p sub leaf [OPTIONS] FILES..." in shown
+    assert "<bool>" not in shown and "<list[Path]>" not in shown

@@ -204,3 +204,19 @@ def test_progress_bar_never_shows_an_unknown_total() -> None:
     shown = buf.getvalue()
     assert "default virtual" in shown
     assert "None" not in shown
+
+
+def test_trace_simulation_and_experiment_print_the_same_bytes_twice(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("submit_time,duration,queue,replicas,cpu,memory,gpu,priority,min_available,name\n"
+                    "0,60,default,2,1,1Gi,0,,,a\n5,30,default,1,2,1Gi,0,,,b\n")
+    nodes, pods = tmp_path / "nodes.csv", tmp_path / "pods.csv"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\n" + "".join(f"n{i},32000,65536,4,T4\n" for i in range(4)))
+    pods.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+                    + "".join(f"p{i},2000,1024,1,{(300, 500, 1000)[i % 3]},\n" for i in range(20)))
+    for argv in (["simulate", "--trace", str(jobs), "--nodes", str(EX / "cluster.yaml"), "-o", "json"],
+                 ["experiment", "fgd", "--nodes", str(nodes), "--pods", str(pods), "--seed", "1-2", "-o", "json"]):
+        first, second = pyvolcano(*argv), pyvolcano(*argv)
+        assert first.returncode == 0, first.stderr
+        assert first.stdout == second.stdout
+        assert b"wall_seconds" not in first.stdout and b'"seconds"' not in first.stdout

@@ -1,7 +1,8 @@
 """Command-line conventions shared by every ``pyvolcano`` command.
 
-* :class:`Group` is the class of every Typer app here (``typer.Typer(cls=Group)``). When it is
-  built it tidies the help of its commands (flags show no ``<bool>`` type, arguments show an
+* :class:`Group` is the class of the root Typer app (``typer.Typer(cls=Group)``); a sub-app
+  added to it is made a Group too, so every command follows these rules. When it is built it
+  tidies the help of its commands (flags show no ``<bool>`` type, arguments show an
   upper-case name such as ``CLUSTER`` or ``[FILE]...`` instead of ``{cluster}`` and
   ``<list[Path]>``), and before a command parses its arguments it refuses a single-valued
   option given twice (``--workload a.yaml --workload b.yaml``) instead of keeping the last.
@@ -62,6 +63,18 @@ def _tidy(command: Any) -> None:
                 param.metavar = str(param.name).upper() + ("..." if param.nargs != 1 else "")
 
 
+def _adopt(group: TyperGroup) -> None:
+    """Tidy ``group`` and every command under it; a plain sub-group becomes a :class:`Group`."""
+    _tidy(group)
+    for command in group.commands.values():
+        if isinstance(command, TyperGroup):
+            if type(command) is TyperGroup:
+                command.__class__ = Group
+            _adopt(command)
+        else:
+            _tidy(command)
+
+
 def _single_valued(param: Any) -> bool:
     return (getattr(param, "param_type_name", "") == "option" and not param.multiple
             and not getattr(param, "is_flag", False) and not getattr(param, "count", False))
@@ -72,10 +85,7 @@ class Group(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        _tidy(self)
-        for command in self.commands.values():
-            if not isinstance(command, TyperGroup):
-                _tidy(command)
+        _adopt(self)
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
