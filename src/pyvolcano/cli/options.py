@@ -7,8 +7,12 @@
   ``<list[Path]>``), and before a command parses its arguments it refuses a single-valued
   option given twice (``--workload a.yaml --workload b.yaml``) instead of keeping the last.
 * The option callbacks (:func:`output_format`, :func:`seed`, :func:`schedule_period`,
-  :func:`until`, :func:`report_dir`) validate a value where it enters and raise :class:`typer.BadParameter`, which
-  the single entry point (:func:`pyvolcano.cli.app.run`) prints as one ``error:`` line, exit 2.
+  :func:`until`, :func:`report_dir`) validate a value where it enters and raise
+  :class:`typer.BadParameter`, which the single entry point (:func:`pyvolcano.cli.app.run`)
+  prints as one ``error:`` line, exit 2.
+* Help shows the names of things, not Python types: the flags and arguments are retouched
+  here because Typer's rich help prints ``<bool>`` for a flag and ignores an argument's
+  metavar in its type column.
 """
 
 from __future__ import annotations
@@ -28,14 +32,13 @@ __all__ = ["OUTPUT_FORMATS", "SEED_LIMIT", "Group", "UsageError", "output_format
            "seed", "until"]
 
 OUTPUT_FORMATS = ("json", "yaml", "table", "wide")
+SEED_LIMIT = 2**64
 
 
 class UsageError(typer.TyperException):
     """A command line that cannot run; printed as one ``error:`` line, exit code 2."""
 
     exit_code = 2
-
-SEED_LIMIT = 2**64
 
 
 class _Argument(TyperArgument):
