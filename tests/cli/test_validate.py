@@ -124,8 +124,13 @@ def test_list_documents_stand_for_their_items(tmp_path: Path, capsys: pytest.Cap
     assert lines[1].startswith(f"{path}: document 0 items[1]: ConfigMap default/B: metadata.name: Invalid value")
 
 
-def test_empty_input_is_valid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, write(tmp_path, "empty.yaml", "")) == (0, [])
+def test_empty_input_is_an_error_as_kubectl_says_no_objects_passed(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    empty = write(tmp_path, "empty.yaml", "---\n# nothing\n")
+    assert run_validate([empty]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"error: {empty}: no objects passed to validate\n"
 
 
 def test_upstream_invalid_job_examples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,18 +11,26 @@ Output (stdout), one line per object, in input order::
     OK Job default/test-job
     jobs.yaml: document 2: Job default/bad: spec.tasks[1].name: duplicated task name 'worker'
 
-Exit code 0 when every object is valid, 2 otherwise (including unreadable files and YAML errors).
+Exit code 0 when every object is valid, 2 otherwise (including unreadable files and YAML errors,
+and no object at all: "no objects passed to validate", as ``kubectl apply`` says of an empty input).
+
+Inputs are files, directories and ``-`` (:mod:`pyvolcano.cli.inputs`). ``-o wide`` prefixes
+every line with its file and document. ``-o json|yaml`` prints the admitted objects instead,
+with the defaults admission filled in (one object, or a ``v1 List`` of several, as
+``kubectl create --dry-run=server -o yaml`` does), and the error lines on stderr.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pyvolcano.admission import VolcanoAdmission
 from pyvolcano.api.manifest import ManifestError, iter_documents
+from pyvolcano.cli.inputs import read_inputs
+from pyvolcano.cli.output import emit, error, one_line
 from pyvolcano.store import CLUSTER_SCOPED_KINDS, InMemoryStore, StoreError, clone, object_key
 
 __all__ = ["BUILTIN_QUEUES", "run_validate", "validate_documents"]
@@ -35,17 +43,44 @@ BUILTIN_QUEUES: dict[str, dict[str, Any]] = {
 }
 
 
-def run_validate(paths: list[Path]) -> int:
-    """Validate the objects in ``paths``; print one line per object; return 0 or 2."""
+def run_validate(paths: Sequence[str | os.PathLike[str]], *, output: str | None = None) -> int:
+    """Validate the objects in ``paths``; print one line per object (or the admitted objects
+    with ``output`` json/yaml); return 0 or 2."""
     ok = True
-    for line, good in validate_documents(_documents(paths)):
-        print(line)
+    seen = 0
+    admitted: list[dict[str, Any]] = []
+    current = [""]
+
+    def tap(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+        for where, doc in docs:
+            current[0] = where
+            yield where, doc
+
+    for text, good in validate_documents(tap(_documents(paths)), admitted=admitted):
+        where, line = one_line(current[0]), one_line(text)
+        seen += 1
         ok = ok and good
+        if output in ("json", "yaml"):
+            if not good:
+                print(line, file=sys.stderr)
+        elif output == "wide" and good:
+            print(f"{where}: {line}")
+        else:
+            print(line)
+    if seen == 0:
+        where = ", ".join(os.fspath(p) for p in paths)
+        error(f"{where}: no objects passed to validate")
+        return 2
+    if output in ("json", "yaml") and admitted:
+        emit(admitted[0] if len(admitted) == 1 else {"apiVersion": "v1", "kind": "List", "items": admitted},
+             output)
     return 0 if ok else 2
 
 
-def validate_documents(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, bool]]:
-    """Admit ``(where, document)`` pairs in order; yield ``(output line, valid?)`` per object.
+def validate_documents(docs: Iterator[tuple[str, Any]], *,
+                       admitted: list[dict[str, Any]] | None = None) -> Iterator[tuple[str, bool]]:
+    """Admit ``(where, document)`` pairs in order; yield ``(output line, valid?)`` per object, and
+    append each admitted object (defaults filled in) to ``admitted`` when given.
 
     A document that is a ManifestError instead of a mapping reports that error."""
     admission = VolcanoAdmission()
@@ -76,6 +111,8 @@ def validate_documents(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, b
         except StoreError as e:
             yield f"{where}: {e}", False
             continue
+        if admitted is not None:
+            admitted.append(created)
         cmd = created["metadata"]
         ns = None if kind in CLUSTER_SCOPED_KINDS else cmd.get("namespace")
         yield f"OK {kind} {object_key(kind, ns, cmd['name'])}", True
@@ -95,16 +132,10 @@ def _replace_builtin_queue(store: InMemoryStore, admission: VolcanoAdmission, ob
     return updated
 
 
-def _documents(paths: list[Path]) -> Iterator[tuple[str, Any]]:
-    for path in paths:
-        source = os.fspath(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as e:
-            yield source, ManifestError(f"{source}: cannot read: {e.strerror or e}")
-            continue
-        except UnicodeDecodeError:
-            yield source, ManifestError(f"{source}: not UTF-8 text")
+def _documents(paths: Sequence[str | os.PathLike[str]]) -> Iterator[tuple[str, Any]]:
+    for source, text in read_inputs(paths):
+        if isinstance(text, ManifestError):
+            yield source, text
             continue
         try:
             for index, doc in iter_documents(text, source):
