@@ -67,6 +67,7 @@ __all__ = [
     "Outcome",
     "default_identity",
     "format_micro_time",
+    "healthz_check",
     "run",
     "scheduler_lock_name",
 ]
@@ -400,6 +401,16 @@ class LeaderElector:
         return True
 
 
+def healthz_check(elector: LeaderElector, max_tolerable_expired_lease: float = 20.0, *,
+                  clock: Callable[[], float] = time.monotonic) -> Callable[[], str | None]:
+    """client-go's ``NewLeaderHealthzAdaptor(timeout)`` as a ``/healthz`` check named
+    ``leaderElection``: failing while this candidate leads but has not renewed for the lease
+    duration plus ``max_tolerable_expired_lease`` (kube-scheduler uses 20 s); a standby is healthy."""
+    def check() -> str | None:
+        return elector.check(clock(), max_tolerable_expired_lease)
+    return check
+
+
 # ----------------------------------------------------------------------------- the loop
 
 
@@ -501,6 +512,7 @@ def run(
     on_stopped_leading: Callable[[], None],
     *,
     identity: str | None = None,
+    elector: LeaderElector | None = None,
     on_new_leader: Callable[[str], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     wall_clock: Callable[[], float] = time.time,
@@ -512,12 +524,14 @@ def run(
     thread; ``lost`` is set as soon as leadership ends: a renew round past its deadline
     (checked by a watchdog timer even while a Lease write hangs), the Lease seen held by
     another identity, or ``stop_event``. ``on_stopped_leading()`` is called when ``run``
-    returns, whether or not this candidate ever led, as client-go does.
+    returns, whether or not this candidate ever led, as client-go does. Pass ``elector`` (built
+    on the same store and config) to share it with a :func:`healthz_check`.
     """
     errors = config.validate()
     if errors:
         raise ValueError(errors[0])
-    elector = LeaderElector(store, config, identity or default_identity(), wall_clock=wall_clock)
+    if elector is None:
+        elector = LeaderElector(store, config, identity or default_identity(), wall_clock=wall_clock)
     loop = ElectionLoop(elector, rng)
     lost = threading.Event()
     watchdog: threading.Timer | None = None
