@@ -272,3 +272,22 @@ def test_each_recorder_has_its_own_registry():
     a, b = SchedulerMetrics(), SchedulerMetrics()
     a.update_e2e_duration(0.01)
     assert value(b, "volcano_e2e_scheduling_latency_milliseconds_count") == 0
+
+
+def test_an_unchanged_job_keeps_counting_in_later_sessions():
+    m = SchedulerMetrics()
+    cache = cluster()
+    run_session(cache, CONF, m, now=100.0)
+    run_session(cache, CONF, m, now=101.0)
+    run_session(cache, CONF, m, now=102.0)
+    assert value(m, "volcano_job_retry_counts", job_id="big") == 3
+    assert value(m, "volcano_unschedule_job_count") == 1
+    # now that fits holds 2 cpus, neither big task fits any more: gang says 2/2, and so do we
+    message = next(c.message for c in cache.jobs["ns/big"].podgroup.conditions if c.type == "Unschedulable")
+    assert message.startswith("2/2 tasks in gang unschedulable")
+    assert value(m, "volcano_unschedule_task_count", job_id="big") == 2
+    assert value(m, "volcano_schedule_attempts_total", result="unschedulable") == 6
+    # fits was bound in the first session; its scheduling time is not moved by later ones
+    labels = {"job_name": "fits", "queue": "q", "job_namespace": "ns"}
+    created = cache.jobs["ns/fits"].creation_timestamp
+    assert value(m, "volcano_e2e_job_scheduling_duration", **labels) == pytest.approx((100.0 - created) * 1000)

@@ -52,14 +52,14 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from pyvolcano.api.resource import DimensionDefault, Resource
+from pyvolcano.api.resource import DimensionDefault, Resource, share
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.metrics.buckets import exponential_buckets_range
-from pyvolcano.plugins.drf import calculate_share
 from pyvolcano.plugins.gang import unready_task_count
 from pyvolcano.store.base import EPOCH
 
 if TYPE_CHECKING:
+    from pyvolcano.api.job import JobInfo
     from pyvolcano.cache.cache import SessionResult
     from pyvolcano.framework.session import Session
 
@@ -112,6 +112,19 @@ class _ExactCounter(Collector):
             for labels, v in sorted(self._values.items()):
                 metric.add_sample(self.name, dict(zip(self.labelnames, labels)), v)
         yield metric
+
+
+@dataclass(slots=True)
+class _JobEntry:
+    """What one job's gauges were last computed from, and the counts they gave."""
+
+    key: tuple[object, ...]
+    labels: tuple[str, str, str]  # (name, queue, namespace)
+    unschedulable_tasks: int
+    unready: int | None = None  # gang's count; None when gang is off or leaves the job alone
+    unready_job: bool = False
+    share: float | None = None  # drf's share, when drf runs
+    children: list[Any] | None = None  # the job's unschedule_task_count and job_share series, once made
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +269,9 @@ class SchedulerMetrics:
                                     registry=reg)
         self._lock = threading.Lock()
         self._queues: set[str] = set()
-        self._jobs: dict[str, tuple[str, str, str]] = {}  # job uid -> (name, queue, namespace) labelled
+        self._job_memo: dict[str, _JobEntry] = {}  # job uid -> what its gauges were computed from
+        self._job_context: tuple[object, ...] = ()
+        self._share_dims: list[tuple[str, float]] = []
 
     # ------------------------------------------------------------------ upstream's update functions
 
@@ -341,7 +356,6 @@ class SchedulerMetrics:
 
     def observe_session(self, ssn: Session) -> None:
         """Read a session's state after its last action (see the module docstring)."""
-        plugin_names = {opt.name for opt, _p in ssn.plugins}
         states = queue_states(ssn)
         for name in sorted(states):
             self.update_queue(states[name])
@@ -349,55 +363,93 @@ class SchedulerMetrics:
             gone_queues = sorted(self._queues - ssn.queues.keys()) if states else []
         for q in gone_queues:
             self.delete_queue_metrics(q)
-        self._observe_jobs(ssn, "gang" in plugin_names)
-        if "drf" in plugin_names:
-            self._observe_job_shares(ssn)
+        self._observe_jobs(ssn)
 
-    def _observe_jobs(self, ssn: Session, gang: bool) -> None:
+    def _observe_jobs(self, ssn: Session) -> None:
+        # A job's gauges are a function of its tasks, PodGroup and fit errors (close_key), the
+        # cluster total (its DRF share) and the plugins: only jobs whose key changed since the
+        # last session are recomputed, so a session with 10,000 settled jobs costs a dict scan.
+        plugin_names = frozenset(opt.name for opt, _p in ssn.plugins)
+        gang, drf = "gang" in plugin_names, "drf" in plugin_names
+        total = ssn.total_resource
+        context = (plugin_names, total.milli_cpu, total.memory, tuple(sorted(total.scalars.items())))
+        if context != self._job_context:
+            self._job_context = context
+            self._job_memo = {}
+            self._share_dims = [(name, total.get(name)) for name in total.resource_names()]
+        memo = self._job_memo
+        seen: dict[str, _JobEntry] = {}
+        for uid, job in ssn.jobs.items():
+            pg = job.podgroup
+            if pg is None:
+                continue
+            key = (job.version, job.fit_version, id(pg), pg.phase, pg.min_member)
+            entry = memo.get(uid)
+            if entry is None or entry.key != key:
+                entry = self._job_entry(ssn, job, key, entry, gang=gang, drf=drf)
+            seen[uid] = entry
         unschedulable_jobs = 0
         unschedulable_tasks = 0
-        seen: dict[str, tuple[str, str, str]] = {}
-        for uid, job in ssn.jobs.items():
-            if job.podgroup is None:
-                continue
-            labels = (job.name, job.queue, job.namespace)
-            seen[uid] = labels
-            if uid not in self._jobs:
-                self.e2e_job_scheduling_start_time.labels(*labels).set(int(_EPOCH_UNIX + job.creation_timestamp))
-            if job.count(_PLACED):
-                self.update_e2e_job_scheduling(*labels, ssn.now - job.creation_timestamp, ssn.now)
-            ready = job.is_ready()
-            pending = sum(1 for t in job.tasks_in(TaskStatus.Pending).values() if not t.sch_gated)
-            unschedulable_tasks += pending if ready else pending + job.count(TaskStatus.Allocated)
-            if not gang or not job.tasks:
-                continue
-            unready = 0
-            if not ready:
-                count = unready_task_count(job)
-                if count is None:
-                    continue
-                unready = count
+        for entry in seen.values():
+            unschedulable_tasks += entry.unschedulable_tasks
+            if entry.unready is not None and entry.unready_job:
                 unschedulable_jobs += 1
-                self.job_retry_counts.inc(job.name)
-            self.unschedule_task_count.labels(job.name).set(unready)
+                self.job_retry_counts.inc(entry.labels[0])
         if gang:
             self.unschedule_job_count.set(unschedulable_jobs)
         self.register_schedule_attempts("unschedulable", unschedulable_tasks)
-        with self._lock:
-            gone = [labels for uid, labels in self._jobs.items() if uid not in seen]
-            self._jobs = seen
+        gone = [e.labels for uid, e in memo.items() if uid not in seen]
+        self._job_memo = seen
         for name, queue, namespace in gone:
             self.delete_job_metrics(name, queue, namespace)
 
-    def _observe_job_shares(self, ssn: Session) -> None:
-        total = ssn.total_resource
-        for job in ssn.jobs.values():
-            if job.podgroup is None:
-                continue
-            allocated = job.allocated.clone()
-            for t in job.tasks_in(TaskStatus.Pipelined).values():
+    def _job_entry(self, ssn: Session, job: JobInfo, key: tuple[object, ...], old: _JobEntry | None, *,
+                   gang: bool, drf: bool) -> _JobEntry:
+        labels = (job.name, job.queue, job.namespace)
+        if old is None or old.labels != labels:
+            if old is not None:
+                self.delete_job_metrics(*old.labels)
+            self.e2e_job_scheduling_start_time.labels(*labels).set(int(_EPOCH_UNIX + job.creation_timestamp))
+            children: list[Any] = [None, None]
+        else:
+            assert old.children is not None
+            children = old.children
+        if job.count(_PLACED):
+            self.update_e2e_job_scheduling(*labels, ssn.now - job.creation_timestamp, ssn.now)
+        ready = job.is_ready()
+        pending = sum(1 for t in job.tasks_in(TaskStatus.Pending).values() if not t.sch_gated)
+        entry = _JobEntry(key, labels, pending if ready else pending + job.count(TaskStatus.Allocated),
+                          children=children)
+        if gang and job.tasks:
+            entry.unready = 0 if ready else unready_task_count(job)
+            entry.unready_job = not ready
+            if entry.unready is not None and (children[0] is None or old is None or old.unready != entry.unready):
+                if children[0] is None:
+                    children[0] = self.unschedule_task_count.labels(job.name)
+                children[0].set(entry.unready)
+        if drf:
+            entry.share = self._drf_share(job)
+            if children[1] is None or old is None or old.share != entry.share:
+                if children[1] is None:
+                    children[1] = self.job_share.labels(job.namespace, job.name)
+                children[1].set(entry.share)
+        return entry
+
+    def _drf_share(self, job: JobInfo) -> float:
+        """drf's job share (``calculate_share``: the largest allocated/total over the total's
+        dimensions, pipelined tasks included) against the dimensions cached for this session."""
+        allocated = job.allocated
+        pipelined = job.tasks_in(TaskStatus.Pipelined)
+        if pipelined:
+            allocated = allocated.clone()
+            for t in pipelined.values():
                 allocated.add(t.resreq)
-            self.job_share.labels(job.namespace, job.name).set(calculate_share(allocated, total)[1])
+        best = 0.0
+        for name, total in self._share_dims:
+            s = share(allocated.get(name), total)
+            if s > best:
+                best = s
+        return best
 
     def observe_result(self, result: SessionResult) -> None:
         """Count a session's binds as ``scheduled`` attempts."""
