@@ -23,7 +23,9 @@ protocol, in three layers:
 
 Writes use optimistic concurrency: the fast-path renewal updates the Lease at the
 ``resourceVersion`` last seen; a :class:`~pyvolcano.store.base.Conflict` means someone else
-wrote, so the slow path re-reads it. One deliberate difference from client-go (listed in
+wrote, so the slow path re-reads it. A failed step is a :class:`LeaderState` with outcome
+``FAILED``, never an exception: the store must report API and transport failures as a
+:class:`~pyvolcano.store.base.StoreError` or an ``OSError``. One deliberate difference from client-go (listed in
 docs/differences.md): a leader that *reads* the Lease held by another identity stops leading
 at that step instead of polling on until its renew deadline, so two leaders never overlap
 after a pause of the old one.
