@@ -10,6 +10,7 @@ enabled, and runs until SIGTERM or SIGINT.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import signal
 import sys
@@ -93,76 +94,82 @@ def _serve(
     enable_metrics: bool,
     listen_address: str,
     registry: Any,
-    healthy: Callable[[], bool],
 ) -> list[Any]:
-    servers: list[Any] = []
-    if not (enable_healthz or enable_metrics):
-        return servers
-    from pyvolcano.kube import httpserve  # type: ignore[attr-defined,unused-ignore]
+    """Start ``/metrics`` on ``--listen-address`` and ``/healthz`` on ``--healthz-address`` (one
+    server when both addresses are the same). A bad or busy address is a usage error."""
+    from pyvolcano.kube.httpserve import HTTPEndpoints
 
-    if enable_metrics and enable_healthz and listen_address == healthz_address:
-        servers.append(httpserve.serve(listen_address, registry=registry, healthz=healthy))
-        return servers
+    wanted: dict[str, dict[str, Any]] = {}
     if enable_metrics:
-        servers.append(httpserve.serve(listen_address, registry=registry))
+        wanted.setdefault(listen_address, {"flag": "--listen-address"})["registry"] = registry
     if enable_healthz:
-        servers.append(httpserve.serve(healthz_address, healthz=healthy))
+        wanted.setdefault(healthz_address, {"flag": "--healthz-address"})["healthz"] = {}
+    servers: list[Any] = []
+    try:
+        for address, kw in wanted.items():
+            servers.append(HTTPEndpoints(address, **kw).start())
+    except (ValueError, OSError) as e:
+        for srv in servers:
+            srv.stop()
+        raise _fail(str(e)) from None
     return servers
 
 
 def _run_with_leader_election(
     *,
-    enabled: bool,
+    config: Any,
     store_factory: Callable[[], Any],
     lock_store: Any,
-    lock_namespace: str,
-    lock_name: str,
-    lease: tuple[float, ...],
     run: Callable[[Any, threading.Event], None],
     stop: threading.Event,
 ) -> int:
-    """Run ``run(store, stop)``; with leader election only while holding the Lease. Losing it
-    ends the process, as upstream's ``OnStoppedLeading`` (``klog.Fatalf("leaderelection lost")``)."""
-    if not enabled:
-        store = store_factory()
-        run(store, stop)
+    """Run ``run(store, stop)``; with leader election only while holding the Lease.
+
+    The informers start only once leading, as upstream starts its scheduler and controllers
+    in ``OnStartedLeading``. Losing the lease ends the process at once with exit code 1, as
+    upstream's ``OnStoppedLeading`` does (``klog.Fatalf("leaderelection lost")``)."""
+    if config is None:
+        run(store_factory(), stop)
         return 0
-    from pyvolcano.kube.leaderelection import LeaderElector  # type: ignore[attr-defined,unused-ignore]
+    from pyvolcano.kube.leaderelection import run as campaign
 
-    lost = threading.Event()
-    started = threading.Event()
-    holder: dict[str, Any] = {}
+    led = threading.Event()
 
-    def on_started() -> None:
-        started.set()
+    def on_started(lost: threading.Event) -> None:
+        led.set()
+        logger.info("became leader of %s/%s", config.resource_namespace, config.resource_name)
+        work_stop = threading.Event()
+
+        def follow() -> None:
+            while not (lost.wait(0.2) or stop.is_set()):
+                pass
+            work_stop.set()
+
+        threading.Thread(target=follow, name="leader-watch", daemon=True).start()
+        run(store_factory(), work_stop)
 
     def on_stopped() -> None:
-        if started.is_set():
+        if led.is_set() and not stop.is_set():
             logger.error("leaderelection lost")
-            lost.set()
-            stop.set()
+            logging.shutdown()
+            os._exit(1)
 
-    elector = LeaderElector(
-        lock_store,
-        namespace=lock_namespace,
-        name=lock_name,
-        lease_duration=lease[0],
-        renew_deadline=lease[1],
-        retry_period=lease[2],
-    )
-    t = threading.Thread(
-        target=elector.run,
-        kwargs={"stop": stop, "on_started_leading": on_started, "on_stopped_leading": on_stopped},
-        daemon=True,
-    )
-    t.start()
-    while not started.wait(0.2):
-        if stop.is_set():
-            return 0
-    logger.info("became leader of %s/%s as %s", lock_namespace, lock_name, elector.identity)
-    holder["store"] = store_factory()
-    run(holder["store"], stop)
-    return 1 if lost.is_set() else 0
+    campaign(lock_store, config, stop, on_started, on_stopped)
+    return 0
+
+
+def _election_config(leader_elect: bool, name: str, namespace: str, lock_namespace: str,
+                     durations: tuple[str, str, str]) -> Any:
+    if not leader_elect:
+        return None
+    from pyvolcano.kube.leaderelection import LeaderElectionConfig
+
+    try:
+        return LeaderElectionConfig.from_flags(
+            resource_name=name, resource_namespace=namespace, lock_object_namespace=lock_namespace,
+            lease_duration=durations[0], renew_deadline=durations[1], retry_period=durations[2])
+    except ValueError as e:
+        raise _fail(str(e)) from None
 
 
 GO_BOOL_FLAGS = ("--leader-elect", "--enable-metrics", "--enable-healthz")
@@ -266,14 +273,6 @@ def scheduler(
     _setup_logging(v)
     try:
         period = _duration("--schedule-period", schedule_period)
-        lease = tuple(
-            _duration(f, x)
-            for f, x in (
-                ("--leader-elect-lease-duration", leader_elect_lease_duration),
-                ("--leader-elect-renew-deadline", leader_elect_renew_deadline),
-                ("--leader-elect-retry-period", leader_elect_retry_period),
-            )
-        )
         for sel in node_selector or ():
             if ":" not in sel:
                 raise UsageError(f"--node-selector: got {sel!r}; expected key:value")
@@ -329,36 +328,27 @@ def scheduler(
             events.close()
             store.stop()
 
+    election = _election_config(leader_elect, leader_elect_resource_name, leader_elect_resource_namespace,
+                                lock_object_namespace, (leader_elect_lease_duration, leader_elect_renew_deadline,
+                                                        leader_elect_retry_period))
     lock_store = None
-    if leader_elect:
+    if election is not None:
         lock_store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, (), "vc-scheduler-leader-election")
-    servers = _serve(
-        enable_healthz, healthz_address, enable_metrics, listen_address, registry, lambda: not stop.is_set()
-    )
+    servers = _serve(enable_healthz, healthz_address, enable_metrics, listen_address, registry)
     try:
-        code = _run_with_leader_election(
-            enabled=leader_elect,
-            store_factory=make_store,
-            lock_store=lock_store,
-            lock_namespace=lock_object_namespace or leader_elect_resource_namespace,
-            lock_name=leader_elect_resource_name,
-            lease=lease,
-            run=run,
-            stop=stop,
-        )
+        code = _run_with_leader_election(config=election, store_factory=make_store, lock_store=lock_store, run=run,
+                                         stop=stop)
     finally:
-        for s in servers:
-            s.shutdown()
+        for srv in servers:
+            srv.stop()
     raise typer.Exit(code)
 
 
 def _scheduler_metrics(enabled: bool) -> tuple[Any, Any]:
     if not enabled:
         return None, None
-    try:
-        from pyvolcano.metrics import SchedulerMetrics  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:  # pragma: no cover - shipped with the package
-        return None, None
+    from pyvolcano.metrics.scheduler import SchedulerMetrics
+
     m = SchedulerMetrics()
     return m, m.registry
 
@@ -425,19 +415,12 @@ def controller_manager(
     _setup_logging(v)
     try:
         enabled = _parse_controllers(controllers, CONTROLLERS)
-        lease = tuple(
-            _duration(f, x)
-            for f, x in (
-                ("--leader-elect-lease-duration", leader_elect_lease_duration),
-                ("--leader-elect-renew-deadline", leader_elect_renew_deadline),
-                ("--leader-elect-retry-period", leader_elect_retry_period),
-            )
-        )
         if worker_threads < 1:
             raise UsageError(f"--worker-threads: got {worker_threads}; expected at least 1")
     except UsageError as e:
         raise _fail(str(e)) from None
     stop = _stop_event()
+    state: dict[str, Any] = {}
 
     def make_store() -> Any:
         store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, CONTROLLER_KINDS, "vc-controller-manager")
@@ -449,28 +432,30 @@ def controller_manager(
             store, random.Random(seed), enabled, scheduler_names=tuple(scheduler_name or ("volcano",))
         )
         try:
-            LiveControllerManager(store, ctrls).run(stop_)
+            LiveControllerManager(store, ctrls, metrics=state.get("metrics")).run(stop_)
         finally:
             store.stop()
 
+    election = _election_config(leader_elect, leader_elect_resource_name, leader_elect_resource_namespace,
+                                lock_object_namespace, (leader_elect_lease_duration, leader_elect_renew_deadline,
+                                                        leader_elect_retry_period))
     lock_store = None
-    if leader_elect:
+    if election is not None:
         lock_store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, (), "vc-controller-manager-le")
-    servers = _serve(enable_healthz, healthz_address, enable_metrics, listen_address, None, lambda: not stop.is_set())
+    metrics = None
+    if enable_metrics:
+        from pyvolcano.metrics.controllers import ControllerMetrics
+
+        metrics = ControllerMetrics()
+    state["metrics"] = metrics
+    servers = _serve(enable_healthz, healthz_address, enable_metrics, listen_address,
+                     None if metrics is None else metrics.registry)
     try:
-        code = _run_with_leader_election(
-            enabled=leader_elect,
-            store_factory=make_store,
-            lock_store=lock_store,
-            lock_namespace=lock_object_namespace or leader_elect_resource_namespace,
-            lock_name=leader_elect_resource_name,
-            lease=lease,
-            run=run,
-            stop=stop,
-        )
+        code = _run_with_leader_election(config=election, store_factory=make_store, lock_store=lock_store, run=run,
+                                         stop=stop)
     finally:
-        for s in servers:
-            s.shutdown()
+        for srv in servers:
+            srv.stop()
     raise typer.Exit(code)
 
 
