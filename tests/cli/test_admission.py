@@ -131,3 +131,17 @@ def test_admission_registers_its_webhooks_serves_them_and_stops_cleanly(certs: C
         stop.set()
         thread.join(10)
     assert rc == [0]
+
+
+def test_an_address_in_use_is_one_error_line_and_exit_1(certs: Certs, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        opts = AdmissionOptions(tls_cert_file=str(certs.cert), tls_private_key_file=str(certs.key),
+                                ca_cert_file=str(certs.ca), listen_address="127.0.0.1", port=port,
+                                webhook_url="https://127.0.0.1:8443")
+        store = InMemoryStore()
+        assert run_admission(opts, store=store, stop=threading.Event()) == 1
+    assert f"error: --listen-address/--port 127.0.0.1:{port}: Address already in use" in capsys.readouterr().err
+    assert store.list("MutatingWebhookConfiguration") == []  # nothing registered for a server that is not up

@@ -7,11 +7,14 @@ import json
 import socket
 import ssl
 import threading
+from typing import Any
 
 import pytest
 from webhook_client import Certs, Client, make_certs, queue_obj, review
 
-from pyvolcano.webhooks import HealthzServer, TLSConfigError, WebhookServer, tls_context
+from pyvolcano.admission import VolcanoAdmission
+from pyvolcano.store import InMemoryStore
+from pyvolcano.webhooks import SERVICES, HealthzServer, Router, TLSConfigError, WebhookServer, tls_context
 from pyvolcano.webhooks.server import MAX_REQUEST_BODY
 
 
@@ -110,3 +113,41 @@ def test_healthz_answers_ok_over_tls(certs: Certs) -> None:
         resp = conn.getresponse()
         assert (resp.status, resp.read()) == (200, b"ok")
         conn.close()
+
+
+class _HeldStore(InMemoryStore):
+    """A store whose reads wait until released: holds a request in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
+        self.entered.set()
+        self.release.wait(10)
+        return super().get(kind, namespace, name)
+
+
+def test_stopping_waits_for_requests_in_flight(certs: Certs) -> None:
+    store = _HeldStore()
+    router = Router(list(SERVICES.values()), VolcanoAdmission(), store)
+    server = WebhookServer(router, tls_context(str(certs.cert), str(certs.key)), "127.0.0.1", 0)
+    server.start()
+    answers: list[dict[str, Any]] = []
+    client = Client(server.port, certs.ca)
+    req = review("Job", "CREATE", {"kind": "Job", "metadata": {"name": "j", "namespace": "ns"},
+                                   "spec": {"queue": "q", "tasks": [{"name": "t", "replicas": 1}]}})
+    t = threading.Thread(target=lambda: answers.append(client.post("/jobs/validate", req)))
+    t.start()
+    try:
+        assert store.entered.wait(5)
+        assert not server.wait_idle(0.2)  # the job's queue lookup is held
+        server.stop_accepting()
+        store.release.set()
+        assert server.wait_idle(5)
+        t.join(5)
+        assert answers and answers[0]["allowed"] is False
+    finally:
+        store.release.set()
+        server.close()

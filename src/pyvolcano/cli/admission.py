@@ -4,12 +4,13 @@ Flags and defaults are upstream's (``cmd/webhook-manager/app/options/options.go`
 flags are switches (``--enable-healthz``); where upstream's default is true the switch has a
 ``--no-`` form (``--no-enable-root-queue-protection`` for Go's ``=false``).
 
-Start-up, in upstream's order: check the flags; read ``--ca-cert-file`` and the serving
-certificate; start ``/healthz`` if enabled; connect to the cluster (``pyvolcano.kube.connect``);
-create or update the webhook configurations of the enabled paths; serve HTTPS on
-``--listen-address:--port`` until SIGTERM or SIGINT, then stop accepting and give requests in
-flight up to ``--graceful-shutdown-time`` to finish. A bad flag or file is one ``error:`` line
-and exit 2; a cluster that refuses the registration is exit 1.
+Start-up: check the flags; read ``--ca-cert-file`` and the serving certificate; connect to the
+cluster (``pyvolcano.kube.connect``); start ``/healthz`` if enabled; serve HTTPS on
+``--listen-address:--port``; then create or update the webhook configurations of the enabled
+paths (upstream registers before it listens; listening first means the API server never calls
+a webhook that is not there yet). Until SIGTERM or SIGINT; then it stops accepting and gives
+requests in flight up to ``--graceful-shutdown-time`` to finish. A bad flag or file is one
+``error:`` line and exit 2; an address in use or a cluster that refuses the registration is exit 1.
 
 :func:`run_admission` takes the store as a parameter so that the whole server path runs against
 an in-memory store in tests; ``pyvolcano.kube`` is imported only when no store is given.
@@ -24,7 +25,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final, TypeVar
 
 import typer
 
@@ -41,6 +42,8 @@ DEFAULT_ENABLED_ADMISSION: Final = (
 )
 """``--enabled-admission``'s default, upstream's ``defaultEnabledAdmission``."""
 DEFAULT_HEALTHZ_ADDRESS: Final = ":11251"
+
+_S = TypeVar("_S")
 
 
 class UsageError(ValueError):
@@ -114,8 +117,8 @@ def run_admission(opts: AdmissionOptions, *, store: Store | None = None, stop: t
     except StoreError as e:
         typer.echo(f"error: registering the webhook configurations: {e}", err=True)
         return 1
-    except OSError as e:
-        typer.echo(f"error: serving on {opts.listen_address or '*'}:{opts.port}: {e.strerror or e}", err=True)
+    except _BindError as e:
+        typer.echo(f"error: {e}", err=True)
         return 1
 
 
@@ -181,32 +184,48 @@ def _connect(opts: AdmissionOptions) -> Store:
     return store
 
 
+class _BindError(RuntimeError):
+    """A listening address cannot be bound (in use, not local): exit 1."""
+
+
+def _bind(flag: str, address: tuple[str, int], make: Callable[[], _S]) -> _S:
+    try:
+        return make()
+    except OSError as e:
+        raise _BindError(f"{flag} {address[0] or '*'}:{address[1]}: {e.strerror or e}") from None
+
+
 def _serve(opts: AdmissionOptions, prepared: _Prepared, store: Store, stop: threading.Event,
            on_ready: Callable[[WebhookServer], None] | None) -> int:
+    """Serve first, then register: the API server never calls a webhook that is not listening."""
     from pyvolcano.admission import VolcanoAdmission
     from pyvolcano.webhooks.registration import register
     from pyvolcano.webhooks.router import Router
     from pyvolcano.webhooks.server import HealthzServer, WebhookServer
 
+    admission = VolcanoAdmission(
+        scheduler_names=opts.scheduler_names, max_queue_depth=opts.max_queue_depth,
+        enable_queue_allocated_pods_check=opts.enable_queue_allocated_pods_check,
+        enable_root_queue_protection=opts.enable_root_queue_protection,
+    )
+    router = Router(prepared.services, admission, store)
     healthz = None
     if prepared.healthz is not None:
-        healthz = HealthzServer(prepared.healthz[0], prepared.healthz[1], prepared.context)
+        hz_address = prepared.healthz
+        healthz = _bind("--healthz-address", hz_address,
+                        lambda: HealthzServer(hz_address[0], hz_address[1], prepared.context))
         healthz.start()
+    restore = _on_signals(stop)
     try:
-        for r in register(store, prepared.services, prepared.target, prepared.ca_bundle, opts.scheduler_names):
-            print(f"{r.kind} {r.name}: {r.action}", file=sys.stderr)
-        admission = VolcanoAdmission(
-            scheduler_names=opts.scheduler_names, max_queue_depth=opts.max_queue_depth,
-            enable_queue_allocated_pods_check=opts.enable_queue_allocated_pods_check,
-            enable_root_queue_protection=opts.enable_root_queue_protection,
-        )
-        router = Router(prepared.services, admission, store)
-        server = WebhookServer(router, prepared.context, opts.listen_address, opts.port)
-        restore = _on_signals(stop)
+        address = (opts.listen_address, opts.port)
+        server = _bind("--listen-address/--port", address,
+                       lambda: WebhookServer(router, prepared.context, address[0], address[1]))
         try:
             server.start()
             print(f"serving {', '.join(s.path for s in prepared.services)} on "
                   f"https://{opts.listen_address or '*'}:{server.port}", file=sys.stderr)
+            for r in register(store, prepared.services, prepared.target, prepared.ca_bundle, opts.scheduler_names):
+                print(f"{r.kind} {r.name}: {r.action}", file=sys.stderr)
             if on_ready is not None:
                 on_ready(server)
             stop.wait()
@@ -215,8 +234,8 @@ def _serve(opts: AdmissionOptions, prepared: _Prepared, store: Store, stop: thre
                 print("graceful shutdown time passed with requests in flight", file=sys.stderr)
         finally:
             server.close()
-            restore()
     finally:
+        restore()
         if healthz is not None:
             healthz.close()
     return 0
