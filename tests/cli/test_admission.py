@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import sys
 import threading
@@ -10,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 from pyvolcano.admission import VolcanoAdmission
@@ -145,3 +148,23 @@ def test_an_address_in_use_is_one_error_line_and_exit_1(certs: Certs, capsys: py
         assert run_admission(opts, store=store, stop=threading.Event()) == 1
     assert f"error: --listen-address/--port 127.0.0.1:{port}: Address already in use" in capsys.readouterr().err
     assert store.list("MutatingWebhookConfiguration") == []  # nothing registered for a server that is not up
+
+
+def test_sigterm_stops_the_server_and_restores_the_signal_handler(certs: Certs) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    opts = AdmissionOptions(tls_cert_file=str(certs.cert), tls_private_key_file=str(certs.key),
+                            ca_cert_file=str(certs.ca), listen_address="127.0.0.1", port=free_port(),
+                            webhook_url="https://127.0.0.1:8443")
+    rc = run_admission(opts, store=InMemoryStore(), on_ready=lambda _s: os.kill(os.getpid(), signal.SIGTERM))
+    assert rc == 0
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_the_command_has_upstream_webhook_managers_flags() -> None:
+    command = typer.main.get_command(app).commands["admission"]
+    flags = {name for p in command.params for name in p.opts}
+    assert flags >= {"--tls-cert-file", "--tls-private-key-file", "--ca-cert-file", "--port", "--listen-address",
+                     "--webhook-url", "--webhook-namespace", "--webhook-service-name", "--enabled-admission",
+                     "--scheduler-name", "--kubeconfig", "--master", "--kube-api-qps", "--kube-api-burst",
+                     "--enable-healthz", "--healthz-address", "--graceful-shutdown-time",
+                     "--enable-queue-allocated-pods-check", "--max-queue-depth", "--enable-root-queue-protection"}
