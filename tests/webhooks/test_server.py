@@ -151,3 +151,21 @@ def test_stopping_waits_for_requests_in_flight(certs: Certs) -> None:
     finally:
         store.release.set()
         server.close()
+
+
+def test_a_kept_alive_connection_serves_several_reviews_even_after_an_error(client: Client) -> None:
+    conn = http.client.HTTPSConnection("127.0.0.1", client.port, context=client.context, timeout=5)
+    try:
+        headers = {"Content-Type": "application/json"}
+        conn.request("POST", "/nowhere", body=b'{"padding": "' + b"x" * 100 + b'"}', headers=headers)
+        resp = conn.getresponse()
+        assert resp.status == 404
+        resp.read()
+        for name in ("root", "q"):
+            req = review("Queue", "DELETE", None, queue_obj(name))
+            conn.request("POST", "/queues/validate", body=json.dumps(req).encode(), headers=headers)
+            out = json.loads(conn.getresponse().read())
+            assert out["response"]["uid"] == req["request"]["uid"]
+            assert out["response"]["allowed"] is (name != "root")
+    finally:
+        conn.close()

@@ -4,7 +4,8 @@ Built on :mod:`http.server` and :mod:`ssl`, one thread per connection (the API s
 connections alive and calls webhooks concurrently). TLS is mandatory and at least TLS 1.2, as
 upstream's ``configTLS``; a plain-HTTP client fails the handshake and gets no answer.
 
-Per request: unknown path → 404; method other than POST → 405; ``Content-Type`` other than
+Per request (the body is always read first, so kept-alive connections stay usable): a chunked
+body → 411; unknown path → 404; method other than POST → 405; ``Content-Type`` other than
 ``application/json`` → 415 (upstream writes an empty body there); a body over 3 MiB → 413
 (upstream's ``MaxRequestBody``); a body that is not an AdmissionReview request → 400. Anything
 else is answered 200 with an AdmissionReview (see :mod:`pyvolcano.webhooks.review`).
@@ -40,6 +41,7 @@ def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
     """A TLS ≥ 1.2 server context serving ``cert_file`` (CA certificates may follow the server's)."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_alpn_protocols(["http/1.1"])
     for flag, path in (("--tls-cert-file", cert_file), ("--tls-private-key-file", key_file)):
         try:
             with open(path, "rb"):
@@ -106,16 +108,18 @@ class _WebhookHandler(BaseHTTPRequestHandler):
         self._text(HTTPStatus.METHOD_NOT_ALLOWED, "admission webhooks accept POST only")
 
     def do_POST(self) -> None:
-        path = self.path.split("?", 1)[0]
-        service = self.server.router.services.get(path)
-        if service is None:
-            self._text(HTTPStatus.NOT_FOUND, f"no admission webhook at {path}")
+        # The body is read (or the connection closed) before any answer, so that a kept-alive
+        # connection stays in step.
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            self.close_connection = True
+            self._text(HTTPStatus.LENGTH_REQUIRED, "a Content-Length is required")
             return
         try:
             length = int(self.headers.get("Content-Length") or "0")
         except ValueError:
             length = -1
         if length < 0:
+            self.close_connection = True
             self._text(HTTPStatus.BAD_REQUEST, "bad Content-Length")
             return
         if length > MAX_REQUEST_BODY:
@@ -123,6 +127,11 @@ class _WebhookHandler(BaseHTTPRequestHandler):
             self._text(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "request body too large")
             return
         body = self.rfile.read(length)
+        path = self.path.split("?", 1)[0]
+        service = self.server.router.services.get(path)
+        if service is None:
+            self._text(HTTPStatus.NOT_FOUND, f"no admission webhook at {path}")
+            return
         media_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
         if media_type != "application/json":
             self._text(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "contentType is not application/json")
