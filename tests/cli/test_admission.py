@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from pyvolcano.admission import VolcanoAdmission
 from pyvolcano.cli.admission import DEFAULT_ENABLED_ADMISSION, AdmissionOptions, run_admission
 from pyvolcano.cli.app import app
+from pyvolcano.cli.kube import normalize_go_bools
 from pyvolcano.store import InMemoryStore
 from pyvolcano.webhooks import WebhookServer
 from webhooks.webhook_client import Certs, Client, make_certs, queue_obj, review
@@ -91,7 +92,8 @@ def test_cluster_flags_reach_the_kube_connect_factory(certs: Certs, monkeypatch:
                      "--master", "https://api:6443", "--kube-api-qps", "20", "--kube-api-burst", "40"])
     assert result.exit_code == 2
     assert "unable to build k8s config: no cluster here" in result.output
-    assert seen == {"kubeconfig": "/k/config", "master": "https://api:6443", "qps": 20.0, "burst": 40}
+    assert seen == {"kubeconfig": "/k/config", "master": "https://api:6443", "qps": 20.0, "burst": 40,
+                    "kinds": ("Queue",), "user_agent": "volcano-admission"}
 
 
 def test_admission_registers_its_webhooks_serves_them_and_stops_cleanly(certs: Certs) -> None:
@@ -168,3 +170,11 @@ def test_the_command_has_upstream_webhook_managers_flags() -> None:
                      "--scheduler-name", "--kubeconfig", "--master", "--kube-api-qps", "--kube-api-burst",
                      "--enable-healthz", "--healthz-address", "--graceful-shutdown-time",
                      "--enable-queue-allocated-pods-check", "--max-queue-depth", "--enable-root-queue-protection"}
+
+
+def test_go_style_booleans_are_accepted(certs: Certs) -> None:
+    argv = normalize_go_bools(["--enable-root-queue-protection=false", "--enable-healthz=true",
+                               "--enable-queue-allocated-pods-check=1"])
+    assert argv == ["--no-enable-root-queue-protection", "--enable-healthz", "--enable-queue-allocated-pods-check"]
+    result = invoke([*tls_args(certs), *argv])  # parsed; stops at the missing webhook address
+    assert result.exit_code == 2 and "failed to start webhooks" in result.output

@@ -1,8 +1,8 @@
 """``pyvolcano admission``: Volcano's admission webhooks on a cluster (upstream's vc-webhook-manager).
 
 Flags and defaults are upstream's (``cmd/webhook-manager/app/options/options.go``). Boolean
-flags are switches (``--enable-healthz``); where upstream's default is true the switch has a
-``--no-`` form (``--no-enable-root-queue-protection`` for Go's ``=false``).
+flags are switches with a ``--no-`` form; Go's ``--flag=true|false`` spelling is accepted too
+(:func:`pyvolcano.cli.kube.normalize_go_bools`).
 
 Start-up: check the flags; read ``--ca-cert-file`` and the serving certificate; connect to the
 cluster (``pyvolcano.kube.connect``); start ``/healthz`` if enabled; serve HTTPS on
@@ -13,12 +13,12 @@ requests in flight up to ``--graceful-shutdown-time`` to finish. A bad flag or f
 ``error:`` line and exit 2; an address in use or a cluster that refuses the registration is exit 1.
 
 :func:`run_admission` takes the store as a parameter so that the whole server path runs against
-an in-memory store in tests; ``pyvolcano.kube`` is imported only when no store is given.
+an in-memory store in tests; without one it connects with ``pyvolcano.kube.connect`` (a queue
+informer, :data:`ADMISSION_KINDS`) and waits until it has synced.
 """
 
 from __future__ import annotations
 
-import importlib
 import signal
 import ssl
 import sys
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pyvolcano.webhooks.router import AdmissionService
     from pyvolcano.webhooks.server import WebhookServer
 
-__all__ = ["DEFAULT_ENABLED_ADMISSION", "AdmissionOptions", "admission", "run_admission"]
+__all__ = ["ADMISSION_KINDS", "DEFAULT_ENABLED_ADMISSION", "AdmissionOptions", "admission", "run_admission"]
 
 DEFAULT_ENABLED_ADMISSION: Final = (
     "/jobs/mutate,/jobs/validate,/podgroups/mutate,/pods/validate,/pods/mutate,/queues/mutate,/queues/validate"
@@ -106,20 +106,28 @@ def run_admission(opts: AdmissionOptions, *, store: Store | None = None, stop: t
     except UsageError as e:
         typer.echo(f"error: {e}", err=True)
         return 2
+    owned = store is None
     if store is None:
         try:
             store = _connect(opts)
         except UsageError as e:
             typer.echo(f"error: {e}", err=True)
             return 2
+        except _StartError as e:
+            typer.echo(f"error: {e}", err=True)
+            return 1
     try:
         return _serve(opts, prepared, store, stop or threading.Event(), on_ready)
     except StoreError as e:
         typer.echo(f"error: registering the webhook configurations: {e}", err=True)
         return 1
-    except _BindError as e:
+    except _StartError as e:
         typer.echo(f"error: {e}", err=True)
         return 1
+    finally:
+        close = getattr(store, "stop", None) if owned else None
+        if close is not None:
+            close()  # the informers of a store this call connected
 
 
 @dataclass(frozen=True)
@@ -169,30 +177,37 @@ def _prepare(opts: AdmissionOptions) -> _Prepared:
     return _Prepared(services, target, ca_bundle, context, healthz, grace)
 
 
+ADMISSION_KINDS: Final = ("Queue",)
+"""Kinds kept in informer caches, as upstream's webhook-manager keeps a queue lister; the other
+lookups (namespaces, podgroups, pods) are read from the API server when a request needs them."""
+_SYNC_TIMEOUT: Final = 60.0
+
+
 def _connect(opts: AdmissionOptions) -> Store:
-    try:
-        connect = getattr(importlib.import_module("pyvolcano.kube"), "connect", None)
-    except ImportError:
-        connect = None
-    if connect is None:
-        raise UsageError("cluster access (pyvolcano.kube.connect) is not available in this installation")
+    from pyvolcano.kube import connect
+
     try:
         store: Store = connect(kubeconfig=opts.kubeconfig or None, master=opts.master or None,
-                               qps=opts.kube_api_qps, burst=opts.kube_api_burst)
+                               qps=opts.kube_api_qps, burst=opts.kube_api_burst, kinds=ADMISSION_KINDS,
+                               user_agent="volcano-admission")
     except (OSError, ValueError) as e:
         raise UsageError(f"unable to build k8s config: {e}") from None
+    wait = getattr(store, "wait_for_sync", None)
+    if wait is not None and not wait(_SYNC_TIMEOUT):
+        getattr(store, "stop", lambda: None)()
+        raise _StartError(f"informers ({', '.join(ADMISSION_KINDS)}) did not sync within {_SYNC_TIMEOUT:.0f}s")
     return store
 
 
-class _BindError(RuntimeError):
-    """A listening address cannot be bound (in use, not local): exit 1."""
+class _StartError(RuntimeError):
+    """The process cannot get going (an address in use, informers that do not sync): exit 1."""
 
 
 def _bind(flag: str, address: tuple[str, int], make: Callable[[], _S]) -> _S:
     try:
         return make()
     except OSError as e:
-        raise _BindError(f"{flag} {address[0] or '*'}:{address[1]}: {e.strerror or e}") from None
+        raise _StartError(f"{flag} {address[0] or '*'}:{address[1]}: {e.strerror or e}") from None
 
 
 def _serve(opts: AdmissionOptions, prepared: _Prepared, store: Store, stop: threading.Event,
@@ -283,13 +298,14 @@ def admission(
                             "kubernetes apiserver")] = 50.0,
     kube_api_burst: Annotated[int, typer.Option("--kube-api-burst", help="Burst to use while talking with "
                               "kubernetes apiserver")] = 100,
-    enable_healthz: Annotated[bool, typer.Option("--enable-healthz", help="Enable the health check")] = False,
+    enable_healthz: Annotated[bool, typer.Option("--enable-healthz/--no-enable-healthz",
+                                                 help="Enable the health check")] = False,
     healthz_address: Annotated[str, typer.Option("--healthz-address", help="The address to listen on for the "
                                "health check server.")] = DEFAULT_HEALTHZ_ADDRESS,
     graceful_shutdown_time: Annotated[str, typer.Option("--graceful-shutdown-time", help="The duration to wait "
                                       "during graceful shutdown before forcing termination.")] = "30s",
     enable_queue_allocated_pods_check: Annotated[bool, typer.Option(
-        "--enable-queue-allocated-pods-check",
+        "--enable-queue-allocated-pods-check/--no-enable-queue-allocated-pods-check",
         help="If true, queue deletion will be rejected when the queue has allocated pods.")] = False,
     max_queue_depth: Annotated[int, typer.Option("--max-queue-depth", help="The maximum depth of hierarchical "
                                "queues.")] = 5,

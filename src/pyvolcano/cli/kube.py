@@ -141,7 +141,8 @@ def _run_with_leader_election(*, enabled: bool, store_factory: Callable[[], Any]
     return 1 if lost.is_set() else 0
 
 
-GO_BOOL_FLAGS = ("--leader-elect", "--enable-metrics", "--enable-healthz")
+GO_BOOL_FLAGS = ("--leader-elect", "--enable-metrics", "--enable-healthz", "--enable-queue-allocated-pods-check",
+                 "--enable-root-queue-protection")
 
 
 def normalize_go_bools(argv: list[str]) -> list[str]:
