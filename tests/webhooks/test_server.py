@@ -169,3 +169,22 @@ def test_a_kept_alive_connection_serves_several_reviews_even_after_an_error(clie
             assert out["response"]["allowed"] is (name != "root")
     finally:
         conn.close()
+
+
+def test_closing_the_server_cuts_kept_alive_connections(certs: Certs, store: InMemoryStore) -> None:
+    router = Router(list(SERVICES.values()), VolcanoAdmission(), store)
+    server = WebhookServer(router, tls_context(str(certs.cert), str(certs.key)), "127.0.0.1", 0)
+    server.start()
+    client = Client(server.port, certs.ca)
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=client.context, timeout=5)
+    try:
+        body = json.dumps(review("Queue", "CREATE", queue_obj("q"))).encode()
+        conn.request("POST", "/queues/validate", body=body, headers={"Content-Type": "application/json"})
+        assert conn.getresponse().read()
+        server.close()
+        with pytest.raises((ConnectionError, http.client.HTTPException, OSError)):
+            conn.request("POST", "/queues/validate", body=body, headers={"Content-Type": "application/json"})
+            conn.getresponse().read()
+    finally:
+        conn.close()
+        server.close()

@@ -10,6 +10,11 @@ body → 411; unknown path → 404; method other than POST → 405; ``Content-Ty
 (upstream's ``MaxRequestBody``); a body that is not an AdmissionReview request → 400. Anything
 else is answered 200 with an AdmissionReview (see :mod:`pyvolcano.webhooks.review`).
 
+Stopping: ``stop_accepting`` ends the accept loop, ``wait_idle`` waits for requests being
+answered, ``close`` then cuts every connection still open (kept-alive ones included, as Go's
+``Server.Shutdown`` closes idle connections) and frees the port, so that the API server sees the
+webhook gone rather than reusing a pooled connection to a server that has stopped.
+
 :func:`tls_context` builds the server context from PEM files; a missing or mismatched file is a
 :class:`TLSConfigError` naming the file. :class:`HealthzServer` serves ``/healthz`` (``ok``) on
 its own address, over TLS with the same certificate when one is given.
@@ -17,6 +22,8 @@ its own address, over TLS with the same certificate when one is given.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import ssl
 import threading
 from http import HTTPStatus
@@ -62,6 +69,8 @@ class _TLSServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
                  context: ssl.SSLContext | None):
         self._context = context
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
         super().__init__(address, handler)
 
     def get_request(self) -> tuple[Any, Any]:
@@ -73,13 +82,28 @@ class _TLSServer(ThreadingHTTPServer):
         return self._context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
     def finish_request(self, request: Any, client_address: Any) -> None:
-        if isinstance(request, ssl.SSLSocket):
-            request.settimeout(_IO_TIMEOUT)
-            try:
-                request.do_handshake()
-            except OSError:  # ssl.SSLError included: not TLS, no shared cipher, hung up, timed out
-                return
-        super().finish_request(request, client_address)
+        with self._open_lock:
+            self._open.add(request)
+        try:
+            if isinstance(request, ssl.SSLSocket):
+                request.settimeout(_IO_TIMEOUT)
+                try:
+                    request.do_handshake()
+                except OSError:  # ssl.SSLError included: not TLS, no shared cipher, hung up, timed out
+                    return
+            super().finish_request(request, client_address)
+        finally:
+            with self._open_lock:
+                self._open.discard(request)
+
+    def close_connections(self) -> None:
+        """Cut every accepted connection (kept-alive ones idle between requests included), as
+        Go's ``Server.Shutdown`` closes idle connections: clients reconnect and find no server."""
+        with self._open_lock:
+            conns = list(self._open)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that fails the TLS handshake or hangs up is not a server error.
@@ -186,7 +210,9 @@ class _Background:
             self._thread = None
 
     def close(self) -> None:
+        """Stop accepting, cut the connections still open and free the port."""
         self.stop_accepting()
+        self._httpd.close_connections()
         self._httpd.server_close()
 
     def __enter__(self) -> _Background:
