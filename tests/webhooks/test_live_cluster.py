@@ -10,8 +10,11 @@ none. The webhook configurations point at a port of this process and are deleted
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import socket
+import subprocess
 import threading
 import time
 import uuid
@@ -194,3 +197,17 @@ def test_live_webhook_outage_blocks_volcano_pods_only(live: tuple[Store, Callabl
     with pytest.raises(StoreError) as e:
         store.create(_pod("volcano"))
     assert 'failed calling webhook "mutatepod.volcano.sh"' in str(e.value)
+
+
+def test_live_kubectl_shows_upstreams_rejection(live: tuple[Store, Callable[[], None]], kubeconfig: str) -> None:
+    kubectl = os.environ.get("KUBECTL") or shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed (set KUBECTL)")
+    store, _ = live
+    _rejection(store, _job(3))  # the webhooks are in effect
+    proc = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "create", "-f", "-"], input=json.dumps(_job(3)),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        'Error from server: error when creating "STDIN": admission webhook "validatejob.volcano.sh" denied the '
+        "request: job 'minAvailable' should not be greater than total replicas in tasks;")
