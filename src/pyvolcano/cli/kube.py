@@ -172,7 +172,8 @@ def _election_config(leader_elect: bool, name: str, namespace: str, lock_namespa
         raise _fail(str(e)) from None
 
 
-GO_BOOL_FLAGS = ("--leader-elect", "--enable-metrics", "--enable-healthz")
+GO_BOOL_FLAGS = ("--leader-elect", "--enable-metrics", "--enable-healthz", "--enable-queue-allocated-pods-check",
+                 "--enable-root-queue-protection")
 
 
 def normalize_go_bools(argv: list[str]) -> list[str]:
