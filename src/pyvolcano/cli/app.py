@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from pyvolcano.cli.install import install
+
 app = typer.Typer(
     name="pyvolcano",
     help="A Volcano-compatible batch scheduler for Kubernetes, in Python.",
@@ -22,6 +24,7 @@ app = typer.Typer(
 )
 experiment_app = typer.Typer(help="Reproducible scheduling experiments.", no_args_is_help=True)
 app.add_typer(experiment_app, name="experiment")
+app.command("install")(install)
 
 
 @app.callback()
