@@ -65,6 +65,7 @@ def test_install_output_is_deterministic_and_equals_the_builder() -> None:
     assert first == second
     assert first == dump_documents(build_bundle())
     assert first.startswith("---\n")
+    assert "&id" not in first and "*id" not in first  # no YAML anchors: each document stands alone
 
 
 def test_bundle_installs_root_and_default_queues_as_upstreams_scheduler_creates_them() -> None:
@@ -100,7 +101,9 @@ def test_admission_deployment_has_upstreams_flags_tls_mount_and_service_443_to_8
         "--webhook-namespace=batch",
         "--webhook-service-name=volcano-admission-service",
         "--port=8443",
+        "--enable-healthz",
     ]
+    assert c["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": 11251, "scheme": "HTTPS"}
     pod = _by(docs, "Deployment", "volcano-admission")["spec"]["template"]["spec"]
     assert {"name": "admission-certs", "secret": {"secretName": "volcano-admission-secret", "defaultMode": 0o444}} \
         in pod["volumes"]

@@ -20,6 +20,7 @@ the namespace and image appear wherever a namespace or image is named.
 from __future__ import annotations
 
 import base64
+import copy
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -104,7 +105,7 @@ def _container(name: str, image: str, args: list[str], *, ports: list[dict[str, 
     }
     if probe is not None:
         c["livenessProbe"] = probe
-        c["readinessProbe"] = dict(probe)
+        c["readinessProbe"] = copy.deepcopy(probe)
     return c
 
 
@@ -131,8 +132,9 @@ def _deployment(name: str, namespace: str, app: str, service_account: str, conta
     }
 
 
-def _healthz_probe() -> dict[str, Any]:
-    return {"httpGet": {"path": "/healthz", "port": HEALTHZ_PORT}, "initialDelaySeconds": 5, "periodSeconds": 10}
+def _healthz_probe(scheme: str = "HTTP") -> dict[str, Any]:
+    return {"httpGet": {"path": "/healthz", "port": HEALTHZ_PORT, "scheme": scheme}, "initialDelaySeconds": 5,
+            "periodSeconds": 10}
 
 
 def _ports(component: str) -> list[dict[str, Any]]:
@@ -187,12 +189,14 @@ def _admission(namespace: str, image: str) -> list[dict[str, Any]]:
         f"--webhook-namespace={namespace}",
         f"--webhook-service-name={ADMISSION_SERVICE}",
         f"--port={ADMISSION_PORT}",
+        "--enable-healthz",
     ]
     container = _container(
         "admission", image, args,
-        ports=[{"name": "webhook", "containerPort": ADMISSION_PORT, "protocol": "TCP"}],
+        ports=[{"name": "webhook", "containerPort": ADMISSION_PORT, "protocol": "TCP"},
+               {"name": "healthz", "containerPort": HEALTHZ_PORT, "protocol": "TCP"}],
         mounts=[{"name": "admission-certs", "mountPath": ADMISSION_CERT_DIR, "readOnly": True}],
-        probe={"tcpSocket": {"port": ADMISSION_PORT}, "initialDelaySeconds": 5, "periodSeconds": 10},
+        probe=_healthz_probe(scheme="HTTPS"),  # the admission server's /healthz is served over TLS
     )
     volumes = [{"name": "admission-certs", "secret": {"secretName": ADMISSION_SECRET, "defaultMode": 0o444}}]
     return [service, _deployment("volcano-admission", namespace, "volcano-admission", "volcano-admission",
@@ -255,7 +259,11 @@ def build_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_IMAGE,
 
 
 class _Dumper(yaml.SafeDumper):
-    """safe_dump with block literals for multi-line strings (the scheduler configuration)."""
+    """safe_dump with block literals for multi-line strings (the scheduler configuration) and
+    without anchors: an object shared by two places is written out twice."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

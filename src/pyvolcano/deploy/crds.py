@@ -151,7 +151,7 @@ def _job_schema() -> Schema:
         }, required=("totalPartitions", "partitionSize")),
     })
     volume = _obj({
-        "mountPath": _str(),
+        "mountPath": _str(pattern=r"^[^:]+$"),  # a path without ':' (it separates volume specs)
         "volumeClaimName": _str(maxLength=253),
         "volumeClaim": _open_object(),
     }, required=("mountPath",))
