@@ -198,4 +198,7 @@ def test_every_api_call_the_components_make_in_a_simulation_is_granted(monkeypat
     assert ("", "secrets", "create") in by_component["controller-manager"]  # the ssh plugin
     for who, used in sorted(by_component.items()):
         granted = {(g, r, v) for g, r, v, _ns in _table(who, "volcano-system")}
-        assert used - granted == set(), who
+        informed = {(g, r) for g, r, v in granted if v == "watch" and (g, r, "list") in granted}
+        # A read of a kind the component watches is answered by its informer cache.
+        requests = {(g, r, v) for g, r, v in used if not (v in ("get", "list") and (g, r) in informed)}
+        assert requests - granted == set(), who

@@ -2,10 +2,12 @@
 
 Every :class:`Permission` names the code that needs it. The table is derived from the store
 calls each component makes, mapped to API verbs the way the Kubernetes store issues them:
-informers ``list`` and ``watch``; :meth:`Store.get` is ``get``; ``create``/``update``/``patch``/
-``delete`` are themselves; :meth:`Store.update_status` is ``update`` on ``<resource>/status``
-and a status patch is ``patch`` there (PodGroup has no status subresource, so its status goes
-with the object); :meth:`Store.bind` is ``create`` on ``pods/binding``. Leader election takes a
+informers ``list`` and ``watch``, and a read of a kind the component watches is served from
+its informer cache (no request); any other :meth:`Store.get` is ``get`` and :meth:`Store.list`
+is ``list``; ``create``, ``update``, ``patch`` and ``delete`` are themselves;
+:meth:`Store.update_status` is ``update`` on ``<resource>/status`` and a status patch is
+``patch`` there (PodGroup has no status subresource, so its status goes with the object);
+:meth:`Store.bind` is ``create`` on ``pods/binding``. Leader election takes a
 Lease in the install namespace (client-go's ``get``, ``create``, ``update``), so that grant is
 a Role there, not cluster-wide. Events are written as ``events.k8s.io/v1`` (``create``, and
 ``patch`` for a repeated event's series count).
@@ -40,7 +42,6 @@ INSTALL_NAMESPACE: Final = "<install namespace>"
 
 NODE_LEASE_NAMESPACE: Final = "kube-node-lease"
 
-READ: Final = ("get", "list", "watch")
 INFORM: Final = ("list", "watch")
 LEADER_LEASE: Final = ("get", "create", "update")
 
@@ -76,10 +77,9 @@ _LEASE: Final = _p("coordination.k8s.io", "leases", LEADER_LEASE, "leader electi
 
 COMPONENTS: Final = (
     Component("scheduler", "volcano-scheduler", (
-        _p("", "pods", ("get", "list", "watch", "delete"),
-           "cache informer; re-read after a refused bind; evictions are deletions"),
+        _p("", "pods", ("list", "watch", "delete"), "cache informer; evictions are deletions"),
         _p("", "pods/binding", ("create",), "binds (Store.bind)"),
-        _p("", "pods/status", ("patch",), "nominatedNodeName of preemptors"),
+        _p("", "pods/status", ("patch",), "PodScheduled condition; nominatedNodeName of preemptors"),
         _p("", "nodes", INFORM, "cache informer"),
         _p("scheduling.volcano.sh", "podgroups", ("list", "watch", "patch"),
            "cache informer; PodGroup phase and conditions at session close"),
@@ -89,18 +89,18 @@ COMPONENTS: Final = (
         _LEASE,
     )),
     Component("controller-manager", "volcano-controllers", (
-        _p("batch.volcano.sh", "jobs", ("get", "list", "watch", "update", "delete"),
+        _p("batch.volcano.sh", "jobs", ("list", "watch", "update", "delete"),
            "job controller (annotations, PVC names); garbage collector deletes finished jobs"),
         _p("batch.volcano.sh", "jobs/status", ("update",), "job controller (Store.update_status)"),
         _p("bus.volcano.sh", "commands", ("list", "watch", "delete"), "job and queue controllers consume commands"),
-        _p("", "pods", ("get", "list", "watch", "create", "patch", "delete"),
+        _p("", "pods", ("list", "watch", "create", "patch", "delete"),
            "job controller creates and kills task pods; podgroup controller annotates plain pods"),
-        _p("scheduling.volcano.sh", "podgroups", ("get", "list", "watch", "create", "update", "delete"),
+        _p("scheduling.volcano.sh", "podgroups", ("list", "watch", "create", "update", "delete"),
            "job and podgroup controllers own PodGroups; queue controller counts them"),
-        _p("scheduling.volcano.sh", "queues", ("get", "list", "watch", "create", "patch"),
+        _p("scheduling.volcano.sh", "queues", ("list", "watch", "create", "patch"),
            "queue controller: root and default queues, parent and closed-by-parent"),
         _p("scheduling.volcano.sh", "queues/status", ("patch",), "queue controller: state and counts"),
-        _p("scheduling.k8s.io", "priorityclasses", READ, "PodGroup priority from the tasks' classes"),
+        _p("scheduling.k8s.io", "priorityclasses", INFORM, "PodGroup priority from the tasks' classes"),
         _p("", "persistentvolumeclaims", ("get", "create"), "job volumes"),
         _p("", "services", ("get", "create", "delete"), "svc job plugin"),
         _p("", "configmaps", ("get", "create", "update", "delete"), "svc and ssh job plugins"),
@@ -110,27 +110,24 @@ COMPONENTS: Final = (
         _p("apps", "statefulsets", ("get",), "podgroup controller inherits owner annotations"),
         _p("apps", "daemonsets", ("get",), "podgroup controller inherits owner annotations"),
         _p("batch", "jobs", ("get",), "podgroup controller inherits owner annotations"),
-        _EVENTS,
         _LEASE,
     )),
     Component("admission", "volcano-admission", (
-        _p("scheduling.volcano.sh", "queues", READ, "job, podgroup and queue webhooks check queues"),
-        _p("scheduling.volcano.sh", "podgroups", READ, "queue webhook: a queue's allocated pods"),
-        _p("", "pods", READ, "queue webhook: a queue's allocated pods"),
-        _p("", "namespaces", READ, "podgroup webhook: the namespace's queue annotation"),
+        _p("scheduling.volcano.sh", "queues", ("get", "list"), "job, podgroup and queue webhooks check queues"),
+        _p("scheduling.volcano.sh", "podgroups", ("list",), "queue webhook: a queue's allocated pods"),
+        _p("", "pods", ("list",), "queue webhook: a queue's allocated pods"),
+        _p("", "namespaces", ("get",), "podgroup webhook: the namespace's queue annotation"),
         _p("admissionregistration.k8s.io", "mutatingwebhookconfigurations", ("get", "create", "update"),
            "registers its own webhooks at start"),
         _p("admissionregistration.k8s.io", "validatingwebhookconfigurations", ("get", "create", "update"),
            "registers its own webhooks at start"),
     )),
     Component("fake-nodes", "volcano-fake-nodes", (
-        _p("", "nodes", ("get", "list", "watch", "create", "update", "patch"),
-           "registers its nodes; NodeDown/NodeUp taints"),
-        _p("", "nodes/status", ("update", "patch"), "Ready condition, capacity"),
-        _p("", "pods", ("get", "list", "watch", "delete"), "pods bound to its nodes; finalising deleted pods"),
-        _p("", "pods/status", ("update", "patch"), "Pending -> Running -> Succeeded/Failed"),
-        _p("coordination.k8s.io", "leases", ("get", "create", "update"), "node heartbeats",
-           NODE_LEASE_NAMESPACE),
+        _p("", "nodes", ("create",), "registers its nodes"),
+        _p("", "nodes/status", ("patch",), "Ready condition and heartbeats, capacity"),
+        _p("", "pods", ("list", "watch", "delete"), "pods bound to its nodes; removing terminated pods"),
+        _p("", "pods/status", ("patch",), "Pending -> Running -> Succeeded/Failed"),
+        _p("coordination.k8s.io", "leases", ("create", "patch"), "node heartbeats", NODE_LEASE_NAMESPACE),
     ), optional=True),
 )
 
