@@ -43,6 +43,7 @@ __all__ = [
     "BundleError",
     "Certificates",
     "build_bundle",
+    "default_queues",
     "dump_documents",
 ]
 
@@ -222,6 +223,7 @@ def _queue(name: str, reclaimable: bool) -> dict[str, Any]:
 
 
 def default_queues() -> list[dict[str, Any]]:
+    """``root`` and ``default`` with the spec upstream's scheduler creates them with."""
     return [_queue("root", False), _queue("default", True)]
 
 

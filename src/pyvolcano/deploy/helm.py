@@ -98,8 +98,9 @@ def chart_files() -> dict[str, str]:
         if name == "fake-nodes-rbac.yaml":
             body = f"{{{{- if {FAKE_NODES_CONDITION} }}}}\n{body}{{{{- end }}}}\n"
         files[f"templates/{name}"] = _HEADER + body
-    for text in files.values():
-        assert _NS_TOKEN not in text and _IMAGE_TOKEN not in text
+    for rel, text in files.items():
+        if _NS_TOKEN in text or _IMAGE_TOKEN in text:
+            raise RuntimeError(f"{rel}: a stand-in was not substituted")
     return files
 
 

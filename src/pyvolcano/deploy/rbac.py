@@ -113,7 +113,7 @@ COMPONENTS: Final = (
         _LEASE,
     )),
     Component("admission", "volcano-admission", (
-        _p("scheduling.volcano.sh", "queues", ("get", "list"), "job, podgroup and queue webhooks check queues"),
+        _p("scheduling.volcano.sh", "queues", INFORM, "queue informer: job, podgroup and queue webhooks check queues"),
         _p("scheduling.volcano.sh", "podgroups", ("list",), "queue webhook: a queue's allocated pods"),
         _p("", "pods", ("list",), "queue webhook: a queue's allocated pods"),
         _p("", "namespaces", ("get",), "podgroup webhook: the namespace's queue annotation"),
