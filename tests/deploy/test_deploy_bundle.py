@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -220,3 +223,14 @@ def test_bundle_documents_have_kubernetes_object_shape_and_unique_identities() -
         assert isinstance(d["metadata"]["name"], str) and d["metadata"]["name"]
     ids = [(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]) for d in docs]
     assert len(ids) == len(set(ids))
+
+
+def test_install_output_does_not_depend_on_the_hash_seed() -> None:
+    src = str(Path(__file__).parents[2] / "src")
+    outs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": src}
+        res = subprocess.run([sys.executable, "-m", "pyvolcano", "install", "--fake-nodes"], env=env,
+                             capture_output=True, text=True, timeout=120, check=True)
+        outs.append(res.stdout)
+    assert outs[0] == outs[1] == dump_documents(build_bundle(fake_nodes=True))
