@@ -50,7 +50,7 @@ def test_install_prints_one_yaml_stream_of_the_expected_objects() -> None:
     kinds = Counter(d["kind"] for d in docs)
     assert kinds == Counter({
         "Namespace": 1, "CustomResourceDefinition": 4, "ServiceAccount": 3, "ClusterRole": 3,
-        "ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 2, "ConfigMap": 1, "Service": 1, "Deployment": 3,
+        "ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 2, "ConfigMap": 1, "Service": 3, "Deployment": 3,
         "Queue": 2,
     })
     assert [d["metadata"]["name"] for d in docs if d["kind"] == "Deployment"] == [
@@ -115,6 +115,18 @@ def test_admission_deployment_has_upstreams_flags_tls_mount_and_service_443_to_8
     assert svc["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": 8443}]
     assert svc["spec"]["selector"] == _by(docs, "Deployment", "volcano-admission")["spec"]["template"]["metadata"][
         "labels"]
+
+
+def test_metrics_services_select_their_component_on_upstreams_ports() -> None:
+    docs = build_bundle()
+    for svc_name, dep_name, port in (("volcano-scheduler-service", "volcano-scheduler", 8080),
+                                     ("volcano-controllers-service", "volcano-controllers", 8081)):
+        svc = _by(docs, "Service", svc_name)
+        dep = _by(docs, "Deployment", dep_name)
+        assert svc["spec"]["selector"] == dep["spec"]["template"]["metadata"]["labels"]
+        assert svc["spec"]["ports"] == [{"name": "metrics", "port": port, "protocol": "TCP", "targetPort": port}]
+        assert svc["metadata"]["annotations"]["prometheus.io/port"] == str(port)
+        assert {"name": "metrics", "containerPort": port, "protocol": "TCP"} in _container(docs, dep_name)["ports"]
 
 
 def test_each_deployment_runs_as_its_own_service_account_non_root() -> None:

@@ -3,7 +3,8 @@
 :func:`build_bundle` returns, in this order: the Namespace, the four CRDs
 (:mod:`~pyvolcano.deploy.crds`), per component a ServiceAccount with its ClusterRole, Role and
 bindings (:mod:`~pyvolcano.deploy.rbac`), the scheduler's ConfigMap holding upstream's default
-``volcano-scheduler.conf``, the admission Service (443 -> 8443), the Deployments of
+``volcano-scheduler.conf``, the metrics Services of the scheduler and the controller-manager,
+the admission Service (443 -> 8443), the Deployments of
 ``scheduler``, ``controller-manager`` and ``admission``, and the ``root`` and ``default``
 Queues with the spec upstream's scheduler gives them when it creates them
 (``newDefaultAndRootQueue``: root not reclaimable, default reclaimable, both weight 1).
@@ -148,6 +149,24 @@ def _leader_args(namespace: str) -> list[str]:
             "--enable-metrics"]
 
 
+def _metrics_service(name: str, namespace: str, app: str, port: int) -> dict[str, Any]:
+    """Upstream's ``<component>-service``: the metrics port, annotated for Prometheus scraping."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name, "namespace": namespace, "labels": _labels(app),
+            "annotations": {"prometheus.io/path": "/metrics", "prometheus.io/port": str(port),
+                            "prometheus.io/scrape": "true"},
+        },
+        "spec": {
+            "type": "ClusterIP",
+            "selector": _labels(app),
+            "ports": [{"name": "metrics", "port": port, "protocol": "TCP", "targetPort": port}],
+        },
+    }
+
+
 def _scheduler(namespace: str, image: str) -> list[dict[str, Any]]:
     configmap = {
         "apiVersion": "v1",
@@ -160,16 +179,18 @@ def _scheduler(namespace: str, image: str) -> list[dict[str, Any]]:
                            mounts=[{"name": "scheduler-config", "mountPath": SCHEDULER_CONF_DIR, "readOnly": True}],
                            probe=_healthz_probe())
     volumes = [{"name": "scheduler-config", "configMap": {"name": SCHEDULER_CONFIGMAP}}]
-    return [configmap, _deployment("volcano-scheduler", namespace, "volcano-scheduler", "volcano-scheduler",
-                                   container, volumes)]
+    return [configmap,
+            _metrics_service("volcano-scheduler-service", namespace, "volcano-scheduler", METRICS_PORTS["scheduler"]),
+            _deployment("volcano-scheduler", namespace, "volcano-scheduler", "volcano-scheduler", container, volumes)]
 
 
 def _controllers(namespace: str, image: str) -> list[dict[str, Any]]:
     args = ["controller-manager", *_leader_args(namespace)]
     container = _container("volcano-controllers", image, args, ports=_ports("controller-manager"), mounts=[],
                            probe=_healthz_probe())
-    return [_deployment("volcano-controllers", namespace, "volcano-controller", "volcano-controllers", container,
-                        [])]
+    return [_metrics_service("volcano-controllers-service", namespace, "volcano-controller",
+                             METRICS_PORTS["controller-manager"]),
+            _deployment("volcano-controllers", namespace, "volcano-controller", "volcano-controllers", container, [])]
 
 
 def _admission(namespace: str, image: str) -> list[dict[str, Any]]:

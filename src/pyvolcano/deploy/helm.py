@@ -42,7 +42,9 @@ _TEMPLATE_OF_KIND: Final = {
 }
 _TEMPLATE_OF_OBJECT: Final = {
     ("ConfigMap", "volcano-scheduler-configmap"): "scheduler.yaml",
+    ("Service", "volcano-scheduler-service"): "scheduler.yaml",
     ("Deployment", "volcano-scheduler"): "scheduler.yaml",
+    ("Service", "volcano-controllers-service"): "controllers.yaml",
     ("Deployment", "volcano-controllers"): "controllers.yaml",
     ("Service", "volcano-admission-service"): "admission.yaml",
     ("Deployment", "volcano-admission"): "admission.yaml",
