@@ -68,6 +68,8 @@ class VolcanoAdmission:
         elif kind == "PodGroup":
             self._podgroup(op, obj, store, p)
         elif kind == "PriorityClass":
+            if op == "CREATE" and obj.get("preemptionPolicy") is None:
+                obj["preemptionPolicy"] = "PreemptLowerPriority"  # SetDefaults_PriorityClass
             validate_object_meta(obj, p)
             if op == "CREATE" or old is not None:
                 priority.validate_priority_class(op, obj, store, p)

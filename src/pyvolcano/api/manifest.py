@@ -38,6 +38,7 @@ from pyvolcano.api.quantity import QuantityError, parse_quantity
 __all__ = [
     "ClusterObjects",
     "ManifestError",
+    "check_queue_parents",
     "load_manifest_file",
     "load_manifest_text",
     "parse_object",
@@ -67,6 +68,7 @@ class ClusterObjects:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     other: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    documents: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, [ns/]name) -> document index
 
 
 @functools.lru_cache(maxsize=512)
@@ -449,7 +451,29 @@ def parse_objects(docs: Iterator[tuple[int, Any]] | list[tuple[int, Any]], sourc
             raise ManifestError(f"{d.where}: duplicate {kind} {key[1].lstrip('/')} (first defined in document {first})")
         seen[key] = i
         getattr(out, attr).append(obj)
+    out.documents = {(kind, key.lstrip("/")): i for (kind, key), i in seen.items()}
     return out
+
+
+def check_queue_parents(objs: ClusterObjects, source: str) -> None:
+    """Queue parents must form a tree under ``root``: a cycle (``a -> b -> a``, or a ``root`` given a
+    parent that descends from it) is a :class:`ManifestError` naming the first queue of the cycle.
+
+    Not part of :func:`parse_objects` (the scheduler itself tolerates a broken hierarchy, as the
+    capacity plugin's tests need); the ``schedule`` command calls it on its snapshot."""
+    parent = {q.name: q.parent for q in objs.queues}
+    for q in objs.queues:
+        chain = [q.name]
+        current = q.parent or ("" if q.name == "root" else "root")
+        while (current and current in parent) or current == "root":
+            if current in chain:
+                cycle = " -> ".join([*chain[chain.index(current):], current])
+                doc = objs.documents.get(("Queue", q.name), "?")
+                raise ManifestError(f"{source}: document {doc} (Queue {q.name}): spec.parent: "
+                                    f"queue parents form a cycle: {cycle}")
+            chain.append(current)
+            # Without a parent a queue hangs under root, which is itself the top.
+            current = parent.get(current) or ("" if current == "root" else "root")
 
 
 def parse_object(doc: Mapping[str, Any], where: str = "object") -> Any:

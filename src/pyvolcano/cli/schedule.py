@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.api.manifest import ManifestError, load_manifest_file
+from pyvolcano.api.manifest import ManifestError, check_queue_parents, load_manifest_file
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import ConfigError, default_configuration, load_scheduler_conf_file
 from pyvolcano.conf.schema import SchedulerConfiguration
@@ -63,6 +63,7 @@ def run_schedule(cluster: Path, config_path: Path | None, *, sessions: int, outp
     try:
         config = load_config(config_path, registry)
         objs = load_manifest_file(cluster)
+        check_queue_parents(objs, str(cluster))
         cache = SchedulerCache.from_objects(objs)
         # Instantiate every plugin and action once so bad arguments fail before any session.
         for tier in config.tiers:
