@@ -154,6 +154,8 @@ def test_upstream_invalid_job_examples(tmp_path: Path, capsys: pytest.CaptureFix
     ("apiVersion: scheduling.volcano.sh/v1alpha1\nkind: Queue\nmetadata: {name: q}\n",
      'did you mean "scheduling.volcano.sh/v1beta1"?'),
     ("kind: Queue\nmetadata: {name: q}\n", "apiVersion: Required value"),
+    ("apiVersion: v1\nkind: {}\nmetadata: {name: q}\n", "kind: Invalid value: {}: expected a string"),
+    ("apiVersion: [v1]\nkind: Pod\nmetadata: {name: q}\n", 'apiVersion: Invalid value: ["v1"]: expected a string'),
 ])
 def test_unknown_kinds_and_versions_of_known_groups_are_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                doc: str, fragment: str) -> None:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pyvolcano.admission import VolcanoAdmission
+from pyvolcano.admission._common import quote
 from pyvolcano.admission.priority import find_priority_class
 from pyvolcano.api.fields import unknown_fields
 from pyvolcano.api.kinds import KindStatus, resolve
@@ -79,12 +80,14 @@ def validate_documents(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, b
             yield f"{where}: got {type(doc).__name__}; expected a Kubernetes object mapping", False
             continue
         kind, api = doc.get("kind"), doc.get("apiVersion")
-        if not isinstance(kind, str) or not kind:
-            yield f"{where}: kind: Required value", False
+        bad = next((f"{where}: {key}: " + ("Required value" if value in (None, "") else
+                                           f"Invalid value: {quote(value)}: expected a string")
+                    for key, value in (("kind", kind), ("apiVersion", api))
+                    if not isinstance(value, str) or not value), None)
+        if bad is not None:
+            yield bad, False
             continue
-        if not isinstance(api, str) or not api:
-            yield f"{where}: apiVersion: Required value", False
-            continue
+        assert isinstance(kind, str) and isinstance(api, str)
         md = doc.get("metadata")
         name = md.get("name") if isinstance(md, Mapping) else None
         ns = md.get("namespace") if isinstance(md, Mapping) else None
