@@ -98,3 +98,12 @@ def test_second_global_default_is_forbidden(store: InMemoryStore) -> None:
     a = store.get("PriorityClass", None, "a")
     a["description"] = "still the default"
     store.update(a)  # updating the default itself is fine
+
+
+@pytest.mark.parametrize("kind", ["Queue", "Job", "PodGroup", "Pod"])
+def test_non_string_annotations_are_invalid_before_any_mutation(store: InMemoryStore, kind: str) -> None:
+    obj = {"apiVersion": "x", "kind": kind, "metadata": {"name": "o", "namespace": "ns",
+                                                         "annotations": {"volcano.sh/hierarchy": ["root"]}}}
+    with pytest.raises(Invalid) as e:
+        store.create(obj)
+    assert e.value.field == "metadata.annotations[volcano.sh/hierarchy]"

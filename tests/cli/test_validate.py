@@ -312,3 +312,9 @@ def test_queue_weight_beyond_int32_is_rejected(tmp_path: Path, capsys: pytest.Ca
     code, lines = run(capsys, write(tmp_path, "q.yaml", queue("q", 2**70)))
     assert code == 2
     assert "spec.weight: Invalid value: 1180591620717411303424: expected a 32-bit integer" in lines[0]
+
+
+def test_a_queue_named_by_a_list_is_an_error_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: [root]}\n"
+    code, lines = run(capsys, write(tmp_path, "q.yaml", doc))
+    assert code == 2 and len(lines) == 1 and "metadata.name" in lines[0]

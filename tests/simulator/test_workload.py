@@ -53,3 +53,8 @@ def test_kinds_pyvolcano_passes_through_are_still_accepted(tmp_path: Path) -> No
     cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n"
     subs, _ = load_workload(write(tmp_path, cm, QUEUE.format(name="q")))
     assert [s.kind for s in subs] == ["ConfigMap", "Queue"]
+
+
+def test_a_kind_that_is_not_a_string_is_an_error(tmp_path: Path) -> None:
+    fails(write(tmp_path, "apiVersion: v1\nkind: [Pod]\nmetadata: {name: p}\n"), "kind ['Pod'] is not allowed",
+          cluster=False)

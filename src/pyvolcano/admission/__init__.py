@@ -56,6 +56,13 @@ class VolcanoAdmission:
             p0 = Problems(obj)
             p0.add("metadata", "Required value")
             p0.raise_if_any()
+        if op != "DELETE":
+            # Mutating webhooks read labels and annotations as strings: check their type first.
+            p1 = Problems(obj)
+            s1 = ShapeChecker(p1)
+            for key in ("labels", "annotations"):
+                s1.string_map(obj["metadata"], key, f"metadata.{key}")
+            p1.raise_if_any()
         if op == "DELETE":
             if kind == "Queue":
                 queues.check_queue_delete(obj, store, self.config)

@@ -108,7 +108,7 @@ def validate_documents(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, b
             continue
         obj = clone(dict(doc))
         try:
-            if kind == "Queue" and name in builtins_pending:
+            if kind == "Queue" and isinstance(name, str) and name in builtins_pending:
                 builtins_pending.discard(name)
                 created = _replace_builtin_queue(store, admission, obj)
             else:

@@ -89,7 +89,7 @@ def load_workload(
             events.append(_cluster_event(doc, where, i, source))
             continue
         what = "cluster" if cluster else "workload"
-        if kind not in allowed:
+        if not isinstance(kind, str) or kind not in allowed:
             raise ManifestError(f"{where}: kind {kind!r} is not allowed in a {what} file; expected one of "
                                 f"{', '.join(sorted(allowed))}")
         md = doc.get("metadata")
