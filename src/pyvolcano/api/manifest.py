@@ -378,7 +378,7 @@ def _priority_class(d: _Doc) -> PriorityClass:
     if value is None:
         raise d.fail("value", "is required; expected an integer")
     if name.startswith("system-"):
-        if SYSTEM_PRIORITY_CLASSES.get(name, value) != value or name not in SYSTEM_PRIORITY_CLASSES:
+        if SYSTEM_PRIORITY_CLASSES.get(name) != value:
             raise d.fail("metadata.name", "names with the 'system-' prefix are reserved for the system priority "
                                           "classes system-node-critical (2000001000) and system-cluster-critical "
                                           "(2000000000)")

@@ -80,14 +80,9 @@ def validate_documents(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, b
             yield f"{where}: got {type(doc).__name__}; expected a Kubernetes object mapping", False
             continue
         kind, api = doc.get("kind"), doc.get("apiVersion")
-        bad = next((f"{where}: {key}: " + ("Required value" if value in (None, "") else
-                                           f"Invalid value: {quote(value)}: expected a string")
-                    for key, value in (("kind", kind), ("apiVersion", api))
-                    if not isinstance(value, str) or not value), None)
-        if bad is not None:
-            yield bad, False
+        if not isinstance(kind, str) or not kind or not isinstance(api, str) or not api:
+            yield f"{where}: {_type_problem(kind, api)}", False
             continue
-        assert isinstance(kind, str) and isinstance(api, str)
         md = doc.get("metadata")
         name = md.get("name") if isinstance(md, Mapping) else None
         ns = md.get("namespace") if isinstance(md, Mapping) else None
@@ -124,6 +119,15 @@ def validate_documents(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, b
     for where, job in jobs:
         for line in _job_priority_class_warnings(where, job, store):
             yield line, True
+
+
+def _type_problem(kind: Any, api: Any) -> str:
+    for key, value in (("kind", kind), ("apiVersion", api)):
+        if value is None or value == "":
+            return f"{key}: Required value"
+        if not isinstance(value, str):
+            return f"{key}: Invalid value: {quote(value)}: expected a string"
+    raise AssertionError("kind and apiVersion are both non-empty strings")
 
 
 def _job_priority_class_warnings(where: str, job: Mapping[str, Any], store: InMemoryStore) -> Iterator[str]:
