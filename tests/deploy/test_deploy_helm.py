@@ -41,7 +41,8 @@ def test_chart_with_default_values_renders_the_bundle_without_its_namespace() ->
 
 def test_chart_in_another_namespace_with_another_image_and_fake_nodes_renders_that_bundle() -> None:
     rendered = render_chart(CHART, "batch", {"image": "registry.example/pv:1", "fakeNodes.enabled": True})
-    bundle = [d for d in build_bundle("batch", "registry.example/pv:1", fake_nodes=True, queues=True) if d["kind"] != "Namespace"]
+    bundle = [d for d in build_bundle("batch", "registry.example/pv:1", fake_nodes=True, queues=True)
+              if d["kind"] != "Namespace"]
     assert _sorted(rendered) == _sorted(bundle)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.api.manifest import ClusterObjects, ManifestError, load_manifest_text
+from pyvolcano.api.manifest import ClusterObjects, ManifestError, check_queue_parents, load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.inputs import read_inputs
 from pyvolcano.cli.output import emit, error, strip_timings, warn
@@ -92,6 +92,7 @@ def run_schedule(sources: Sequence[str | Path] | str | Path, config_path: Path |
     try:
         config = load_config(config_path, registry)
         objs = load_snapshot(sources)
+        check_queue_parents(objs, ", ".join(str(s) for s in sources))
         cache = SchedulerCache.from_objects(objs)
         # Instantiate every plugin and action once so bad arguments fail before any session.
         for tier in config.tiers:
