@@ -143,7 +143,7 @@ def synthetic_run(n_jobs: int = 2000, n_samples: int = 1000, n_queues: int = 4, 
 
 def test_summary_on_two_jobs_is_exact() -> None:
     out = summarize(two_jobs())
-    assert set(out) == {"summary", "queues", "stats"}
+    assert set(out) == {"summary", "queues", "stats", "unfinished"}
     s = out["summary"]
     assert s["jobs"] == 2 and s["completed"] == 2 and s["never_started"] == 0
     assert s["mean_wait_s"] == pytest.approx(50.0)                # (10 + 90) / 2
@@ -164,8 +164,15 @@ def test_summary_on_two_jobs_is_exact() -> None:
     assert q2["gpu_hours"] == pytest.approx(720 / 3600)
     assert q1["mean_share"] == pytest.approx(0.5 * 100 / 200)     # 4/8 for 100 s of 200
     assert q2["mean_share"] == pytest.approx(1.0 * 90 / 200)
-    # deserved known from t=10: 4/8 over the 190 s where it is known
-    assert q1["mean_deserved_share"] == pytest.approx(0.5)
+    # deserved 4/8 from t=10, unknown (counted 0) before: over the same 200 s as mean_share
+    assert q1["mean_deserved_share"] == pytest.approx(0.5 * 190 / 200)
+    # the busy window ends when b starts (110): no job waits after it
+    assert s["busy_window_s"] == 110.0
+    assert s["busy_gpu_allocation_ratio"] == pytest.approx(0.5 * 100 / 110)
+    assert s["busy_mean_pending_jobs"] == pytest.approx((10 + 90) / 110)
+    assert q1["busy_mean_share"] == pytest.approx(0.5 * 100 / 110)
+    assert q1["busy_mean_deserved_share"] == pytest.approx(0.5 * 100 / 110)
+    assert s["running_at_end"] == 0 and s["end_reason"] == "finished" and out["unfinished"] == []
     st = out["stats"]
     assert st["virtual_seconds"] == 200.0 and st["sessions"] == 3 and st["wall_seconds"] == 0.5
     assert st["session_p50_s"] == pytest.approx(0.02)
@@ -271,9 +278,10 @@ def test_report_directory(tmp_path: Path) -> None:
                      "wait_cdf.png", "jct_cdf.png", "report.html"}
     assert all(f.exists() and f.stat().st_size > 0 for f in files)
     assert _header(tmp_path / "jobs.csv") == ["key", "queue", "submit_s", "first_bind_s", "start_s", "end_s", "wait_s",
-                                              "jct_s", "gpus", "pods", "phase", "restarts", "preemptions"]
+                                              "jct_s", "gpus", "pods", "phase", "restarts", "preemptions", "reason"]
     assert _header(tmp_path / "queues.csv") == ["queue", "jobs", "never_started", "mean_wait_s", "p95_wait_s",
-                                                "mean_jct_s", "gpu_hours", "mean_share", "mean_deserved_share"]
+                                                "mean_jct_s", "gpu_hours", "mean_share", "mean_deserved_share",
+                                                "busy_mean_share", "busy_mean_deserved_share"]
     assert _header(tmp_path / "timeseries.csv") == [
         "t_s", "gpu_allocated", "gpu_capacity", "gpu_ratio", "cpu_ratio", "gpu_fragmentation", "pending_jobs",
         "running_jobs", "q1_allocated_gpu", "q1_deserved_gpu", "q1_share", "q2_allocated_gpu", "q2_deserved_gpu",

@@ -82,6 +82,9 @@ def simulate(
     compare: Annotated[Path | None, typer.Option("--compare", help="A second volcano-scheduler.conf to compare")]
     = None,
     until: Annotated[str | None, typer.Option("--until", help="Stop at this virtual time, e.g. 24h")] = None,
+    default_duration: Annotated[str | None, typer.Option(
+        "--default-duration", help="Run time of pods without a pyvolcano.io/duration annotation, e.g. 10m "
+        "(default: they run until --until, or until nothing else can happen)")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for every random choice")] = 0,
     schedule_period: Annotated[float, typer.Option("--schedule-period", min=0.001,
                                                    help="Seconds between scheduling sessions")] = 1.0,
@@ -94,7 +97,7 @@ def simulate(
     raise typer.Exit(run_simulate_command(
         cluster=cluster, workload=workload, trace=trace, trace_format=trace_format, nodes=nodes, config=config,
         compare=compare, until=until, seed=seed, report=report, output=_output(output),
-        schedule_period=schedule_period,
+        schedule_period=schedule_period, default_duration=default_duration,
     ))
 
 

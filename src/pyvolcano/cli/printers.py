@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cache.unplaceable import unplaceable_reason
 
 
 def print_schedule_table(result: dict[str, Any], cache: SchedulerCache) -> None:
@@ -32,6 +33,10 @@ def print_schedule_table(result: dict[str, Any], cache: SchedulerCache) -> None:
         for c in pg.conditions:
             if c.type == "Unschedulable" and c.status == "True":
                 reason = c.message
+        if pg.phase in ("Pending", "Inqueue") and "Origin reason" not in reason:
+            job = cache.pg_jobs.get(f"{pg.namespace}/{pg.name}")
+            extra = unplaceable_reason(cache, job) if job is not None else ""
+            reason = f"{reason} ({extra})" if reason and extra else (reason or extra)
         pgs.add_row(f"{pg.namespace}/{pg.name}", pg.phase, reason)
     console.print(pgs)
     secs = result["stats"]["session_seconds"]

@@ -19,9 +19,9 @@ from pyvolcano.conf import ConfigError
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
-from pyvolcano.simulator.workload import ClusterEvent, Submission, load_workload
+from pyvolcano.simulator.workload import ClusterEvent, Submission, load_workload, without_duration
 
-__all__ = ["parse_until", "run_simulate_command"]
+__all__ = ["parse_default_duration", "parse_until", "run_simulate_command"]
 
 
 def parse_until(text: str | None) -> float:
@@ -34,6 +34,34 @@ def parse_until(text: str | None) -> float:
     if v <= 0:
         raise ValueError("--until: expected a positive duration such as 24h")
     return v
+
+
+def parse_default_duration(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        v = parse_duration_strict(text)
+    except DurationError as e:
+        raise ValueError(f"--default-duration: {e}") from None
+    if v <= 0:
+        raise ValueError(f"--default-duration: got {text!r}; expected a positive duration such as 10m")
+    return v
+
+
+def _warn_without_duration(subs: list[Submission], default: float | None, until: str | None) -> None:
+    """One stderr line naming the jobs whose pods would run forever (first few and a count)."""
+    keys = without_duration(subs)
+    if not keys or default is not None:
+        return
+    shown = ", ".join(keys[:_NAMED])
+    more = f" and {len(keys) - _NAMED} more" if len(keys) > _NAMED else ""
+    end = f"until --until {until}" if until else "until nothing else can happen, and the run then stops"
+    print(f"warning: {len(keys)} job(s) have pods without a pyvolcano.io/duration annotation: {shown}{more}; "
+          f"their pods run {end} (give --default-duration, e.g. 10m, or annotate the pod templates)",
+          file=sys.stderr)
+
+
+_NAMED = 5
 
 
 def _json(result: SimulationResult) -> dict[str, Any]:
@@ -82,6 +110,14 @@ def print_simulation_table(result: SimulationResult) -> None:
     if len(result.timeline) > 60:
         tl.add_row("…", f"{len(result.timeline) - 60} more events")
     console.print(tl)
+    unfinished = [(k, r) for k, r in sorted(result.jobs.items()) if r.reason]
+    if unfinished:
+        ut = Table(title="Not finished", box=None)
+        ut.add_column("JOB", no_wrap=True)
+        ut.add_column("REASON", overflow="fold")
+        for key, r in unfinished:
+            ut.add_row(key, r.reason)
+        console.print(ut)
     console.print(f"virtual time {_fmt_secs(result.virtual_seconds)}, {result.sessions} sessions, "
                   f"{result.wall_seconds:.2f}s wall")
 
@@ -103,6 +139,7 @@ def run_simulate_command(
     report: Path | None,
     output: str,
     schedule_period: float = 1.0,
+    default_duration: str | None = None,
 ) -> int:
     """Manifest mode (``--cluster/--workload``), trace mode (``--trace``) or the built-in scenario."""
     from pyvolcano.simulator.traces import TraceError, builtin_scenario, load_trace
@@ -116,6 +153,7 @@ def run_simulate_command(
     registry = default_registry()
     try:
         horizon = parse_until(until)
+        pod_duration = parse_default_duration(default_duration)
         configs = [(config, load_config(config, registry))]
         if compare is not None:
             configs.append((compare, load_config(compare, registry)))
@@ -143,12 +181,14 @@ def run_simulate_command(
     except (ManifestError, ConfigError, ArgumentError, ValueError, TraceError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    _warn_without_duration(work_subs if manifest_mode else cluster_subs, pod_duration, until)
     console = Console(stderr=True)
     runs = []
     for path, conf in configs:
         label = path.name if path is not None else "default"
         res, metrics = _run_once(conf, registry, seed, cluster_subs, work_subs, events, horizon, console,
-                                 label=label, show=console.is_terminal, period=schedule_period)
+                                 label=label, show=console.is_terminal, period=schedule_period,
+                                 default_duration=pod_duration)
         metrics.name = scenario
         metrics.config_name = label
         metrics.notes = notes
@@ -168,7 +208,7 @@ def run_simulate_command(
             res, metrics = runs[0]
             out = rep.summarize(metrics)
             out["stats"] = {"virtual_seconds": res.virtual_seconds, "sessions": res.sessions,
-                            "wall_seconds": round(res.wall_seconds, 3)}
+                            "wall_seconds": round(res.wall_seconds, 3), "end_reason": res.end_reason}
             if manifest_mode:
                 full = _json(res)
                 out["jobs"] = full["jobs"]
@@ -207,7 +247,7 @@ def _trace_submissions(tr: Any) -> list[Submission]:
 
 def _run_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work_subs: list[Any], events: list[Any],
               horizon: float, console: Console, *, label: str, show: bool,
-              period: float = 1.0) -> tuple[SimulationResult, Any]:
+              period: float = 1.0, default_duration: float | None = None) -> tuple[SimulationResult, Any]:
     progress = Progress(TextColumn(f"[bold]{label}[/bold] virtual {{task.fields[vt]}}"), BarColumn(),
                         TextColumn("{task.completed}/{task.total} jobs"), TimeElapsedColumn(),
                         console=console, disable=not show, transient=True)
@@ -217,7 +257,8 @@ def _run_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work
         def on_progress(now: float, done: int, total: int) -> None:
             progress.update(task_id, completed=done, total=max(total, 1), vt=_fmt_secs(now))
 
-        sim = Simulation(config=conf, registry=registry, seed=seed, progress=on_progress, schedule_period=period)
+        sim = Simulation(config=conf, registry=registry, seed=seed, progress=on_progress, schedule_period=period,
+                         default_duration=default_duration)
         sim.submit(cluster_subs)
         sim.submit(work_subs)
         sim.cluster_events(events)
