@@ -15,7 +15,7 @@ from rich.table import Table
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.manifest import ManifestError
 from pyvolcano.cli.schedule import load_config
-from pyvolcano.conf import ConfigError
+from pyvolcano.conf import ConfigError, load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
@@ -151,6 +151,7 @@ def run_simulate_command(
         print("error: --trace replaces --cluster/--workload; use --nodes for the trace's machines", file=sys.stderr)
         return 2
     registry = default_registry()
+    default_label = "default"
     try:
         horizon = parse_until(until)
         pod_duration = parse_default_duration(default_duration)
@@ -165,6 +166,9 @@ def run_simulate_command(
                 registry.action(name)(conf.action_arguments(name))
         if trace is not None or cluster is None:
             tr = load_trace(trace, trace_format, nodes=nodes, seed=seed) if trace is not None else builtin_scenario()
+            if config is None and tr.config is not None:
+                configs[0] = (None, load_scheduler_conf(tr.config))  # the scenario's own configuration
+                default_label = f"{tr.name}-scheduler.conf"
             scenario = tr.name
             cluster_subs = _trace_submissions(tr)
             work_subs: list[Submission] = []
@@ -185,7 +189,7 @@ def run_simulate_command(
     console = Console(stderr=True)
     runs = []
     for path, conf in configs:
-        label = path.name if path is not None else "default"
+        label = path.name if path is not None else default_label
         res, metrics = _run_once(conf, registry, seed, cluster_subs, work_subs, events, horizon, console,
                                  label=label, show=console.is_terminal, period=schedule_period,
                                  default_duration=pod_duration)
