@@ -66,12 +66,9 @@ def test_schedule_table_names_the_missing_ephemeral_storage(tmp_path: Path) -> N
 
 
 def test_builtin_scenario_runs_with_its_own_configuration_and_names_the_horizon() -> None:
-    proc = run("simulate", "--until", "1h", "-o", "json")
+    proc = run("simulate", "--until", "1h", "-o", "table")
     assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
-    assert out["summary"]["end_reason"] == "until" and out["summary"]["running_at_end"] > 0
     assert "warning:" not in proc.stderr  # every trace pod has a duration
-    table = run("simulate", "--until", "1h", "-o", "table")
-    flat = " ".join(table.stdout.split())
+    flat = " ".join(proc.stdout.split())
     assert "config builtin-philly-scheduler.conf" in flat
-    assert "the run stopped at its --until horizon" in flat
+    assert "job(s) still running" in flat and "the run stopped at its --until horizon" in flat

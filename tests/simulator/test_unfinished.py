@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from builders import pod, podgroup
 from pyvolcano.conf import default_configuration
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.metrics import ENDLESS
@@ -81,3 +82,21 @@ def test_upstream_node_selector_example_never_starts_with_the_schedulers_fit_err
     assert rec.reason.endswith("Origin reason is job-job-nginx1-0: 0/2 nodes are unavailable: "
                                "2 node(s) didn't match Pod's node affinity/selector.")
     assert summarize(sim.metrics)["unfinished"][0]["reason"] == rec.reason
+
+
+
+def test_plain_podgroups_get_reasons_too() -> None:
+    stuck = pod("stuck-0", "stuck", ns="default")
+    stuck["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = "10Gi"
+    forever = pod("forever-0", "forever", ns="default")
+    for p in (stuck, forever):
+        p["spec"]["containers"][0]["image"] = "busybox"
+    objs = [*(podgroup(name, ns="default", queue="default") for name in ("stuck", "forever")), stuck, forever]
+    for obj in objs:
+        del obj["status"]  # as submitted: the scheduler and kubelets write status
+    _, sim = simulate([(0, node("n1")), *((0, o) for o in objs)])
+    reasons = {j.key: j.reason for j in sim.metrics.jobs}
+    assert reasons["default/forever"] == ENDLESS
+    assert reasons["default/stuck"] is not None
+    assert reasons["default/stuck"].endswith(
+        "(Insufficient ephemeral-storage: a pod requests 10Gi, the largest node has 0)")

@@ -110,14 +110,6 @@ def print_simulation_table(result: SimulationResult) -> None:
     if len(result.timeline) > 60:
         tl.add_row("…", f"{len(result.timeline) - 60} more events")
     console.print(tl)
-    unfinished = [(k, r) for k, r in sorted(result.jobs.items()) if r.reason]
-    if unfinished:
-        ut = Table(title="Not finished", box=None)
-        ut.add_column("JOB", no_wrap=True)
-        ut.add_column("REASON", overflow="fold")
-        for key, r in unfinished:
-            ut.add_row(key, r.reason)
-        console.print(ut)
     console.print(f"virtual time {_fmt_secs(result.virtual_seconds)}, {result.sessions} sessions, "
                   f"{result.wall_seconds:.2f}s wall")
 

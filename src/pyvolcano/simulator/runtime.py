@@ -50,6 +50,7 @@ logger = logging.getLogger(__name__)
 FINAL_JOB_PHASES = {"Completed", "Failed", "Terminated", "Aborted"}
 SCHEDULER_KINDS = {"Pod", "Node", "PodGroup", "Queue", "PriorityClass"}
 JOB_NAME = "volcano.sh/job-name"
+GROUP_NAME = "scheduling.k8s.io/group-name"
 
 
 @dataclass(slots=True)
@@ -381,7 +382,8 @@ class Simulation:
         self.collector.sample(self.loop.now)
         reasons = self.explain_unfinished()
         for key, why in reasons.items():
-            self.jobs[key].reason = why
+            if key in self.jobs:
+                self.jobs[key].reason = why
         self.collector.set_reasons(reasons)
         m = self.metrics
         m.end_reason = self.end_reason
@@ -407,16 +409,19 @@ class Simulation:
     def explain_unfinished(self) -> dict[str, str]:
         """Job key → why it had not finished when the run stopped.
 
-        A job that never started gets its PodGroup's ``Unschedulable`` condition (upstream's
-        fit-error text) or, while the PodGroup is still Pending, its phase; either way followed
-        by the resource no node could hold (:mod:`pyvolcano.cache.unplaceable`), if any. A job
-        still running gets ``running without end`` when some of its pods have no duration,
-        otherwise why the run stopped.
+        Jobs are the vcjobs, or for workloads of plain PodGroups, the PodGroups. A job that
+        never started gets its PodGroup's ``Unschedulable`` condition (upstream's fit-error
+        text) or, without one, the PodGroup's phase; either way followed by the resource no
+        node could hold (:mod:`pyvolcano.cache.unplaceable`), if any. A job still running gets
+        :data:`ENDLESS` when some of its pods have no duration, otherwise why the run stopped.
         """
         from pyvolcano.cache.unplaceable import unplaceable_reason
 
-        open_jobs = {k: r for k, r in self.jobs.items() if r.phase not in FINAL_JOB_PHASES}
-        if not open_jobs:
+        if self.jobs:
+            started = {k: r.started is not None for k, r in self.jobs.items() if r.phase not in FINAL_JOB_PHASES}
+        else:
+            started = {k: jm.start is not None for k, jm in self.collector.jobs.items() if jm.end is None}
+        if not started:
             return {}
         endless: set[str] = set()
         if self.kubelets.default_duration is None:
@@ -424,21 +429,25 @@ class Simulation:
                 md = pod.get("metadata") or {}
                 ann = md.get("annotations") or {}
                 if (pod.get("status") or {}).get("phase") == "Running" and DURATION not in ann:
-                    job = ann.get(JOB_NAME) or (md.get("labels") or {}).get(JOB_NAME)
-                    if job:
-                        endless.add(f"{md.get('namespace', 'default')}/{job}")
+                    owner = (ann.get(JOB_NAME) or (md.get("labels") or {}).get(JOB_NAME)
+                             or ann.get(GROUP_NAME))
+                    if owner:
+                        endless.add(f"{md.get('namespace', 'default')}/{owner}")
         groups: dict[str, dict[str, Any]] = {}
         for obj in self.store.list("PodGroup"):
             md = obj.get("metadata") or {}
+            ns = md.get("namespace", "default")
+            groups.setdefault(f"{ns}/{md.get('name')}", obj)
             for ref in md.get("ownerReferences") or []:
                 if ref.get("kind") == "Job":
-                    groups[f"{md.get('namespace', 'default')}/{ref.get('name')}"] = obj
+                    groups[f"{ns}/{ref.get('name')}"] = obj
         out: dict[str, str] = {}
-        for key, rec in open_jobs.items():
-            if rec.started is not None:
-                if key in endless:
-                    out[key] = ENDLESS
-                elif self.end_reason == "until":
+        for key, has_started in started.items():
+            if key in endless:  # some of its pods run (a plain PodGroup may not be Running yet)
+                out[key] = ENDLESS
+                continue
+            if has_started:
+                if self.end_reason == "until":
                     out[key] = "still running when the run stopped at --until"
                 continue
             pg = groups.get(key)
@@ -449,7 +458,8 @@ class Simulation:
             why = next((str(c.get("message") or c.get("reason") or "") for c in status.get("conditions") or []
                         if c.get("type") == "Unschedulable" and c.get("status") == "True"), "")
             if not why:
-                why = f"PodGroup {status.get('phase', 'Pending')}: not enqueued"
+                phase = status.get("phase", "Pending")
+                why = "PodGroup Pending: not enqueued" if phase == "Pending" else f"PodGroup {phase}"
             md = pg["metadata"]
             job = self.cache.pg_jobs.get(f"{md.get('namespace', 'default')}/{md['name']}")
             extra = unplaceable_reason(self.cache, job) if job is not None else ""
