@@ -386,3 +386,19 @@ def test_print_comparison_colours_differences() -> None:
     plain = io.StringIO()
     print_summary(two_jobs("fast.conf"), other=two_jobs("slow.conf", slow=True), console=Console(file=plain, width=200))
     assert "+20s (+40.0%)" in plain.getvalue()
+
+
+def test_unfinished_jobs_and_their_reasons_reach_the_summary_csv_and_html(tmp_path: Path) -> None:
+    run = two_jobs()
+    run.jobs.append(JobMetrics("ns/c", "q1", submit=50.0, gpus=16, pods=2,
+                               reason="PodGroup Pending: not enqueued (Insufficient nvidia.com/gpu: …)"))
+    run.virtual_seconds, run.end_reason = 400.0, "stalled"
+    out = summarize(run)
+    assert out["unfinished"] == [{"job": "ns/c", "started": False, "phase": "Pending",
+                                  "reason": "PodGroup Pending: not enqueued (Insufficient nvidia.com/gpu: …)"}]
+    assert out["summary"]["busy_window_s"] == 400.0     # a job never started: the whole run is busy
+    write_report(run, tmp_path)
+    assert _csv(tmp_path / "jobs.csv")[-1]["reason"].startswith("PodGroup Pending: not enqueued")
+    html = (tmp_path / "report.html").read_text()
+    assert "<h2>Not finished</h2>" in html and "0 job(s) still running, 1 never started" in html
+    assert "Insufficient nvidia.com/gpu" in html
