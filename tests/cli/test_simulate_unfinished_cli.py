@@ -70,5 +70,5 @@ def test_builtin_scenario_runs_with_its_own_configuration_and_names_the_horizon(
     assert proc.returncode == 0, proc.stderr
     assert "warning:" not in proc.stderr  # every trace pod has a duration
     flat = " ".join(proc.stdout.split())
-    assert "config builtin-philly-scheduler.conf" in flat
+    assert "config builtin.conf" in flat
     assert "job(s) still running" in flat and "the run stopped at its --until horizon" in flat

@@ -160,7 +160,7 @@ def run_simulate_command(
             tr = load_trace(trace, trace_format, nodes=nodes, seed=seed) if trace is not None else builtin_scenario()
             if config is None and tr.config is not None:
                 configs[0] = (None, load_scheduler_conf(tr.config))  # the scenario's own configuration
-                default_label = f"{tr.name}-scheduler.conf"
+                default_label = "builtin.conf"
             scenario = tr.name
             cluster_subs = _trace_submissions(tr)
             work_subs: list[Submission] = []

@@ -13,7 +13,11 @@ Virtual time then jumps to the earliest of: the next timer, the controllers' req
 wake-ups, and the next scheduler tick if there is unseen change. A session therefore runs
 only when something changed (upstream runs one every period regardless; the decisions are
 the same because the inputs are). The run ends when every submitted Job has finished
-(and nothing else is pending), or at ``until``.
+(and nothing else is pending), at ``until``, or when nothing left could change anything (no
+timer, no wake-up, no unseen change: pods without a duration, jobs that cannot be placed);
+:attr:`SimulationResult.end_reason` says which, and every unfinished job gets a ``reason``
+(:meth:`Simulation.explain_unfinished`). Metrics are sampled after the events of an instant
+have settled, so a session's binds count once the pods have started.
 
 Everything is deterministic: the store's revisions order events, timers break ties by
 insertion order, and all randomness comes from one seeded generator.
