@@ -402,3 +402,14 @@ def test_unfinished_jobs_and_their_reasons_reach_the_summary_csv_and_html(tmp_pa
     html = (tmp_path / "report.html").read_text()
     assert "<h2>Not finished</h2>" in html and "0 job(s) still running, 1 never started" in html
     assert "Insufficient nvidia.com/gpu" in html
+
+
+def test_plots_clip_the_time_axis_to_the_busy_window_only_behind_a_long_tail() -> None:
+    pytest.importorskip("matplotlib")
+    from pyvolcano.simulator.plots import _window
+
+    assert _window(two_jobs()) == 200.0          # busy 110 s of 200 s: the whole run is shown
+    tail = two_jobs()
+    tail.jobs.append(JobMetrics("ns/long", "q1", submit=0.0, gpus=1, pods=1, first_bind=10.0, start=10.0,
+                                end=16 * 86400.0, phase="Completed"))
+    assert _window(tail) == pytest.approx(110.0 * 1.1)   # a 16-day tail behind 110 busy seconds
