@@ -648,7 +648,7 @@ def end_lines(summ: dict[str, Any]) -> list[str]:
         lines.append(f"  {u['job']} ({state}): {u['reason'] or '-'}")
     listed = len(summ["unfinished"])
     if running + never > listed:
-        lines.append(f"  … and {running + never - listed} more (jobs.csv has every job's reason)")
+        lines.append(f"  … and {running + never - listed} more (--report writes every job's reason to jobs.csv)")
     return lines
 
 
