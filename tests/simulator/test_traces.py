@@ -397,7 +397,7 @@ def test_generic_csv_maps_every_column(tmp_path: Path) -> None:
     ("research,4,8", "Research,4,8", 2, "queue", "DNS-1123"),
     (",-5,,serve", ",high,,serve", 4, "priority", "an integer"),
     ("1000,8,big", "1000,8,Big_Job", 5, "name", "DNS-1123"),
-    ("0,3600,research,4", "0,3600,research,0", 2, "replicas", "an integer ≥ 1"),
+    ("0,3600,research,4", "0,3600,research,0", 2, "replicas", "an integer from 1 to 10,000"),
 ])
 def test_generic_csv_errors_are_line_numbered(tmp_path: Path, old: str, new: str, line: int, column: str,
                                               expected: str) -> None:

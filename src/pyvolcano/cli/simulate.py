@@ -18,7 +18,7 @@ from pyvolcano.cli.schedule import load_config
 from pyvolcano.conf import ConfigError
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import default_registry
-from pyvolcano.simulator.runtime import Simulation, SimulationResult
+from pyvolcano.simulator.runtime import Simulation, SimulationResult, check_run_parameters
 from pyvolcano.simulator.workload import ClusterEvent, Submission, load_workload
 
 __all__ = ["parse_until", "run_simulate_command"]
@@ -116,6 +116,7 @@ def run_simulate_command(
     registry = default_registry()
     try:
         horizon = parse_until(until)
+        check_run_parameters(seed=seed, schedule_period=schedule_period)
         configs = [(config, load_config(config, registry))]
         if compare is not None:
             configs.append((compare, load_config(compare, registry)))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pyvolcano.admission import VolcanoAdmission
-from pyvolcano.api.manifest import ManifestError, iter_documents
+from pyvolcano.api.manifest import ManifestError, iter_documents, read_manifest_text
 from pyvolcano.store import CLUSTER_SCOPED_KINDS, InMemoryStore, StoreError, clone, object_key
 
 __all__ = ["BUILTIN_QUEUES", "run_validate", "validate_documents"]
@@ -68,7 +68,7 @@ def validate_documents(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, b
         try:
             md = obj.get("metadata")
             name = md.get("name") if isinstance(md, Mapping) else None
-            if kind == "Queue" and name in builtins_pending:
+            if kind == "Queue" and isinstance(name, str) and name in builtins_pending:
                 builtins_pending.discard(name)
                 created = _replace_builtin_queue(store, admission, obj)
             else:
@@ -99,15 +99,7 @@ def _documents(paths: list[Path]) -> Iterator[tuple[str, Any]]:
     for path in paths:
         source = os.fspath(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as e:
-            yield source, ManifestError(f"{source}: cannot read: {e.strerror or e}")
-            continue
-        except UnicodeDecodeError:
-            yield source, ManifestError(f"{source}: not UTF-8 text")
-            continue
-        try:
-            for index, doc in iter_documents(text, source):
+            for index, doc in iter_documents(read_manifest_text(path), source):
                 if doc is None:
                     continue
                 yield from _expand(f"{source}: document {index}", doc)

@@ -236,7 +236,7 @@ def pod_demand(pod: Pod) -> GpuDemand:
     raw = pod.annotations.get(GPU_MILLI_ANNOTATION)
     if raw is not None:
         text = raw.strip()
-        if not text.isdigit() or not 0 < int(text) <= MILLI:
+        if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= MILLI:
             return GpuDemand(DemandKind.INVALID, error=(
                 f"annotation {GPU_MILLI_ANNOTATION}: got {raw!r}; expected an integer 1..{MILLI}"))
         milli = int(text)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyvolcano.api.duration import DurationError, parse_duration_strict
-from pyvolcano.api.manifest import ManifestError, iter_documents
+from pyvolcano.api.manifest import ManifestError, iter_documents, read_manifest_text
 
 __all__ = ["ClusterEvent", "Submission", "load_workload"]
 
@@ -56,19 +56,15 @@ class ClusterEvent:
     source: str
 
 
-def _read(path: str | os.PathLike[str]) -> tuple[str, str]:
-    source = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            return source, f.read()
-    except OSError as e:
-        raise ManifestError(f"{source}: cannot read: {e.strerror or e}") from None
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def load_workload(
     path: str | os.PathLike[str], *, cluster: bool = False
 ) -> tuple[list[Submission], list[ClusterEvent]]:
-    source, text = _read(path)
+    source, text = os.fspath(path), read_manifest_text(path)
     subs: list[Submission] = []
     events: list[ClusterEvent] = []
     allowed = CLUSTER_KINDS if cluster else WORKLOAD_KINDS
@@ -82,9 +78,9 @@ def load_workload(
         if kind == "ClusterEvent" and not cluster:
             events.append(_cluster_event(doc, where, i, source))
             continue
-        if kind not in allowed:
+        if not isinstance(kind, str) or kind not in allowed:
             what = "cluster" if cluster else "workload"
-            raise ManifestError(f"{where}: kind {kind!r} is not allowed in a {what} file; expected one of "
+            raise ManifestError(f"{where}: kind {_short(kind)} is not allowed in a {what} file; expected one of "
                                 f"{', '.join(sorted(allowed))}")
         md = doc.get("metadata")
         if not isinstance(md, dict):

@@ -164,16 +164,11 @@ def _spot(fname: str, cols: list[str], rows: Any) -> list[dict[str, Any]]:
 
 
 def _yaml_nodes(path: Any, name: str) -> list[dict[str, Any]]:
-    from pyvolcano.api.manifest import ManifestError, iter_documents, parse_object
+    from pyvolcano.api.manifest import ManifestError, iter_documents, parse_object, read_manifest_text
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise TraceError(f"cannot read: {e.strerror or e}", file=name) from None
     out: list[dict[str, Any]] = []
     try:
-        for i, doc in iter_documents(text, name):
+        for i, doc in iter_documents(read_manifest_text(path), name):
             if isinstance(doc, dict) and doc.get("kind") == "Node":
                 parse_object(doc, f"{name}: document {i}")
                 out.append(doc)
