@@ -398,6 +398,18 @@ def test_generic_csv_maps_every_column(tmp_path: Path) -> None:
     (",-5,,serve", ",high,,serve", 4, "priority", "an integer"),
     ("1000,8,big", "1000,8,Big_Job", 5, "name", "DNS-1123"),
     ("0,3600,research,4", "0,3600,research,0", 2, "replicas", "an integer from 1 to 10,000"),
+    ("90s,10m,research,2", "90s,10m,research,100000", 3, "replicas", "an integer from 1 to 10,000"),
+    ("0,3600,research,4", "0,3600,research,٤", 2, "replicas", "an integer from 1 to 10,000"),
+    ("0,3600,research,4", "0,3600,research,1_0", 2, "replicas", "an integer from 1 to 10,000"),
+    ("0,3600,research", "0,1e308,research", 2, "duration", "at most 2562047h"),
+    ("0,3600,research", "0,9999999999h,research", 2, "duration", "at most 2562047h"),
+    ("0,3600,research", "0,nan,research", 2, "duration", "seconds"),
+    ("0,3600,research", "inf,3600,research", 2, "submit_time", "seconds"),
+    ("0,3600,research", "0,٣٦٠٠,research", 2, "duration", "seconds"),
+    ("16,64Gi,8,1000", "16,64Gi,٨,1000", 5, "gpu", "a whole number of GPUs"),
+    ("16,64Gi,8,1000", "16,64Gi,nan,1000", 5, "gpu", "a whole number of GPUs"),
+    (",1,2,8Gi,", ",1,٢,8Gi,", 4, "cpu", "a Kubernetes quantity"),
+    (",-5,,serve", ",٥,,serve", 4, "priority", "an integer"),
 ])
 def test_generic_csv_errors_are_line_numbered(tmp_path: Path, old: str, new: str, line: int, column: str,
                                               expected: str) -> None:
