@@ -53,7 +53,6 @@ MAX_DEPTH: Final = 100
 MAX_INT_CHARS: Final = 100
 
 _TIMESTAMP_TAG: Final = "tag:yaml.org,2002:timestamp"
-_MERGE_TAG: Final = "tag:yaml.org,2002:merge"
 _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -95,13 +94,13 @@ class SafeLoader(_BaseLoader):
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         pairs = node.value
-        merged = any(key.tag == _MERGE_TAG for key, _ in pairs)
-        explicit = [key for key, _ in pairs if key.tag != _MERGE_TAG] if merged else [key for key, _ in pairs]
+        count = len(pairs)
         result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
-        if merged or len(result) < len(explicit):
-            # Keys merged in with ``<<`` may be overridden; only explicit keys must be unique.
+        # Fewer keys than pairs means a repeated key, or a ``<<`` merge key, which the base class
+        # deletes from ``pairs`` in place. Keys merged in may be overridden; explicit keys not.
+        if len(result) < count or len(pairs) != count:
             seen: set[Any] = set()
-            for key_node in explicit:
+            for key_node, _ in pairs:
                 key = self.construct_object(key_node, deep=deep)
                 if key in seen:
                     raise yaml.constructor.ConstructorError(None, None, f"found duplicate key {key!r}",
