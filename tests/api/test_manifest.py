@@ -2,7 +2,7 @@
 
 import pytest
 
-from pyvolcano.api.manifest import ManifestError, load_manifest_text
+from pyvolcano.api.manifest import ManifestError, load_manifest_text, parse_object
 
 GOOD = """
 apiVersion: v1
@@ -82,3 +82,25 @@ def test_duplicate_objects_are_rejected() -> None:
     text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
     with pytest.raises(ManifestError, match="duplicate Node n"):
         load_manifest_text(text, "dup.yaml")
+
+
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 10**30])
+def test_an_integer_beyond_int64_is_refused_naming_the_field(value: int) -> None:
+    text = f"apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: pc}}\nvalue: {value}\n"
+    with pytest.raises(ManifestError, match=r"^c.yaml: document 0 \(PriorityClass pc\): value: got .*; expected an "
+                                            r"integer in the int64 range$"):
+        load_manifest_text(text, "c.yaml")
+
+
+def test_an_unhashable_kind_or_api_version_is_an_error_not_a_crash() -> None:
+    for doc in ("kind: {}\napiVersion: v1\n", "kind: Pod\napiVersion: {}\n", "kind: [Pod]\napiVersion: v1\n"):
+        with pytest.raises(ManifestError, match=r"^c.yaml: document 0: apiVersion/kind .* is not supported"):
+            load_manifest_text(doc, "c.yaml")
+    assert parse_object({"kind": {}, "apiVersion": []}) is None
+
+
+def test_a_line_break_in_a_value_is_escaped_in_the_message() -> None:
+    with pytest.raises(ManifestError) as e:
+        load_manifest_text('apiVersion: v1\nkind: Node\nmetadata: {name: "a\\nb"}\nstatus: {capacity: {cpu: x}}\n',
+                           "c.yaml")
+    assert "\n" not in str(e.value) and "Node a\\nb" in str(e.value)

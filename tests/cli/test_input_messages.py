@@ -92,3 +92,17 @@ def test_a_name_with_line_breaks_does_not_split_the_error(tmp_path: Path) -> Non
     code, _, err = invoke("schedule", str(bad), "-o", "json")
     assert code == 2
     assert one_error_line(err).startswith(f"error: {bad}: document 0 (Node n\\n1): status.capacity.cpu")
+
+
+@pytest.mark.parametrize(("doc", "field"), [
+    ("kind: {}\n", "kind {} is not allowed"),
+    ("apiVersion: {}\nkind: Pod\nmetadata: {name: p}\n", "(Pod): apiVersion: got {}; expected a string"),
+    ("apiVersion: v1\nkind: Pod\nkind: Node\n", "found duplicate key 'kind'"),
+])
+def test_a_workload_with_a_mistyped_kind_or_api_version_names_the_file(tmp_path: Path, doc: str, field: str) -> None:
+    bad = tmp_path / "jobs.yaml"
+    bad.write_text(doc, encoding="utf-8")
+    code, _, err = invoke("simulate", "--cluster", str(EX / "cluster.yaml"), "--workload", str(bad), "-o", "json")
+    assert code == 2
+    line = one_error_line(err)
+    assert line.startswith(f"error: {bad}: ") and field in line

@@ -127,6 +127,9 @@ class _Doc:
             return default
         if isinstance(v, bool) or not isinstance(v, int):
             raise self.fail(path, f"got {_show(v)}; expected an integer")
+        if not -(2**63) <= v < 2**63:
+            # No Kubernetes integer field is wider than int64; the API server refuses such a number.
+            raise self.fail(path, f"got {_show(v)}; expected an integer in the int64 range")
         return v
 
     def bool_(self, path: str, default: bool) -> bool:

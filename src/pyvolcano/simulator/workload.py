@@ -82,6 +82,9 @@ def load_workload(
             what = "cluster" if cluster else "workload"
             raise ManifestError(f"{where}: kind {_short(kind)} is not allowed in a {what} file; expected one of "
                                 f"{', '.join(sorted(allowed))}")
+        api = doc.get("apiVersion")
+        if not isinstance(api, str) or not api:
+            raise ManifestError(f"{where} ({kind}): apiVersion: got {_short(api)}; expected a string such as v1")
         md = doc.get("metadata")
         if not isinstance(md, dict):
             raise ManifestError(f"{where} ({kind}): metadata: expected a mapping with a name")
