@@ -104,3 +104,11 @@ def test_a_line_break_in_a_value_is_escaped_in_the_message() -> None:
         load_manifest_text('apiVersion: v1\nkind: Node\nmetadata: {name: "a\\nb"}\nstatus: {capacity: {cpu: x}}\n',
                            "c.yaml")
     assert "\n" not in str(e.value) and "Node a\\nb" in str(e.value)
+
+
+def test_a_node_with_a_billion_gpus_is_refused_naming_the_field() -> None:
+    text = ("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
+            "status: {capacity: {cpu: '8', nvidia.com/gpu: '1000000000'}}\n")
+    with pytest.raises(ManifestError, match=r"^c.yaml: document 0 \(Node n1\): status.capacity.nvidia.com/gpu: got "
+                                            r"'1000000000' \(str\); expected at most 1024 GPUs on one node$"):
+        load_manifest_text(text, "c.yaml")

@@ -569,3 +569,25 @@ def test_builtin_scenario_is_the_documented_busy_philly_window() -> None:
     assert json.dumps(a.objects()) == json.dumps(b.objects())
     with pytest.raises(TraceError):
         builtin_scenario(0)
+
+
+@pytest.mark.parametrize(("old", "new", "column", "expected"), [
+    ("195.0,16,", "195.0,١٦,", "num_gpus", "an integer"),
+    ("195.0,16,", "195.0,100000,", "num_gpus", "an integer from 0 to 10,000"),
+    ("195.0,16,", "1e308,16,", "duration", "at most 2562047h"),
+    ("195.0,16,", "nan,16,", "duration", "a number"),
+    ("195.0,16,", "١٩٥,16,", "duration", "a number"),
+])
+def test_philly_rows_with_absurd_or_non_ascii_numbers_are_refused(tmp_path: Path, old: str, new: str, column: str,
+                                                                  expected: str) -> None:
+    path = write(tmp_path, "philly.csv", PHILLY.replace(old, new, 1))
+    with pytest.raises(TraceError) as e:
+        load_trace(path, "philly", nodes=write(tmp_path, "m.csv", PHILLY_REVISED))
+    assert (e.value.line, e.value.column) == (5, column)
+    assert expected in str(e.value)
+
+
+def test_a_machine_with_more_gpus_than_a_node_can_hold_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match=r"m.csv:2: column 'number of GPUs': got '1000000000'; expected an integer "
+                                         r"from 0 to 1,024"):
+        load_nodes(write(tmp_path, "m.csv", PHILLY_REVISED.replace("0,m0,8", "0,m0,1000000000")))

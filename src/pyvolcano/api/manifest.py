@@ -45,6 +45,11 @@ __all__ = [
     "read_manifest_text",
 ]
 
+MAX_NODE_GPUS = 1024
+"""The most GPUs one Node may advertise: GPU placement keeps a row of per-device state for each
+node, and a typo of a billion GPUs would otherwise exhaust memory. Real nodes have up to 16."""
+GPU_DEVICE_RESOURCES = ("nvidia.com/gpu", "volcano.sh/gpu-number")
+
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 PODGROUP_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed")
 QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
@@ -313,6 +318,11 @@ def _node(d: _Doc) -> Node:
     d.validate("spec.taints", matching.validate_taints)
     capacity = d.resources("status.capacity") or {}
     allocatable = d.resources("status.allocatable")
+    for path, resources in (("status.capacity", capacity), ("status.allocatable", allocatable or {})):
+        for gpu in GPU_DEVICE_RESOURCES:
+            if gpu in resources and parse_quantity(resources[gpu]) > MAX_NODE_GPUS:
+                raise d.fail(f"{path}.{gpu}", f"got {_show(resources[gpu])}; expected at most "
+                                              f"{MAX_NODE_GPUS} GPUs on one node")
     return Node(
         name=name, labels=labels, annotations=annotations,
         taints=[dict(t) for t in d.list_("spec.taints")],
