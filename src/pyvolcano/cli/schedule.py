@@ -29,9 +29,27 @@ __all__ = ["load_snapshot", "run_schedule", "schedule_objects"]
 
 
 def load_config(path: Path | None, registry: Registry) -> SchedulerConfiguration:
+    """The configuration at ``path`` (upstream's default without one), its plugin and action
+    arguments checked by building each once, so that a bad argument names the file and field."""
     if path is None:
         return default_configuration()
-    return load_scheduler_conf_file(path, known_actions=registry.action_names, known_plugins=registry.plugin_names)
+    conf = load_scheduler_conf_file(path, known_actions=registry.action_names, known_plugins=registry.plugin_names)
+    for t, tier in enumerate(conf.tiers):
+        for p, opt in enumerate(tier.plugins):
+            _build(path, f"tiers[{t}].plugins[{p}].arguments", lambda o=opt: registry.plugin(o.name)(o.arguments))
+    for c, entry in enumerate(conf.configurations):
+        if entry.name in conf.actions:
+            _build(path, f"configurations[{c}].arguments",
+                   lambda n=entry.name: registry.action(n)(conf.action_arguments(n)))
+    return conf
+
+
+def _build(path: Path, field: str, build: Any) -> None:
+    try:
+        build()
+    except ArgumentError as e:
+        problem, _, expected = str(e).partition("; expected ")
+        raise ConfigError(str(path), field, problem, expected or "an argument the plugin accepts") from None
 
 
 def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, registry: Registry, *,
