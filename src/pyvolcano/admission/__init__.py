@@ -6,6 +6,11 @@ applies upstream's mutating webhook (CREATE only) and validating webhook. Order 
 type checks → mutation → metadata validation → kind validation; all problems of one object are
 reported together in a single :class:`~pyvolcano.store.base.Invalid` (field of the first one,
 ``errors`` with all of them). Refused deletions raise :class:`~pyvolcano.store.base.Forbidden`.
+
+:meth:`VolcanoAdmission.admit` is :meth:`~VolcanoAdmission.mutate` then
+:meth:`~VolcanoAdmission.validate`; the two halves are public so that the HTTPS webhook server
+(:mod:`pyvolcano.webhooks`) can serve the mutating and the validating webhooks separately, as
+the API server calls them.
 """
 
 from __future__ import annotations
@@ -42,17 +47,42 @@ class VolcanoAdmission:
         )
 
     def admit(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store) -> dict[str, Any]:
-        if op not in ("CREATE", "UPDATE", "DELETE"):
-            raise ValueError(f"admit: unknown operation {op!r}")
+        self.mutate(op, obj, store)
+        self.validate(op, obj, old, store)
+        return obj
+
+    def mutate(self, op: str, obj: dict[str, Any], store: Store) -> dict[str, Any]:
+        """The mutating webhooks alone: type checks, then the CREATE defaults applied in place.
+
+        Raises :class:`Invalid` only when the object cannot be decoded (wrong types)."""
+        self._check_op_and_metadata(op, obj)
+        if op != "CREATE":
+            return obj
+        p = Problems(obj)
         kind = obj.get("kind")
-        if not isinstance(obj.get("metadata"), dict):
-            p0 = Problems(obj)
-            p0.add("metadata", "Required value")
-            p0.raise_if_any()
+        if kind == "Job":
+            jobs.check_shape(obj, p)
+            p.raise_if_any()
+            jobs.mutate_job(obj, self.config)
+        elif kind == "Queue":
+            queues.check_shape(obj, p)
+            p.raise_if_any()
+            queues.mutate_queue(obj)
+        elif kind == "PodGroup":
+            podgroups.check_shape(obj, p)
+            p.raise_if_any()
+            podgroups.mutate_podgroup(obj, store)
+        return obj
+
+    def validate(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store) -> None:
+        """The validating webhooks alone (plus the API server's checks), on an object as the
+        mutating ones left it. Raises :class:`Invalid` or, for a refused deletion, :class:`Forbidden`."""
+        self._check_op_and_metadata(op, obj)
+        kind = obj.get("kind")
         if op == "DELETE":
             if kind == "Queue":
                 queues.check_queue_delete(obj, store, self.config)
-            return obj
+            return
         p = Problems(obj)
         if kind == "Job":
             self._job(op, obj, old, store, p)
@@ -65,14 +95,20 @@ class VolcanoAdmission:
             if kind == "Pod" and op == "CREATE" and not p:
                 pods.validate_pod(obj, self.config, p)
         p.raise_if_any()
-        return obj
+
+    @staticmethod
+    def _check_op_and_metadata(op: str, obj: dict[str, Any]) -> None:
+        if op not in ("CREATE", "UPDATE", "DELETE"):
+            raise ValueError(f"admit: unknown operation {op!r}")
+        if not isinstance(obj.get("metadata"), dict):
+            p0 = Problems(obj)
+            p0.add("metadata", "Required value")
+            p0.raise_if_any()
 
     def _job(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store, p: Problems) -> None:
         jobs.check_shape(obj, p)
         if p:
             return
-        if op == "CREATE":
-            jobs.mutate_job(obj, self.config)
         validate_object_meta(obj, p)
         if op == "CREATE":
             jobs.validate_job_create(obj, store, self.config, p)
@@ -83,8 +119,6 @@ class VolcanoAdmission:
         queues.check_shape(obj, p)
         if p:
             return
-        if op == "CREATE":
-            queues.mutate_queue(obj)
         validate_object_meta(obj, p)
         if p:
             return
@@ -94,7 +128,5 @@ class VolcanoAdmission:
         podgroups.check_shape(obj, p)
         if p:
             return
-        if op == "CREATE":
-            podgroups.mutate_podgroup(obj, store)
         validate_object_meta(obj, p)
         podgroups.validate_podgroup(op, obj, store, p)

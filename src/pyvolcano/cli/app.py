@@ -18,6 +18,8 @@ from typing import Annotated
 import typer
 
 from pyvolcano.cli import options
+from pyvolcano.cli.admission import admission as admission_command
+from pyvolcano.cli.install import install
 from pyvolcano.cli.options import Group
 
 app = typer.Typer(
@@ -30,6 +32,8 @@ app = typer.Typer(
 )
 experiment_app = typer.Typer(help="Reproducible scheduling experiments.", no_args_is_help=True, cls=Group)
 app.add_typer(experiment_app, name="experiment")
+app.command("admission")(admission_command)
+app.command("install")(install)
 
 OUTPUT_HELP = "json, yaml, table or wide (default: table on a terminal, else json)"
 TIMINGS_HELP = "Add wall-clock timings to the JSON/YAML output (they differ from run to run)"

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.task import COMPLETED_STATUS, TaskStatus
+from pyvolcano.framework.observer import ON_SESSION_CLOSE
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -68,8 +69,14 @@ def settled_jobs(ssn: Session) -> set[str]:
 
 def close_session(ssn: Session) -> None:
     ssn.settled = settled = settled_jobs(ssn)
-    for _opt, plugin in ssn.plugins:
-        plugin.on_session_close(ssn)
+    obs = ssn.observer
+    for opt, plugin in ssn.plugins:
+        if obs is None:
+            plugin.on_session_close(ssn)
+        else:
+            t0 = obs.timer()
+            plugin.on_session_close(ssn)
+            obs.plugin_done(opt.name, ON_SESSION_CLOSE, obs.timer() - t0)
     for uid, job in ssn.jobs.items():
         pg = job.podgroup
         if pg is None or uid in settled:
