@@ -55,3 +55,33 @@ def test_kubectl_finds_the_plugin_on_path(tmp_path):
     assert out.returncode == 0 and out.stdout.startswith("API Version: v1alpha1\n")
     bad = subprocess.run(["kubectl", "vc", "job", "view"], capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 2 and "mandatory" in bad.stderr
+
+
+VIEWS = [("job", "list"), ("job", "list", "-A"), ("job", "view", "train"), ("queue", "list"),
+         ("queue", "get", "research"), ("pod", "list", "-A"), ("pod", "list", "-q", "research")]
+
+
+def _names(fmt: str, out: str) -> list[str]:
+    import json
+
+    import yaml
+
+    doc = json.loads(out) if fmt == "json" else yaml.safe_load(out)
+    return [o["metadata"]["name"] for o in doc.get("items", [doc])]
+
+
+@pytest.mark.parametrize("view", VIEWS, ids=lambda v: " ".join(v))
+@pytest.mark.parametrize("fmt", ["table", "wide", "name", "json", "yaml"])
+def test_every_view_and_format_reads_the_same_live_and_from_a_snapshot(vc, snapshot, view, fmt):
+    args = [*view] if fmt == "table" else [*view, "-o", fmt]
+    code, live, err = vc(*args)
+    assert code == 0 and err == "" and live
+    code, offline, err = vc(*args, "--cluster", str(snapshot))
+    assert code == 0 and err == ""
+    if fmt in ("json", "yaml"):
+        assert _names(fmt, offline) == _names(fmt, live)
+    elif view[:2] == ("job", "view") and fmt != "name":  # the live object has a uid and a resourceVersion
+        assert offline.split("Metadata:")[0] == live.split("Metadata:")[0]
+        assert offline.split("Spec:")[1] == live.split("Spec:")[1]
+    else:
+        assert offline == live

@@ -52,7 +52,6 @@ class LiveSource:
     store: Store
     default_namespace: str = "default"
     now: Callable[[], float] = time.time
-    writable: bool = True
 
     def list(self, kind: str, namespace: str | None = None, selector: Selector | None = None) -> list[dict[str, Any]]:
         res = resource_for(kind)
@@ -77,7 +76,6 @@ class SnapshotSource:
     objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     default_namespace: str = "default"
     now: Callable[[], float] = time.time
-    writable: bool = False
 
     def list(self, kind: str, namespace: str | None = None, selector: Selector | None = None) -> list[dict[str, Any]]:
         namespaced = RESOURCES[kind].namespaced if kind in RESOURCES else True
