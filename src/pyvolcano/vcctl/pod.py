@@ -10,6 +10,7 @@ the reason a container waits or terminated, ``SchedulingGated``, ``Init:N/M``, `
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Annotated, Any
 
@@ -28,7 +29,8 @@ from pyvolcano.vcctl.common import (
     open_source,
     selector_of,
 )
-from pyvolcano.vcctl.printing import _epoch_seconds, age, print_objects, print_table
+from pyvolcano.vcctl.printing import age, epoch_seconds, print_objects, print_table
+from pyvolcano.vcctl.selector import SelectorError, parse_selector
 
 __all__ = ["pod_app", "pod_row"]
 
@@ -61,7 +63,7 @@ def pod_row(pod: dict[str, Any], now: float) -> dict[str, str]:
 
     def finished_at(cs: dict[str, Any]) -> float | None:
         term = (cs.get("lastState") or {}).get("terminated")
-        return _epoch_seconds(term.get("finishedAt")) if isinstance(term, dict) else None
+        return epoch_seconds(term.get("finishedAt")) if isinstance(term, dict) else None
 
     initializing = False
     n_init = len(spec.get("initContainers") or ())
@@ -157,6 +159,11 @@ def list_pods(
 ) -> None:
     """list pod information created by vcjob"""
     sel = selector_of(selector)
+    # Upstream selects on the server: the job's pods, or every vcjob's pods; -q needs them all.
+    implied = f"{JOB_NAME_KEY}={job}" if job else (None if queue else JOB_NAME_KEY)
+    if implied is not None:
+        with contextlib.suppress(SelectorError):  # a job name no label can hold: filtered below, no pod matches
+            sel = parse_selector(f"{selector},{implied}" if selector else implied)
     src = open_source(ctx, kubeconfig, master, context, cluster)
     ns = None if all_namespaces else (namespace or src.default_namespace)
     pods = src.list("Pod", ns, sel)

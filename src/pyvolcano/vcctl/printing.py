@@ -21,7 +21,8 @@ from pyvolcano.cli.output import emit
 from pyvolcano.kube.resources import resource_for
 from pyvolcano.store.base import clone, from_rfc3339
 
-__all__ = ["Column", "age", "human_duration", "print_objects", "print_table", "resource_name"]
+__all__ = ["Column", "age", "creation_date", "epoch_seconds", "human_duration", "print_objects", "print_table",
+           "resource_name"]
 
 Column = tuple[str, int]  # header, minimum width (Go's %-Ns)
 
@@ -101,7 +102,7 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def _epoch_seconds(text: Any) -> float | None:
+def epoch_seconds(text: Any) -> float | None:
     """Unix seconds of an RFC 3339 timestamp (the store's virtual seconds are relative to its EPOCH)."""
     from pyvolcano.store.base import EPOCH
 
@@ -115,7 +116,7 @@ def _epoch_seconds(text: Any) -> float | None:
 
 def age(timestamp: Any, now: float) -> str:
     """``<unknown>`` for no timestamp, else the human duration since it."""
-    at = _epoch_seconds(timestamp)
+    at = epoch_seconds(timestamp)
     if at is None:
         return "<unknown>"
     return human_duration(now - at)
