@@ -43,7 +43,7 @@ Master = Annotated[str | None, typer.Option("--master", "-s", "--server", metava
 Context = Annotated[str | None, typer.Option("--context", metavar="NAME", help="the kubeconfig context to use")]
 Cluster = Annotated[Path | None, typer.Option("--cluster", metavar="FILE",
                                               help="read a snapshot file (pyvolcano snapshot) instead of a cluster")]
-Output = Annotated[str, typer.Option("--output", "-o", metavar="FORMAT", callback=_output,
+Output = Annotated[str, typer.Option("--output", "-o", metavar="FORMAT", callback=_output, show_default=False,
                                      help="json, yaml, wide or name (default: a table)")]
 NoHeaders = Annotated[bool, typer.Option("--no-headers", help="do not print the header line of tables")]
 AllNamespaces = Annotated[bool, typer.Option("--all-namespaces", "-A", help="list across all namespaces")]

@@ -72,9 +72,10 @@ def _md(o: dict[str, Any]) -> dict[str, Any]:
 @job_app.command("list")
 def list_jobs(
     ctx: typer.Context,
-    queue: Annotated[str | None, typer.Option("--queue", "-q", help="list job with specified queue name")] = None,
+    queue: Annotated[str | None, typer.Option("--queue", "-q", metavar="QUEUE",
+                                              help="list job with specified queue name")] = None,
     namespace: Namespace = None,
-    scheduler: Annotated[str | None, typer.Option("--scheduler", "-S",
+    scheduler: Annotated[str | None, typer.Option("--scheduler", "-S", metavar="NAME",
                                                   help="list job with specified scheduler name")] = None,
     all_namespaces: AllNamespaces = False,
     selector: SelectorText = None,
@@ -332,16 +333,19 @@ def _job_from_flags(name: str, namespace: str, image: str, min_available: int, r
 @job_app.command("run")
 def run_job(
     ctx: typer.Context,
-    image: Annotated[str, typer.Option("--image", "-i", help="the container image of job")] = "busybox",
+    image: Annotated[str, typer.Option("--image", "-i", metavar="IMAGE",
+                                       help="the container image of job")] = "busybox",
     namespace: Namespace = None,
     name: NameOpt = None,
-    min_available: Annotated[int, typer.Option("--min", "-m", help="the minimal available tasks of job")] = 1,
-    replicas: Annotated[int, typer.Option("--replicas", "-r", help="the total tasks of job")] = 1,
-    requests: Annotated[str, typer.Option("--requests", "-R", help="the resource request of the task")
+    min_available: Annotated[int, typer.Option("--min", "-m", metavar="N",
+                                               help="the minimal available tasks of job")] = 1,
+    replicas: Annotated[int, typer.Option("--replicas", "-r", metavar="N", help="the total tasks of job")] = 1,
+    requests: Annotated[str, typer.Option("--requests", "-R", metavar="LIST", help="the resource request of the task")
                         ] = "cpu=1000m,memory=100Mi",
-    limits: Annotated[str, typer.Option("--limits", "-L", help="the resource limit of the task")
+    limits: Annotated[str, typer.Option("--limits", "-L", metavar="LIST", help="the resource limit of the task")
                       ] = "cpu=1000m,memory=100Mi",
-    scheduler: Annotated[str, typer.Option("--scheduler", "-S", help="the scheduler for this job")] = "volcano",
+    scheduler: Annotated[str, typer.Option("--scheduler", "-S", metavar="NAME",
+                                           help="the scheduler for this job")] = "volcano",
     filename: Annotated[str | None, typer.Option("--filename", "-f", metavar="FILE",
                                                  help="the yaml file of job")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", metavar="FORMAT",

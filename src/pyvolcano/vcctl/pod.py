@@ -143,8 +143,10 @@ def _labels(o: dict[str, Any]) -> dict[str, str]:
 @pod_app.command("list")
 def list_pods(
     ctx: typer.Context,
-    queue: Annotated[str | None, typer.Option("--queue", "-q", help="list pod with specified queue name")] = None,
-    job: Annotated[str | None, typer.Option("--job", "-j", help="list pod with specified job name")] = None,
+    queue: Annotated[str | None, typer.Option("--queue", "-q", metavar="QUEUE",
+                                              help="list pod with specified queue name")] = None,
+    job: Annotated[str | None, typer.Option("--job", "-j", metavar="JOB",
+                                            help="list pod with specified job name")] = None,
     namespace: Annotated[str | None, typer.Option("--namespace", "-n", metavar="NAMESPACE",
                                                   help="the namespace of pod (default: the context's, else "
                                                   "default)")] = None,

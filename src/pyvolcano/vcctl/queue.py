@@ -143,8 +143,8 @@ def create_queue(
     ctx: typer.Context,
     queue: NameArg = None,
     name: NameOpt = None,
-    weight: Annotated[int, typer.Option("--weight", "-w", help="the weight of the queue")] = 1,
-    state: Annotated[str, typer.Option("--state", "-S", help="the state of queue")] = "Open",
+    weight: Annotated[int, typer.Option("--weight", "-w", metavar="N", help="the weight of the queue")] = 1,
+    state: Annotated[str, typer.Option("--state", "-S", metavar="STATE", help="the state of queue")] = "Open",
     kubeconfig: Kubeconfig = None,
     master: Master = None,
     context: Context = None,
@@ -183,8 +183,9 @@ def operate_queue(
     ctx: typer.Context,
     queue: NameArg = None,
     name: NameOpt = None,
-    weight: Annotated[int, typer.Option("--weight", "-w", help="the weight of the queue")] = 0,
-    action: Annotated[str, typer.Option("--action", "-a", help="operate action to queue, valid actions are open, "
+    weight: Annotated[int, typer.Option("--weight", "-w", metavar="N", help="the weight of the queue")] = 0,
+    action: Annotated[str, typer.Option("--action", "-a", metavar="ACTION",
+                                        help="operate action to queue, valid actions are open, "
                                         "close, update")] = "",
     kubeconfig: Kubeconfig = None,
     master: Master = None,
