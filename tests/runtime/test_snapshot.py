@@ -172,3 +172,15 @@ def test_snapshot_command_writes_the_file(tmp_path: Path, monkeypatch, capsys):
 
     assert vcctl(["job", "list", "-n", "ns", "-o", "name", "--cluster", str(out)]) == 0
     assert capsys.readouterr().out == "job.batch.volcano.sh/j\n"
+
+
+def test_json_documents_are_yaml_that_reads_back_the_same():
+    from pyvolcano.api.manifest import iter_documents
+    from pyvolcano.runtime.snapshot import dump_json_documents
+
+    docs = [{"kind": "Pod", "metadata": {"name": "p", "annotations": {"note": "é \\n\t: - [x] 'y' \"z\"", "n": "1e3",
+                                                                       "yes": "true"}}},
+            {"kind": "Node", "metadata": {"name": "n"}, "status": {"allocatable": {"cpu": 4, "big": 2**70}}}]
+    text = dump_json_documents(docs)
+    assert text.count("\n") == 4
+    assert [d for _i, d in iter_documents(text, "x")] == docs

@@ -16,6 +16,7 @@ next one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -24,7 +25,7 @@ import yaml
 from pyvolcano.store.base import clone
 
 __all__ = ["CONFIG_KEY", "CONFIG_MAP", "CONFIG_NAMESPACE", "SCHEDULER_INPUT_KINDS", "SNAPSHOT_KINDS", "clean",
-           "config_document", "dump_documents", "snapshot_documents"]
+           "config_document", "dump_documents", "dump_json_documents", "snapshot_documents"]
 
 CONFIG_NAMESPACE: Final = "volcano-system"
 CONFIG_MAP: Final = "volcano-scheduler-configmap"
@@ -74,6 +75,12 @@ def snapshot_documents(read: Callable[[str], Iterable[Mapping[str, Any]]], confi
         if kind in kinds:
             docs.extend(clean(o) for o in sorted(read(kind), key=_key))
     return docs
+
+
+def dump_json_documents(docs: Iterable[Mapping[str, Any]]) -> str:
+    """The same documents as one JSON line each after ``---``: YAML that any reader takes, written
+    twenty times faster than block YAML (what the recorder writes every session)."""
+    return "".join(f"---\n{json.dumps(d, separators=(',', ':'))}\n" for d in docs)
 
 
 def dump_documents(docs: Iterable[Mapping[str, Any]]) -> str:
