@@ -35,13 +35,14 @@ def test_committed_chart_is_the_generated_one() -> None:
 
 def test_chart_with_default_values_renders_the_bundle_without_its_namespace() -> None:
     rendered = render_chart(CHART, "volcano-system")
-    bundle = [d for d in build_bundle() if d["kind"] != "Namespace"]
+    bundle = [d for d in build_bundle(queues=True) if d["kind"] != "Namespace"]
     assert _sorted(rendered) == _sorted(bundle)
 
 
 def test_chart_in_another_namespace_with_another_image_and_fake_nodes_renders_that_bundle() -> None:
     rendered = render_chart(CHART, "batch", {"image": "registry.example/pv:1", "fakeNodes.enabled": True})
-    bundle = [d for d in build_bundle("batch", "registry.example/pv:1", fake_nodes=True) if d["kind"] != "Namespace"]
+    bundle = [d for d in build_bundle("batch", "registry.example/pv:1", fake_nodes=True, queues=True)
+              if d["kind"] != "Namespace"]
     assert _sorted(rendered) == _sorted(bundle)
 
 

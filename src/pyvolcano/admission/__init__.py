@@ -11,15 +11,22 @@ reported together in a single :class:`~pyvolcano.store.base.Invalid` (field of t
 :meth:`~VolcanoAdmission.validate`; the two halves are public so that the HTTPS webhook server
 (:mod:`pyvolcano.webhooks`) can serve the mutating and the validating webhooks separately, as
 the API server calls them.
+
+Pods get what the API server does before any webhook: the defaulting of
+:mod:`pyvolcano.api.defaults` (requests from limits), the Priority admission plugin
+(:mod:`.priority`: a missing PriorityClass is Forbidden; the priority is written into the pod)
+and, on CREATE, the pod-spec validation of ``ValidatePodCreate`` (:func:`.k8s.validate_pod_spec`).
+PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pyvolcano.admission import jobs, podgroups, pods, queues
-from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems
-from pyvolcano.admission.k8s import validate_object_meta
+from pyvolcano.admission import jobs, podgroups, pods, priority, queues
+from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
+from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
+from pyvolcano.api.defaults import default_pod
 from pyvolcano.store.base import Store
 
 __all__ = ["DEFAULT_JOB_PLUGINS", "AdmissionConfig", "VolcanoAdmission"]
@@ -36,7 +43,12 @@ class VolcanoAdmission:
 
     def __init__(self, *, scheduler_names: tuple[str, ...] = ("volcano",), max_queue_depth: int = 5,
                  enable_queue_allocated_pods_check: bool = False, enable_root_queue_protection: bool = True,
-                 job_plugins: frozenset[str] | None = None):
+                 job_plugins: frozenset[str] | None = None, api_server_checks: bool = True):
+        # api_server_checks: also do what the API server itself does before and around the
+        # webhooks (pod defaulting, Priority admission, pod-spec and PriorityClass validation).
+        # The in-memory store and `validate` need them; the HTTPS webhook server, called by a
+        # real API server that has done them already, does not.
+        self.api_server_checks = api_server_checks
         if not scheduler_names:
             raise ValueError("scheduler_names must name at least one scheduler")
         self.config = AdmissionConfig(
@@ -90,10 +102,16 @@ class VolcanoAdmission:
             self._queue(op, obj, old, store, p)
         elif kind == "PodGroup":
             self._podgroup(op, obj, store, p)
+        elif kind == "PriorityClass" and self.api_server_checks:
+            if op == "CREATE" and obj.get("preemptionPolicy") is None:
+                obj["preemptionPolicy"] = "PreemptLowerPriority"  # SetDefaults_PriorityClass
+            validate_object_meta(obj, p)
+            if op == "CREATE" or old is not None:
+                priority.validate_priority_class(op, obj, store, p)
+        elif kind == "Pod":
+            self._pod(op, obj, old, store, p)
         else:
             validate_object_meta(obj, p)
-            if kind == "Pod" and op == "CREATE" and not p:
-                pods.validate_pod(obj, self.config, p)
         p.raise_if_any()
 
     @staticmethod
@@ -104,6 +122,34 @@ class VolcanoAdmission:
             p0 = Problems(obj)
             p0.add("metadata", "Required value")
             p0.raise_if_any()
+        if op != "DELETE":
+            # Mutating webhooks read labels and annotations as strings: check their type first.
+            p1 = Problems(obj)
+            s1 = ShapeChecker(p1)
+            for key in ("labels", "annotations"):
+                s1.string_map(obj["metadata"], key, f"metadata.{key}")
+            p1.raise_if_any()
+
+    def _pod(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store, p: Problems) -> None:
+        # The API server's order: decode (type checks) and defaulting, mutating admission (the
+        # Priority plugin), then validation, then Volcano's validating webhook.
+        if not self.api_server_checks:
+            validate_object_meta(obj, p)
+            if op == "CREATE" and not p:
+                pods.validate_pod(obj, self.config, p)
+            return
+        default_pod(obj)
+        if op == "CREATE":
+            spec = obj.get("spec")
+            if isinstance(spec, dict):
+                ShapeChecker(p).integer(spec, "priority", "spec.priority")
+                p.raise_if_any()
+        priority.admit_pod_priority(op, obj, old, store)
+        validate_object_meta(obj, p)
+        if op == "CREATE" and not p:
+            validate_pod_spec(obj.get("spec"), "spec", p)
+            if not p:
+                pods.validate_pod(obj, self.config, p)
 
     def _job(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store, p: Problems) -> None:
         jobs.check_shape(obj, p)

@@ -29,14 +29,17 @@ def install(
     crds_only: Annotated[bool, typer.Option("--crds-only", help="Print only the CustomResourceDefinitions")]
     = False,
     skip_crds: Annotated[bool, typer.Option("--skip-crds", help="Print everything but the CRDs")] = False,
+    queues: Annotated[bool, typer.Option("--queues", help="Add the root and default Queues (for a second apply: "
+                                         "the controller-manager creates them at start)")] = False,
 ) -> None:
     """Print the YAML bundle (CRDs, RBAC, Deployments, queues) for kubectl apply -f -."""
     raise typer.Exit(run_install(namespace, image, admission_certs=admission_certs, fake_nodes=fake_nodes,
-                                 crds_only=crds_only, skip_crds=skip_crds))
+                                 crds_only=crds_only, skip_crds=skip_crds, queues=queues))
 
 
 def run_install(namespace: str, image: str | None, *, admission_certs: Path | None = None,
-                fake_nodes: bool = False, crds_only: bool = False, skip_crds: bool = False) -> int:
+                fake_nodes: bool = False, crds_only: bool = False, skip_crds: bool = False,
+                queues: bool = False) -> int:
     from pyvolcano.deploy.bundle import DEFAULT_IMAGE, BundleError, Certificates, build_bundle, dump_documents
 
     if crds_only and skip_crds:
@@ -56,7 +59,7 @@ def run_install(namespace: str, image: str | None, *, admission_certs: Path | No
         certificates = Certificates(tls_crt=texts[0], tls_key=texts[1], ca_crt=texts[2])
     try:
         docs = build_bundle(namespace, image or DEFAULT_IMAGE, fake_nodes=fake_nodes, certificates=certificates,
-                            crds=not skip_crds, components=not crds_only)
+                            crds=not skip_crds, components=not crds_only, queues=queues)
     except BundleError as e:
         typer.echo(f"error: {e}", err=True)
         return 2

@@ -7,6 +7,7 @@ from typing import Any
 from rich.table import Table
 
 from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cache.unplaceable import unplaceable_reason
 from pyvolcano.cli.output import console
 
 
@@ -43,6 +44,10 @@ def print_schedule_table(result: dict[str, Any], cache: SchedulerCache, *, wide:
         for c in pg.conditions:
             if c.type == "Unschedulable" and c.status == "True":
                 reason = c.message
+        if pg.phase in ("Pending", "Inqueue") and "Origin reason" not in reason:
+            job = cache.pg_jobs.get(f"{pg.namespace}/{pg.name}")
+            note = unplaceable_reason(cache, job) if job is not None else ""
+            reason = f"{reason} ({note})" if reason and note else (reason or note)
         extra = [pg.queue, str(pg.min_member)] if wide else []
         pgs.add_row(f"{pg.namespace}/{pg.name}", pg.phase, *extra, reason)
     out.print(pgs)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.api.manifest import ClusterObjects, ManifestError, load_manifest_text
+from pyvolcano.api.manifest import ClusterObjects, ManifestError, check_queue_parents, load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.inputs import read_inputs
 from pyvolcano.cli.output import emit, error, strip_timings, warn
@@ -142,6 +142,7 @@ def run_schedule(sources: Sequence[str | Path] | str | Path, config_path: Path |
         objs, embedded = load_snapshot_and_config(sources, registry)
         if config_path is None and embedded is not None:
             config = embedded
+        check_queue_parents(objs, ", ".join(str(s) for s in sources))
         cache = SchedulerCache.from_objects(objs)
         # Instantiate every plugin and action once so bad arguments fail before any session.
         for tier in config.tiers:

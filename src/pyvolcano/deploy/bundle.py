@@ -5,9 +5,15 @@
 bindings (:mod:`~pyvolcano.deploy.rbac`), the scheduler's ConfigMap holding upstream's default
 ``volcano-scheduler.conf``, the metrics Services of the scheduler and the controller-manager,
 the admission Service (443 -> 8443), the Deployments of
-``scheduler``, ``controller-manager`` and ``admission``, and the ``root`` and ``default``
-Queues with the spec upstream's scheduler gives them when it creates them
+``scheduler``, ``controller-manager`` and ``admission``, and (with ``queues=True``) the ``root``
+and ``default`` Queues with the spec upstream's scheduler gives them when it creates them
 (``newDefaultAndRootQueue``: root not reclaimable, default reclaimable, both weight 1).
+
+The Queues are left out by default: ``kubectl apply`` maps every object to its API before it
+creates anything, so in one apply that also creates the Queue CRD it refuses the Queues ("ensure
+CRDs are installed first") and exits 1. The controller-manager creates ``root`` and ``default``
+at start (as upstream's scheduler does), so ``pyvolcano install | kubectl apply -f -`` gives the
+same cluster in one step; ``--queues`` adds them for a second apply or a GitOps repository.
 Object names follow upstream's chart installed as release ``volcano``.
 
 The admission server needs a TLS Secret (``volcano-admission-secret`` with ``tls.crt``,
@@ -250,7 +256,7 @@ def default_queues() -> list[dict[str, Any]]:
 
 def build_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_IMAGE, *, fake_nodes: bool = False,
                  certificates: Certificates | None = None, crds: bool = True,
-                 components: bool = True) -> list[dict[str, Any]]:
+                 components: bool = True, queues: bool = False) -> list[dict[str, Any]]:
     """The objects of the bundle, in apply order (see the module docstring).
 
     ``fake_nodes`` adds the ``volcano-fake-nodes`` ServiceAccount and its RBAC; ``crds=False`` or
@@ -274,7 +280,8 @@ def build_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_IMAGE,
     docs.extend(_scheduler(namespace, image))
     docs.extend(_controllers(namespace, image))
     docs.extend(_admission(namespace, image))
-    docs.extend(default_queues())
+    if queues:
+        docs.extend(default_queues())
     return docs
 
 

@@ -70,7 +70,7 @@ def chart_files() -> dict[str, str]:
 
     fake = component("fake-nodes")
     fake_names = frozenset({fake.service_account, f"{fake.service_account}-role"})
-    docs = build_bundle(_NS_TOKEN, _IMAGE_TOKEN, fake_nodes=True)
+    docs = build_bundle(_NS_TOKEN, _IMAGE_TOKEN, fake_nodes=True, queues=True)
     groups: dict[str, list[dict[str, Any]]] = {name: [] for name in _TEMPLATE_ORDER}
     crds: list[dict[str, Any]] = []
     for doc in docs:

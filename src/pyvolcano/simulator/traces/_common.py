@@ -22,6 +22,7 @@ from typing import Any, Final, TypeVar
 from pyvolcano.gpu.devices import GPU_MILLI_ANNOTATION, GPU_MODELS_ANNOTATION, GPU_PRODUCT_LABEL, NVIDIA_GPU
 from pyvolcano.simulator.kubelet import DURATION, EXIT_CODE
 from pyvolcano.simulator.workload import SUBMIT_AT
+from pyvolcano.util.numbers import parse_float, parse_int
 
 __all__ = [
     "DEFAULT_QUEUE",
@@ -115,6 +116,9 @@ class Trace:
     ``pyvolcano.io/duration`` (absent: the pod runs until the end of the simulation)."""
     notes: list[str] = field(default_factory=list)
     """Assumptions made while converting (for the CLI and the report)."""
+    config: str | None = None
+    """The scheduler configuration (``volcano-scheduler.conf`` YAML) the scenario is meant to
+    run with when none is given; None: upstream's built-in default."""
 
     def objects(self) -> list[dict[str, Any]]:
         """Every manifest: cluster objects first (PriorityClasses, Queues, Nodes), then Jobs."""
@@ -230,7 +234,7 @@ class Cells:
                 return None
             raise self.fail(col, v, "a number" + (f" ≥ {minimum:g}" if minimum is not None else ""))
         try:
-            x = float(v)
+            x = parse_float(v)
         except ValueError:
             x = math.nan
         if not math.isfinite(x) or (minimum is not None and x < minimum):
@@ -247,12 +251,12 @@ class Cells:
         expected = f"an integer ≥ {minimum}"
         try:
             if allow_float:
-                f = float(v)
+                f = parse_float(v)
                 if not math.isfinite(f) or f != int(f):
                     raise ValueError
                 n = int(f)
             else:
-                n = int(v)
+                n = parse_int(v)
         except ValueError:
             raise self.fail(col, v, expected) from None
         if n < minimum:
