@@ -174,3 +174,13 @@ def test_a_bad_snapshot_file_is_one_line_naming_the_document(vc, tmp_path):
     assert code == 2 and err == f"error: {bad}: document 1: expected a Kubernetes object mapping\n"
     code, _, err = vc("job", "list", "--cluster", str(tmp_path / "none.yaml"))
     assert code == 2 and "cannot read" in err
+
+
+def test_a_kubectl_list_is_a_snapshot_too(vc, tmp_path):
+    # `kubectl get vcjob -A -o yaml` prints a v1 List; its items are read as documents.
+    from vcctl.cluster import objects
+
+    path = tmp_path / "list.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "metadata": {},
+                                    "items": [o for o in objects() if o["kind"] == "Job"]}))
+    assert vc("job", "list", "-A", "--cluster", str(path))[1] == vc("job", "list", "-A")[1]
