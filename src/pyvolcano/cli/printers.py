@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -11,7 +12,8 @@ from pyvolcano.cache.cache import SchedulerCache
 
 
 def print_schedule_table(result: dict[str, Any], cache: SchedulerCache) -> None:
-    console = Console()
+    # Never wrapped or truncated when stdout is not a terminal (kubectl's rule).
+    console = Console() if sys.stdout.isatty() else Console(width=100_000)
     t = Table(title="Decisions", box=None)
     t.add_column("POD")
     t.add_column("DECISION")
@@ -26,13 +28,14 @@ def print_schedule_table(result: dict[str, Any], cache: SchedulerCache) -> None:
     pgs = Table(title="PodGroups", box=None)
     pgs.add_column("PODGROUP")
     pgs.add_column("PHASE")
-    pgs.add_column("REASON", overflow="fold")
+    pgs.add_column("REASON", overflow="fold", min_width=len("NodeFit.InsufficientResource"))
+    pgs.add_column("HINT", overflow="fold")
+    diagnoses = result.get("diagnoses") or {}
     for pg in cache.podgroups():
-        reason = ""
-        for c in pg.conditions:
-            if c.type == "Unschedulable" and c.status == "True":
-                reason = c.message
-        pgs.add_row(f"{pg.namespace}/{pg.name}", pg.phase, reason)
+        key = f"{pg.namespace}/{pg.name}"
+        diag = diagnoses.get(key)
+        reason, hint = (diag["reason"], diag["hint"]) if diag else ("", "")
+        pgs.add_row(key, pg.phase, reason, hint)
     console.print(pgs)
     secs = result["stats"]["session_seconds"]
     console.print(f"{result['stats']['sessions']} session(s), {sum(secs):.3f}s")
