@@ -131,6 +131,7 @@ class _Context:
                 self.quotas = snapshot()
                 break
         self._cluster_free: dict[int, float] = {}
+        self._running_priorities: dict[str, int] | None = None  # queue -> lowest running job priority
 
         def compare(a: TaskInfo, b: TaskInfo) -> int:
             return -1 if ssn.task_order_fn(a, b) else (1 if ssn.task_order_fn(b, a) else 0)
@@ -187,7 +188,14 @@ class _Context:
                 return self._node_fit(job, t, fe, mk, quota, ungated[:need])
         short = self._quota(job, ungated[:need], quota)
         if short is not None:
-            return mk(*short[:3], scope="gang", resources=short[3])
+            reason, msg, hint, figures = short
+            pre = self._preemption_within_queue(job, ungated[0]) if reason == Reason.QUEUE_OVER_DESERVED else None
+            if pre is not None and pre.could_help:
+                # preempt works inside the queue whatever its share: the queue's own
+                # lower-priority pods hold the room.
+                return mk(Reason.PREEMPTION_NOT_ALLOWED, msg, f"{pre.why_not}; {hint}", scope="gang",
+                          resources=figures, preemption=pre, task=ungated[0].key)
+            return mk(reason, msg, hint, scope="gang", resources=figures, preemption=pre or _NO_PREEMPTION)
         if gated and placed + len(ungated) < job.min_available:
             return self._gated(job, mk, gated)
         return self._not_attempted(job, mk, ungated)
@@ -280,6 +288,10 @@ class _Context:
             hint = (f"{len(needed)} pod(s) need {format_amount(name, req.get(name))} {name} but queue "
                     f"{job.queue} has {left} left of its deserved share; raise its weight (or deserved), "
                     f"or enable reclaim to take back what other queues borrowed")
+            total = self.ssn.total_resource.get(name)
+            if req.get(name) > total + _EPS:
+                hint = (f"{len(needed)} pod(s) need {format_amount(name, req.get(name))} {name} but the whole "
+                        f"cluster has {format_amount(name, total)} {name}, so no share of it can hold them; add nodes")
         else:
             reason = Reason.QUEUE_OVER_CAPABILITY
             msg = f"queue {job.queue} would exceed its capability on {', '.join(dims)}"
@@ -377,16 +389,39 @@ class _Context:
                   preemption=pre, **common)
 
     # ------------------------------------------------------------------ preemption and reclaim
+    def _preemption_within_queue(self, job: JobInfo, task: TaskInfo) -> PreemptionInfo | None:
+        """For a queue at its share: could preempting its lower-priority pods make room for ``task``?"""
+        if not self._lower_priority_running(job):
+            return None
+        vec = [(d, v) for d, v in self.table.task_vector(task) if v > 0]
+        if not vec:
+            return None
+        idx = self.ssn.all_node_indices()
+        ok, _groups = self.ssn.predicate_failures(task, idx)
+        return self._preemption(job, task, idx[ok], vec, reclaim=False)
+
+    def _lower_priority_running(self, job: JobInfo) -> bool:
+        if self._running_priorities is None:
+            self._running_priorities = {}
+            for other in self.ssn.jobs.values():
+                if other.count(TaskStatus.Running | TaskStatus.Bound):
+                    low = self._running_priorities.get(other.queue)
+                    if low is None or other.priority < low:
+                        self._running_priorities[other.queue] = other.priority
+        low = self._running_priorities.get(job.queue)
+        return low is not None and low < job.priority
+
     def _preemption(self, job: JobInfo, task: TaskInfo, candidates: np.ndarray,
-                    vec: list[tuple[int, float]]) -> PreemptionInfo:
+                    vec: list[tuple[int, float]], *, reclaim: bool = True) -> PreemptionInfo:
         """Could evicting lower-priority pods of the queue (preempt) or pods of queues over their
         deserved share (reclaim) make room for ``task`` on one node, and why did that not happen?"""
         ssn = self.ssn
-        preempt = []
-        reclaim = []
+        preempt_on: list[tuple[int, list[tuple[TaskInfo, JobInfo]]]] = []
+        reclaim_on: list[tuple[int, list[tuple[TaskInfo, JobInfo]]]] = []
         for i in candidates:
             node = ssn.node_list[int(i)]
-            p_node, r_node = [], []
+            p_node: list[tuple[TaskInfo, JobInfo]] = []
+            r_node: list[tuple[TaskInfo, JobInfo]] = []
             for t in sorted(node.tasks.values(), key=lambda t: t.uid):
                 if t.status not in _OCCUPYING or t.job == job.uid:
                     continue
@@ -396,11 +431,11 @@ class _Context:
                 if vjob.queue == job.queue:
                     if vjob.priority < job.priority:
                         p_node.append((t, vjob))
-                elif self._over_deserved(vjob.queue):
+                elif reclaim and self._over_deserved(vjob.queue):
                     r_node.append((t, vjob))
-            preempt.append((int(i), p_node))
-            reclaim.append((int(i), r_node))
-        for action, per_node in (("preempt", preempt), ("reclaim", reclaim)):
+            preempt_on.append((int(i), p_node))
+            reclaim_on.append((int(i), r_node))
+        for action, per_node in (("preempt", preempt_on), ("reclaim", reclaim_on)):
             if self._helps(per_node, vec) is None:
                 continue
             enabled = action in self.actions
@@ -427,9 +462,7 @@ class _Context:
             else:
                 why = f"{action} ran but its plugins' votes did not select the victims"
             return PreemptionInfo(True, action, enabled, why, victims)
-        return PreemptionInfo(False, None, False,
-                              "no lower-priority pods of the queue and no pods of queues over their deserved "
-                              "share hold enough on one node")
+        return _NO_PREEMPTION
 
     def _over_deserved(self, queue: str) -> bool:
         quota = self.quotas.get(queue)
@@ -454,6 +487,11 @@ class _Context:
             if all(float(table.idle[d][i]) + freed.get(table.dims[d]) + _EPS >= v for d, v in vec):
                 return i
         return None
+
+
+_NO_PREEMPTION = PreemptionInfo(False, None, False,
+                                "no lower-priority pods of the queue and no pods of queues over their deserved "
+                                "share hold enough on one node")
 
 
 def _gang_surplus(per_node: list[tuple[int, list[tuple[TaskInfo, JobInfo]]]]
