@@ -69,7 +69,7 @@ def test_gang_short_on_one_resource_on_every_node_although_the_cluster_total_is_
     assert gpu["requested"] == 6.0  # the two pods the gang still needs
     assert gpu["shortfall"] == 4.0  # on one node: room for both pods
     assert d["hint"] == ("needs 3 nvidia.com/gpu on one node; the largest free block is 2 on n1 (2 such pods "
-                         "needed); the cluster has 6 free in all, but not on one node")
+                         "needed); the cluster has 6 nvidia.com/gpu free in all, but not on one node")
     assert d["preemption"]["could_help"] is False
 
 

@@ -378,9 +378,9 @@ class _Context:
         d = table.dim_index[name]
         cluster = self.cluster_free(d)
         if cluster + _EPS >= v * need_n:
-            hint += f"; the cluster has {format_amount(name, cluster)} free in all, but not on one node"
+            hint += f"; the cluster has {format_amount(name, cluster)} {name} free in all, but not on one node"
         else:
-            hint += f"; the cluster has only {format_amount(name, cluster)} free"
+            hint += f"; the cluster has only {format_amount(name, cluster)} {name} free"
         pre = self._preemption(job, task, candidates, vec)
         if pre.could_help:
             return mk(Reason.PREEMPTION_NOT_ALLOWED, fe.error(), f"{pre.why_not}; {hint}",
