@@ -53,7 +53,7 @@ def test_podgroup_queue_must_exist_and_be_open(store: InMemoryStore) -> None:
              'unable to find queue: queues.scheduling.volcano.sh "ghost" not found')
     store.create({"kind": "Queue", "metadata": {"name": "shut"}, "status": {"state": "Closed"}})
     rejected(store, podgroup(queue="shut"), "spec.queue",
-             "can only submit PodGroup to queue with state `Open`, queue `shut` status is `Closed`")
+             "can only submit PodGroup to queue with state `Open`, queue `shut` status is `Closed`.")
 
 
 @pytest.mark.parametrize(("spec", "field", "message"), [

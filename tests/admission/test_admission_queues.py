@@ -115,6 +115,16 @@ def test_parent_cycles_are_refused(store: InMemoryStore) -> None:
              update=True)
 
 
+def test_a_parent_for_root_is_refused_as_the_cycle_it_makes(store: InMemoryStore) -> None:
+    # Upstream's walk stops at "root" and accepts this; every queue descends from root.
+    store.create(queue("a"))
+    store.create(queue("b", parent="a"))
+    root = store.get("Queue", None, "root")
+    root["spec"]["parent"] = "b"
+    rejected(store, root, "spec.parent", "the root queue cannot have a parent: queue b descends from root, so the "
+                                         "parent chain root -> b -> a -> root would be a cycle", update=True)
+
+
 def _running_pod_in(store: InMemoryStore, queue_name: str) -> None:
     store.create({"kind": "PodGroup", "metadata": {"name": "pg", "namespace": "ns"},
                   "spec": {"minMember": 1, "queue": queue_name}})

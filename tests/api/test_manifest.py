@@ -2,7 +2,8 @@
 
 import pytest
 
-from pyvolcano.api.manifest import ManifestError, load_manifest_text
+from builders import node, pod, podgroup, queue, schedule
+from pyvolcano.api.manifest import ManifestError, check_queue_parents, load_manifest_text
 
 GOOD = """
 apiVersion: v1
@@ -82,3 +83,82 @@ def test_duplicate_objects_are_rejected() -> None:
     text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
     with pytest.raises(ManifestError, match="duplicate Node n"):
         load_manifest_text(text, "dup.yaml")
+
+
+# --------------------------------------------------------------------------- the API server's pod defaulting
+
+def _pod_yaml(resources: str, init: str = "") -> str:
+    return (f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers: [{{name: c, resources: "
+            f"{resources}}}]\n{init}")
+
+
+def test_pod_requests_default_from_limits_per_resource() -> None:
+    text = _pod_yaml("{requests: {cpu: '1'}, limits: {cpu: '2', nvidia.com/gpu: 8}}",
+                     "  initContainers: [{name: i, resources: {limits: {memory: 1Gi}}}]\n")
+    (pod,) = load_manifest_text(text).pods
+    assert pod.containers[0].requests == {"cpu": "1", "nvidia.com/gpu": 8}  # an explicit request is kept
+    assert pod.init_containers[0].requests == {"memory": "1Gi"}
+
+
+def test_two_pods_with_one_gpu_limit_do_not_share_a_one_gpu_node() -> None:
+    docs = [node("n1", **{"nvidia.com/gpu": "1"}), podgroup("g", queue="default", min_member=1)]
+    for name in ("a", "b"):
+        p = pod(name, "g", cpu=None, memory=None)
+        p["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}}
+        docs.append(p)
+    out = schedule(queue("default"), *docs)
+    assert len(out["binds"]) == 1
+
+
+# --------------------------------------------------------------------------- value ranges
+
+@pytest.mark.parametrize(("doc", "fragment"), [
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n",
+     "spec.containers: is required; expected at least one container"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: 9223372036854775808, containers: [{name: c}]}\n",
+     "spec.priority: got 9223372036854775808 (int); expected a 32-bit integer"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: "
+     "{cpu: \"\u0663\"}}}]}\n", "spec.containers[0].resources.requests.cpu: got '\u0663'"),
+    ("apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: g}\nspec: {minMember: 2147483648}\n",
+     "spec.minMember: got 2147483648 (int); expected a 32-bit integer"),
+    ("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n"
+     "spec: {weight: 1180591620717411303424}\n", "spec.weight: got 1180591620717411303424 (int); expected a 32-bit"),
+    ("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: p}\nvalue: 100000000000000000000\n",
+     "value: got 100000000000000000000 (int); expected a 32-bit integer"),
+    ("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: p}\nvalue: 1000000001\n",
+     "value: got 1000000001; the maximum value of a user-defined priority is 1000000000"),
+    ("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: system-x}\nvalue: 1\n",
+     "metadata.name: names with the 'system-' prefix are reserved"),
+])
+def test_values_outside_their_kubernetes_types_are_rejected(doc: str, fragment: str) -> None:
+    with pytest.raises(ManifestError) as e:
+        load_manifest_text(doc, "c.yaml")
+    assert fragment in str(e.value)
+
+
+def test_system_priority_classes_keep_their_values() -> None:
+    text = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: system-node-critical}\n" \
+           "value: 2000001000\n"
+    assert load_manifest_text(text).priority_classes[0].value == 2000001000
+
+
+# --------------------------------------------------------------------------- queue hierarchy
+
+@pytest.mark.parametrize(("queues", "message"), [
+    ([("a", "b"), ("b", "a")], "document 0 (Queue a): spec.parent: queue parents form a cycle: a -> b -> a"),
+    ([("root", "a"), ("a", "")], "document 0 (Queue root): spec.parent: queue parents form a cycle: root -> a -> root"),
+    ([("a", "a")], "document 0 (Queue a): spec.parent: queue parents form a cycle: a -> a"),
+])
+def test_queue_parent_cycles_are_errors(queues: list[tuple[str, str]], message: str) -> None:
+    text = "---\n".join(f"apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {{name: {n}}}\n"
+                        f"spec: {{parent: '{p}'}}\n" for n, p in queues)
+    objs = load_manifest_text(text, "c.yaml")  # the scheduler itself tolerates a broken tree
+    with pytest.raises(ManifestError) as e:
+        check_queue_parents(objs, "c.yaml")
+    assert str(e.value) == f"c.yaml: {message}"
+
+
+def test_a_queue_tree_under_root_passes() -> None:
+    text = "---\n".join(f"apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {{name: {n}}}\n"
+                        f"spec: {{parent: '{p}'}}\n" for n, p in (("root", ""), ("a", "root"), ("b", "a"), ("c", "")))
+    check_queue_parents(load_manifest_text(text, "c.yaml"), "c.yaml")

@@ -54,3 +54,10 @@ def test_integer_milli_round_trip(n: int) -> None:
 @given(st.integers(min_value=0, max_value=10**6), st.integers(min_value=0, max_value=10**6))
 def test_parse_is_monotonic(a: int, b: int) -> None:
     assert (parse_quantity(f"{a}Mi") <= parse_quantity(f"{b}Mi")) == (a <= b)
+
+
+@pytest.mark.parametrize("text", ["\u0663", "\u0661\u0660Gi", "1e\u0663", "\uff11", "1x", "NaN", "nan", "inf", "1_000"])
+def test_parse_quantity_rejects_what_apimachinery_rejects(text: str) -> None:
+    # Arabic-Indic and full-width digits are Unicode decimals that Python's int() would accept.
+    with pytest.raises(QuantityError):
+        parse_quantity(text)

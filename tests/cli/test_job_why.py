@@ -27,7 +27,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_job_why_prints_the_diagnosis_as_a_table() -> None:
-    proc = run("too-big", "-n", "team", "--cluster", EXAMPLE)
+    proc = run("too-big", "-n", "team", "--cluster", EXAMPLE, "-o", "table")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "REASON    NodeFit.InsufficientResource" in out
@@ -49,7 +49,7 @@ def test_job_why_on_a_job_that_is_not_pending() -> None:
     proc = run("train-llm", "-n", "team", "--cluster", EXAMPLE, "-o", "json")
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["diagnosis"] is None
-    assert "PENDING   no" in run("train-llm", "-n", "team", "--cluster", EXAMPLE).stdout
+    assert "PENDING   no" in run("train-llm", "-n", "team", "--cluster", EXAMPLE, "-o", "table").stdout
 
 
 def test_job_why_unknown_job_or_missing_source_exits_2_with_one_line() -> None:

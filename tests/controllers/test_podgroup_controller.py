@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from ctrl_harness import Harness
 
 
@@ -75,11 +76,12 @@ def test_group_min_member_from_owner() -> None:
         assert ann["scheduling.k8s.io/group-name"] == pg["metadata"]["name"]
 
 
-def test_bad_group_min_member_falls_back_to_one() -> None:
+@pytest.mark.parametrize("value", ["many", "\u0663", "1_0"])  # strconv.Atoi reads neither
+def test_bad_group_min_member_falls_back_to_one(value: str) -> None:
     h = Harness()
     rs = h.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                    "metadata": {"name": "rs", "namespace": "default",
-                                "annotations": {"scheduling.volcano.sh/group-min-member": "many"}}, "spec": {}})
+                                "annotations": {"scheduling.volcano.sh/group-min-member": value}}, "spec": {}})
     h.create(plain_pod("p", owner={"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
                                    "uid": rs["metadata"]["uid"], "controller": True}))
     assert h.store.list("PodGroup")[0]["spec"]["minMember"] == 1

@@ -239,3 +239,12 @@ def test_get_float_round_trips_native_repr_string_and_yaml(value: float) -> None
 @given(st.integers(min_value=-(2**53), max_value=2**53))
 def test_get_float_accepts_every_int_exactly(value: int) -> None:
     assert Arguments({"k": value}, owner="plugin p").get_float("k", 0.0) == float(value)
+
+
+@pytest.mark.parametrize(("getter", "text"), [("get_int", "\u0663"), ("get_float", "\u0661.5"),
+                                              ("get_duration_seconds", "\u0665s")])
+def test_unicode_digits_are_not_numbers(getter: str, text: str) -> None:
+    # Python's int()/float() would read Arabic-Indic digits; Go's strconv does not.
+    a = args(k=text)
+    with pytest.raises(ArgumentError):
+        getattr(a, getter)("k", 1)

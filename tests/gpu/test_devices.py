@@ -195,3 +195,8 @@ def test_a_gpu_is_never_allocated_over_1000_milli(ops: list[tuple[int, int, int]
         if d.exclusive:
             assert all(led.holders[node, g] == 1 and led.used[node, g] == MILLI for g in gpus)
     assert led.allocated_milli == int(led.used[led.present].sum())
+
+
+def test_gpu_milli_annotation_of_unicode_digits_is_invalid() -> None:
+    got = demand(annotations={"pyvolcano.io/gpu-milli": "\u0665\u0660\u0660"})
+    assert got.kind is DemandKind.INVALID

@@ -33,9 +33,15 @@ def test_json_output_is_one_object_with_a_run_per_seed_and_policy(
     assert [(r["policy"], r["seed"]) for r in doc["runs"]] == [("fgd", 1), ("bestfit", 1), ("fgd", 2), ("bestfit", 2)]
     run = doc["runs"][0]
     assert run["trace"] == "tiny_pods" and run["gpu_capacity"] == 18
-    assert {"pods", "seconds", "curve"} <= set(run)
+    assert {"pods", "curve"} <= set(run)
+    assert "seconds" not in run  # wall clock: only with --timings
     assert [p["arrived"] for p in run["curve"]] == sorted(p["arrived"] for p in run["curve"])
     assert "fgd seed 1" in err
+
+
+def test_timings_add_each_runs_wall_clock_seconds(trace: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_experiment_fgd(trace[0], trace[1], ["fgd"], [1], 1.3, "json", None, timings=True) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["seconds"] >= 0
 
 
 def test_table_output_and_report_files(trace: tuple[Path, Path], tmp_path: Path,
@@ -55,7 +61,9 @@ def test_table_output_and_report_files(trace: tuple[Path, Path], tmp_path: Path,
     ({"policies": ["tetris"]}, "--policy"),
     ({"seeds": []}, "--seed"),
     ({"tune": 0.0}, "--tune"),
-    ({"output": "yaml"}, "--output"),
+    ({"tune": float("inf")}, "--tune"),
+    ({"tune": float("nan")}, "--tune"),
+    ({"output": "xml"}, "--output"),
 ])
 def test_usage_errors_exit_2_with_one_line(trace: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
                                             args: dict[str, object], message: str) -> None:

@@ -55,6 +55,8 @@ def test_five_column_pod_lists_load(tmp_path: Path) -> None:
     (NODE_HEADER + "a,64000,262144,2,P100\nb,abc,1,1,T4\n",
      "n.csv: line 3: column cpu_milli: got 'abc'; expected an integer"),
     (NODE_HEADER + "a,1,1,-2,T4\n", "line 2: column gpu: got '-2'; expected an integer ≥ 0"),
+    (NODE_HEADER + "a,1,1,\u0662,T4\n", "line 2: column gpu: got '\u0662'; expected an integer ≥ 0"),
+    (NODE_HEADER + "a,6_4000,1,1,T4\n", "line 2: column cpu_milli: got '6_4000'; expected an integer ≥ 0"),
     (NODE_HEADER + "a,1,1,1,T4\na,1,1,1,T4\n", "line 3: column sn: got 'a' again; expected unique node names"),
     ("sn,cpu_milli,memory_mib,model\na,1,1,T4\n", "line 1: missing column(s) gpu"),
     (NODE_HEADER, "no node rows"),

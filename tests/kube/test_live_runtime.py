@@ -229,3 +229,37 @@ def test_scheduler_configuration_is_reloaded_when_the_file_changes(tmp_path):
     finally:
         sched.close()
         store.stop()
+
+
+def test_scheduler_metrics_use_upstreams_names():
+    from pyvolcano.metrics.scheduler import SchedulerMetrics
+
+    api = FakeApiServer()
+    _cluster(api)
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    assert store.wait_for_sync(5)
+    metrics = SchedulerMetrics()
+    sched = LiveScheduler(store, seed=0, bind_workers=2, metrics=metrics)
+    try:
+        for _ in range(3):
+            sched.run_once()
+        reg = metrics.registry
+        assert reg.get_sample_value("volcano_e2e_scheduling_latency_milliseconds_count") == 3
+        assert reg.get_sample_value("volcano_schedule_attempts_total", {"result": "scheduled"}) == 2
+        assert reg.get_sample_value("volcano_action_scheduling_latency_milliseconds_count",
+                                    {"action": "allocate"}) == 3
+    finally:
+        sched.close()
+        store.stop()
+
+
+def test_live_commands_refuse_a_missing_kubeconfig_with_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    for cmd in ("scheduler", "controller-manager", "fake-nodes"):
+        extra = ["--count", "1"] if cmd == "fake-nodes" else ["--leader-elect=false"]
+        r = subprocess.run([sys.executable, "-m", "pyvolcano", cmd, "--kubeconfig", str(tmp_path / "nope"), *extra],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2, (cmd, r.stderr)
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and "nope" in r.stderr

@@ -182,3 +182,21 @@ def test_compacted_events_are_not_returned_again(api, store):
     rev = store.revision
     store.compact(rev - 1)
     assert [e.object["metadata"]["name"] for e in store.watch(rev - 1)] == ["b"]
+
+
+def test_every_request_takes_a_token_from_the_rate_limiter(api):
+    from pyvolcano.kube.ratelimit import TokenBucket
+
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(d: float) -> None:
+        slept.append(d)
+        now[0] += d
+
+    bucket = TokenBucket(10.0, 2, clock=lambda: now[0], sleep=sleep)
+    s = KubeStore(api.client(limiter=bucket), ("Pod",))
+    for i in range(4):
+        s.create(_pod(f"p{i}"))
+    # burst 2 goes at once; the next two wait 0.1 s each at 10 qps
+    assert slept == pytest.approx([0.1, 0.1])

@@ -398,6 +398,13 @@ def test_generic_csv_maps_every_column(tmp_path: Path) -> None:
     (",-5,,serve", ",high,,serve", 4, "priority", "an integer"),
     ("1000,8,big", "1000,8,Big_Job", 5, "name", "DNS-1123"),
     ("0,3600,research,4", "0,3600,research,0", 2, "replicas", "an integer ≥ 1"),
+    # Python's int()/float() read Unicode digits; Go's strconv and Kubernetes do not
+    ("0,3600,research,4", "0,3600,research,\u0664", 2, "replicas", "an integer ≥ 1"),
+    ("0,3600,research", "0,\u0663\u0666\u0660\u0660,research", 2, "duration", "seconds"),
+    (",1,2,8Gi,", ",1,\u0663,8Gi,", 4, "cpu", "a Kubernetes quantity"),
+    ("16,64Gi,8,1000", "16,64Gi,\u0668,1000", 5, "gpu", "a whole number of GPUs"),
+    (",-5,,serve", ",-\u0665,,serve", 4, "priority", "an integer"),
+    ("0,3600,research,4,8", "0,3600,research,1_0,8", 2, "replicas", "an integer ≥ 1"),
 ])
 def test_generic_csv_errors_are_line_numbered(tmp_path: Path, old: str, new: str, line: int, column: str,
                                               expected: str) -> None:

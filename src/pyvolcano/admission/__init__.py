@@ -6,15 +6,27 @@ applies upstream's mutating webhook (CREATE only) and validating webhook. Order 
 type checks → mutation → metadata validation → kind validation; all problems of one object are
 reported together in a single :class:`~pyvolcano.store.base.Invalid` (field of the first one,
 ``errors`` with all of them). Refused deletions raise :class:`~pyvolcano.store.base.Forbidden`.
+
+:meth:`VolcanoAdmission.admit` is :meth:`~VolcanoAdmission.mutate` then
+:meth:`~VolcanoAdmission.validate`; the two halves are public so that the HTTPS webhook server
+(:mod:`pyvolcano.webhooks`) can serve the mutating and the validating webhooks separately, as
+the API server calls them.
+
+Pods get what the API server does before any webhook: the defaulting of
+:mod:`pyvolcano.api.defaults` (requests from limits), the Priority admission plugin
+(:mod:`.priority`: a missing PriorityClass is Forbidden; the priority is written into the pod)
+and, on CREATE, the pod-spec validation of ``ValidatePodCreate`` (:func:`.k8s.validate_pod_spec`).
+PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pyvolcano.admission import jobs, podgroups, pods, queues
-from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems
-from pyvolcano.admission.k8s import validate_object_meta
+from pyvolcano.admission import jobs, podgroups, pods, priority, queues
+from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
+from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
+from pyvolcano.api.defaults import default_pod
 from pyvolcano.store.base import Store
 
 __all__ = ["DEFAULT_JOB_PLUGINS", "AdmissionConfig", "VolcanoAdmission"]
@@ -42,17 +54,42 @@ class VolcanoAdmission:
         )
 
     def admit(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store) -> dict[str, Any]:
-        if op not in ("CREATE", "UPDATE", "DELETE"):
-            raise ValueError(f"admit: unknown operation {op!r}")
+        self.mutate(op, obj, store)
+        self.validate(op, obj, old, store)
+        return obj
+
+    def mutate(self, op: str, obj: dict[str, Any], store: Store) -> dict[str, Any]:
+        """The mutating webhooks alone: type checks, then the CREATE defaults applied in place.
+
+        Raises :class:`Invalid` only when the object cannot be decoded (wrong types)."""
+        self._check_op_and_metadata(op, obj)
+        if op != "CREATE":
+            return obj
+        p = Problems(obj)
         kind = obj.get("kind")
-        if not isinstance(obj.get("metadata"), dict):
-            p0 = Problems(obj)
-            p0.add("metadata", "Required value")
-            p0.raise_if_any()
+        if kind == "Job":
+            jobs.check_shape(obj, p)
+            p.raise_if_any()
+            jobs.mutate_job(obj, self.config)
+        elif kind == "Queue":
+            queues.check_shape(obj, p)
+            p.raise_if_any()
+            queues.mutate_queue(obj)
+        elif kind == "PodGroup":
+            podgroups.check_shape(obj, p)
+            p.raise_if_any()
+            podgroups.mutate_podgroup(obj, store)
+        return obj
+
+    def validate(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store) -> None:
+        """The validating webhooks alone (plus the API server's checks), on an object as the
+        mutating ones left it. Raises :class:`Invalid` or, for a refused deletion, :class:`Forbidden`."""
+        self._check_op_and_metadata(op, obj)
+        kind = obj.get("kind")
         if op == "DELETE":
             if kind == "Queue":
                 queues.check_queue_delete(obj, store, self.config)
-            return obj
+            return
         p = Problems(obj)
         if kind == "Job":
             self._job(op, obj, old, store, p)
@@ -60,19 +97,54 @@ class VolcanoAdmission:
             self._queue(op, obj, old, store, p)
         elif kind == "PodGroup":
             self._podgroup(op, obj, store, p)
+        elif kind == "PriorityClass":
+            if op == "CREATE" and obj.get("preemptionPolicy") is None:
+                obj["preemptionPolicy"] = "PreemptLowerPriority"  # SetDefaults_PriorityClass
+            validate_object_meta(obj, p)
+            if op == "CREATE" or old is not None:
+                priority.validate_priority_class(op, obj, store, p)
+        elif kind == "Pod":
+            self._pod(op, obj, old, store, p)
         else:
             validate_object_meta(obj, p)
-            if kind == "Pod" and op == "CREATE" and not p:
-                pods.validate_pod(obj, self.config, p)
         p.raise_if_any()
-        return obj
+
+    @staticmethod
+    def _check_op_and_metadata(op: str, obj: dict[str, Any]) -> None:
+        if op not in ("CREATE", "UPDATE", "DELETE"):
+            raise ValueError(f"admit: unknown operation {op!r}")
+        if not isinstance(obj.get("metadata"), dict):
+            p0 = Problems(obj)
+            p0.add("metadata", "Required value")
+            p0.raise_if_any()
+        if op != "DELETE":
+            # Mutating webhooks read labels and annotations as strings: check their type first.
+            p1 = Problems(obj)
+            s1 = ShapeChecker(p1)
+            for key in ("labels", "annotations"):
+                s1.string_map(obj["metadata"], key, f"metadata.{key}")
+            p1.raise_if_any()
+
+    def _pod(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store, p: Problems) -> None:
+        # The API server's order: decode (type checks) and defaulting, mutating admission (the
+        # Priority plugin), then validation, then Volcano's validating webhook.
+        default_pod(obj)
+        if op == "CREATE":
+            spec = obj.get("spec")
+            if isinstance(spec, dict):
+                ShapeChecker(p).integer(spec, "priority", "spec.priority")
+                p.raise_if_any()
+        priority.admit_pod_priority(op, obj, old, store)
+        validate_object_meta(obj, p)
+        if op == "CREATE" and not p:
+            validate_pod_spec(obj.get("spec"), "spec", p)
+            if not p:
+                pods.validate_pod(obj, self.config, p)
 
     def _job(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store, p: Problems) -> None:
         jobs.check_shape(obj, p)
         if p:
             return
-        if op == "CREATE":
-            jobs.mutate_job(obj, self.config)
         validate_object_meta(obj, p)
         if op == "CREATE":
             jobs.validate_job_create(obj, store, self.config, p)
@@ -83,8 +155,6 @@ class VolcanoAdmission:
         queues.check_shape(obj, p)
         if p:
             return
-        if op == "CREATE":
-            queues.mutate_queue(obj)
         validate_object_meta(obj, p)
         if p:
             return
@@ -94,7 +164,5 @@ class VolcanoAdmission:
         podgroups.check_shape(obj, p)
         if p:
             return
-        if op == "CREATE":
-            podgroups.mutate_podgroup(obj, store)
         validate_object_meta(obj, p)
         podgroups.validate_podgroup(op, obj, store, p)

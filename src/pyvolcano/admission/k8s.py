@@ -32,6 +32,7 @@ __all__ = [
     "qualified_name_errors",
     "validate_labels",
     "validate_object_meta",
+    "validate_pod_spec",
     "validate_pod_template",
     "validate_resource_list",
 ]
@@ -283,8 +284,22 @@ def validate_pod_template(template: Any, path: str, p: Problems) -> None:
     _validate_pod_spec(spec, f"{path}.spec", p)
 
 
+def validate_pod_spec(spec: Any, path: str, p: Problems) -> None:
+    """``ValidatePodSpec`` basics for a Pod's own ``spec`` (``ValidatePodCreate``)."""
+    if not isinstance(spec, Mapping):
+        p.add(path, "Required value" if spec is None else f"Invalid value: {quote(spec)}: expected a pod spec mapping")
+        return
+    _validate_pod_spec(spec, path, p)
+
+
 def _validate_pod_spec(spec: Mapping[str, Any], path: str, p: Problems) -> None:
     s = ShapeChecker(p)
+    s.integer(spec, "priority", f"{path}.priority")  # an int32: larger values do not decode
+    if spec.get("overhead") is not None:
+        validate_resource_list(spec.get("overhead"), f"{path}.overhead", p)
+    pp = spec.get("preemptionPolicy")
+    if pp is not None and pp not in ("Never", "PreemptLowerPriority"):
+        p.add(f"{path}.preemptionPolicy", _unsupported(pp, ("Never", "PreemptLowerPriority")))
     volume_names: set[str] = set()
     for i, vol in enumerate(s.mappings(spec, "volumes", f"{path}.volumes")):
         vp = f"{path}.volumes[{i}].name"

@@ -125,4 +125,4 @@ def _check_queue_state(queue_name: str, store: Store, p: Problems) -> None:
     # An empty state has not been written by the queue controller yet and means Open.
     if state and state != "Open":
         p.add("spec.queue", f"can only submit PodGroup to queue with state `Open`, queue `{queue_name}` status is "
-                            f"`{state}`")
+                            f"`{state}`.")

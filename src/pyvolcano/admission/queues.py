@@ -12,7 +12,8 @@ Validation follows ``validate/validate_queue.go`` and the queue CRD schema:
 * ``volcano.sh/hierarchy`` / ``volcano.sh/hierarchy-weights`` annotations: same length,
   positive weights, not a strict prefix path of another queue's hierarchy;
 * ``spec.parent`` (on CREATE or when it changes): not itself, the parent exists, depth ≤
-  ``--max-queue-depth``, no cycle, and a parent without children may not have allocated pods;
+  ``--max-queue-depth``, no cycle (the ``root`` queue has no parent: any would close a cycle,
+  which upstream does not detect), and a parent without children may not have allocated pods;
 * hierarchical resources (on CREATE or when parent / capability / deserved / guarantee change):
   capability ≤ the nearest ancestor's, Σ siblings' guarantee and deserved ≤ the parent's, a
   parent's capability ≥ its descendants', Σ children's guarantee and deserved ≤ its own;
@@ -228,6 +229,17 @@ def _validate_parent(queue: Mapping[str, Any], store: Store, cfg: AdmissionConfi
         return
     if parent == name:
         p.add("spec.parent", f"queue {name} cannot use itself as parent")
+        return
+    if name == "root":
+        # Every queue descends from root (no parent means root), so any parent of root closes a
+        # cycle. Upstream's webhook stops its parent walk at "root" and cannot see it.
+        chain = ["root", parent]
+        found = _get_queue(store, parent)
+        while found is not None and _parent(found) not in ("", "root") and len(chain) <= cfg.max_queue_depth + 1:
+            chain.append(_parent(found))
+            found = _get_queue(store, chain[-1])
+        p.add("spec.parent", f"the root queue cannot have a parent: queue {parent} descends from root, so the "
+                             f"parent chain {' -> '.join([*chain, 'root'])} would be a cycle")
         return
     depth = 1
     chain = [name]

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from pyvolcano.api import matching
+from pyvolcano.api.defaults import requests_with_limit_defaults
 from pyvolcano.api.objects import (
     Container,
     Node,
@@ -37,6 +38,7 @@ from pyvolcano.api.quantity import QuantityError, parse_quantity
 __all__ = [
     "ClusterObjects",
     "ManifestError",
+    "check_queue_parents",
     "load_manifest_file",
     "load_manifest_text",
     "parse_object",
@@ -49,6 +51,9 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 PODGROUP_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed")
 QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2_000_001_000, "system-cluster-critical": 2_000_000_000}
 
 
 class ManifestError(ValueError):
@@ -63,6 +68,7 @@ class ClusterObjects:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     other: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    documents: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, [ns/]name) -> document index
 
 
 @functools.lru_cache(maxsize=512)
@@ -109,12 +115,14 @@ class _Doc:
             raise self.fail(path, f"got {_show(v)}; expected a string")
         return v
 
-    def int_(self, path: str, default: int | None = None) -> int | None:
+    def int_(self, path: str, default: int | None = None, *, int32: bool = False) -> int | None:
         v = self.get(path)
         if v is None:
             return default
         if isinstance(v, bool) or not isinstance(v, int):
             raise self.fail(path, f"got {_show(v)}; expected an integer")
+        if int32 and not INT32_MIN <= v <= INT32_MAX:
+            raise self.fail(path, f"got {_show(v)}; expected a 32-bit integer ({INT32_MIN}..{INT32_MAX})")
         return v
 
     def bool_(self, path: str, default: bool) -> bool:
@@ -232,8 +240,9 @@ def _containers(d: _Doc, path: str) -> list[Container]:
         if not isinstance(name, str):
             raise d.fail(f"{cp}.name", f"got {_show(name)}; expected a string")
         rp = c.get("restartPolicy")
-        out.append(Container(name=name, requests=requests or {}, limits=limits or {}, ports=ports,
-                             restart_policy=rp if isinstance(rp, str) else None))
+        # The API server's SetDefaults_Pod: a resource only under limits is requested at its limit.
+        out.append(Container(name=name, requests=requests_with_limit_defaults(requests or {}, limits or {}),
+                             limits=limits or {}, ports=ports, restart_policy=rp if isinstance(rp, str) else None))
     return out
 
 
@@ -277,13 +286,16 @@ def _pod(d: _Doc) -> Pod:
             raise d.fail(f"spec.schedulingGates[{i}]", f"got {_show(g)}; expected {{name: <gate>}}")
         gates.append(g["name"])
     conditions = [dict(c) for c in d.list_("status.conditions") if isinstance(c, Mapping)]
+    priority = d.int_("spec.priority", int32=True)
+    if not containers:
+        raise d.fail("spec.containers", "is required; expected at least one container")
     return Pod(
         namespace=ns, name=name, uid=uid, labels=labels, annotations=annotations, owner_references=owners,
         creation_timestamp=created, deletion_timestamp=d.timestamp("metadata.deletionTimestamp"),
         containers=containers, init_containers=init_containers,
         overhead=d.resources("spec.overhead") or {}, node_name=d.str_("spec.nodeName", ""),
         scheduler_name=d.str_("spec.schedulerName", "default-scheduler") or "default-scheduler",
-        priority=d.int_("spec.priority"), priority_class_name=d.str_("spec.priorityClassName", ""),
+        priority=priority, priority_class_name=d.str_("spec.priorityClassName", ""),
         preemption_policy=pp, node_selector=d.str_map("spec.nodeSelector"),
         affinity=dict(affinity) if isinstance(affinity, Mapping) else None,
         tolerations=[dict(t) for t in d.list_("spec.tolerations")],
@@ -317,10 +329,10 @@ def _podgroup(d: _Doc) -> PodGroup:
         if not isinstance(mtm_raw, Mapping):
             raise d.fail("spec.minTaskMember", f"got {_show(mtm_raw)}; expected a mapping of task name to integer")
         for k, v in mtm_raw.items():
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise d.fail(f"spec.minTaskMember.{k}", f"got {_show(v)}; expected a non-negative integer")
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT32_MAX:
+                raise d.fail(f"spec.minTaskMember.{k}", f"got {_show(v)}; expected a non-negative 32-bit integer")
             mtm["" if k is None else str(k)] = v
-    min_member = d.int_("spec.minMember", 0) or 0
+    min_member = d.int_("spec.minMember", 0, int32=True) or 0
     if min_member < 0:
         raise d.fail("spec.minMember", f"got {min_member}; expected a non-negative integer")
     phase = d.str_("status.phase", "Pending") or "Pending"
@@ -345,7 +357,7 @@ def _podgroup(d: _Doc) -> PodGroup:
 
 def _queue(d: _Doc) -> Queue:
     name, labels, annotations, created = _meta_common(d)
-    weight = d.int_("spec.weight", 1)
+    weight = d.int_("spec.weight", 1, int32=True)
     if weight is None or weight < 0:
         raise d.fail("spec.weight", f"got {weight}; expected a non-negative integer")
     state = d.str_("status.state", "Open") or "Open"
@@ -355,18 +367,29 @@ def _queue(d: _Doc) -> Queue:
         name=name, uid=d.str_("metadata.uid", "") or name, labels=labels, annotations=annotations,
         creation_timestamp=created, weight=weight, capability=d.resources("spec.capability"),
         deserved=d.resources("spec.deserved"), guarantee=d.resources("spec.guarantee.resource"),
-        reclaimable=d.bool_("spec.reclaimable", True), priority=d.int_("spec.priority", 0) or 0,
+        reclaimable=d.bool_("spec.reclaimable", True), priority=d.int_("spec.priority", 0, int32=True) or 0,
         parent=d.str_("spec.parent", ""), state=state,
     )
 
 
 def _priority_class(d: _Doc) -> PriorityClass:
     name = d.str_("metadata.name", required=True)
-    value = d.int_("value")
+    value = d.int_("value", int32=True)
     if value is None:
         raise d.fail("value", "is required; expected an integer")
+    if name.startswith("system-"):
+        if SYSTEM_PRIORITY_CLASSES.get(name) != value:
+            raise d.fail("metadata.name", "names with the 'system-' prefix are reserved for the system priority "
+                                          "classes system-node-critical (2000001000) and system-cluster-critical "
+                                          "(2000000000)")
+    elif value > HIGHEST_USER_DEFINABLE_PRIORITY:
+        raise d.fail("value", f"got {value}; the maximum value of a user-defined priority is "
+                              f"{HIGHEST_USER_DEFINABLE_PRIORITY}")
+    policy = d.str_("preemptionPolicy", "PreemptLowerPriority") or "PreemptLowerPriority"
+    if policy not in ("Never", "PreemptLowerPriority"):
+        raise d.fail("preemptionPolicy", f"got {policy!r}; expected Never or PreemptLowerPriority")
     return PriorityClass(name=name, value=value, global_default=d.bool_("globalDefault", False),
-                         preemption_policy=d.str_("preemptionPolicy", "PreemptLowerPriority"))
+                         preemption_policy=policy)
 
 
 _KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
@@ -428,7 +451,29 @@ def parse_objects(docs: Iterator[tuple[int, Any]] | list[tuple[int, Any]], sourc
             raise ManifestError(f"{d.where}: duplicate {kind} {key[1].lstrip('/')} (first defined in document {first})")
         seen[key] = i
         getattr(out, attr).append(obj)
+    out.documents = {(kind, key.lstrip("/")): i for (kind, key), i in seen.items()}
     return out
+
+
+def check_queue_parents(objs: ClusterObjects, source: str) -> None:
+    """Queue parents must form a tree under ``root``: a cycle (``a -> b -> a``, or a ``root`` given a
+    parent that descends from it) is a :class:`ManifestError` naming the first queue of the cycle.
+
+    Not part of :func:`parse_objects` (the scheduler itself tolerates a broken hierarchy, as the
+    capacity plugin's tests need); the ``schedule`` command calls it on its snapshot."""
+    parent = {q.name: q.parent for q in objs.queues}
+    for q in objs.queues:
+        chain = [q.name]
+        current = q.parent or ("" if q.name == "root" else "root")
+        while (current and current in parent) or current == "root":
+            if current in chain:
+                cycle = " -> ".join([*chain[chain.index(current):], current])
+                doc = objs.documents.get(("Queue", q.name), "?")
+                raise ManifestError(f"{source}: document {doc} (Queue {q.name}): spec.parent: "
+                                    f"queue parents form a cycle: {cycle}")
+            chain.append(current)
+            # Without a parent a queue hangs under root, which is itself the top.
+            current = parent.get(current) or ("" if current == "root" else "root")
 
 
 def parse_object(doc: Mapping[str, Any], where: str = "object") -> Any:

@@ -23,6 +23,7 @@ from pyvolcano.api.objects import (
 )
 from pyvolcano.api.quantity import milli_value, value
 from pyvolcano.api.resource import CPU, MEMORY, PODS, Resource
+from pyvolcano.util.numbers import parse_int
 
 __all__ = [
     "ALLOCATED_STATUS",
@@ -144,7 +145,7 @@ def pod_nonzero_request(pod: Pod, resreq: Resource) -> tuple[float, float]:
     return float(cpu), float(mem)
 
 
-_INDEX_RE = re.compile(r"^\d+$")
+_INDEX_RE = re.compile(r"^[0-9]+$")
 
 
 def _pod_index(name: str) -> int | None:
@@ -217,7 +218,7 @@ class TaskInfo:
         prio = pod.annotations.get(TASK_PRIORITY_ANNOTATION)
         if prio is not None:
             with contextlib.suppress(ValueError):
-                self.priority = int(prio.strip())
+                self.priority = parse_int(prio.strip())
         self.node_name = pod.node_name
         self.status = task_status_from_pod(pod)
         self.eviction_occurred = False

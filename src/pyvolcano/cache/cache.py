@@ -33,6 +33,7 @@ from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.interfaces import Action, Plugin
 from pyvolcano.framework.job_updater import close_session
+from pyvolcano.framework.observer import SessionObserver
 from pyvolcano.framework.session import Session
 
 __all__ = ["BindRequest", "SchedulerCache", "SchedulerOptions", "SessionResult"]
@@ -258,9 +259,10 @@ class SchedulerCache:
         *,
         now: float,
         rng: np.random.Generator,
+        observer: SessionObserver | None = None,
     ) -> Session:
         self.sessions += 1
-        ssn = Session(self, config, plugins, uid=f"session-{self.sessions}", now=now, rng=rng)
+        ssn = Session(self, config, plugins, uid=f"session-{self.sessions}", now=now, rng=rng, observer=observer)
         ssn.open()
         return ssn
 
@@ -281,15 +283,25 @@ class SchedulerCache:
         *,
         now: float,
         rng: np.random.Generator,
+        observer: SessionObserver | None = None,
     ) -> SessionResult:
+        """One session; ``observer`` (optional) times its phases for metrics."""
         self.status_only_changes.clear()
-        ssn = self.open_session(config, plugins, now=now, rng=rng)
+        t0 = observer.timer() if observer is not None else 0.0
+        ssn = self.open_session(config, plugins, now=now, rng=rng, observer=observer)
+        if observer is not None:
+            observer.session_opened(observer.timer() - t0)
         for job in ssn.jobs.values():
             if job.status_key is None and job.podgroup is not None:
                 job.status_key = _pg_status_key(job.podgroup)
         for name in config.actions:
             action = actions[name](config.action_arguments(name))
-            action.execute(ssn)
+            if observer is None:
+                action.execute(ssn)
+            else:
+                t0 = observer.timer()
+                action.execute(ssn)
+                observer.action_done(name, observer.timer() - t0)
         result = SessionResult()
         for job in ssn.jobs.values():
             if job.count(TaskStatus.Pipelined):
@@ -299,6 +311,8 @@ class SchedulerCache:
             snapshot = getattr(plugin, "deserved_snapshot", None)
             if snapshot is not None and not result.deserved:
                 result.deserved = snapshot()
+        if observer is not None:
+            observer.session_closing(ssn)
         close_session(ssn)
         result.nominated = dict(ssn.nominated)
         result.diagnoses = ssn.diagnoses

@@ -12,12 +12,13 @@ sessions run on an in-memory cache and nothing is written back.
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from pyvolcano.cli import options
+from pyvolcano.cli.options import Group
 
 if TYPE_CHECKING:
     from pyvolcano.api.manifest import ClusterObjects
@@ -27,8 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = ["job_app", "load_live_objects", "read_store_objects", "resolve_podgroup", "run_why", "why_document"]
 
-job_app = typer.Typer(help="Jobs: why one is pending.", no_args_is_help=True)
+job_app = typer.Typer(help="Jobs: why one is pending.", no_args_is_help=True, cls=Group)
 
+WHY_FORMATS = ("json", "yaml", "table")
 # What the scheduler reads from a live cluster.
 LIVE_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
 
@@ -41,37 +43,40 @@ class JobError(Exception):
 def why(
     name: Annotated[str, typer.Argument(help="The job: its PodGroup's name, or a vcjob's name")],
     namespace: Annotated[str, typer.Option("--namespace", "-n", help="The job's namespace")] = "default",
-    cluster: Annotated[Path | None, typer.Option("--cluster", help="A snapshot YAML (as `schedule` reads)")]
-    = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
+                                                "(as `schedule` reads)")] = None,
     kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only)")]
     = None,
     context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf "
                                                 "(default: upstream's built-in)")] = None,
     sessions: Annotated[int, typer.Option("--sessions", min=1, help="Sessions to run before answering")] = 1,
-    output: Annotated[str, typer.Option("--output", "-o", help="table, json or yaml")] = "table",
-    seed: Annotated[int, typer.Option("--seed", help="Seed for random tie-breaking between equal nodes")] = 0,
+    output: Annotated[str | None, typer.Option("--output", "-o", callback=options.output_format(WHY_FORMATS),
+                                               help="table, json or yaml (default: table on a terminal, "
+                                                    "else json)")] = None,
+    seed: Annotated[int, typer.Option("--seed", callback=options.seed,
+                                      help="Seed for random tie-breaking between equal nodes")] = 0,
     timeout: Annotated[float, typer.Option("--request-timeout", help="Seconds to wait for the live cluster")]
     = 30.0,
 ) -> None:
     """Why a job is pending: the stage, reason code, figures and the change that would unblock it."""
+    assert output is not None  # set by the callback
     raise typer.Exit(run_why(name, namespace, cluster=cluster, kubeconfig=kubeconfig, context=context,
                              config_path=config, sessions=sessions, output=output, seed=seed, timeout=timeout))
 
 
-def run_why(name: str, namespace: str, *, cluster: Path | None, kubeconfig: str | None, context: str | None,
+def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str | None, context: str | None,
             config_path: Path | None, sessions: int, output: str, seed: int, timeout: float) -> int:
-    from pyvolcano.api.manifest import ManifestError, load_manifest_file
+    from pyvolcano.api.manifest import ManifestError, check_queue_parents
     from pyvolcano.cache.cache import SchedulerCache
-    from pyvolcano.cli.schedule import load_config
+    from pyvolcano.cli.output import emit, error
+    from pyvolcano.cli.schedule import load_config, load_snapshot
     from pyvolcano.conf import ConfigError
     from pyvolcano.framework.arguments import ArgumentError
     from pyvolcano.framework.registry import default_registry
 
     registry = default_registry()
     try:
-        if output not in ("table", "json", "yaml"):
-            raise JobError(f"--output: got {output!r}; expected table, json or yaml")
         if (cluster is None) == (kubeconfig is None):
             raise JobError("give exactly one of --cluster FILE (a snapshot) or --kubeconfig FILE (a live cluster)")
         config = load_config(config_path, registry)
@@ -81,27 +86,26 @@ def run_why(name: str, namespace: str, *, cluster: Path | None, kubeconfig: str 
         for action in config.actions:
             registry.action(action)(config.action_arguments(action))
         if cluster is not None:
-            objs, source = load_manifest_file(cluster), str(cluster)
+            objs, source = load_snapshot([cluster]), cluster
+            check_queue_parents(objs, source)
         else:
             assert kubeconfig is not None
             objs, source = load_live_objects(kubeconfig, context, timeout), f"the cluster of {kubeconfig}"
         cache = SchedulerCache.from_objects(objs)
         key = resolve_podgroup(cache, name, namespace, source)
     except (JobError, ManifestError, ConfigError, ArgumentError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        error(str(e))
         return 2
     except LiveReadError as e:
-        print(f"error: {e}", file=sys.stderr)
+        error(str(e))
         return 1
     doc = why_document(cache, key, config, registry, sessions=sessions, seed=seed)
-    if output == "json":
-        sys.stdout.write(json.dumps(doc) + "\n")
-    elif output == "yaml":
-        import yaml
-
-        sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
+    if output in ("json", "yaml"):
+        emit(doc, output)
     else:
-        sys.stdout.write(render_why(doc))
+        from pyvolcano.cli.output import console
+
+        console().print(render_why(doc), end="", markup=False)
     return 0
 
 

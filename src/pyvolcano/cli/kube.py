@@ -10,6 +10,7 @@ enabled, and runs until SIGTERM or SIGINT.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import signal
 import sys
@@ -43,8 +44,7 @@ def _duration(flag: str, text: str) -> float:
 
 def _setup_logging(verbosity: int) -> None:
     level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 0 else logging.WARNING
-    logging.basicConfig(level=level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
     # One line per HTTP request only at klog's request-tracing verbosity (--v=6).
     for name in ("httpx2", "httpcore2", "httpx", "httpcore"):
         logging.getLogger(name).setLevel(logging.DEBUG if verbosity >= 6 else logging.WARNING)
@@ -67,13 +67,15 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _connect(kubeconfig: str | None, master: str | None, qps: float, burst: int, kinds: Sequence[str],
-             user_agent: str) -> Any:
+def _connect(
+    kubeconfig: str | None, master: str | None, qps: float, burst: int, kinds: Sequence[str], user_agent: str
+) -> Any:
     from pyvolcano.kube import connect
 
     try:
-        return connect(kubeconfig=kubeconfig, master=master, qps=qps, burst=burst, kinds=kinds, start=False,
-                       user_agent=user_agent)
+        return connect(
+            kubeconfig=kubeconfig, master=master, qps=qps, burst=burst, kinds=kinds, start=False, user_agent=user_agent
+        )
     except ValueError as e:
         raise _fail(str(e)) from None
 
@@ -86,62 +88,92 @@ def _sync(store: Any, what: str, timeout: float = 60.0) -> None:
     logger.info("%s: informers synced (%s)", what, ", ".join(store.kinds))
 
 
-def _serve(enable_healthz: bool, healthz_address: str, enable_metrics: bool, listen_address: str,
-           registry: Any, healthy: Callable[[], bool]) -> list[Any]:
-    servers: list[Any] = []
-    if not (enable_healthz or enable_metrics):
-        return servers
-    from pyvolcano.kube import httpserve  # type: ignore[attr-defined,unused-ignore]
+def _serve(
+    enable_healthz: bool,
+    healthz_address: str,
+    enable_metrics: bool,
+    listen_address: str,
+    registry: Any,
+) -> list[Any]:
+    """Start ``/metrics`` on ``--listen-address`` and ``/healthz`` on ``--healthz-address`` (one
+    server when both addresses are the same). A bad or busy address is a usage error."""
+    from pyvolcano.kube.httpserve import HTTPEndpoints
 
-    if enable_metrics and enable_healthz and listen_address == healthz_address:
-        servers.append(httpserve.serve(listen_address, registry=registry, healthz=healthy))
-        return servers
+    wanted: dict[str, dict[str, Any]] = {}
     if enable_metrics:
-        servers.append(httpserve.serve(listen_address, registry=registry))
+        wanted.setdefault(listen_address, {"flag": "--listen-address"})["registry"] = registry
     if enable_healthz:
-        servers.append(httpserve.serve(healthz_address, healthz=healthy))
+        wanted.setdefault(healthz_address, {"flag": "--healthz-address"})["healthz"] = {}
+    servers: list[Any] = []
+    try:
+        for address, kw in wanted.items():
+            servers.append(HTTPEndpoints(address, **kw).start())
+    except (ValueError, OSError) as e:
+        for srv in servers:
+            srv.stop()
+        raise _fail(str(e)) from None
     return servers
 
 
-def _run_with_leader_election(*, enabled: bool, store_factory: Callable[[], Any], lock_store: Any,
-                              lock_namespace: str, lock_name: str, lease: tuple[float, float, float],
-                              run: Callable[[Any, threading.Event], None], stop: threading.Event) -> int:
-    """Run ``run(store, stop)``; with leader election only while holding the Lease. Losing it
-    ends the process, as upstream's ``OnStoppedLeading`` (``klog.Fatalf("leaderelection lost")``)."""
-    if not enabled:
-        store = store_factory()
-        run(store, stop)
+def _run_with_leader_election(
+    *,
+    config: Any,
+    store_factory: Callable[[], Any],
+    lock_store: Any,
+    run: Callable[[Any, threading.Event], None],
+    stop: threading.Event,
+) -> int:
+    """Run ``run(store, stop)``; with leader election only while holding the Lease.
+
+    The informers start only once leading, as upstream starts its scheduler and controllers
+    in ``OnStartedLeading``. Losing the lease ends the process at once with exit code 1, as
+    upstream's ``OnStoppedLeading`` does (``klog.Fatalf("leaderelection lost")``)."""
+    if config is None:
+        run(store_factory(), stop)
         return 0
-    from pyvolcano.kube.leaderelection import LeaderElector  # type: ignore[attr-defined,unused-ignore]
+    from pyvolcano.kube.leaderelection import run as campaign
 
-    lost = threading.Event()
-    started = threading.Event()
-    holder: dict[str, Any] = {}
+    led = threading.Event()
 
-    def on_started() -> None:
-        started.set()
+    def on_started(lost: threading.Event) -> None:
+        led.set()
+        logger.info("became leader of %s/%s", config.resource_namespace, config.resource_name)
+        work_stop = threading.Event()
+
+        def follow() -> None:
+            while not (lost.wait(0.2) or stop.is_set()):
+                pass
+            work_stop.set()
+
+        threading.Thread(target=follow, name="leader-watch", daemon=True).start()
+        run(store_factory(), work_stop)
 
     def on_stopped() -> None:
-        if started.is_set():
+        if led.is_set() and not stop.is_set():
             logger.error("leaderelection lost")
-            lost.set()
-            stop.set()
+            logging.shutdown()
+            os._exit(1)
 
-    elector = LeaderElector(lock_store, namespace=lock_namespace, name=lock_name, lease_duration=lease[0],
-                            renew_deadline=lease[1], retry_period=lease[2])
-    t = threading.Thread(target=elector.run, kwargs={"stop": stop, "on_started_leading": on_started,
-                                                      "on_stopped_leading": on_stopped}, daemon=True)
-    t.start()
-    while not started.wait(0.2):
-        if stop.is_set():
-            return 0
-    logger.info("became leader of %s/%s as %s", lock_namespace, lock_name, elector.identity)
-    holder["store"] = store_factory()
-    run(holder["store"], stop)
-    return 1 if lost.is_set() else 0
+    campaign(lock_store, config, stop, on_started, on_stopped)
+    return 0
 
 
-GO_BOOL_FLAGS = ("--leader-elect", "--enable-metrics", "--enable-healthz")
+def _election_config(leader_elect: bool, name: str, namespace: str, lock_namespace: str,
+                     durations: tuple[str, str, str]) -> Any:
+    if not leader_elect:
+        return None
+    from pyvolcano.kube.leaderelection import LeaderElectionConfig
+
+    try:
+        return LeaderElectionConfig.from_flags(
+            resource_name=name, resource_namespace=namespace, lock_object_namespace=lock_namespace,
+            lease_duration=durations[0], renew_deadline=durations[1], retry_period=durations[2])
+    except ValueError as e:
+        raise _fail(str(e)) from None
+
+
+GO_BOOL_FLAGS = ("--leader-elect", "--enable-metrics", "--enable-healthz", "--enable-queue-allocated-pods-check",
+                 "--enable-root-queue-protection")
 
 
 def normalize_go_bools(argv: list[str]) -> list[str]:
@@ -177,37 +209,59 @@ def register(app: typer.Typer) -> None:
 
 # ---------------------------------------------------------------------------- scheduler
 def scheduler(
-    kubeconfig: Annotated[str | None, typer.Option(help="Path to kubeconfig file")] = None,
-    master: Annotated[str | None, typer.Option(help="The address of the Kubernetes API server")] = None,
-    scheduler_conf: Annotated[Path | None, typer.Option("--scheduler-conf", help="volcano-scheduler.conf "
-                                                        "(re-read when it changes)")] = None,
-    schedule_period: Annotated[str, typer.Option(help="The period between each scheduling cycle")] = "1s",
-    scheduler_name: Annotated[list[str] | None, typer.Option("--scheduler-name", help="Handle pods with this "
-                                                             "schedulerName (repeatable)")] = None,
-    default_queue: Annotated[str, typer.Option(help="The default queue name of the job")] = "default",
-    leader_elect: Annotated[bool, typer.Option("--leader-elect/--no-leader-elect",
-                                               help="Run leader election on a Lease (upstream's default)")] = True,
-    leader_elect_lease_duration: Annotated[str, typer.Option(help="Lease duration")] = "15s",
-    leader_elect_renew_deadline: Annotated[str, typer.Option(help="Renew deadline")] = "10s",
-    leader_elect_retry_period: Annotated[str, typer.Option(help="Retry period")] = "2s",
-    leader_elect_resource_name: Annotated[str, typer.Option(help="Lease name")] = "volcano",
-    leader_elect_resource_namespace: Annotated[str, typer.Option(help="Lease namespace")] = "volcano-system",
-    lock_object_namespace: Annotated[str, typer.Option(help="Deprecated: --leader-elect-resource-namespace")] = "",
-    enable_metrics: Annotated[bool, typer.Option("--enable-metrics/--no-enable-metrics",
-                                                 help="Serve /metrics")] = False,
-    listen_address: Annotated[str, typer.Option(help="Address for /metrics")] = ":8080",
-    enable_healthz: Annotated[bool, typer.Option("--enable-healthz/--no-enable-healthz",
-                                                 help="Serve /healthz")] = False,
-    healthz_address: Annotated[str, typer.Option(help="Address for /healthz")] = ":11251",
-    kube_api_qps: Annotated[float, typer.Option(help="QPS towards the API server")] = 2000.0,
-    kube_api_burst: Annotated[int, typer.Option(help="Burst towards the API server")] = 2000,
-    percentage_nodes_to_find: Annotated[int, typer.Option(help="Percentage of nodes to find and score")] = 0,
-    minimum_feasible_nodes: Annotated[int, typer.Option(help="Minimum feasible nodes to find")] = 100,
-    minimum_percentage_nodes_to_find: Annotated[int, typer.Option(help="Minimum percentage of nodes")] = 5,
-    node_selector: Annotated[list[str] | None, typer.Option("--node-selector", help="Only nodes with one of "
-                                                            "these labels, key:value (repeatable)")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed for tie-breaking between equal nodes")] = None,
-    v: Annotated[int, typer.Option("--v", "-v", help="Log verbosity (klog levels)")] = 0,
+    kubeconfig: Annotated[str | None, typer.Option(metavar="FILE", help="Path to kubeconfig file")] = None,
+    master: Annotated[str | None, typer.Option(metavar="URL", help="The address of the Kubernetes API server")] = None,
+    scheduler_conf: Annotated[
+        Path | None,
+        typer.Option("--scheduler-conf", metavar="FILE", help="volcano-scheduler.conf (re-read when it changes)"),
+    ] = None,
+    schedule_period: Annotated[
+        str, typer.Option(metavar="DURATION", help="The period between each scheduling cycle")
+    ] = "1s",
+    scheduler_name: Annotated[
+        list[str] | None,
+        typer.Option("--scheduler-name", metavar="NAME", help="Handle pods with this schedulerName (repeatable)"),
+    ] = None,
+    default_queue: Annotated[str, typer.Option(metavar="QUEUE", help="The default queue name of the job")] = "default",
+    leader_elect: Annotated[
+        bool,
+        typer.Option("--leader-elect/--no-leader-elect", help="Run leader election on a Lease (upstream's default)"),
+    ] = True,
+    leader_elect_lease_duration: Annotated[str, typer.Option(metavar="DURATION", help="Lease duration")] = "15s",
+    leader_elect_renew_deadline: Annotated[str, typer.Option(metavar="DURATION", help="Renew deadline")] = "10s",
+    leader_elect_retry_period: Annotated[str, typer.Option(metavar="DURATION", help="Retry period")] = "2s",
+    leader_elect_resource_name: Annotated[str, typer.Option(metavar="NAME", help="Lease name")] = "volcano",
+    leader_elect_resource_namespace: Annotated[
+        str, typer.Option(metavar="NAMESPACE", help="Lease namespace")
+    ] = "volcano-system",
+    lock_object_namespace: Annotated[
+        str, typer.Option(metavar="NAMESPACE", help="Deprecated: --leader-elect-resource-namespace")
+    ] = "",
+    enable_metrics: Annotated[
+        bool, typer.Option("--enable-metrics/--no-enable-metrics", help="Serve /metrics")
+    ] = False,
+    listen_address: Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /metrics")] = ":8080",
+    enable_healthz: Annotated[
+        bool, typer.Option("--enable-healthz/--no-enable-healthz", help="Serve /healthz")
+    ] = False,
+    healthz_address: Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /healthz")] = ":11251",
+    kube_api_qps: Annotated[float, typer.Option(metavar="QPS", help="QPS towards the API server")] = 2000.0,
+    kube_api_burst: Annotated[int, typer.Option(metavar="N", help="Burst towards the API server")] = 2000,
+    percentage_nodes_to_find: Annotated[
+        int, typer.Option(metavar="PERCENT", help="Percentage of nodes to find and score")
+    ] = 0,
+    minimum_feasible_nodes: Annotated[int, typer.Option(metavar="N", help="Minimum feasible nodes to find")] = 100,
+    minimum_percentage_nodes_to_find: Annotated[
+        int, typer.Option(metavar="PERCENT", help="Minimum percentage of nodes")
+    ] = 5,
+    node_selector: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--node-selector", metavar="KEY:VALUE", help="Only nodes with one of these labels, key:value (repeatable)"
+        ),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="Seed for tie-breaking between equal nodes")] = None,
+    v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
     version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
     """vc-scheduler: a scheduling session every period on a real cluster."""
@@ -220,19 +274,19 @@ def scheduler(
     _setup_logging(v)
     try:
         period = _duration("--schedule-period", schedule_period)
-        lease = tuple(_duration(f, x) for f, x in (("--leader-elect-lease-duration", leader_elect_lease_duration),
-                                                   ("--leader-elect-renew-deadline", leader_elect_renew_deadline),
-                                                   ("--leader-elect-retry-period", leader_elect_retry_period)))
         for sel in node_selector or ():
             if ":" not in sel:
                 raise UsageError(f"--node-selector: got {sel!r}; expected key:value")
     except UsageError as e:
         raise _fail(str(e)) from None
     names = tuple(scheduler_name or ("volcano",))
-    options = SchedulerOptions(scheduler_names=names, default_queue=default_queue,
-                               min_nodes_to_find=minimum_feasible_nodes,
-                               min_percentage_of_nodes_to_find=minimum_percentage_nodes_to_find,
-                               percentage_of_nodes_to_find=percentage_nodes_to_find)
+    options = SchedulerOptions(
+        scheduler_names=names,
+        default_queue=default_queue,
+        min_nodes_to_find=minimum_feasible_nodes,
+        min_percentage_of_nodes_to_find=minimum_percentage_nodes_to_find,
+        percentage_of_nodes_to_find=percentage_nodes_to_find,
+    )
     stop = _stop_event()
     metrics, registry = _scheduler_metrics(enable_metrics)
     state: dict[str, Any] = {}
@@ -248,11 +302,23 @@ def scheduler(
         from pyvolcano.kube.events import EventRecorder
         from pyvolcano.runtime.clock import wall_seconds
 
-        events = EventRecorder(store, controller=names[0] if len(names) == 1 else "volcano",
-                               instance=socket.gethostname(), clock=wall_seconds)
+        events = EventRecorder(
+            store,
+            controller=names[0] if len(names) == 1 else "volcano",
+            instance=socket.gethostname(),
+            clock=wall_seconds,
+        )
         try:
-            sched = LiveScheduler(store, conf_path=scheduler_conf, options=options, period=period, seed=seed,
-                                  metrics=metrics, node_selector=node_selector or (), events=events)
+            sched = LiveScheduler(
+                store,
+                conf_path=scheduler_conf,
+                options=options,
+                period=period,
+                seed=seed,
+                metrics=metrics,
+                node_selector=node_selector or (),
+                events=events,
+            )
         except (ConfigError, ArgumentError, OSError) as e:
             raise _fail(f"{scheduler_conf}: {e}") from None
         state["sched"] = sched
@@ -263,61 +329,79 @@ def scheduler(
             events.close()
             store.stop()
 
+    election = _election_config(leader_elect, leader_elect_resource_name, leader_elect_resource_namespace,
+                                lock_object_namespace, (leader_elect_lease_duration, leader_elect_renew_deadline,
+                                                        leader_elect_retry_period))
     lock_store = None
-    if leader_elect:
+    if election is not None:
         lock_store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, (), "vc-scheduler-leader-election")
-    servers = _serve(enable_healthz, healthz_address, enable_metrics, listen_address, registry,
-                     lambda: not stop.is_set())
+    servers = _serve(enable_healthz, healthz_address, enable_metrics, listen_address, registry)
     try:
-        code = _run_with_leader_election(
-            enabled=leader_elect, store_factory=make_store, lock_store=lock_store,
-            lock_namespace=lock_object_namespace or leader_elect_resource_namespace,
-            lock_name=leader_elect_resource_name, lease=lease, run=run, stop=stop)  # type: ignore[arg-type]
+        code = _run_with_leader_election(config=election, store_factory=make_store, lock_store=lock_store, run=run,
+                                         stop=stop)
     finally:
-        for s in servers:
-            s.shutdown()
+        for srv in servers:
+            srv.stop()
     raise typer.Exit(code)
 
 
 def _scheduler_metrics(enabled: bool) -> tuple[Any, Any]:
     if not enabled:
         return None, None
-    try:
-        from pyvolcano.metrics import SchedulerMetrics  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:  # pragma: no cover - shipped with the package
-        return None, None
+    from pyvolcano.metrics.scheduler import SchedulerMetrics
+
     m = SchedulerMetrics()
     return m, m.registry
 
 
 # ---------------------------------------------------------------------------- controller manager
 def controller_manager(
-    kubeconfig: Annotated[str | None, typer.Option(help="Path to kubeconfig file")] = None,
-    master: Annotated[str | None, typer.Option(help="The address of the Kubernetes API server")] = None,
-    controllers: Annotated[str, typer.Option(help="Controllers to run: '*' or a comma list such as "
-                                             "job-controller,queue-controller; -name disables one")] = "*",
-    worker_threads: Annotated[int, typer.Option(help="Workers of the job controller (accepted; work is "
-                                                "serialised per object)")] = 3,
-    scheduler_name: Annotated[list[str] | None, typer.Option("--scheduler-name", help="Pods with this "
-                                                             "schedulerName get a PodGroup (repeatable)")] = None,
-    leader_elect: Annotated[bool, typer.Option("--leader-elect/--no-leader-elect",
-                                               help="Run leader election on a Lease (upstream's default)")] = True,
-    leader_elect_lease_duration: Annotated[str, typer.Option(help="Lease duration")] = "15s",
-    leader_elect_renew_deadline: Annotated[str, typer.Option(help="Renew deadline")] = "10s",
-    leader_elect_retry_period: Annotated[str, typer.Option(help="Retry period")] = "2s",
-    leader_elect_resource_name: Annotated[str, typer.Option(help="Lease name")] = "vc-controller-manager",
-    leader_elect_resource_namespace: Annotated[str, typer.Option(help="Lease namespace")] = "volcano-system",
-    lock_object_namespace: Annotated[str, typer.Option(help="Deprecated: --leader-elect-resource-namespace")] = "",
-    enable_healthz: Annotated[bool, typer.Option("--enable-healthz/--no-enable-healthz",
-                                                 help="Serve /healthz")] = False,
-    healthz_address: Annotated[str, typer.Option(help="Address for /healthz")] = ":11251",
-    enable_metrics: Annotated[bool, typer.Option("--enable-metrics/--no-enable-metrics",
-                                                 help="Serve /metrics")] = False,
-    listen_address: Annotated[str, typer.Option(help="Address for /metrics")] = ":8081",
-    kube_api_qps: Annotated[float, typer.Option(help="QPS towards the API server")] = 50.0,
-    kube_api_burst: Annotated[int, typer.Option(help="Burst towards the API server")] = 100,
-    seed: Annotated[int, typer.Option(help="Seed for the controllers' random choices")] = 0,
-    v: Annotated[int, typer.Option("--v", "-v", help="Log verbosity (klog levels)")] = 0,
+    kubeconfig: Annotated[str | None, typer.Option(metavar="FILE", help="Path to kubeconfig file")] = None,
+    master: Annotated[str | None, typer.Option(metavar="URL", help="The address of the Kubernetes API server")] = None,
+    controllers: Annotated[
+        str,
+        typer.Option(
+            metavar="LIST",
+            help="Controllers to run: '*' or a comma list such as job-controller,queue-controller; -name disables one",
+        ),
+    ] = "*",
+    worker_threads: Annotated[
+        int, typer.Option(metavar="N", help="Workers of the job controller (accepted; work is serialised per object)")
+    ] = 3,
+    scheduler_name: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scheduler-name", metavar="NAME", help="Pods with this schedulerName get a PodGroup (repeatable)"
+        ),
+    ] = None,
+    leader_elect: Annotated[
+        bool,
+        typer.Option("--leader-elect/--no-leader-elect", help="Run leader election on a Lease (upstream's default)"),
+    ] = True,
+    leader_elect_lease_duration: Annotated[str, typer.Option(metavar="DURATION", help="Lease duration")] = "15s",
+    leader_elect_renew_deadline: Annotated[str, typer.Option(metavar="DURATION", help="Renew deadline")] = "10s",
+    leader_elect_retry_period: Annotated[str, typer.Option(metavar="DURATION", help="Retry period")] = "2s",
+    leader_elect_resource_name: Annotated[
+        str, typer.Option(metavar="NAME", help="Lease name")
+    ] = "vc-controller-manager",
+    leader_elect_resource_namespace: Annotated[
+        str, typer.Option(metavar="NAMESPACE", help="Lease namespace")
+    ] = "volcano-system",
+    lock_object_namespace: Annotated[
+        str, typer.Option(metavar="NAMESPACE", help="Deprecated: --leader-elect-resource-namespace")
+    ] = "",
+    enable_healthz: Annotated[
+        bool, typer.Option("--enable-healthz/--no-enable-healthz", help="Serve /healthz")
+    ] = False,
+    healthz_address: Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /healthz")] = ":11251",
+    enable_metrics: Annotated[
+        bool, typer.Option("--enable-metrics/--no-enable-metrics", help="Serve /metrics")
+    ] = False,
+    listen_address: Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /metrics")] = ":8081",
+    kube_api_qps: Annotated[float, typer.Option(metavar="QPS", help="QPS towards the API server")] = 50.0,
+    kube_api_burst: Annotated[int, typer.Option(metavar="N", help="Burst towards the API server")] = 100,
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed for the controllers' random choices")] = 0,
+    v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
     version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
     """vc-controller-manager: the job, queue, podgroup and gc controllers on a real cluster."""
@@ -332,14 +416,12 @@ def controller_manager(
     _setup_logging(v)
     try:
         enabled = _parse_controllers(controllers, CONTROLLERS)
-        lease = tuple(_duration(f, x) for f, x in (("--leader-elect-lease-duration", leader_elect_lease_duration),
-                                                   ("--leader-elect-renew-deadline", leader_elect_renew_deadline),
-                                                   ("--leader-elect-retry-period", leader_elect_retry_period)))
         if worker_threads < 1:
             raise UsageError(f"--worker-threads: got {worker_threads}; expected at least 1")
     except UsageError as e:
         raise _fail(str(e)) from None
     stop = _stop_event()
+    state: dict[str, Any] = {}
 
     def make_store() -> Any:
         store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, CONTROLLER_KINDS, "vc-controller-manager")
@@ -347,25 +429,34 @@ def controller_manager(
         return store
 
     def run(store: Any, stop_: threading.Event) -> None:
-        ctrls = build_controllers(store, random.Random(seed), enabled,
-                                  scheduler_names=tuple(scheduler_name or ("volcano",)))
+        ctrls = build_controllers(
+            store, random.Random(seed), enabled, scheduler_names=tuple(scheduler_name or ("volcano",))
+        )
         try:
-            LiveControllerManager(store, ctrls).run(stop_)
+            LiveControllerManager(store, ctrls, metrics=state.get("metrics")).run(stop_)
         finally:
             store.stop()
 
+    election = _election_config(leader_elect, leader_elect_resource_name, leader_elect_resource_namespace,
+                                lock_object_namespace, (leader_elect_lease_duration, leader_elect_renew_deadline,
+                                                        leader_elect_retry_period))
     lock_store = None
-    if leader_elect:
+    if election is not None:
         lock_store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, (), "vc-controller-manager-le")
-    servers = _serve(enable_healthz, healthz_address, enable_metrics, listen_address, None, lambda: not stop.is_set())
+    metrics = None
+    if enable_metrics:
+        from pyvolcano.metrics.controllers import ControllerMetrics
+
+        metrics = ControllerMetrics()
+    state["metrics"] = metrics
+    servers = _serve(enable_healthz, healthz_address, enable_metrics, listen_address,
+                     None if metrics is None else metrics.registry)
     try:
-        code = _run_with_leader_election(
-            enabled=leader_elect, store_factory=make_store, lock_store=lock_store,
-            lock_namespace=lock_object_namespace or leader_elect_resource_namespace,
-            lock_name=leader_elect_resource_name, lease=lease, run=run, stop=stop)  # type: ignore[arg-type]
+        code = _run_with_leader_election(config=election, store_factory=make_store, lock_store=lock_store, run=run,
+                                         stop=stop)
     finally:
-        for s in servers:
-            s.shutdown()
+        for srv in servers:
+            srv.stop()
     raise typer.Exit(code)
 
 
@@ -390,21 +481,30 @@ def _parse_controllers(text: str, known: Sequence[str]) -> list[str]:
 
 # ---------------------------------------------------------------------------- fake nodes
 def fake_nodes(
-    kubeconfig: Annotated[str | None, typer.Option(help="Path to kubeconfig file")] = None,
-    master: Annotated[str | None, typer.Option(help="The address of the Kubernetes API server")] = None,
-    nodes: Annotated[Path | None, typer.Option("--nodes", help="Node manifests (YAML) to register")] = None,
-    count: Annotated[int, typer.Option(help="Register this many identical nodes (without --nodes)")] = 0,
-    cpu: Annotated[str, typer.Option(help="CPU of each --count node")] = "32",
-    memory: Annotated[str, typer.Option(help="Memory of each --count node")] = "256Gi",
-    gpus: Annotated[int, typer.Option(help="nvidia.com/gpu of each --count node")] = 0,
-    max_pods: Annotated[int, typer.Option("--max-pods", help="Pods per --count node")] = 110,
-    prefix: Annotated[str, typer.Option(help="Name prefix of --count nodes")] = "fake-node-",
-    speed: Annotated[float, typer.Option(help="Divide every pod duration and grace period by this")] = 1.0,
-    default_duration: Annotated[str | None, typer.Option(help="Runtime of pods without a pyvolcano.io/duration "
-                                                         "annotation, e.g. 30s (default: until deleted)")] = None,
-    kube_api_qps: Annotated[float, typer.Option(help="QPS towards the API server")] = 500.0,
-    kube_api_burst: Annotated[int, typer.Option(help="Burst towards the API server")] = 1000,
-    v: Annotated[int, typer.Option("--v", "-v", help="Log verbosity")] = 0,
+    kubeconfig: Annotated[str | None, typer.Option(metavar="FILE", help="Path to kubeconfig file")] = None,
+    master: Annotated[str | None, typer.Option(metavar="URL", help="The address of the Kubernetes API server")] = None,
+    nodes: Annotated[
+        Path | None, typer.Option("--nodes", metavar="FILE", help="Node manifests (YAML) to register")
+    ] = None,
+    count: Annotated[int, typer.Option(metavar="N", help="Register this many identical nodes (without --nodes)")] = 0,
+    cpu: Annotated[str, typer.Option(metavar="QUANTITY", help="CPU of each --count node")] = "32",
+    memory: Annotated[str, typer.Option(metavar="QUANTITY", help="Memory of each --count node")] = "256Gi",
+    gpus: Annotated[int, typer.Option(metavar="N", help="nvidia.com/gpu of each --count node")] = 0,
+    max_pods: Annotated[int, typer.Option("--max-pods", metavar="N", help="Pods per --count node")] = 110,
+    prefix: Annotated[str, typer.Option(metavar="TEXT", help="Name prefix of --count nodes")] = "fake-node-",
+    speed: Annotated[
+        float, typer.Option(metavar="FACTOR", help="Divide every pod duration and grace period by this")
+    ] = 1.0,
+    default_duration: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DURATION",
+            help="Runtime of pods without a pyvolcano.io/duration annotation, e.g. 30s (default: until deleted)",
+        ),
+    ] = None,
+    kube_api_qps: Annotated[float, typer.Option(metavar="QPS", help="QPS towards the API server")] = 500.0,
+    kube_api_burst: Annotated[int, typer.Option(metavar="N", help="Burst towards the API server")] = 1000,
+    v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity")] = 0,
 ) -> None:
     """Simulated kubelets: keep nodes Ready and run the pods bound to them (like KWOK)."""
     from pyvolcano.runtime.fake_nodes import FakeNodes, make_nodes

@@ -1,41 +1,51 @@
-"""Human-readable output for the CLI (rich tables)."""
+"""Human-readable output for the CLI (rich tables; ``wide`` adds columns, as kubectl's ``-o wide``)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cli.output import console
 
 
-def print_schedule_table(result: dict[str, Any], cache: SchedulerCache) -> None:
-    # Never wrapped or truncated when stdout is not a terminal (kubectl's rule).
-    console = Console() if sys.stdout.isatty() else Console(width=100_000)
+def print_schedule_table(result: dict[str, Any], cache: SchedulerCache, *, wide: bool = False) -> None:
+    out = console()
+    group_of = {f"{p.namespace}/{p.name}": f"{p.namespace}/{p.group_name}" if p.group_name else ""
+                for p in cache.pods.values()}
     t = Table(title="Decisions", box=None)
     t.add_column("POD")
     t.add_column("DECISION")
     t.add_column("NODE")
+    if wide:
+        t.add_column("PODGROUP")
+
+    def row(pod: str, decision: str, node: str) -> None:
+        t.add_row(pod, decision, node, *([group_of.get(pod, "")] if wide else []))
+
     for pod, node in result["binds"].items():
-        t.add_row(pod, "bind", node)
+        row(pod, "bind", node)
     for pod, node in result["pipelined"].items():
-        t.add_row(pod, "pipelined", node)
+        row(pod, "pipelined", node)
     for pod in result["evictions"]:
-        t.add_row(pod, "evict", "")
-    console.print(t)
+        row(pod, "evict", "")
+    out.print(t)
     pgs = Table(title="PodGroups", box=None)
     pgs.add_column("PODGROUP")
     pgs.add_column("PHASE")
-    pgs.add_column("REASON", overflow="fold", min_width=len("NodeFit.InsufficientResource"))
+    if wide:
+        for col in ("QUEUE", "MINMEMBER"):
+            pgs.add_column(col)
+    pgs.add_column("REASON", overflow="fold")
     pgs.add_column("HINT", overflow="fold")
     diagnoses = result.get("diagnoses") or {}
     for pg in cache.podgroups():
         key = f"{pg.namespace}/{pg.name}"
         diag = diagnoses.get(key)
         reason, hint = (diag["reason"], diag["hint"]) if diag else ("", "")
-        pgs.add_row(key, pg.phase, reason, hint)
-    console.print(pgs)
+        extra = [pg.queue, str(pg.min_member)] if wide else []
+        pgs.add_row(key, pg.phase, *extra, reason, hint)
+    out.print(pgs)
     secs = result["stats"]["session_seconds"]
-    console.print(f"{result['stats']['sessions']} session(s), {sum(secs):.3f}s")
+    out.print(f"{result['stats']['sessions']} session(s), {sum(secs):.3f}s")

@@ -1,23 +1,31 @@
-"""``pyvolcano schedule``: sessions on a cluster snapshot (contract in ARCHITECTURE.md)."""
+"""``pyvolcano schedule``: sessions on a cluster snapshot (contract in ARCHITECTURE.md).
+
+The snapshot is read from files, directories and ``-`` (:mod:`pyvolcano.cli.inputs`); their
+objects are merged in order, and an object defined twice, in one file or two, is an error.
+No object at all is an error too ("no objects passed to schedule", exit 2, as
+``kubectl apply`` says of an empty input). The JSON keeps wall-clock timings out unless
+``--timings`` is given (``stats.session_seconds``), so the same inputs print the same bytes.
+"""
 
 from __future__ import annotations
 
-import json
-import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pyvolcano.api.manifest import ManifestError, load_manifest_file
+from pyvolcano.api.manifest import ClusterObjects, ManifestError, check_queue_parents, load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cli.inputs import read_inputs
+from pyvolcano.cli.output import emit, error, strip_timings, warn
 from pyvolcano.conf import ConfigError, default_configuration, load_scheduler_conf_file
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry, default_registry
 
-__all__ = ["run_schedule", "schedule_objects"]
+__all__ = ["load_snapshot", "run_schedule", "schedule_objects"]
 
 
 def load_config(path: Path | None, registry: Registry) -> SchedulerConfiguration:
@@ -65,11 +73,33 @@ def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, regi
     }
 
 
-def run_schedule(cluster: Path, config_path: Path | None, *, sessions: int, output: str, seed: int) -> int:
+def load_snapshot(sources: Sequence[str | Path]) -> ClusterObjects:
+    """The objects of every source, merged in order; raises :class:`ManifestError`."""
+    merged = ClusterObjects()
+    first: dict[tuple[str, str], str] = {}
+    for source, text in read_inputs(sources):
+        if isinstance(text, ManifestError):
+            raise text
+        objs = load_manifest_text(text, source)
+        for attr in ("nodes", "pods", "podgroups", "queues", "priority_classes"):
+            for obj in getattr(objs, attr):
+                key = (type(obj).__name__, f"{getattr(obj, 'namespace', '') or ''}/{obj.name}".lstrip("/"))
+                if key in first:
+                    raise ManifestError(f"{source}: duplicate {key[0]} {key[1]} (first defined in {first[key]})")
+                first[key] = source
+                getattr(merged, attr).append(obj)
+    return merged
+
+
+def run_schedule(sources: Sequence[str | Path] | str | Path, config_path: Path | None, *, sessions: int,
+                 output: str, seed: int, timings: bool = False) -> int:
+    if isinstance(sources, (str, Path)):
+        sources = [sources]
     registry = default_registry()
     try:
         config = load_config(config_path, registry)
-        objs = load_manifest_file(cluster)
+        objs = load_snapshot(sources)
+        check_queue_parents(objs, ", ".join(str(s) for s in sources))
         cache = SchedulerCache.from_objects(objs)
         # Instantiate every plugin and action once so bad arguments fail before any session.
         for tier in config.tiers:
@@ -78,13 +108,19 @@ def run_schedule(cluster: Path, config_path: Path | None, *, sessions: int, outp
         for name in config.actions:
             registry.action(name)(config.action_arguments(name))
     except (ManifestError, ConfigError, ArgumentError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        error(str(e))
         return 2
+    where = ", ".join(str(s) for s in sources)
+    if not (objs.nodes or objs.pods or objs.podgroups or objs.queues or objs.priority_classes):
+        error(f"{where}: no objects passed to schedule")
+        return 2
+    if not objs.nodes:
+        warn(f"{where}: no Node objects; nothing can be bound")
     result = schedule_objects(cache, config, registry, sessions=sessions, seed=seed)
-    if output == "json":
-        sys.stdout.write(json.dumps(result, sort_keys=False) + "\n")
+    if output in ("json", "yaml"):
+        emit(result if timings else strip_timings(result), output)
     else:
         from pyvolcano.cli.printers import print_schedule_table
 
-        print_schedule_table(result, cache)
+        print_schedule_table(result, cache, wide=output == "wide")
     return 0

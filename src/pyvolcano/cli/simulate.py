@@ -1,8 +1,15 @@
-"""``pyvolcano simulate``: run whole Volcano jobs on a simulated cluster."""
+"""``pyvolcano simulate``: run whole Volcano jobs on a simulated cluster.
+
+Inputs are checked before anything runs: ``--workload`` needs ``--cluster`` and the other way
+round, ``--nodes`` needs ``--trace``, a cluster must hold at least one Node and a workload at
+least one object (exit 2 otherwise), and ``--report DIR`` must be writable (checked by its
+option callback). ``-o json|yaml`` prints one document without wall-clock timings unless
+``--timings`` is given, so the same inputs and seed print the same bytes; ``-o table|wide``
+prints tables (wide: a QUEUE column and the whole timeline), and notes go to stderr.
+"""
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -14,6 +21,8 @@ from rich.table import Table
 
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.manifest import ManifestError
+from pyvolcano.cli.output import console as make_console
+from pyvolcano.cli.output import emit, error, note, strip_timings
 from pyvolcano.cli.schedule import load_config
 from pyvolcano.conf import ConfigError
 from pyvolcano.framework.arguments import ArgumentError
@@ -53,15 +62,17 @@ def _fmt_secs(s: float) -> str:
     return f"{h}h{m:02d}m{sec:02d}s" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
 
 
-def print_simulation_table(result: SimulationResult) -> None:
-    console = Console()
+def print_simulation_table(result: SimulationResult, *, wide: bool = False, timings: bool = True) -> None:
+    console = make_console()
     t = Table(title="Jobs", box=None)
     t.add_column("JOB", no_wrap=True)
+    if wide:
+        t.add_column("QUEUE", no_wrap=True)
     for col in ("PHASE", "RETRIES", "SUBMITTED", "STARTED", "FINISHED", "PODS P/R/S/F"):
         t.add_column(col, no_wrap=True)
     for key, r in sorted(result.jobs.items()):
         p = r.pods
-        t.add_row(key, r.phase, str(r.retry_count), _fmt_secs(r.submitted),
+        t.add_row(key, *([r.queue] if wide else []), r.phase, str(r.retry_count), _fmt_secs(r.submitted),
                   "-" if r.started is None else _fmt_secs(r.started),
                   "-" if r.finished is None else _fmt_secs(r.finished),
                   f"{p['pending']}/{p['running']}/{p['succeeded']}/{p['failed']}")
@@ -77,13 +88,14 @@ def print_simulation_table(result: SimulationResult) -> None:
     tl = Table(title="Timeline", box=None)
     tl.add_column("TIME")
     tl.add_column("EVENT", overflow="fold")
-    for when, what in result.timeline[:60]:
+    shown = result.timeline if wide else result.timeline[:60]
+    for when, what in shown:
         tl.add_row(_fmt_secs(when), what)
-    if len(result.timeline) > 60:
-        tl.add_row("…", f"{len(result.timeline) - 60} more events")
+    if len(result.timeline) > len(shown):
+        tl.add_row("…", f"{len(result.timeline) - len(shown)} more events (-o wide shows them all)")
     console.print(tl)
-    console.print(f"virtual time {_fmt_secs(result.virtual_seconds)}, {result.sessions} sessions, "
-                  f"{result.wall_seconds:.2f}s wall")
+    console.print(f"virtual time {_fmt_secs(result.virtual_seconds)}, {result.sessions} sessions"
+                  + (f", {result.wall_seconds:.2f}s wall" if timings else ""))
 
 
 # ---------------------------------------------------------------------------- the full command
@@ -103,15 +115,25 @@ def run_simulate_command(
     report: Path | None,
     output: str,
     schedule_period: float = 1.0,
+    timings: bool = False,
 ) -> int:
     """Manifest mode (``--cluster/--workload``), trace mode (``--trace``) or the built-in scenario."""
     from pyvolcano.simulator.traces import TraceError, builtin_scenario, load_trace
 
     if workload is not None and cluster is None:
-        print("error: --workload needs --cluster (the Nodes to run on)", file=sys.stderr)
+        error("--workload needs --cluster (the Nodes to run on)")
+        return 2
+    if cluster is not None and workload is None and trace is None:
+        error("--cluster needs --workload (the Jobs, PodGroups or Pods to run)")
         return 2
     if trace is not None and (cluster is not None or workload is not None):
-        print("error: --trace replaces --cluster/--workload; use --nodes for the trace's machines", file=sys.stderr)
+        error("--trace replaces --cluster/--workload; use --nodes for the trace's machines")
+        return 2
+    if nodes is not None and trace is None:
+        error("--nodes needs --trace (it gives the machines a trace runs on)")
+        return 2
+    if trace_format is not None and trace is None:
+        error("--trace-format needs --trace")
         return 2
     registry = default_registry()
     try:
@@ -134,16 +156,20 @@ def run_simulate_command(
             notes = list(tr.notes)
             manifest_mode = False
         else:
-            scenario = Path(workload or cluster).stem
+            assert workload is not None
+            scenario = Path(workload).stem
             cluster_subs, _ = load_workload(cluster, cluster=True)
-            if workload is not None:
-                work_subs, events = load_workload(workload)
+            work_subs, events = load_workload(workload)
+            if not any(sub.kind == "Node" for sub in [*cluster_subs, *work_subs]):
+                raise ManifestError(f"{cluster}: no Node objects; a simulation needs at least one Node")
+            if not work_subs and not events:
+                raise ManifestError(f"{workload}: no objects passed to simulate")
             notes = []
             manifest_mode = True
     except (ManifestError, ConfigError, ArgumentError, ValueError, TraceError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        error(str(e))
         return 2
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     runs = []
     for path, conf in configs:
         label = path.name if path is not None else "default"
@@ -155,15 +181,14 @@ def run_simulate_command(
         bad = [r for r in res.rejected if cluster is not None and r.get("file") == str(cluster)]
         if bad:
             r = bad[0]
-            print(f"error: {r['file']}: document {r['document']} ({r['kind']} {r['name']}): {r['error']}",
-                  file=sys.stderr)
+            error(f"{r['file']}: document {r['document']} ({r['kind']} {r['name']}): {r['error']}")
             return 2
         runs.append((res, metrics))
     from pyvolcano.simulator import report as rep
 
     if report is not None:
         rep.write_report(runs[0][1], report, other=runs[1][1] if len(runs) > 1 else None)
-    if output == "json":
+    if output in ("json", "yaml"):
         if len(runs) == 1:
             res, metrics = runs[0]
             out = rep.summarize(metrics)
@@ -179,15 +204,15 @@ def run_simulate_command(
                 out["rejected"] = full["rejected"]
         else:
             out = rep.compare(runs[0][1], runs[1][1])
-        sys.stdout.write(json.dumps(out) + "\n")
+        emit(out if timings else strip_timings(out), output)
     else:
         if manifest_mode and len(runs) == 1:
-            print_simulation_table(runs[0][0])
+            print_simulation_table(runs[0][0], wide=output == "wide")
         for n in notes:
-            Console().print(f"[dim]note: {n}[/dim]")
-        rep.print_summary(runs[0][1], other=runs[1][1] if len(runs) > 1 else None)
-        if report is not None:
-            Console().print(f"report written to {report / 'report.html'}")
+            note(n)
+        rep.print_summary(runs[0][1], other=runs[1][1] if len(runs) > 1 else None, console=make_console())
+    if report is not None:
+        print(f"report written to {report / 'report.html'}", file=sys.stderr)
     return 0
 
 
@@ -209,13 +234,18 @@ def _run_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work
               horizon: float, console: Console, *, label: str, show: bool,
               period: float = 1.0) -> tuple[SimulationResult, Any]:
     progress = Progress(TextColumn(f"[bold]{label}[/bold] virtual {{task.fields[vt]}}"), BarColumn(),
-                        TextColumn("{task.completed}/{task.total} jobs"), TimeElapsedColumn(),
+                        TextColumn("{task.fields[jobs]}"), TimeElapsedColumn(),
                         console=console, disable=not show, transient=True)
     with progress:
-        task_id = progress.add_task("simulate", total=None, vt="0s")
+        # No total until the first jobs exist: the bar pulses instead of showing "0/None".
+        task_id = progress.add_task("simulate", total=None, vt="0s", jobs="")
 
         def on_progress(now: float, done: int, total: int) -> None:
-            progress.update(task_id, completed=done, total=max(total, 1), vt=_fmt_secs(now))
+            if total:
+                progress.update(task_id, completed=done, total=total, vt=_fmt_secs(now),
+                                jobs=f"{done}/{total} jobs")
+            else:
+                progress.update(task_id, vt=_fmt_secs(now))
 
         sim = Simulation(config=conf, registry=registry, seed=seed, progress=on_progress, schedule_period=period)
         sim.submit(cluster_subs)

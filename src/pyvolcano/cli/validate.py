@@ -6,23 +6,48 @@ Every document of every file is created, in order, in one in-memory store with
 from the start; a file may redefine either one once (it is admitted like a new queue and then
 replaces the built-in).
 
-Output (stdout), one line per object, in input order::
+An object's kind is decided by ``apiVersion`` and ``kind`` together (:mod:`pyvolcano.api.kinds`).
+A kind pyvolcano validates is first checked strictly for unknown fields, as ``kubectl``'s default
+``--validate=strict`` has the API server do (:mod:`pyvolcano.api.fields`), then admitted. A real
+kind pyvolcano does not model (a ConfigMap, a ``batch/v1`` Job, an Argo Workflow, an unknown API
+group) is reported as ``NOT CHECKED`` and not stored; a kind or version that does not exist in a
+known API group (``kind: Jobb``, ``kind: job``, ``v2`` Node) is an error.
+
+Output (stdout), one line per object, in input order, then the warnings::
 
     OK Job default/test-job
     jobs.yaml: document 2: Job default/bad: spec.tasks[1].name: duplicated task name 'worker'
+    NOT CHECKED Deployment default/web (apps/v1): pyvolcano does not know the API group 'apps'
+    warning: jobs.yaml: document 3: Job default/j: spec.priorityClassName: no PriorityClass with name ...
 
-Exit code 0 when every object is valid, 2 otherwise (including unreadable files and YAML errors).
+A warning is for an object the API server accepts but that cannot work: a Job whose pods name a
+PriorityClass that does not exist (checked after all files, so a class defined later counts).
+
+Exit code 0 when every object is valid or not checked (warnings included), 2 otherwise (including
+unreadable files and YAML errors, and no object at all: "no objects passed to validate", as
+``kubectl apply`` says of an empty input).
+
+Inputs are files, directories and ``-`` (:mod:`pyvolcano.cli.inputs`). ``-o wide`` prefixes
+every line with its file and document. ``-o json|yaml`` prints the admitted objects instead,
+with the defaults admission filled in (one object, or a ``v1 List`` of several, as
+``kubectl create --dry-run=server -o yaml`` does), and the error lines on stderr.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pyvolcano.admission import VolcanoAdmission
+from pyvolcano.admission._common import quote
+from pyvolcano.admission.priority import find_priority_class
+from pyvolcano.api.fields import unknown_fields
+from pyvolcano.api.kinds import KindStatus, resolve
 from pyvolcano.api.manifest import ManifestError, iter_documents
+from pyvolcano.cli.inputs import read_inputs
+from pyvolcano.cli.output import emit, error, one_line
 from pyvolcano.store import CLUSTER_SCOPED_KINDS, InMemoryStore, StoreError, clone, object_key
 
 __all__ = ["BUILTIN_QUEUES", "run_validate", "validate_documents"]
@@ -35,17 +60,48 @@ BUILTIN_QUEUES: dict[str, dict[str, Any]] = {
 }
 
 
-def run_validate(paths: list[Path]) -> int:
-    """Validate the objects in ``paths``; print one line per object; return 0 or 2."""
+def run_validate(paths: Sequence[str | os.PathLike[str]], *, output: str | None = None) -> int:
+    """Validate the objects in ``paths``; print one line per object (or the admitted objects
+    with ``output`` json/yaml); return 0 or 2."""
     ok = True
-    for line, good in validate_documents(_documents(paths)):
-        print(line)
+    seen = 0
+    admitted: list[dict[str, Any]] = []
+    current = [""]
+
+    def tap(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+        for where, doc in docs:
+            current[0] = where
+            yield where, doc
+
+    for text, good in validate_documents(tap(_documents(paths)), admitted=admitted):
+        where, line = one_line(current[0]), one_line(text)
+        if line.startswith("warning: "):
+            print(line, file=sys.stderr)
+            continue
+        seen += 1
         ok = ok and good
+        if output in ("json", "yaml"):
+            if not good:
+                print(line, file=sys.stderr)
+        elif output == "wide" and good:
+            print(f"{where}: {line}")
+        else:
+            print(line)
+    if seen == 0:
+        where = ", ".join(os.fspath(p) for p in paths)
+        error(f"{where}: no objects passed to validate")
+        return 2
+    if output in ("json", "yaml") and admitted:
+        emit(admitted[0] if len(admitted) == 1 else {"apiVersion": "v1", "kind": "List", "items": admitted},
+             output)
     return 0 if ok else 2
 
 
-def validate_documents(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, bool]]:
-    """Admit ``(where, document)`` pairs in order; yield ``(output line, valid?)`` per object.
+def validate_documents(docs: Iterator[tuple[str, Any]], *,
+                       admitted: list[dict[str, Any]] | None = None) -> Iterator[tuple[str, bool]]:
+    """Admit ``(where, document)`` pairs in order; yield ``(output line, valid?)`` per object,
+    then one warning line (valid) per admitted Job whose pods the API server would refuse; append
+    each admitted object (defaults filled in) to ``admitted`` when given.
 
     A document that is a ManifestError instead of a mapping reports that error."""
     admission = VolcanoAdmission()
@@ -53,6 +109,7 @@ def validate_documents(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, b
     for q in BUILTIN_QUEUES.values():
         store.create(clone(q))
     builtins_pending = set(BUILTIN_QUEUES)
+    jobs: list[tuple[str, dict[str, Any]]] = []
     for where, doc in docs:
         if isinstance(doc, ManifestError):
             yield str(doc), False
@@ -60,15 +117,31 @@ def validate_documents(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, b
         if not isinstance(doc, Mapping):
             yield f"{where}: got {type(doc).__name__}; expected a Kubernetes object mapping", False
             continue
-        kind = doc.get("kind")
-        if not isinstance(kind, str) or not kind:
-            yield f"{where}: kind: Required value", False
+        kind, api = doc.get("kind"), doc.get("apiVersion")
+        if not isinstance(kind, str) or not kind or not isinstance(api, str) or not api:
+            yield f"{where}: {_type_problem(kind, api)}", False
+            continue
+        md = doc.get("metadata")
+        name = md.get("name") if isinstance(md, Mapping) else None
+        ns = md.get("namespace") if isinstance(md, Mapping) else None
+        generate = md.get("generateName") if isinstance(md, Mapping) else None
+        shown = name if isinstance(name, str) and name else (
+            f"{generate}*" if isinstance(generate, str) and generate else "?")
+        key = object_key(kind, ns if isinstance(ns, str) else None, shown)
+        res = resolve(api, kind)
+        if res.status is KindStatus.UNKNOWN:
+            yield f"{where}: {kind} {key}: {res.message}", False
+            continue
+        if res.status is KindStatus.NOT_CHECKED:
+            yield f"NOT CHECKED {kind} {key} ({api}): {res.message}", True
+            continue
+        unknown = unknown_fields(doc, api, kind)
+        if unknown:
+            yield f"{where}: {kind} {key}: " + "; ".join(f"{f}: {m}" for f, m in unknown), False
             continue
         obj = clone(dict(doc))
         try:
-            md = obj.get("metadata")
-            name = md.get("name") if isinstance(md, Mapping) else None
-            if kind == "Queue" and name in builtins_pending:
+            if kind == "Queue" and isinstance(name, str) and name in builtins_pending:
                 builtins_pending.discard(name)
                 created = _replace_builtin_queue(store, admission, obj)
             else:
@@ -76,9 +149,47 @@ def validate_documents(docs: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, b
         except StoreError as e:
             yield f"{where}: {e}", False
             continue
+        if admitted is not None:
+            admitted.append(created)
         cmd = created["metadata"]
+        if kind == "Job":
+            jobs.append((where, created))
         ns = None if kind in CLUSTER_SCOPED_KINDS else cmd.get("namespace")
         yield f"OK {kind} {object_key(kind, ns, cmd['name'])}", True
+    for where, job in jobs:
+        for line in _job_priority_class_warnings(where, job, store):
+            yield line, True
+
+
+def _type_problem(kind: Any, api: Any) -> str:
+    for key, value in (("kind", kind), ("apiVersion", api)):
+        if value is None or value == "":
+            return f"{key}: Required value"
+        if not isinstance(value, str):
+            return f"{key}: Invalid value: {quote(value)}: expected a string"
+    raise AssertionError("kind and apiVersion are both non-empty strings")
+
+
+def _job_priority_class_warnings(where: str, job: Mapping[str, Any], store: InMemoryStore) -> Iterator[str]:
+    """The job controller copies the job's ``priorityClassName`` onto every pod without one of its
+    own; the Priority admission plugin refuses a pod whose class does not exist, so such a job is
+    admitted but none of its pods can ever be created."""
+    md = job["metadata"]
+    key = object_key("Job", md.get("namespace"), md["name"])
+    spec: Mapping[str, Any] = job["spec"] if isinstance(job.get("spec"), Mapping) else {}
+    job_pc = spec.get("priorityClassName") or ""
+    seen: set[str] = set()
+    tasks: list[Any] = spec["tasks"] if isinstance(spec.get("tasks"), list) else []
+    for i, task in enumerate(tasks):
+        tmpl_spec = ((task.get("template") or {}).get("spec") or {}) if isinstance(task, Mapping) else {}
+        own = tmpl_spec.get("priorityClassName") if isinstance(tmpl_spec, Mapping) else None
+        name, path = (own, f"spec.tasks[{i}].template.spec.priorityClassName") if own else (
+            job_pc, "spec.priorityClassName")
+        if not isinstance(name, str) or not name or name in seen or find_priority_class(store, name) is not None:
+            continue
+        seen.add(name)
+        yield (f"warning: {where}: Job {key}: {path}: no PriorityClass with name {name} was found; the API "
+               "server's Priority admission will refuse to create the job's pods")
 
 
 def _replace_builtin_queue(store: InMemoryStore, admission: VolcanoAdmission, obj: dict[str, Any]) -> dict[str, Any]:
@@ -95,16 +206,10 @@ def _replace_builtin_queue(store: InMemoryStore, admission: VolcanoAdmission, ob
     return updated
 
 
-def _documents(paths: list[Path]) -> Iterator[tuple[str, Any]]:
-    for path in paths:
-        source = os.fspath(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as e:
-            yield source, ManifestError(f"{source}: cannot read: {e.strerror or e}")
-            continue
-        except UnicodeDecodeError:
-            yield source, ManifestError(f"{source}: not UTF-8 text")
+def _documents(paths: Sequence[str | os.PathLike[str]]) -> Iterator[tuple[str, Any]]:
+    for source, text in read_inputs(paths):
+        if isinstance(text, ManifestError):
+            yield source, text
             continue
         try:
             for index, doc in iter_documents(text, source):

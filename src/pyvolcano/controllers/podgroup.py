@@ -32,6 +32,7 @@ from typing import Any
 from pyvolcano.controllers._common import WorkQueue, annotations_of, controller_of, labels_of, meta, spec, uid_of
 from pyvolcano.controllers._resources import format_list, pod_quota_usage, scale_list
 from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, WatchEvent
+from pyvolcano.util.numbers import parse_int
 
 __all__ = ["PodGroupController", "pod_group_name_for"]
 
@@ -161,7 +162,7 @@ class PodGroupController:
         if raw is None:
             return 1
         try:
-            value = int(raw)
+            value = parse_int(raw)
         except ValueError:
             return 1
         return value if value >= 0 else 1

@@ -30,8 +30,8 @@ from typing import Any, Final, NoReturn
 
 __all__ = ["ArgumentError", "Arguments"]
 
-_INT_RE: Final = re.compile(r"[+-]?\d+")
-_FLOAT_RE: Final = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_INT_RE: Final = re.compile(r"[+-]?\d+", re.ASCII)
+_FLOAT_RE: Final = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _TRUE_STRINGS: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE_STRINGS: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 _DURATION_UNITS: Final[Mapping[str, float]] = MappingProxyType(
@@ -39,8 +39,8 @@ _DURATION_UNITS: Final[Mapping[str, float]] = MappingProxyType(
 )
 # Longer units first so that "ms" is not read as "m" followed by a stray "s".
 _UNIT_PATTERN: Final = "ns|us|µs|μs|ms|s|m|h"
-_DURATION_RE: Final = re.compile(rf"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:{_UNIT_PATTERN}))+")
-_DURATION_PART_RE: Final = re.compile(rf"(\d+(?:\.\d*)?|\.\d+)({_UNIT_PATTERN})")
+_DURATION_RE: Final = re.compile(rf"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:{_UNIT_PATTERN}))+", re.ASCII)
+_DURATION_PART_RE: Final = re.compile(rf"(\d+(?:\.\d*)?|\.\d+)({_UNIT_PATTERN})", re.ASCII)
 _REPR_LIMIT: Final = 60
 
 

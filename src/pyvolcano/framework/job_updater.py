@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.task import COMPLETED_STATUS, TaskStatus
 from pyvolcano.diagnosis.diagnose import amend_condition, diagnose_session
+from pyvolcano.framework.observer import ON_SESSION_CLOSE
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -77,8 +78,14 @@ def close_session(ssn: Session) -> None:
     if ssn.cache.options.diagnose:
         # Before the plugins close: the diagnosis reads their quotas and predicates.
         ssn.diagnoses = diagnose_session(ssn)
-    for _opt, plugin in ssn.plugins:
-        plugin.on_session_close(ssn)
+    obs = ssn.observer
+    for opt, plugin in ssn.plugins:
+        if obs is None:
+            plugin.on_session_close(ssn)
+        else:
+            t0 = obs.timer()
+            plugin.on_session_close(ssn)
+            obs.plugin_done(opt.name, ON_SESSION_CLOSE, obs.timer() - t0)
     for uid, diag in ssn.diagnoses.items():
         if uid not in settled:
             amend_condition(ssn.jobs[uid], diag, ssn.uid)

@@ -34,6 +34,7 @@ from pyvolcano.api.unschedule import Code, FitErrors, Status, insufficient_reaso
 from pyvolcano.conf.schema import PluginOption, SchedulerConfiguration
 from pyvolcano.framework import extension_points as ep
 from pyvolcano.framework.interfaces import Event, EventHandler, Plugin
+from pyvolcano.framework.observer import ON_SESSION_OPEN, SessionObserver
 from pyvolcano.framework.statement import Statement
 
 if TYPE_CHECKING:
@@ -89,12 +90,14 @@ class Session:
         uid: str,
         now: float,
         rng: np.random.Generator,
+        observer: SessionObserver | None = None,
     ):
         self.cache = cache
         self.config = config
         self.uid = uid
         self.now = now
         self.rng = rng
+        self.observer = observer
         self.node_table: NodeTable = cache.node_table
         self.nodes: dict[str, NodeInfo] = cache.nodes
         self.node_list: list[NodeInfo] = cache.node_list
@@ -149,8 +152,14 @@ class Session:
     def open(self) -> None:
         # Cached scores may reflect session-local plugin state (e.g. in-session evictions).
         self.cache.score_cache.clear()
-        for _opt, plugin in self.plugins:
-            plugin.on_session_open(self)
+        obs = self.observer
+        for opt, plugin in self.plugins:
+            if obs is None:
+                plugin.on_session_open(self)
+            else:
+                t0 = obs.timer()
+                plugin.on_session_open(self)
+                obs.plugin_done(opt.name, ON_SESSION_OPEN, obs.timer() - t0)
         self._tier_cache.clear()
 
     def _total_resource(self) -> Resource:

@@ -154,6 +154,10 @@ class Statement:
 
     def commit(self) -> None:
         ssn = self.ssn
+        if ssn.observer is not None:
+            evicted = [op.reason for op in self.operations if op.kind is OpKind.EVICT]
+            if evicted:
+                ssn.observer.evictions_committed(evicted[0], len(evicted))
         for op in self.operations:
             op.task.clear_last_tx_context()
             if op.kind is OpKind.EVICT:

@@ -48,6 +48,7 @@ import numpy as np
 
 from pyvolcano.api.objects import Container, Node, Pod
 from pyvolcano.api.quantity import QuantityError, value
+from pyvolcano.util.numbers import parse_int
 
 __all__ = [
     "GPU_INDEX_ANNOTATION",
@@ -236,7 +237,7 @@ def pod_demand(pod: Pod) -> GpuDemand:
     raw = pod.annotations.get(GPU_MILLI_ANNOTATION)
     if raw is not None:
         text = raw.strip()
-        if not text.isdigit() or not 0 < int(text) <= MILLI:
+        if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= MILLI:
             return GpuDemand(DemandKind.INVALID, error=(
                 f"annotation {GPU_MILLI_ANNOTATION}: got {raw!r}; expected an integer 1..{MILLI}"))
         milli = int(text)
@@ -249,7 +250,7 @@ def pod_demand(pod: Pod) -> GpuDemand:
 def parse_gpu_index(text: str) -> tuple[int, ...] | None:
     """Upstream ``GetGPUIndex``: comma-separated GPU indices; None if any part is not an integer."""
     try:
-        return tuple(int(part) for part in text.split(","))
+        return tuple(parse_int(part.strip()) for part in text.split(","))
     except ValueError:
         return None
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from pyvolcano.util.numbers import parse_float, parse_int
+
 __all__ = [
     "DEFAULT_NODES",
     "DEFAULT_PODS",
@@ -106,10 +108,10 @@ def _rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str
 def _int(path: Path, line: int, row: dict[str, str], column: str, *, minimum: int = 0) -> int:
     text = row.get(column, "").strip()
     try:
-        number = int(text)
+        number = parse_int(text)
     except ValueError:
         try:
-            as_float = float(text)
+            as_float = parse_float(text)
         except ValueError:
             as_float = float("nan")
         if not as_float.is_integer():

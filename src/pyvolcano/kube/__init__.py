@@ -17,15 +17,10 @@ def connect(*, kubeconfig: str | None = None, master: str | None = None, context
             start: bool = True, user_agent: str = "pyvolcano") -> Any:
     """A KubeStore watching ``kinds`` (informers started unless ``start`` is False)."""
     from pyvolcano.kube.client import KubeClient, load_config
+    from pyvolcano.kube.ratelimit import rate_limiter_for
     from pyvolcano.kube.store import KubeStore
 
-    limiter: Any = None
-    try:
-        from pyvolcano.kube.ratelimit import TokenBucket  # type: ignore[import-not-found,unused-ignore]
-
-        limiter = TokenBucket(qps, burst)
-    except ImportError:  # pragma: no cover - the limiter ships with the package
-        limiter = None
+    limiter = rate_limiter_for(qps, burst)
     client = KubeClient(load_config(kubeconfig, master, context), limiter=limiter, user_agent=user_agent)
     store = KubeStore(client, kinds, namespace=namespace)
     if start:

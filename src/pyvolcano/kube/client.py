@@ -45,7 +45,9 @@ except ImportError:  # pragma: no cover - lightkube always brings msgspec
 
 
 class RateLimiter(Protocol):
-    def acquire(self) -> None: ...
+    """client-go's ``flowcontrol.RateLimiter``: ``accept`` blocks until a request may go."""
+
+    def accept(self, max_wait: float | None = None) -> float: ...
 
 
 class Expired(StoreError):
@@ -123,7 +125,7 @@ class KubeClient:
     def request(self, method: str, path: str, *, body: Any = None, params: Mapping[str, Any] | None = None,
                 content_type: str = "application/json", what: tuple[str, str] = ("", "")) -> Any:
         if self.limiter is not None:
-            self.limiter.acquire()
+            self.limiter.accept()
         headers = {"Accept": "application/json"}
         content = None
         if body is not None:
@@ -166,7 +168,7 @@ class KubeClient:
 
         Raises :class:`Expired` for a 410 (as a status reply or an ERROR event)."""
         if self.limiter is not None:
-            self.limiter.acquire()
+            self.limiter.accept()
         params: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version,
                                   "allowWatchBookmarks": "true", "timeoutSeconds": timeout_seconds}
         if label_selector:

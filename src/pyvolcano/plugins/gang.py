@@ -94,14 +94,9 @@ class Gang:
             if not job.tasks or job.podgroup is None or uid in settled:
                 continue
             if not job.is_ready():
-                if _skip_unschedulable_for_releasing(job):
+                unready = unready_task_count(job)
+                if unready is None:
                     continue
-                schedulable = job.ready_task_num()
-                for t in job.tasks_in(TaskStatus.Pending).values():
-                    ctx = t.last_transaction or t.transaction_context()
-                    if ctx.status & ALLOCATED_STATUS:
-                        schedulable += 1
-                unready = job.min_available - schedulable
                 msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
                 cond = PodGroupCondition(
                     type="Unschedulable", status="True", reason=NOT_ENOUGH_RESOURCES, message=msg,
@@ -113,6 +108,20 @@ class Gang:
                     message="", transition_id=ssn.uid, last_transition_time=ssn.now,
                 )
             update_podgroup_condition(job, cond)
+
+
+def unready_task_count(job: JobInfo) -> int | None:
+    """How many more tasks a job that is not ready needs for its gang (``minAvailable`` minus
+    the ready and in-session allocated ones), or None when gang leaves it alone because its
+    releasing tasks will make it whole."""
+    if _skip_unschedulable_for_releasing(job):
+        return None
+    schedulable = job.ready_task_num()
+    for t in job.tasks_in(TaskStatus.Pending).values():
+        ctx = t.last_transaction or t.transaction_context()
+        if ctx.status & ALLOCATED_STATUS:
+            schedulable += 1
+    return job.min_available - schedulable
 
 
 def update_podgroup_condition(job: JobInfo, cond: PodGroupCondition) -> None:

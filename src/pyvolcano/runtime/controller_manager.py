@@ -54,8 +54,9 @@ def build_controllers(store: Store, rng: random.Random, enabled: Collection[str]
 
 class LiveControllerManager:
     def __init__(self, store: Store, controllers: list[Any], *, clock: Callable[[], float] = wall_seconds,
-                 max_idle: float = 1.0):
+                 max_idle: float = 1.0, metrics: Any = None):
         self.store = store
+        self.metrics = metrics  # a pyvolcano.metrics.controllers.ControllerMetrics, or None
         self.controllers = controllers
         self.clock = clock
         self.max_idle = max_idle
@@ -67,6 +68,8 @@ class LiveControllerManager:
         events = self.store.watch(self.revision, CONTROLLER_KINDS)
         for ev in events:
             self.revision = ev.revision
+            if self.metrics is not None:
+                self.metrics.observe_event(ev, self._job_created)
             for c in self.controllers:
                 try:
                     c.on_event(ev)
@@ -87,6 +90,15 @@ class LiveControllerManager:
             else:
                 self.wakeups.pop(i, None)
         return min(self.wakeups.values(), default=None)
+
+    def _job_created(self, namespace: str, name: str) -> float | None:
+        from pyvolcano.store.base import StoreError, from_rfc3339
+
+        try:
+            job = self.store.get("Job", namespace, name)
+            return from_rfc3339(str((job.get("metadata") or {}).get("creationTimestamp")))
+        except (StoreError, ValueError):
+            return None
 
     def run(self, stop: threading.Event, *, leading: Callable[[], bool] | None = None) -> None:
         wait = getattr(self.store, "wait", None)

@@ -81,7 +81,12 @@ class LiveScheduler:
         self.period = period
         self.clock = clock
         self.timer = timer
-        self.metrics = metrics
+        self.metrics = metrics  # a pyvolcano.metrics.scheduler.SchedulerMetrics, or None
+        self._observer: Any = None
+        if metrics is not None:
+            from pyvolcano.metrics.scheduler import SessionMetricsObserver
+
+            self._observer = SessionMetricsObserver(metrics, timer)
         # --node-selector key:value pairs: a node is ours when any of its labels is listed.
         self.node_selector = frozenset(node_selector)
         self.events = events  # an EventRecorder, or None
@@ -184,13 +189,16 @@ class LiveScheduler:
         failures = self._drop_failed_assumptions()
         now = self.clock()
         t0 = self.timer()
-        result = self.cache.run_session(self.config, self._plugins, self._actions, now=now, rng=self.rng)
+        result = self.cache.run_session(self.config, self._plugins, self._actions, now=now, rng=self.rng,
+                                        observer=self._observer)
         self.sessions += 1
         self._write(result, now)
         seconds = self.timer() - t0
         if self.metrics is not None:
-            with contextlib.suppress(Exception):
-                self.metrics.on_session(self, result, seconds)
+            self.metrics.update_e2e_duration(seconds)
+            self.metrics.observe_result(result)
+            if failures:
+                self.metrics.register_schedule_attempts("error", len(failures))
         return SessionReport(now, seconds, result, failures)
 
     # ------------------------------------------------------------------ writing decisions

@@ -21,6 +21,7 @@ from typing import Any
 from pyvolcano.api.duration import parse_duration
 from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.store.base import NotFound, Store, StoreError, WatchEvent, to_rfc3339
+from pyvolcano.util.numbers import parse_int
 
 __all__ = ["DURATION", "EXIT_CODE", "FAILING_ATTEMPTS", "Kubelets"]
 
@@ -197,6 +198,6 @@ def _int(text: object, default: int) -> int:
     if text is None:
         return default
     try:
-        return int(str(text).strip())
+        return parse_int(str(text).strip())
     except ValueError:
         return default

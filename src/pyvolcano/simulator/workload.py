@@ -5,8 +5,9 @@ any of Job, Queue, PodGroup, Pod, Command, PriorityClass, plus
 ``apiVersion: pyvolcano.io/v1alpha1, kind: ClusterEvent`` documents
 (``spec: {at: 10m, action: NodeDown|NodeUp, node: NAME}``). An object's
 ``metadata.annotations["pyvolcano.io/submit-at"]`` (a duration such as ``5m``) delays its
-creation. Shape errors (not YAML, not a mapping, unknown kind, bad submit-at) are reported
-with file, document and field; admission errors are the store's business, at submit time.
+creation. Shape errors (not YAML, not a mapping, a kind or apiVersion pyvolcano does not model,
+an unknown field, bad submit-at, an object defined twice in a cluster file) are reported with
+file, document and field; admission errors are the store's business, at submit time.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyvolcano.api.duration import DurationError, parse_duration_strict
+from pyvolcano.api.fields import unknown_fields
+from pyvolcano.api.kinds import KindStatus, resolve
 from pyvolcano.api.manifest import ManifestError, iter_documents
 
 __all__ = ["ClusterEvent", "Submission", "load_workload"]
@@ -25,6 +28,8 @@ CLUSTER_KINDS = {"Node", "Queue", "PriorityClass"}
 CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace"}
 WORKLOAD_KINDS = {"Job", "Queue", "PodGroup", "Pod", "Command", "PriorityClass", "Namespace", "Service",
                   "ConfigMap", "Secret", "Node"}
+PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret")}
+"""Kinds pyvolcano does not model that a workload may still create (job plugins read them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +77,7 @@ def load_workload(
     subs: list[Submission] = []
     events: list[ClusterEvent] = []
     allowed = CLUSTER_KINDS if cluster else WORKLOAD_KINDS
+    seen: dict[tuple[str, str], int] = {}
     for i, doc in iter_documents(text, source):
         if doc is None:
             continue
@@ -82,13 +88,20 @@ def load_workload(
         if kind == "ClusterEvent" and not cluster:
             events.append(_cluster_event(doc, where, i, source))
             continue
-        if kind not in allowed:
-            what = "cluster" if cluster else "workload"
+        what = "cluster" if cluster else "workload"
+        if not isinstance(kind, str) or kind not in allowed:
             raise ManifestError(f"{where}: kind {kind!r} is not allowed in a {what} file; expected one of "
                                 f"{', '.join(sorted(allowed))}")
         md = doc.get("metadata")
         if not isinstance(md, dict):
             raise ManifestError(f"{where} ({kind}): metadata: expected a mapping with a name")
+        _check_type_and_fields(doc, f"{where} ({kind} {_key(kind, md)})", what)
+        if cluster:
+            key = (str(kind), _key(kind, md))
+            if key in seen:
+                raise ManifestError(f"{where} ({kind} {key[1]}): duplicate {kind} {key[1]} (first defined in "
+                                    f"document {seen[key]})")
+            seen[key] = i
         ann = md.get("annotations") or {}
         at = 0.0
         if isinstance(ann, dict) and SUBMIT_AT in ann:
@@ -100,6 +113,29 @@ def load_workload(
                 raise ManifestError(f"{where} ({kind}): metadata.annotations.{SUBMIT_AT}: must not be negative")
         subs.append(Submission(at, i, source, doc))
     return subs, events
+
+
+def _key(kind: Any, md: dict[str, Any]) -> str:
+    name = md.get("name") or md.get("generateName") or "?"
+    if kind in CLUSTER_SCOPED:
+        return str(name)
+    return f"{md.get('namespace') or 'default'}/{name}"
+
+
+def _check_type_and_fields(doc: dict[str, Any], where: str, what: str) -> None:
+    """The object's kind is decided by apiVersion and kind (a ``v2`` Node or a ``batch/v1`` Job is
+    not one pyvolcano models), and its fields are checked strictly, as ``kubectl`` does."""
+    api, kind = doc.get("apiVersion"), str(doc.get("kind"))
+    if not isinstance(api, str) or not api:
+        raise ManifestError(f"{where}: apiVersion: is required; expected a string such as v1")
+    res = resolve(api, kind)
+    if res.status is KindStatus.UNKNOWN:
+        raise ManifestError(f"{where}: apiVersion: {res.message}")
+    if res.status is KindStatus.NOT_CHECKED and (api, kind) not in PASS_THROUGH:
+        raise ManifestError(f"{where}: apiVersion: {api} {kind} is not allowed in a {what} file ({res.message})")
+    unknown = unknown_fields(doc, api, kind)
+    if unknown:
+        raise ManifestError(f"{where}: " + "; ".join(f"{f}: {m}" for f, m in unknown))
 
 
 def _cluster_event(doc: dict[str, Any], where: str, i: int, source: str) -> ClusterEvent:

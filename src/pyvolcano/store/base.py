@@ -48,7 +48,8 @@ __all__ = [
 EPOCH: Final = _dt.datetime(2024, 1, 1, tzinfo=_dt.UTC)
 """Virtual time 0.0 as wall-clock time in every timestamp the store writes."""
 
-CLUSTER_SCOPED_KINDS: Final = frozenset({"Node", "Queue", "PriorityClass", "Namespace", "HyperNode"})
+CLUSTER_SCOPED_KINDS: Final = frozenset({"Node", "Queue", "PriorityClass", "Namespace", "HyperNode",
+                                         "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"})
 """Kinds without a namespace; every other kind is namespaced."""
 
 STATUS_SUBRESOURCE_KINDS: Final = frozenset({"Pod", "Node", "PodGroup", "Queue", "Job"})
@@ -226,7 +227,7 @@ def to_rfc3339(seconds: float) -> str:
 
 
 _RFC3339_RE: Final = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$", re.ASCII
 )
 
 

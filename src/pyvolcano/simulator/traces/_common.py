@@ -22,6 +22,7 @@ from typing import Any, Final, TypeVar
 from pyvolcano.gpu.devices import GPU_MILLI_ANNOTATION, GPU_MODELS_ANNOTATION, GPU_PRODUCT_LABEL, NVIDIA_GPU
 from pyvolcano.simulator.kubelet import DURATION, EXIT_CODE
 from pyvolcano.simulator.workload import SUBMIT_AT
+from pyvolcano.util.numbers import parse_float, parse_int
 
 __all__ = [
     "DEFAULT_QUEUE",
@@ -230,7 +231,7 @@ class Cells:
                 return None
             raise self.fail(col, v, "a number" + (f" ≥ {minimum:g}" if minimum is not None else ""))
         try:
-            x = float(v)
+            x = parse_float(v)
         except ValueError:
             x = math.nan
         if not math.isfinite(x) or (minimum is not None and x < minimum):
@@ -247,12 +248,12 @@ class Cells:
         expected = f"an integer ≥ {minimum}"
         try:
             if allow_float:
-                f = float(v)
+                f = parse_float(v)
                 if not math.isfinite(f) or f != int(f):
                     raise ValueError
                 n = int(f)
             else:
-                n = int(v)
+                n = parse_int(v)
         except ValueError:
             raise self.fail(col, v, expected) from None
         if n < minimum:

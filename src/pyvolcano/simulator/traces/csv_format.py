@@ -53,6 +53,7 @@ from pyvolcano.simulator.traces._common import (
     selection_note,
 )
 from pyvolcano.simulator.traces.nodes import load_nodes
+from pyvolcano.util.numbers import parse_float, parse_int
 
 __all__ = ["COLUMNS", "OPTIONAL", "load"]
 
@@ -84,7 +85,7 @@ def _seconds(c: Cells, col: str, *, allow_empty: bool) -> float | None:
             return None
         raise c.fail(col, v, expected)
     try:
-        x = float(v)
+        x = parse_float(v)
     except ValueError:
         try:
             x = parse_duration_strict(v)
@@ -119,7 +120,7 @@ def _row(c: Cells, k: int) -> Row:
     graw = c.raw("gpu")
     if graw:
         try:
-            g = float(graw)
+            g = parse_float(graw)
         except ValueError:
             g = math.nan
         expected = "a whole number of GPUs (0, 1, 2, …) or a fraction of one GPU below 1 (such as 0.5)"
@@ -136,7 +137,7 @@ def _row(c: Cells, k: int) -> Row:
     prio = None
     if praw:
         try:
-            prio = int(praw)
+            prio = parse_int(praw)
         except ValueError:
             raise c.fail("priority", praw, "an integer or empty") from None
         if abs(prio) > MAX_PRIORITY:

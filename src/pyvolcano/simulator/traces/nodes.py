@@ -42,6 +42,7 @@ from pyvolcano.simulator.traces._common import (
     node_manifest,
     open_rows,
 )
+from pyvolcano.util.numbers import parse_float
 
 __all__ = ["PHILLY_NODE_CPU_PER_GPU", "PHILLY_NODE_MEM_GIB_PER_GPU", "load_nodes", "philly_node"]
 
@@ -111,7 +112,7 @@ def _philly_official(fname: str, cols: list[str], rows: Any) -> list[dict[str, A
         if mem:
             m = mem.upper().removesuffix("GB").removesuffix("G").strip()
             try:
-                mib = int(float(m) * 1024)
+                mib = int(parse_float(m) * 1024)
             except ValueError:
                 raise c.fail("single GPU mem", mem, "a GPU memory size such as 12GB") from None
         out.append(philly_node(c.str_("machineId"), c.int_("number of GPUs"), mib))

@@ -56,6 +56,7 @@ from pyvolcano.simulator.traces._common import (
     selection_note,
 )
 from pyvolcano.simulator.traces.nodes import PHILLY_NODE_CPU_PER_GPU, PHILLY_NODE_MEM_GIB_PER_GPU, load_nodes
+from pyvolcano.util.numbers import parse_float, parse_int
 
 __all__ = [
     "COLUMNS",
@@ -104,8 +105,8 @@ def read(path: Any) -> tuple[str, list[Record]]:
         for line, cells in rows:
             try:
                 at = _ts(cells[it])
-                dur = float(cells[idu])
-                g = int(cells[ig])
+                dur = parse_float(cells[idu].strip())
+                g = parse_int(cells[ig].strip())
                 vc = cells[ic].strip()
                 if not (math.isfinite(dur) and dur >= 0 and g >= 0 and vc):
                     raise ValueError

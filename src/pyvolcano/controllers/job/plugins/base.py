@@ -158,6 +158,8 @@ class FlagSet:
                     value = str(args[i])
                 if kind is int:
                     try:
+                        if not value.isascii():
+                            raise ValueError(value)
                         self.values[name] = int(value, 0)
                     except ValueError:
                         raise FlagError(f'invalid value "{value}" for flag -{name}: parse error') from None
