@@ -271,7 +271,8 @@ def test_report_directory(tmp_path: Path) -> None:
                      "wait_cdf.png", "jct_cdf.png", "report.html"}
     assert all(f.exists() and f.stat().st_size > 0 for f in files)
     assert _header(tmp_path / "jobs.csv") == ["key", "queue", "submit_s", "first_bind_s", "start_s", "end_s", "wait_s",
-                                              "jct_s", "gpus", "pods", "phase", "restarts", "preemptions"]
+                                              "jct_s", "gpus", "pods", "phase", "restarts", "preemptions",
+                                              "pending_reason", "pending_hint"]
     assert _header(tmp_path / "queues.csv") == ["queue", "jobs", "never_started", "mean_wait_s", "p95_wait_s",
                                                 "mean_jct_s", "gpu_hours", "mean_share", "mean_deserved_share"]
     assert _header(tmp_path / "timeseries.csv") == [

@@ -4,9 +4,10 @@ Design. :func:`diagnose_session` runs at the start of session close, while the p
 session state (queue quotas, predicates, job validity) is still alive and the node
 accounting is the one the actions last saw, so the figures agree with the fit errors the
 actions recorded. It looks only at jobs with a PodGroup and an unplaced pod (Pending, or
-Allocated/Pipelined in a statement close will discard); every other job costs one counter
-read. A job that session close leaves alone (``Session.settled``: its tasks, PodGroup and
-fit errors are unchanged) keeps the diagnosis of the session that last looked at it.
+Allocated/Pipelined in a statement close will discard), or a PodGroup enqueue left Pending
+(perhaps without pods yet); every other job costs one counter read. A job that session
+close leaves alone (``Session.settled``: its tasks, PodGroup and fit errors are unchanged)
+keeps the diagnosis of the session that last looked at it.
 
 The stage is decided in pipeline order, first match wins:
 
@@ -60,13 +61,18 @@ _EPS = 1e-6
 
 
 def diagnose_session(ssn: Session) -> dict[str, Diagnosis]:
-    """The diagnosis of every job with a PodGroup that still has unplaced pods (by job key)."""
+    """The diagnosis of every job with a PodGroup that still has unplaced pods, or that enqueue
+    has not admitted (by job key)."""
     out: dict[str, Diagnosis] = {}
     ctx: _Context | None = None
+    enqueue = "enqueue" in ssn.enabled_actions
     for uid, job in ssn.jobs.items():
-        if job.podgroup is None:
+        pg = job.podgroup
+        if pg is None:
             continue
-        if not job.count(_UNPLACED):
+        # A PodGroup enqueue has not admitted may have no pods yet (the job controller creates
+        # them once it is Inqueue); it is short all the same.
+        if not job.count(_UNPLACED) and not (pg.phase == "Pending" and enqueue):
             job.diagnosis = None
             continue
         if uid in ssn.settled and job.diagnosis is not None:
@@ -132,6 +138,8 @@ class _Context:
                 break
         self._cluster_free: dict[int, float] = {}
         self._running_priorities: dict[str, int] | None = None  # queue -> lowest running job priority
+        self._node_occupants: dict[int, list[tuple[TaskInfo, JobInfo]]] = {}
+        self._over: dict[str, bool] = {}
 
         def compare(a: TaskInfo, b: TaskInfo) -> int:
             return -1 if ssn.task_order_fn(a, b) else (1 if ssn.task_order_fn(b, a) else 0)
@@ -229,9 +237,18 @@ class _Context:
         if short_dims and quota is not None:
             name = short_dims[0]
             fig = next(f for f in figures if f.name == name)
-            hint = (f"minResources ask {format_amount(name, req.get(name))} {name} but queue {job.queue} has "
-                    f"{_fmt_user(name, fig.free_in_queue or 0.0)} left within its capability; raise the "
-                    f"queue's capability on {name} or wait for its admitted jobs to finish")
+            left = _fmt_user(name, max(fig.free_in_queue or 0.0, 0.0))
+            q = self.ssn.queues.get(job.queue)
+            explicit = q is not None and (qcap := q.capability()) is not None and qcap.get(name) > 0
+            if explicit:
+                hint = (f"minResources ask {format_amount(name, req.get(name))} {name} but queue {job.queue} has "
+                        f"{left} left within its capability; raise the queue's capability on {name} or wait "
+                        f"for its admitted jobs to finish")
+            else:
+                hint = (f"minResources ask {format_amount(name, req.get(name))} {name} but queue {job.queue} has "
+                        f"{left} left of the cluster's {format_amount(name, quota.capability.get(name))} (less "
+                        f"other queues' guarantees); add nodes, lower minResources or wait for its admitted "
+                        f"jobs to finish")
             msg = f"queue {job.queue} capability exceeded on {', '.join(short_dims)}"
             return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="minResources", resources=tuple(figures))
         voters = sorted({name for tier in self.ssn._tiers("job_enqueueable") for name, _fn in tier})
@@ -415,18 +432,16 @@ class _Context:
                     vec: list[tuple[int, float]], *, reclaim: bool = True) -> PreemptionInfo:
         """Could evicting lower-priority pods of the queue (preempt) or pods of queues over their
         deserved share (reclaim) make room for ``task`` on one node, and why did that not happen?"""
-        ssn = self.ssn
+        if not self._lower_priority_running(job) and not (
+                reclaim and any(self._over_deserved(q) for q in self.quotas if q != job.queue)):
+            return _NO_PREEMPTION
         preempt_on: list[tuple[int, list[tuple[TaskInfo, JobInfo]]]] = []
         reclaim_on: list[tuple[int, list[tuple[TaskInfo, JobInfo]]]] = []
         for i in candidates:
-            node = ssn.node_list[int(i)]
             p_node: list[tuple[TaskInfo, JobInfo]] = []
             r_node: list[tuple[TaskInfo, JobInfo]] = []
-            for t in sorted(node.tasks.values(), key=lambda t: t.uid):
-                if t.status not in _OCCUPYING or t.job == job.uid:
-                    continue
-                vjob = ssn.jobs.get(t.job)
-                if vjob is None:
+            for t, vjob in self._occupants(int(i)):
+                if vjob is job:
                     continue
                 if vjob.queue == job.queue:
                     if vjob.priority < job.priority:
@@ -464,11 +479,26 @@ class _Context:
             return PreemptionInfo(True, action, enabled, why, victims)
         return _NO_PREEMPTION
 
+    def _occupants(self, i: int) -> list[tuple[TaskInfo, JobInfo]]:
+        """The running or bound pods of jobs with a PodGroup on node ``i``, in UID order (cached)."""
+        out = self._node_occupants.get(i)
+        if out is None:
+            ssn = self.ssn
+            out = []
+            for t in sorted(ssn.node_list[i].tasks.values(), key=lambda t: t.uid):
+                if t.status in _OCCUPYING and (vjob := ssn.jobs.get(t.job)) is not None:
+                    out.append((t, vjob))
+            self._node_occupants[i] = out
+        return out
+
     def _over_deserved(self, queue: str) -> bool:
-        quota = self.quotas.get(queue)
-        if quota is None or quota.deserved.is_empty():
-            return False
-        return not quota.allocated.less_equal(quota.deserved)
+        over = self._over.get(queue)
+        if over is None:
+            quota = self.quotas.get(queue)
+            over = quota is not None and not quota.deserved.is_empty() and \
+                not quota.allocated.less_equal(quota.deserved)
+            self._over[queue] = over
+        return over
 
     def _reclaimable(self, queue: str) -> bool:
         q = self.ssn.queues.get(queue)

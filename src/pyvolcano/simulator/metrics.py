@@ -38,6 +38,9 @@ class JobMetrics:
     phase: str = "Pending"
     restarts: int = 0
     preemptions: int = 0
+    # For a job that never started: its last session's diagnosis (pyvolcano.diagnosis).
+    pending_reason: str = ""
+    pending_hint: str = ""
 
     @property
     def wait(self) -> float | None:

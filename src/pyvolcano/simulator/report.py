@@ -56,7 +56,7 @@ from pyvolcano.simulator.metrics import JobMetrics, RunMetrics, Sample
 __all__ = ["compare", "print_summary", "run_labels", "summarize", "write_report"]
 
 JOBS_COLUMNS = ("key", "queue", "submit_s", "first_bind_s", "start_s", "end_s", "wait_s", "jct_s", "gpus", "pods",
-                "phase", "restarts", "preemptions")
+                "phase", "restarts", "preemptions", "pending_reason", "pending_hint")
 QUEUES_COLUMNS = ("queue", "jobs", "never_started", "mean_wait_s", "p95_wait_s", "mean_jct_s", "gpu_hours",
                   "mean_share", "mean_deserved_share")
 TIMESERIES_COLUMNS = ("t_s", "gpu_allocated", "gpu_capacity", "gpu_ratio", "cpu_ratio", "gpu_fragmentation",
@@ -217,6 +217,23 @@ def _job_stats(jobs: Sequence[JobMetrics]) -> dict[str, Any]:
     }
 
 
+NEVER_STARTED_EXAMPLES = 10
+
+
+def _never_started_why(jobs: Sequence[JobMetrics]) -> dict[str, Any]:
+    """Why jobs never started: reason code -> jobs, and the first few jobs (by submission) with
+    their hints (from each job's last session's diagnosis; docs/reasons.md)."""
+    waiting = sorted((j for j in jobs if j.start is None and j.pending_reason), key=lambda j: (j.submit, j.key))
+    reasons: dict[str, int] = {}
+    for j in waiting:
+        reasons[j.pending_reason] = reasons.get(j.pending_reason, 0) + 1
+    return {
+        "never_started_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "never_started_examples": [{"job": j.key, "reason": j.pending_reason, "hint": j.pending_hint}
+                                   for j in waiting[:NEVER_STARTED_EXAMPLES]],
+    }
+
+
 def summarize(run: RunMetrics) -> dict[str, Any]:
     """``{"summary": {...}, "queues": {queue: {...}}, "stats": {...}}``; see the module docstring."""
     return _summarize(run, _series(run))
@@ -236,6 +253,7 @@ def _summarize(run: RunMetrics, ser: _Series) -> dict[str, Any]:
         "makespan_s": makespan(run),
         "restarts": sum(j.restarts for j in run.jobs),
         "preemptions": sum(j.preemptions for j in run.jobs),
+        **_never_started_why(run.jobs),
     }
     by_queue: dict[str, list[JobMetrics]] = {q: [] for q in ser.queues}
     for j in run.jobs:
@@ -340,7 +358,8 @@ def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object
 
 def _write_jobs_csv(run: RunMetrics, path: Path) -> Path:
     rows = ((j.key, j.queue, j.submit, j.first_bind, j.start, j.end, j.wait, j.jct, float(j.gpus), j.pods, j.phase,
-             j.restarts, j.preemptions) for j in sorted(run.jobs, key=lambda j: (j.submit, j.key)))
+             j.restarts, j.preemptions, j.pending_reason, j.pending_hint)
+            for j in sorted(run.jobs, key=lambda j: (j.submit, j.key)))
     return _write_csv(path, JOBS_COLUMNS, rows)
 
 
@@ -527,6 +546,10 @@ def print_summary(run: RunMetrics, *, other: RunMetrics | None = None, console: 
                        fmt_duration(s["p95_wait_s"]), fmt_duration(s["mean_jct_s"]), f"{s['gpu_hours']:,.1f}",
                        fmt_ratio(s["mean_share"]), fmt_ratio(s["mean_deserved_share"]))
         console.print(qt)
+        reasons = sa["summary"]["never_started_reasons"]
+        if reasons:
+            console.print("Never started, by reason: " + ", ".join(f"{r} {n}" for r, n in reasons.items()),
+                          highlight=False, markup=False)
         console.print(_session_line(st), highlight=False)
         return
     la, lb = run_labels(run, other)

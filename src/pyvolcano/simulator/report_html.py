@@ -128,6 +128,17 @@ def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | Non
         parts.append(f"<h2>Queues{_e(suffix)}</h2>" + _table(_QUEUE_HEADER, _queue_rows(s)))
     for label, s in runs:
         suffix = f" — {label}" if len(runs) > 1 else ""
+        why = s["summary"].get("never_started_reasons") or {}
+        if why:
+            parts.append(f"<h2>Why jobs never started{_e(suffix)}</h2>"
+                         + _table(("reason", "jobs"), [[_e(r), _e(n)] for r, n in why.items()])
+                         + _table(("job", "reason", "hint"),
+                                  [[_e(x["job"]), _e(x["reason"]), _e(x["hint"])]
+                                   for x in s["summary"]["never_started_examples"]])
+                         + "<p class=meta>From each job's last scheduling session; the reason codes are "
+                           "explained in pyvolcano's docs/reasons.md.</p>")
+    for label, s in runs:
+        suffix = f" — {label}" if len(runs) > 1 else ""
         parts.append(f"<h2>Scheduler{_e(suffix)}</h2>" + _table(("", ""), _stats_rows(s["stats"])))
         if s["stats"]["notes"]:
             parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in s["stats"]["notes"]) + "</ul>")
