@@ -58,21 +58,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     for name in ("tls.crt", "tls.key", "ca.crt"):
         (certs / name).write_text(f"-----BEGIN PLACEHOLDER-----\n{name}\n-----END PLACEHOLDER-----\n")
     with envtest.ControlPlane() as cp:
-        crds = _kubectl(cp.kubeconfig, "apply", "-f", "-", stdin=_install("--crds-only"))
-        assert crds.returncode == 0, crds.stderr
+        # README's one step: the whole bundle in one apply on a fresh cluster
+        whole = _kubectl(cp.kubeconfig, "apply", "-f", "-",
+                         stdin=_install("--fake-nodes", "--admission-certs", str(certs)))
+        assert whole.returncode == 0, whole.stderr
         names = [f"crd/{s.name}" for s in CRD_SPECS]
         wait = _kubectl(cp.kubeconfig, "wait", "--for", "condition=established", "--timeout=60s", *names)
         assert wait.returncode == 0, wait.stderr
-        rest = _kubectl(cp.kubeconfig, "apply", "-f", "-",
-                        stdin=_install("--skip-crds", "--fake-nodes", "--admission-certs", str(certs)))
-        assert rest.returncode == 0, rest.stderr
         assert _kubectl(cp.kubeconfig, "create", "namespace", "team-a").returncode == 0
         cp.certs = certs
         yield cp
 
 
-def test_the_whole_bundle_applies_again_in_one_step(cluster: Any) -> None:
-    res = _kubectl(cluster.kubeconfig, "apply", "-f", "-", stdin=_install("--admission-certs", str(cluster.certs)))
+def test_the_bundle_with_its_queues_applies_once_the_crds_are_served(cluster: Any) -> None:
+    res = _kubectl(cluster.kubeconfig, "apply", "-f", "-",
+                   stdin=_install("--queues", "--admission-certs", str(cluster.certs)))
     assert res.returncode == 0, res.stderr
     for name in ("root", "default"):
         got = json.loads(_kubectl(cluster.kubeconfig, "get", "queue", name, "-o", "json").stdout)
@@ -80,11 +80,19 @@ def test_the_whole_bundle_applies_again_in_one_step(cluster: Any) -> None:
 
 
 def test_short_names_and_printer_columns_are_served(cluster: Any) -> None:
+    queues = _kubectl(cluster.kubeconfig, "apply", "-f", "-", stdin=_queues_only())
+    assert queues.returncode == 0, queues.stderr
     res = _kubectl(cluster.kubeconfig, "get", "q")
     assert res.returncode == 0, res.stderr
     assert res.stdout.split("\n")[0].split() == ["NAME", "PARENT"]
     for short in ("vcjob", "vj", "pg", "podgroup-v1beta1", "queue-v1beta1", "commands"):
         assert _kubectl(cluster.kubeconfig, "get", short, "-A").returncode == 0, short
+
+
+def _queues_only() -> str:
+    from pyvolcano.deploy.bundle import default_queues, dump_documents
+
+    return dump_documents(default_queues())
 
 
 def _contains(stored: Any, sent: Any, path: str = "") -> list[str]:

@@ -98,6 +98,8 @@ def _component_of_caller() -> str | None:
         return None  # the store's own bookkeeping (e.g. cascading deletes: the API server's job)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
+        if module == "pyvolcano.admission.priority":
+            return None  # the API server's own Priority admission plugin, not the webhook
         if module.startswith("pyvolcano.admission"):
             return "admission"
         if module.startswith("pyvolcano.controllers"):

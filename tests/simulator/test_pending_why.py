@@ -28,7 +28,9 @@ def test_a_job_that_never_started_says_why_in_json_table_and_report(tmp_path: Pa
     assert figure_shortfall(why, "nvidia.com/gpu") == 4.0
     assert out["jobs"]["default/small"]["why"] is None
     assert out["summary"]["never_started_reasons"] == {"Queue.OverCapability": 1}
-    assert out["summary"]["never_started_examples"][0]["job"] == "default/huge"
+    listed = next(u for u in out["unfinished"] if u["job"] == "default/huge")
+    assert listed["pending_reason"] == "Queue.OverCapability"
+    assert listed["pending_hint"] == why["hint"]
     rows = {r["key"]: r for r in csv.DictReader((tmp_path / "jobs.csv").open())}
     assert rows["default/huge"]["pending_reason"] == "Queue.OverCapability"
     assert rows["default/small"]["pending_reason"] == ""

@@ -143,7 +143,7 @@ def synthetic_run(n_jobs: int = 2000, n_samples: int = 1000, n_queues: int = 4, 
 
 def test_summary_on_two_jobs_is_exact() -> None:
     out = summarize(two_jobs())
-    assert set(out) == {"summary", "queues", "stats"}
+    assert set(out) == {"summary", "queues", "stats", "unfinished"}
     s = out["summary"]
     assert s["jobs"] == 2 and s["completed"] == 2 and s["never_started"] == 0
     assert s["mean_wait_s"] == pytest.approx(50.0)                # (10 + 90) / 2
@@ -164,8 +164,15 @@ def test_summary_on_two_jobs_is_exact() -> None:
     assert q2["gpu_hours"] == pytest.approx(720 / 3600)
     assert q1["mean_share"] == pytest.approx(0.5 * 100 / 200)     # 4/8 for 100 s of 200
     assert q2["mean_share"] == pytest.approx(1.0 * 90 / 200)
-    # deserved known from t=10: 4/8 over the 190 s where it is known
-    assert q1["mean_deserved_share"] == pytest.approx(0.5)
+    # deserved 4/8 from t=10, unknown (counted 0) before: over the same 200 s as mean_share
+    assert q1["mean_deserved_share"] == pytest.approx(0.5 * 190 / 200)
+    # the busy window ends when b starts (110): no job waits after it
+    assert s["busy_window_s"] == 110.0
+    assert s["busy_gpu_allocation_ratio"] == pytest.approx(0.5 * 100 / 110)
+    assert s["busy_mean_pending_jobs"] == pytest.approx((10 + 90) / 110)
+    assert q1["busy_mean_share"] == pytest.approx(0.5 * 100 / 110)
+    assert q1["busy_mean_deserved_share"] == pytest.approx(0.5 * 100 / 110)
+    assert s["running_at_end"] == 0 and s["end_reason"] == "finished" and out["unfinished"] == []
     st = out["stats"]
     assert st["virtual_seconds"] == 200.0 and st["sessions"] == 3 and st["wall_seconds"] == 0.5
     assert st["session_p50_s"] == pytest.approx(0.02)
@@ -271,10 +278,11 @@ def test_report_directory(tmp_path: Path) -> None:
                      "wait_cdf.png", "jct_cdf.png", "report.html"}
     assert all(f.exists() and f.stat().st_size > 0 for f in files)
     assert _header(tmp_path / "jobs.csv") == ["key", "queue", "submit_s", "first_bind_s", "start_s", "end_s", "wait_s",
-                                              "jct_s", "gpus", "pods", "phase", "restarts", "preemptions",
+                                              "jct_s", "gpus", "pods", "phase", "restarts", "preemptions", "reason",
                                               "pending_reason", "pending_hint"]
     assert _header(tmp_path / "queues.csv") == ["queue", "jobs", "never_started", "mean_wait_s", "p95_wait_s",
-                                                "mean_jct_s", "gpu_hours", "mean_share", "mean_deserved_share"]
+                                                "mean_jct_s", "gpu_hours", "mean_share", "mean_deserved_share",
+                                                "busy_mean_share", "busy_mean_deserved_share"]
     assert _header(tmp_path / "timeseries.csv") == [
         "t_s", "gpu_allocated", "gpu_capacity", "gpu_ratio", "cpu_ratio", "gpu_fragmentation", "pending_jobs",
         "running_jobs", "q1_allocated_gpu", "q1_deserved_gpu", "q1_share", "q2_allocated_gpu", "q2_deserved_gpu",
@@ -379,3 +387,31 @@ def test_print_comparison_colours_differences() -> None:
     plain = io.StringIO()
     print_summary(two_jobs("fast.conf"), other=two_jobs("slow.conf", slow=True), console=Console(file=plain, width=200))
     assert "+20s (+40.0%)" in plain.getvalue()
+
+
+def test_unfinished_jobs_and_their_reasons_reach_the_summary_csv_and_html(tmp_path: Path) -> None:
+    run = two_jobs()
+    run.jobs.append(JobMetrics("ns/c", "q1", submit=50.0, gpus=16, pods=2,
+                               reason="PodGroup Pending: not enqueued (Insufficient nvidia.com/gpu: …)"))
+    run.virtual_seconds, run.end_reason = 400.0, "stalled"
+    out = summarize(run)
+    assert out["unfinished"] == [{"job": "ns/c", "started": False, "phase": "Pending",
+                                  "reason": "PodGroup Pending: not enqueued (Insufficient nvidia.com/gpu: …)",
+                                  "pending_reason": None, "pending_hint": None}]
+    assert out["summary"]["busy_window_s"] == 400.0     # a job never started: the whole run is busy
+    write_report(run, tmp_path)
+    assert _csv(tmp_path / "jobs.csv")[-1]["reason"].startswith("PodGroup Pending: not enqueued")
+    html = (tmp_path / "report.html").read_text()
+    assert "<h2>Not finished</h2>" in html and "0 job(s) still running, 1 never started" in html
+    assert "Insufficient nvidia.com/gpu" in html
+
+
+def test_plots_clip_the_time_axis_to_the_busy_window_only_behind_a_long_tail() -> None:
+    pytest.importorskip("matplotlib")
+    from pyvolcano.simulator.plots import _window
+
+    assert _window(two_jobs()) == 200.0          # busy 110 s of 200 s: the whole run is shown
+    tail = two_jobs()
+    tail.jobs.append(JobMetrics("ns/long", "q1", submit=0.0, gpus=1, pods=1, first_bind=10.0, start=10.0,
+                                end=16 * 86400.0, phase="Completed"))
+    assert _window(tail) == pytest.approx(110.0 * 1.1)   # a 16-day tail behind 110 busy seconds

@@ -14,6 +14,7 @@ import pytest
 
 from pyvolcano.api.duration import parse_duration_strict
 from pyvolcano.api.manifest import parse_object
+from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.simulator.traces import (
     BUILTIN_DAYS,
     FORMATS,
@@ -548,15 +549,23 @@ def test_shipped_traces_load() -> None:
     assert len(d.jobs) == 2000
 
 
-def test_builtin_scenario_is_the_documented_busy_philly_window() -> None:
+def test_builtin_scenario_is_the_documented_philly_gang_day() -> None:
     a = builtin_scenario()
     assert BUILTIN_DAYS == 1
     assert a.name == "builtin-philly" and a.format == "philly"
-    assert len(a.jobs) == 1007 and len(a.queues) == 7 and len(a.nodes) == 64
-    assert sum(int(n["status"]["capacity"]["nvidia.com/gpu"]) for n in a.nodes) == 512
+    assert len(a.jobs) == 428 and len(a.queues) == 10 and len(a.nodes) == 16
+    assert sum(int(n["status"]["capacity"]["nvidia.com/gpu"]) for n in a.nodes) == 128
+    gangs = [j for j in a.jobs if j["spec"]["minAvailable"] > 1]
+    assert len(gangs) == 19 and max(j["spec"]["minAvailable"] for j in gangs) == 16
     assert submit(a.jobs[0]) == 0 and submit(a.jobs[-1]) < 86400
-    assert "2017-10-08" in a.notes[0]
-    two = builtin_scenario(days=2, gpus=None)
+    assert "2017-12-12" in a.notes[0] and "19 of them gangs" in a.notes[0]
+    assert a.config is not None
+    conf = load_scheduler_conf(a.config)
+    assert list(conf.actions) == ["enqueue", "allocate", "backfill", "reclaim"]
+    assert "proportion" in conf.plugin_names()
+    day = builtin_scenario(score="demand", gpus=512)
+    assert len(day.jobs) == 1007 and len(day.queues) == 7 and "2017-10-08" in day.notes[0]
+    two = builtin_scenario(days=2, gpus=None, score="demand")
     assert len(two.jobs) == 2817 and len(two.queues) == 10 and len(two.nodes) == 552
     assert sum(t["replicas"] for j in two.jobs for t in j["spec"]["tasks"]) == 2854
     assert sum(j["spec"]["minAvailable"] > 1 for j in two.jobs) == 25
@@ -564,3 +573,5 @@ def test_builtin_scenario_is_the_documented_busy_philly_window() -> None:
     assert json.dumps(a.objects()) == json.dumps(b.objects())
     with pytest.raises(TraceError):
         builtin_scenario(0)
+    with pytest.raises(TraceError, match="unknown window score"):
+        builtin_scenario(score="busiest")

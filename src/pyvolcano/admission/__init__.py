@@ -43,7 +43,12 @@ class VolcanoAdmission:
 
     def __init__(self, *, scheduler_names: tuple[str, ...] = ("volcano",), max_queue_depth: int = 5,
                  enable_queue_allocated_pods_check: bool = False, enable_root_queue_protection: bool = True,
-                 job_plugins: frozenset[str] | None = None):
+                 job_plugins: frozenset[str] | None = None, api_server_checks: bool = True):
+        # api_server_checks: also do what the API server itself does before and around the
+        # webhooks (pod defaulting, Priority admission, pod-spec and PriorityClass validation).
+        # The in-memory store and `validate` need them; the HTTPS webhook server, called by a
+        # real API server that has done them already, does not.
+        self.api_server_checks = api_server_checks
         if not scheduler_names:
             raise ValueError("scheduler_names must name at least one scheduler")
         self.config = AdmissionConfig(
@@ -97,7 +102,7 @@ class VolcanoAdmission:
             self._queue(op, obj, old, store, p)
         elif kind == "PodGroup":
             self._podgroup(op, obj, store, p)
-        elif kind == "PriorityClass":
+        elif kind == "PriorityClass" and self.api_server_checks:
             if op == "CREATE" and obj.get("preemptionPolicy") is None:
                 obj["preemptionPolicy"] = "PreemptLowerPriority"  # SetDefaults_PriorityClass
             validate_object_meta(obj, p)
@@ -128,6 +133,11 @@ class VolcanoAdmission:
     def _pod(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store, p: Problems) -> None:
         # The API server's order: decode (type checks) and defaulting, mutating admission (the
         # Priority plugin), then validation, then Volcano's validating webhook.
+        if not self.api_server_checks:
+            validate_object_meta(obj, p)
+            if op == "CREATE" and not p:
+                pods.validate_pod(obj, self.config, p)
+            return
         default_pod(obj)
         if op == "CREATE":
             spec = obj.get("spec")

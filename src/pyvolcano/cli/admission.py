@@ -221,7 +221,7 @@ def _serve(opts: AdmissionOptions, prepared: _Prepared, store: Store, stop: thre
     admission = VolcanoAdmission(
         scheduler_names=opts.scheduler_names, max_queue_depth=opts.max_queue_depth,
         enable_queue_allocated_pods_check=opts.enable_queue_allocated_pods_check,
-        enable_root_queue_protection=opts.enable_root_queue_protection,
+        enable_root_queue_protection=opts.enable_root_queue_protection, api_server_checks=False,
     )
     router = Router(prepared.services, admission, store)
     healthz = None

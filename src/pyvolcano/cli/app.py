@@ -156,6 +156,10 @@ def simulate(
                                                  help="A second volcano-scheduler.conf to compare")] = None,
     until: Annotated[str | None, typer.Option("--until", metavar="DURATION", callback=options.until,
                                               help="Stop at this virtual time, e.g. 24h")] = None,
+    default_duration: Annotated[str | None, typer.Option(
+        "--default-duration", metavar="DURATION",
+        help="Run time of pods without a pyvolcano.io/duration annotation, e.g. 10m "
+        "(default: they run until --until, or until nothing else can happen)")] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="N", callback=options.seed,
                                       help="Seed for every random choice")] = 0,
     schedule_period: Annotated[float, typer.Option("--schedule-period", metavar="SECONDS",
@@ -173,7 +177,7 @@ def simulate(
     raise typer.Exit(run_simulate_command(
         cluster=cluster, workload=workload, trace=trace, trace_format=trace_format, nodes=nodes, config=config,
         compare=compare, until=until, seed=seed, report=report, output=str(output),
-        schedule_period=schedule_period, timings=timings,
+        schedule_period=schedule_period, timings=timings, default_duration=default_duration,
     ))
 
 

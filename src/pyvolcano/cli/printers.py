@@ -7,6 +7,7 @@ from typing import Any
 from rich.table import Table
 
 from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cache.unplaceable import unplaceable_reason
 from pyvolcano.cli.output import console
 
 
@@ -44,6 +45,10 @@ def print_schedule_table(result: dict[str, Any], cache: SchedulerCache, *, wide:
         key = f"{pg.namespace}/{pg.name}"
         diag = diagnoses.get(key)
         reason, hint = (diag["reason"], diag["hint"]) if diag else ("", "")
+        if pg.phase in ("Pending", "Inqueue") and (diag is None or diag["stage"] != "node-fit"):
+            job = cache.pg_jobs.get(key)
+            note = unplaceable_reason(cache, job) if job is not None else ""
+            hint = f"{hint} ({note})" if hint and note else (hint or note)
         extra = [pg.queue, str(pg.min_member)] if wide else []
         pgs.add_row(key, pg.phase, *extra, reason, hint)
     out.print(pgs)

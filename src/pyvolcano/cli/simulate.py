@@ -24,13 +24,13 @@ from pyvolcano.api.manifest import ManifestError
 from pyvolcano.cli.output import console as make_console
 from pyvolcano.cli.output import emit, error, note, strip_timings
 from pyvolcano.cli.schedule import load_config
-from pyvolcano.conf import ConfigError
+from pyvolcano.conf import ConfigError, load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
-from pyvolcano.simulator.workload import ClusterEvent, Submission, load_workload
+from pyvolcano.simulator.workload import ClusterEvent, Submission, load_workload, without_duration
 
-__all__ = ["parse_until", "run_simulate_command"]
+__all__ = ["parse_default_duration", "parse_until", "run_simulate_command"]
 
 
 def parse_until(text: str | None) -> float:
@@ -43,6 +43,34 @@ def parse_until(text: str | None) -> float:
     if v <= 0:
         raise ValueError("--until: expected a positive duration such as 24h")
     return v
+
+
+def parse_default_duration(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        v = parse_duration_strict(text)
+    except DurationError as e:
+        raise ValueError(f"--default-duration: {e}") from None
+    if v <= 0:
+        raise ValueError(f"--default-duration: got {text!r}; expected a positive duration such as 10m")
+    return v
+
+
+def _warn_without_duration(subs: list[Submission], default: float | None, until: str | None) -> None:
+    """One stderr line naming the jobs whose pods would run forever (first few and a count)."""
+    keys = without_duration(subs)
+    if not keys or default is not None:
+        return
+    shown = ", ".join(keys[:_NAMED])
+    more = f" and {len(keys) - _NAMED} more" if len(keys) > _NAMED else ""
+    end = f"until --until {until}" if until else "until nothing else can happen, and the run then stops"
+    print(f"warning: {len(keys)} job(s) have pods without a pyvolcano.io/duration annotation: {shown}{more}; "
+          f"their pods run {end} (give --default-duration, e.g. 10m, or annotate the pod templates)",
+          file=sys.stderr)
+
+
+_NAMED = 5
 
 
 def _json(result: SimulationResult) -> dict[str, Any]:
@@ -125,6 +153,7 @@ def run_simulate_command(
     output: str,
     schedule_period: float = 1.0,
     timings: bool = False,
+    default_duration: str | None = None,
 ) -> int:
     """Manifest mode (``--cluster/--workload``), trace mode (``--trace``) or the built-in scenario."""
     from pyvolcano.simulator.traces import TraceError, builtin_scenario, load_trace
@@ -145,8 +174,10 @@ def run_simulate_command(
         error("--trace-format needs --trace")
         return 2
     registry = default_registry()
+    default_label = "default"
     try:
         horizon = parse_until(until)
+        pod_duration = parse_default_duration(default_duration)
         configs = [(config, load_config(config, registry))]
         if compare is not None:
             configs.append((compare, load_config(compare, registry)))
@@ -158,6 +189,9 @@ def run_simulate_command(
                 registry.action(name)(conf.action_arguments(name))
         if trace is not None or cluster is None:
             tr = load_trace(trace, trace_format, nodes=nodes, seed=seed) if trace is not None else builtin_scenario()
+            if config is None and tr.config is not None:
+                configs[0] = (None, load_scheduler_conf(tr.config))  # the scenario's own configuration
+                default_label = "builtin.conf"
             scenario = tr.name
             cluster_subs = _trace_submissions(tr)
             work_subs: list[Submission] = []
@@ -178,12 +212,14 @@ def run_simulate_command(
     except (ManifestError, ConfigError, ArgumentError, ValueError, TraceError) as e:
         error(str(e))
         return 2
+    _warn_without_duration(work_subs if manifest_mode else cluster_subs, pod_duration, until)
     console = make_console(stderr=True)
     runs = []
     for path, conf in configs:
-        label = path.name if path is not None else "default"
+        label = path.name if path is not None else default_label
         res, metrics = _run_once(conf, registry, seed, cluster_subs, work_subs, events, horizon, console,
-                                 label=label, show=console.is_terminal, period=schedule_period)
+                                 label=label, show=console.is_terminal, period=schedule_period,
+                                 default_duration=pod_duration)
         metrics.name = scenario
         metrics.config_name = label
         metrics.notes = notes
@@ -202,7 +238,7 @@ def run_simulate_command(
             res, metrics = runs[0]
             out = rep.summarize(metrics)
             out["stats"] = {"virtual_seconds": res.virtual_seconds, "sessions": res.sessions,
-                            "wall_seconds": round(res.wall_seconds, 3)}
+                            "wall_seconds": round(res.wall_seconds, 3), "end_reason": res.end_reason}
             if manifest_mode:
                 full = _json(res)
                 out["jobs"] = full["jobs"]
@@ -241,7 +277,7 @@ def _trace_submissions(tr: Any) -> list[Submission]:
 
 def _run_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work_subs: list[Any], events: list[Any],
               horizon: float, console: Console, *, label: str, show: bool,
-              period: float = 1.0) -> tuple[SimulationResult, Any]:
+              period: float = 1.0, default_duration: float | None = None) -> tuple[SimulationResult, Any]:
     progress = Progress(TextColumn(f"[bold]{label}[/bold] virtual {{task.fields[vt]}}"), BarColumn(),
                         TextColumn("{task.fields[jobs]}"), TimeElapsedColumn(),
                         console=console, disable=not show, transient=True)
@@ -256,7 +292,8 @@ def _run_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work
             else:
                 progress.update(task_id, vt=_fmt_secs(now))
 
-        sim = Simulation(config=conf, registry=registry, seed=seed, progress=on_progress, schedule_period=period)
+        sim = Simulation(config=conf, registry=registry, seed=seed, progress=on_progress, schedule_period=period,
+                         default_duration=default_duration)
         sim.submit(cluster_subs)
         sim.submit(work_subs)
         sim.cluster_events(events)

@@ -34,6 +34,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyvolcano.kube.client import ApiError, Expired, KubeClient
@@ -76,6 +77,8 @@ class KubeStore:
         self._first = 1  # revision of self._events[0]
         self._revision = 0
         self._stop = threading.Event()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self.reflectors = [Reflector(self, resource_for(k), namespace=namespace,
                                      label_selector=(label_selectors or {}).get(k)) for k in self.kinds]
 
@@ -87,6 +90,8 @@ class KubeStore:
 
     def stop(self) -> None:
         self._stop.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             self._lock.notify_all()
 
@@ -230,6 +235,22 @@ class KubeStore:
                     continue
             out.append(clone(obj))
         return out
+
+    def map_concurrently(self, calls: builtins.list[Callable[[], Any]]) -> builtins.list[Any]:
+        """Run independent calls on a pool of 16 workers (:func:`pyvolcano.store.base.call_all`):
+        each call's result or StoreError, in order; any other exception is raised."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kube-write")
+            pool = self._pool
+
+        def run(call: Callable[[], Any]) -> Any:
+            try:
+                return call()
+            except StoreError as e:
+                return e
+
+        return list(pool.map(run, calls))
 
     # ------------------------------------------------------------------ Store protocol: writes
     def _written(self, kind: str, obj: Any) -> dict[str, Any]:

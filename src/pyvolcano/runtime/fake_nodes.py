@@ -28,7 +28,6 @@ from pyvolcano.store.base import (
     Store,
     StoreError,
     WatchEvent,
-    clone,
     from_rfc3339,
     to_rfc3339,
 )
@@ -73,10 +72,10 @@ class FakeKubelets(Kubelets):
     """
 
     def __init__(self, store: Store, loop: WallLoop, nodes: Iterable[str], *, default_duration: str | None = None):
-        super().__init__(store, loop, termination_seconds=0.0)
+        super().__init__(store, loop, termination_seconds=0.0,
+                         default_duration=None if default_duration is None else parse_duration(default_duration))
         self.wall = loop
         self.nodes = set(nodes)
-        self.default_duration = default_duration
 
     def on_event(self, ev: WatchEvent) -> None:
         if ev.kind != "Pod":
@@ -92,27 +91,14 @@ class FakeKubelets(Kubelets):
             self._adopt(ev.object)
         super().on_event(ev)
 
-    def _with_default_duration(self, pod: dict[str, Any]) -> dict[str, Any]:
-        if self.default_duration is not None:
-            md = pod.setdefault("metadata", {})
-            ann = md.get("annotations")
-            if not isinstance(ann, dict):
-                ann = md["annotations"] = {}
-            ann.setdefault(DURATION, self.default_duration)
-        return pod
-
-    def _get(self, ns: str, name: str, uid: str) -> dict[str, Any] | None:
-        pod = super()._get(ns, name, uid)
-        return None if pod is None else self._with_default_duration(pod)
-
     def _adopt(self, pod: dict[str, Any]) -> None:
         md = pod.get("metadata") or {}
         uid = str(md.get("uid", ""))
         if uid in self._started:
             return
         self._started.add(uid)
-        ann = (self._with_default_duration(clone(pod)).get("metadata") or {}).get("annotations") or {}
-        duration = parse_duration(str(ann[DURATION])) if DURATION in ann else None
+        ann = md.get("annotations") or {}
+        duration = parse_duration(str(ann[DURATION])) if DURATION in ann else self.default_duration
         started = (pod.get("status") or {}).get("startTime")
         if duration is None or not isinstance(started, str):
             return

@@ -104,6 +104,7 @@ class LiveScheduler:
         self._actions: Any = None
         self._load_config(initial=True)
         self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
+        self._status_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="status")
         self._failures: queue.SimpleQueue[tuple[str, str, str]] = queue.SimpleQueue()
         self._inflight = 0
         self._inflight_lock = threading.Lock()
@@ -213,19 +214,25 @@ class LiveScheduler:
         for key, node in result.nominated.items():
             ns, name = key.split("/", 1)
             self._pool.submit(self._nominate, ns, name, node)
-        for pg in result.changed_podgroups:
-            status = {
-                "phase": pg.phase, "running": pg.running, "succeeded": pg.succeeded, "failed": pg.failed,
-                "conditions": [{**c.to_dict(), "lastTransitionTime": to_rfc3339(c.last_transition_time)}
-                               for c in pg.conditions],
-            }
-            try:
-                self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
-            except StoreError as e:
-                logger.warning("PodGroup %s/%s status not written: %s", pg.namespace, pg.name, e)
-            if self.events is not None:
-                self._podgroup_event(pg)
+        # upstream's jobUpdater: the changed PodGroups are written by 16 workers, and the session
+        # closes when they are all written (so two sessions' writes of one PodGroup never race)
+        futures = [self._status_pool.submit(self._write_podgroup, pg) for pg in result.changed_podgroups]
+        for f in futures:
+            f.result()
         self._write_pod_conditions()
+
+    def _write_podgroup(self, pg: Any) -> None:
+        status = {
+            "phase": pg.phase, "running": pg.running, "succeeded": pg.succeeded, "failed": pg.failed,
+            "conditions": [{**c.to_dict(), "lastTransitionTime": to_rfc3339(c.last_transition_time)}
+                           for c in pg.conditions],
+        }
+        try:
+            self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
+        except StoreError as e:
+            logger.warning("PodGroup %s/%s status not written: %s", pg.namespace, pg.name, e)
+        if self.events is not None:
+            self._podgroup_event(pg)
 
     # ------------------------------------------------------------------ what users see in kubectl describe
     def _podgroup_event(self, pg: Any) -> None:
@@ -345,3 +352,4 @@ class LiveScheduler:
 
     def close(self, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
+        self._status_pool.shutdown(wait=wait, cancel_futures=not wait)

@@ -1,9 +1,11 @@
 """Collecting :class:`~pyvolcano.simulator.metrics.RunMetrics` during a simulation.
 
 The collector watches the same event stream as everyone else (Jobs, PodGroups, Pods) and
-samples the scheduler cache after every session and every pod completion, so the numbers
-are those the scheduler decided on. A job is either a vcjob (Job objects) or, for
-workloads of plain PodGroups, the PodGroup itself.
+samples the scheduler cache once the events of an instant have settled: after every session
+(its binds written back and the pods started, so a job that got its pods counts as running)
+and whenever the pending/running job counts change without a session at that instant. A
+sample therefore always describes the state *after* the events of its instant. A job is
+either a vcjob (Job objects) or, for workloads of plain PodGroups, the PodGroup itself.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class MetricsCollector:
         self._waiting: set[str] = set()
         self._started: set[str] = set()
         self._alloc = JobSums(1, _allocated)
+        # Set when the pending/running counts moved since the last sample.
+        self.counts_changed = False
 
     # ------------------------------------------------------------------ events
     def on_event(self, ev: WatchEvent, now: float) -> None:
@@ -141,6 +145,7 @@ class MetricsCollector:
         self._classify(key, jm)
 
     def _classify(self, key: str, jm: JobMetrics) -> None:
+        before = (len(self._waiting), len(self._started))
         if jm.end is not None:
             self._waiting.discard(key)
             self._started.discard(key)
@@ -149,6 +154,15 @@ class MetricsCollector:
         else:
             self._waiting.discard(key)
             self._started.add(key)
+        if (len(self._waiting), len(self._started)) != before:
+            self.counts_changed = True
+
+    def set_reasons(self, reasons: dict[str, str]) -> None:
+        """Record why unfinished jobs had not finished (job key → text)."""
+        for key, why in reasons.items():
+            jm = self.jobs.get(key)
+            if jm is not None:
+                jm.reason = why
 
     def on_eviction(self, namespace: str, name: str) -> None:
         for t in self.cache.tasks.values():
@@ -173,6 +187,7 @@ class MetricsCollector:
         cpu_used = float(table.used[0][:n].sum()) / 1000
         cpu_cap = float(table.allocatable[0][:n].sum()) / 1000
         pending, running = self._counts()
+        self.counts_changed = False
         queues: dict[str, QueueSample] = {}
         alloc_gpu: dict[str, float] = {}
         alloc_cpu: dict[str, float] = {}

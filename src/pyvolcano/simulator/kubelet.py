@@ -1,7 +1,8 @@
 """Simulated kubelets: bound pods run for their declared duration, then exit.
 
 A pod bound to a node becomes Running at once. After ``pyvolcano.io/duration`` (a Go
-duration such as ``90s`` or ``10m``; none = runs until the end of the simulation) it exits
+duration such as ``90s`` or ``10m``; without it, the simulation's default duration, and
+without that it runs until the end of the simulation) it exits
 with ``pyvolcano.io/exit-code`` (default 0 → Succeeded, otherwise Failed; the code is written
 to ``status.containerStatuses[0].state.terminated.exitCode`` where the job controller reads
 it). ``pyvolcano.io/failing-attempts: "N"`` makes the pod exit with its exit code (default 1)
@@ -40,10 +41,12 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class Kubelets:
-    def __init__(self, store: Store, loop: EventLoop, *, termination_seconds: float = 1.0):
+    def __init__(self, store: Store, loop: EventLoop, *, termination_seconds: float = 1.0,
+                 default_duration: float | None = None):
         self.store = store
         self.loop = loop
         self.termination_seconds = termination_seconds
+        self.default_duration = default_duration
         self._started: set[str] = set()
         self._terminating: set[str] = set()
         self._down: set[str] = set()
@@ -107,7 +110,7 @@ class Kubelets:
         pod["status"] = status
         self._write_status(pod)
         ann = _meta(pod).get("annotations") or {}
-        duration = parse_duration(str(ann[DURATION])) if DURATION in ann else None
+        duration = parse_duration(str(ann[DURATION])) if DURATION in ann else self.default_duration
         if duration is not None:
             self.loop.after(duration, lambda: self._exit(ns, name, uid), f"exit {ns}/{name}")
 

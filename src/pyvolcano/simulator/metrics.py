@@ -10,7 +10,9 @@ Definitions (all times are virtual seconds from the start of the run):
   groups, reached Running); ``end``: first time it reached a final phase;
   ``wait = start - submit``; ``jct = end - submit``; ``restarts``: the Job's retryCount;
   ``preemptions``: its pods evicted by the scheduler.
-* samples are taken after every scheduling session and every completion: GPU / CPU
+* samples describe the state after the events of their instant, once they have settled:
+  after every scheduling session (binds written, pods started) and whenever the pending /
+  running job counts change between sessions. GPU / CPU
   allocation ratio = Σ requests of pods bound to nodes / Σ allocatable; GPU fragmentation
   = idle GPUs (whole-GPU equivalents) that a typical pending pod cannot use — the FGD
   paper's measure with the pending pods as target workload (see
@@ -22,7 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["JobMetrics", "QueueSample", "RunMetrics", "Sample"]
+__all__ = ["ENDLESS", "JobMetrics", "QueueSample", "RunMetrics", "Sample"]
+
+ENDLESS = "running without end: its pods have no pyvolcano.io/duration annotation"
+"""The reason of a job still running because some of its pods never exit on their own."""
 
 
 @dataclass(slots=True)
@@ -38,6 +43,7 @@ class JobMetrics:
     phase: str = "Pending"
     restarts: int = 0
     preemptions: int = 0
+    reason: str | None = None  # why it had not finished when the run stopped (None: finished)
     # For a job that never started: its last session's diagnosis (pyvolcano.diagnosis).
     pending_reason: str = ""
     pending_hint: str = ""
@@ -92,3 +98,4 @@ class RunMetrics:
     wall_seconds: float = 0.0
     sessions: int = 0
     notes: list[str] = field(default_factory=list)
+    end_reason: str = "finished"   # finished | until | stalled (see SimulationResult.end_reason)

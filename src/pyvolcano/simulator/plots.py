@@ -3,9 +3,11 @@
 Importing this module imports matplotlib; :func:`pyvolcano.simulator.report.write_report`
 imports it lazily, so matplotlib stays an optional dependency (the ``plots`` extra).
 
-Time series are drawn as time-weighted means over ``_BINS`` equal bins of the run's window
-``[0, makespan]`` (exact for runs with fewer state changes than bins, and cheap for runs
-with millions of samples). Before the first sample the state is unknown and not drawn.
+Time series are drawn as time-weighted means over ``_BINS`` equal bins of the plotted window
+(``[0, makespan]``, or the busy window and a tenth more when the run is over four times longer
+than its busy window; exact for runs with fewer state changes than bins, and cheap for runs
+with millions of samples). Before the first sample the
+state is unknown and not drawn.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullFormatter, NullLocator, PercentFormatter
 
 from pyvolcano.simulator.metrics import RunMetrics
-from pyvolcano.simulator.report import RunView, fmt_duration, makespan
+from pyvolcano.simulator.report import RunView, busy_end, fmt_duration, makespan
 
 __all__ = ["write_plots"]
 
@@ -35,6 +37,7 @@ _RUN_STYLES = ("-", "--")
 # Human ticks for log-scaled durations (seconds).
 _DURATION_TICKS = ((1, "1 s"), (10, "10 s"), (60, "1 min"), (600, "10 min"), (3600, "1 h"), (6 * 3600, "6 h"),
                    (86400, "1 d"), (7 * 86400, "1 w"), (30 * 86400, "30 d"), (365 * 86400, "1 y"))
+_BUSY_CLIP = 4        # clip the time axis to the busy window when the run is over 4× longer
 _MIN_DURATION = 1.0   # durations below this are drawn at it on log axes (zero waits)
 
 Runs = Sequence[RunView]
@@ -66,10 +69,13 @@ def _queue_colours(queues: Sequence[str]) -> dict[str, Any]:
 
 
 def _window(run: RunMetrics) -> float:
-    """The plotted window: the makespan, else the run's end or its last sample."""
+    """The plotted window: the makespan, or, when the busy window
+    (:func:`~pyvolcano.simulator.report.busy_end`) is under a quarter of it (a long tail of a
+    few jobs), the busy window and a tenth more; without jobs, the run's end or its last sample."""
     w = makespan(run)
     if w > 0:
-        return w
+        busy = busy_end(run)
+        return busy * 1.1 if 0 < busy * _BUSY_CLIP < w else w
     last = max((s.t for s in run.samples), default=0.0)
     return max(float(run.virtual_seconds), last, 1.0)
 
@@ -183,8 +189,10 @@ def plot_allocation(runs: Runs, path: Path) -> Path:
             pend_max = max(pend_max, float(np.nanmax(ser.pending)))
         twins.append(tw)
         summ = v.summary["summary"]
-        title = (f"GPU {_pct(summ['gpu_allocation_ratio'])} · CPU {_pct(summ['cpu_allocation_ratio'])} · "
-                 f"fragmentation {_pct(summ['gpu_fragmentation_ratio'])} (time-weighted means)")
+        title = (f"busy window (first {fmt_duration(summ['busy_window_s'])}): GPU "
+                 f"{_pct(summ['busy_gpu_allocation_ratio'])} · CPU {_pct(summ['busy_cpu_allocation_ratio'])}; "
+                 f"whole run ({fmt_duration(summ['makespan_s'])}): GPU {_pct(summ['gpu_allocation_ratio'])} · "
+                 f"CPU {_pct(summ['cpu_allocation_ratio'])} (time-weighted means)")
         ax.set_title(f"{label}: {title}" if len(runs) > 1 else title, fontsize=10)
         handles = h1 + h2 + h3 + h4
     for tw in twins:
@@ -413,10 +421,12 @@ def write_plots(runs: Runs, out_dir: Path) -> list[tuple[Path, str, str]]:
     out = [
         (plot_allocation(runs, out_dir / "allocation.png"), "Cluster allocation over time",
          "Time-weighted GPU and CPU allocation ratios, GPU fragmentation as a share of GPU capacity "
-         "(idle GPUs a typical pending pod cannot use), and pending jobs on the right axis."),
+         "(idle GPUs a typical pending pod cannot use), and pending jobs on the right axis. When the "
+         "busy window (until the last job started) is under a quarter of the run, the x-axis shows it "
+         "and a tenth more: the rest of the run only drains a few running jobs."),
         (plot_queue_share(runs, out_dir / "queue_share.png"), "Queue share vs deserved",
          "Each queue's allocated GPUs (solid) and deserved GPUs (dashed, when the proportion plugin computes "
-         "it), as a share of cluster GPU capacity."),
+         "it), as a share of cluster GPU capacity, over the same window as the allocation plot."),
         (plot_wait_cdf(runs, out_dir / "wait_cdf.png"), "Wait-time CDF per queue",
          "Fraction of each queue's jobs that started within a given wait (log scale). Jobs that never "
          "started keep a curve below 100%."),

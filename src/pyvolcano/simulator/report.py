@@ -22,9 +22,21 @@ Definitions (times in virtual seconds from the start of the run):
 * per queue, ``share`` at a sample = queue ``allocated_gpu / gpu_capacity`` (0 when the
   queue is absent from the sample or the capacity is 0); ``mean_share`` = its time-weighted
   mean over the window. ``deserved share`` = ``deserved_gpu / gpu_capacity``;
-  ``mean_deserved_share`` = its time-weighted mean over the part of the window where it is
-  known (``deserved_gpu`` not ``None``), ``None`` if never known. (``QueueSample.share``,
-  proportion's allocated/deserved, is not used by these means.)
+  ``mean_deserved_share`` = its time-weighted mean over the same window, where an interval in
+  which it is unknown (``deserved_gpu`` is ``None``: the queue had no jobs, so proportion gave
+  it nothing) counts as 0; ``None`` if it is never known (no proportion plugin). Both means
+  therefore divide by the same window. (``QueueSample.share``, proportion's
+  allocated/deserved, is not used by these means.)
+* the busy window is ``[0, busy_window_s]``, with ``busy_window_s`` the last time a job
+  started (no job waited after it), or the makespan if some job never started. A trace's
+  tail of a few long jobs lies after it. ``busy_gpu_allocation_ratio``,
+  ``busy_cpu_allocation_ratio``, ``busy_mean_pending_jobs`` and per queue
+  ``busy_mean_share``, ``busy_mean_deserved_share`` are the same means over the busy window.
+* ``running_at_end`` = jobs that started but had not ended when the run stopped
+  (``running_without_duration`` of them because their pods have no duration);
+  ``end_reason`` says why it stopped (``finished``, ``until``, ``stalled``: nothing left
+  that could change, e.g. pods without a duration); ``unfinished`` lists up to
+  ``UNFINISHED_LISTED`` such jobs (and those that never started) with the reason.
 * ``gpu_hours`` = Σ over samples of ``allocated_gpu × dt / 3600`` with ``dt`` the sample's
   interval clipped to the window (per queue, and in total in ``summary``).
 * ``wait = start - submit`` over jobs that started; ``jct = end - submit`` over jobs that
@@ -41,7 +53,7 @@ import csv
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,14 +63,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pyvolcano.simulator.metrics import JobMetrics, RunMetrics, Sample
+from pyvolcano.simulator.metrics import ENDLESS, JobMetrics, RunMetrics, Sample
 
-__all__ = ["compare", "print_summary", "run_labels", "summarize", "write_report"]
+__all__ = ["busy_end", "compare", "end_lines", "print_summary", "run_labels", "summarize", "write_report"]
 
 JOBS_COLUMNS = ("key", "queue", "submit_s", "first_bind_s", "start_s", "end_s", "wait_s", "jct_s", "gpus", "pods",
-                "phase", "restarts", "preemptions", "pending_reason", "pending_hint")
+                "phase", "restarts", "preemptions", "reason", "pending_reason", "pending_hint")
 QUEUES_COLUMNS = ("queue", "jobs", "never_started", "mean_wait_s", "p95_wait_s", "mean_jct_s", "gpu_hours",
-                  "mean_share", "mean_deserved_share")
+                  "mean_share", "mean_deserved_share", "busy_mean_share", "busy_mean_deserved_share")
+UNFINISHED_LISTED = 20
 TIMESERIES_COLUMNS = ("t_s", "gpu_allocated", "gpu_capacity", "gpu_ratio", "cpu_ratio", "gpu_fragmentation",
                       "pending_jobs", "running_jobs")
 COMPARE_COLUMNS = ("metric", "a", "b", "delta", "relative")
@@ -105,6 +118,17 @@ def makespan(run: RunMetrics) -> float:
     return float(last)
 
 
+def busy_end(run: RunMetrics) -> float:
+    """End of the busy window ``[0, busy_end]``: the last time a job started (so no job was
+    waiting any more after it), or the makespan if some job never started; the whole
+    makespan when that is not later than 0. After it the cluster only drains running jobs."""
+    span = makespan(run)
+    if not run.jobs:
+        return span
+    end = max(span if j.start is None else j.start for j in run.jobs)
+    return min(end, span) if end > 0 else span
+
+
 @dataclass(slots=True)
 class _Series:
     """The samples of a run as arrays, sorted by time, with their weights in the window."""
@@ -133,12 +157,23 @@ class _Series:
         return _f(float(np.dot(v, self.dt)) / self.window)
 
     def mean_known(self, v: np.ndarray) -> float | None:
-        """Time-weighted mean over the part of the window where ``v`` is not NaN."""
+        """Time-weighted mean over the whole window, counting NaN (unknown) as 0; ``None`` if
+        ``v`` is never known inside the window."""
         if self.window <= 0 or not len(v):
             return None
         ok = ~np.isnan(v)
-        w = float(self.dt[ok].sum())
-        return _f(float(np.dot(v[ok], self.dt[ok])) / w) if w > 0 else None
+        if not float(self.dt[ok].sum()) > 0:
+            return None
+        return _f(float(np.dot(v[ok], self.dt[ok])) / self.window)
+
+    def clipped(self, window: float) -> _Series:
+        """The same samples weighted over ``[0, window]`` instead."""
+        if not len(self.t):
+            return replace(self, window=window)
+        nxt = np.append(self.t[1:], max(self.window, 0.0))
+        w = max(window, 0.0)
+        dt = np.maximum(np.clip(nxt, 0.0, w) - np.clip(self.t, 0.0, w), 0.0)
+        return replace(self, dt=dt, window=window)
 
     def integral(self, v: np.ndarray) -> float:
         return float(np.dot(v, self.dt)) if len(v) else 0.0
@@ -217,21 +252,14 @@ def _job_stats(jobs: Sequence[JobMetrics]) -> dict[str, Any]:
     }
 
 
-NEVER_STARTED_EXAMPLES = 10
-
-
 def _never_started_why(jobs: Sequence[JobMetrics]) -> dict[str, Any]:
-    """Why jobs never started: reason code -> jobs, and the first few jobs (by submission) with
-    their hints (from each job's last session's diagnosis; docs/reasons.md)."""
-    waiting = sorted((j for j in jobs if j.start is None and j.pending_reason), key=lambda j: (j.submit, j.key))
+    """Jobs that never started, by the reason code of their last session's diagnosis
+    (docs/reasons.md), most frequent first."""
     reasons: dict[str, int] = {}
-    for j in waiting:
-        reasons[j.pending_reason] = reasons.get(j.pending_reason, 0) + 1
-    return {
-        "never_started_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "never_started_examples": [{"job": j.key, "reason": j.pending_reason, "hint": j.pending_hint}
-                                   for j in waiting[:NEVER_STARTED_EXAMPLES]],
-    }
+    for j in jobs:
+        if j.start is None and j.pending_reason:
+            reasons[j.pending_reason] = reasons.get(j.pending_reason, 0) + 1
+    return {"never_started_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))}
 
 
 def summarize(run: RunMetrics) -> dict[str, Any]:
@@ -242,17 +270,26 @@ def summarize(run: RunMetrics) -> dict[str, Any]:
 def _summarize(run: RunMetrics, ser: _Series) -> dict[str, Any]:
     js = _job_stats(run.jobs)
     gpu_hours = {q: ser.integral(a) / 3600.0 for q, a in ser.q_alloc.items()}
+    busy_s = busy_end(run)
+    busy = ser.clipped(busy_s)
     summary: dict[str, Any] = {
         **js,
         "gpu_allocation_ratio": ser.mean(ser.gpu_ratio),
         "cpu_allocation_ratio": ser.mean(ser.cpu_ratio),
         "gpu_fragmentation_ratio": ser.mean(ser.frag_ratio),
         "mean_pending_jobs": ser.mean(ser.pending),
+        "busy_window_s": busy_s,
+        "busy_gpu_allocation_ratio": busy.mean(busy.gpu_ratio),
+        "busy_cpu_allocation_ratio": busy.mean(busy.cpu_ratio),
+        "busy_mean_pending_jobs": busy.mean(busy.pending),
         "max_pending_jobs": int(ser.pending.max()) if len(ser.pending) else None,
         "gpu_hours": ser.integral(ser.gpu_allocated) / 3600.0,
         "makespan_s": makespan(run),
         "restarts": sum(j.restarts for j in run.jobs),
         "preemptions": sum(j.preemptions for j in run.jobs),
+        "running_at_end": sum(1 for j in run.jobs if j.start is not None and j.end is None),
+        "running_without_duration": sum(1 for j in run.jobs if j.end is None and j.reason == ENDLESS),
+        "end_reason": run.end_reason,
         **_never_started_why(run.jobs),
     }
     by_queue: dict[str, list[JobMetrics]] = {q: [] for q in ser.queues}
@@ -267,6 +304,8 @@ def _summarize(run: RunMetrics, ser: _Series) -> dict[str, Any]:
             "gpu_hours": gpu_hours[q],
             "mean_share": ser.mean(ser.q_share[q]),
             "mean_deserved_share": ser.mean_known(ser.q_deserved_share[q]),
+            "busy_mean_share": busy.mean(busy.q_share[q]),
+            "busy_mean_deserved_share": busy.mean_known(busy.q_deserved_share[q]),
             "preemptions": sum(j.preemptions for j in by_queue[q]),
         }
     ss = run.session_seconds
@@ -284,7 +323,11 @@ def _summarize(run: RunMetrics, ser: _Series) -> dict[str, Any]:
         "session_max_s": _f(max(ss)) if ss else None,
         "notes": list(run.notes),
     }
-    return {"summary": summary, "queues": queues, "stats": stats}
+    open_jobs = sorted((j for j in run.jobs if j.end is None), key=lambda j: (j.start is not None, j.submit, j.key))
+    unfinished = [{"job": j.key, "started": j.start is not None, "phase": j.phase, "reason": j.reason,
+                   "pending_reason": j.pending_reason or None, "pending_hint": j.pending_hint or None}
+                  for j in open_jobs[:UNFINISHED_LISTED]]
+    return {"summary": summary, "queues": queues, "stats": stats, "unfinished": unfinished}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,14 +401,15 @@ def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object
 
 def _write_jobs_csv(run: RunMetrics, path: Path) -> Path:
     rows = ((j.key, j.queue, j.submit, j.first_bind, j.start, j.end, j.wait, j.jct, float(j.gpus), j.pods, j.phase,
-             j.restarts, j.preemptions, j.pending_reason, j.pending_hint)
+             j.restarts, j.preemptions, j.reason, j.pending_reason, j.pending_hint)
             for j in sorted(run.jobs, key=lambda j: (j.submit, j.key)))
     return _write_csv(path, JOBS_COLUMNS, rows)
 
 
 def _write_queues_csv(summ: dict[str, Any], path: Path) -> Path:
     rows = ((q, s["jobs"], s["never_started"], s["mean_wait_s"], s["p95_wait_s"], s["mean_jct_s"], s["gpu_hours"],
-             s["mean_share"], s["mean_deserved_share"]) for q, s in summ["queues"].items())
+             s["mean_share"], s["mean_deserved_share"], s["busy_mean_share"], s["busy_mean_deserved_share"])
+            for q, s in summ["queues"].items())
     return _write_csv(path, QUEUES_COLUMNS, rows)
 
 
@@ -511,10 +555,14 @@ def better(key: str, delta: float | None) -> str | None:
 
 _HEADLINE = (("jobs", "Jobs"), ("completed", "Completed"), ("never_started", "Never started"),
              ("mean_wait_s", "Mean wait"), ("p95_wait_s", "p95 wait"), ("mean_jct_s", "Mean JCT"),
-             ("p95_jct_s", "p95 JCT"), ("gpu_allocation_ratio", "GPU allocation"),
-             ("cpu_allocation_ratio", "CPU allocation"), ("gpu_fragmentation_ratio", "GPU fragmentation"),
+             ("p95_jct_s", "p95 JCT"), ("gpu_allocation_ratio", "GPU allocation, whole run"),
+             ("cpu_allocation_ratio", "CPU allocation, whole run"), ("gpu_fragmentation_ratio", "GPU fragmentation"),
              ("mean_pending_jobs", "Mean pending jobs"), ("gpu_hours", "GPU hours"),
-             ("makespan_s", "Makespan"), ("preemptions", "Preemptions"), ("restarts", "Restarts"))
+             ("makespan_s", "Makespan"), ("preemptions", "Preemptions"), ("restarts", "Restarts"),
+             ("running_at_end", "Still running at the end"), ("busy_window_s", "Busy window (jobs waiting)"),
+             ("busy_gpu_allocation_ratio", "GPU allocation, busy window"),
+             ("busy_cpu_allocation_ratio", "CPU allocation, busy window"),
+             ("busy_mean_pending_jobs", "Mean pending jobs, busy window"))
 
 
 def _styled_delta(key: str, d: dict[str, Any], *, compact: bool = False) -> Text:
@@ -537,15 +585,17 @@ def print_summary(run: RunMetrics, *, other: RunMetrics | None = None, console: 
         for key, title in _HEADLINE:
             head.add_row(title, fmt_metric(key, sa["summary"][key]))
         console.print(head)
-        qt = Table(title="Queues", title_justify="left")
+        qt = Table(title="Queues (shares: time-weighted means over the busy window)", title_justify="left")
         for col in ("QUEUE", "JOBS", "NEVER STARTED", "MEAN WAIT", "P95 WAIT", "MEAN JCT", "GPU HOURS", "MEAN SHARE",
                     "DESERVED"):
             qt.add_column(col, justify="left" if col == "QUEUE" else "right")
         for q, s in sa["queues"].items():
             qt.add_row(q, str(s["jobs"]), str(s["never_started"]), fmt_duration(s["mean_wait_s"]),
                        fmt_duration(s["p95_wait_s"]), fmt_duration(s["mean_jct_s"]), f"{s['gpu_hours']:,.1f}",
-                       fmt_ratio(s["mean_share"]), fmt_ratio(s["mean_deserved_share"]))
+                       fmt_ratio(s["busy_mean_share"]), fmt_ratio(s["busy_mean_deserved_share"]))
         console.print(qt)
+        for line in end_lines(sa):
+            console.print(line, highlight=False, markup=False)
         reasons = sa["summary"]["never_started_reasons"]
         if reasons:
             console.print("Never started, by reason: " + ", ".join(f"{r} {n}" for r, n in reasons.items()),
@@ -590,6 +640,34 @@ def print_summary(run: RunMetrics, *, other: RunMetrics | None = None, console: 
     console.print(st_)
     console.print(f"[cyan]{la}[/]: " + _session_line(st), highlight=False)
     console.print(f"[magenta]{lb}[/]: " + _session_line(sb["stats"]), highlight=False)
+
+
+def end_lines(summ: dict[str, Any]) -> list[str]:
+    """Why jobs had not finished when the run stopped, for people: one line on the counts and
+    the reason the run stopped, then one per listed job (``summ`` is :func:`summarize`'s)."""
+    s = summ["summary"]
+    running, never, endless = s["running_at_end"], s["never_started"], s["running_without_duration"]
+    if not running and not never:
+        return []
+    if s["end_reason"] == "until":
+        why = "the run stopped at its --until horizon"
+    else:
+        causes = []
+        if endless:
+            causes.append(f"{endless} run(s) forever because their pods have no pyvolcano.io/duration "
+                          "(give --default-duration)")
+        if never:
+            causes.append(f"{never} can never be placed (reasons below)")
+        why = "nothing left could change anything: " + "; ".join(causes or ["every other job finished"])
+    lines = [f"Not finished: {running} job(s) still running, {never} never started — {why}."]
+    for u in summ["unfinished"]:
+        state = "running" if u["started"] else "never started"
+        why = f"{u['pending_reason']}: {u['pending_hint']}" if u.get("pending_reason") else u["reason"] or "-"
+        lines.append(f"  {u['job']} ({state}): {why}")
+    listed = len(summ["unfinished"])
+    if running + never > listed:
+        lines.append(f"  … and {running + never - listed} more (--report writes every job's reason to jobs.csv)")
+    return lines
 
 
 def _session_line(st: dict[str, Any]) -> str:

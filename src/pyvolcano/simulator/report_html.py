@@ -13,6 +13,7 @@ from pyvolcano.simulator.report import (
     _compare_summaries,
     _diff,
     better,
+    end_lines,
     fmt_delta,
     fmt_duration,
     fmt_metric,
@@ -61,12 +62,26 @@ def _img(path: Path) -> str:
 def _queue_rows(s: dict[str, Any]) -> list[list[str]]:
     return [[_e(q), _e(v["jobs"]), _e(v["never_started"]), _e(fmt_duration(v["mean_wait_s"])),
              _e(fmt_duration(v["p95_wait_s"])), _e(fmt_duration(v["mean_jct_s"])), _e(f"{v['gpu_hours']:,.1f}"),
+             _e(fmt_ratio(v["busy_mean_share"])), _e(fmt_ratio(v["busy_mean_deserved_share"])),
              _e(fmt_ratio(v["mean_share"])), _e(fmt_ratio(v["mean_deserved_share"]))]
             for q, v in s["queues"].items()]
 
 
-_QUEUE_HEADER = ("queue", "jobs", "never started", "mean wait", "p95 wait", "mean JCT", "GPU hours", "mean share",
-                 "mean deserved share")
+_QUEUE_HEADER = ("queue", "jobs", "never started", "mean wait", "p95 wait", "mean JCT", "GPU hours",
+                 "mean share, busy window", "mean deserved share, busy window", "mean share, whole run",
+                 "mean deserved share, whole run")
+
+
+def _unfinished(s: dict[str, Any]) -> str:
+    lines = end_lines(s)
+    if not lines:
+        return ""
+    rows = [[_e(u["job"]), _e("running" if u["started"] else "never started"), _e(u.get("pending_reason") or "-"),
+             _e(u.get("pending_hint") or "-"), _e(u["reason"] or "-")]
+            for u in s["unfinished"]]
+    return (f"<h2>Not finished</h2><p>{_e(lines[0])}</p>"
+            + _table(("job", "state", "reason code", "hint", "scheduler's message"), rows)
+            + "".join(f"<p class=meta>{_e(x.strip())}</p>" for x in lines[1 + len(rows):]))
 
 
 def _stats_rows(st: dict[str, Any]) -> list[list[str]]:
@@ -94,6 +109,7 @@ def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | Non
         s = runs[0][1]["summary"]
         parts.append("<h2>Summary</h2>" + _table(("metric", "value"),
                                                  [[_e(t), _e(fmt_metric(k, s[k]))] for k, t in _HEADLINE]))
+        parts.append(_unfinished(runs[0][1]))
     else:
         (la, sa), (lb, sb) = runs[0], runs[1]
         title = f"pyvolcano what-if — {first['name']}: {la} vs {lb}"
@@ -132,9 +148,6 @@ def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | Non
         if why:
             parts.append(f"<h2>Why jobs never started{_e(suffix)}</h2>"
                          + _table(("reason", "jobs"), [[_e(r), _e(n)] for r, n in why.items()])
-                         + _table(("job", "reason", "hint"),
-                                  [[_e(x["job"]), _e(x["reason"]), _e(x["hint"])]
-                                   for x in s["summary"]["never_started_examples"]])
                          + "<p class=meta>From each job's last scheduling session; the reason codes are "
                            "explained in pyvolcano's docs/reasons.md.</p>")
     for label, s in runs:
@@ -147,7 +160,10 @@ def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | Non
                      ", ".join(f'<a href="{_e(f)}">{_e(f)}</a>' for f in csv_files) + ".</p>")
     parts.append("<h2>Definitions</h2><p class=meta>Times are virtual seconds from the start of the run. "
                  "wait = start (gang running) − submit; JCT = end − submit; means and p95 over jobs that "
-                 "started (wait) or ended (JCT). Ratios and shares are time-weighted means over [0, makespan]; "
-                 "shares are fractions of cluster GPU capacity. GPU hours = Σ allocated GPUs × time.</p>")
+                 "started (wait) or ended (JCT). Ratios and shares are time-weighted means over one window: "
+                 "“whole run” = [0, makespan], “busy window” = [0, the last time a job started] (no job waited "
+                 "after it; the rest of the run only drains running jobs). A deserved share is 0 while its "
+                 "queue has no jobs. Shares are fractions of cluster GPU capacity. GPU hours = Σ allocated "
+                 "GPUs × time.</p>")
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
             f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")

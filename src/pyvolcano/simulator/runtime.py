@@ -15,7 +15,11 @@ only when something changed (upstream runs one every period regardless; the deci
 the same because the inputs are). A pod update that only confirms a bind counts as a change
 when it completes its gang: the next session sets the PodGroup Running, and enqueue reads
 that phase (see ``cache.ingest``). The run ends when every submitted Job has finished
-(and nothing else is pending), or at ``until``.
+(and nothing else is pending), at ``until``, or when nothing left could change anything (no
+timer, no wake-up, no unseen change: pods without a duration, jobs that cannot be placed);
+:attr:`SimulationResult.end_reason` says which, and every unfinished job gets a ``reason``
+(:meth:`Simulation.explain_unfinished`). Metrics are sampled after the events of an instant
+have settled, so a session's binds count once the pods have started.
 
 Everything is deterministic: the store's revisions order events, timers break ties by
 insertion order, and all randomness comes from one seeded generator.
@@ -41,8 +45,8 @@ from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.registry import Registry
 from pyvolcano.simulator.collector import MetricsCollector
 from pyvolcano.simulator.engine import EventLoop
-from pyvolcano.simulator.kubelet import Kubelets
-from pyvolcano.simulator.metrics import RunMetrics
+from pyvolcano.simulator.kubelet import DURATION, Kubelets
+from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
 from pyvolcano.simulator.workload import ClusterEvent, Submission
 from pyvolcano.store.base import AlreadyExists, StoreError, WatchEvent
 
@@ -52,6 +56,8 @@ logger = logging.getLogger(__name__)
 
 FINAL_JOB_PHASES = {"Completed", "Failed", "Terminated", "Aborted"}
 SCHEDULER_KINDS = {"Pod", "Node", "PodGroup", "Queue", "PriorityClass"}
+JOB_NAME = "volcano.sh/job-name"
+GROUP_NAME = "scheduling.k8s.io/group-name"
 
 
 @dataclass(slots=True)
@@ -64,6 +70,9 @@ class JobRecord:
     finished: float | None = None
     pods: dict[str, int] = field(default_factory=lambda: {"pending": 0, "running": 0, "succeeded": 0, "failed": 0})
     queue: str = ""
+    reason: str | None = None
+    """Why an unfinished job had not started or not ended when the run stopped (see
+    :meth:`Simulation.explain_unfinished`); None for finished jobs."""
     # Why a job that never started was pending, from its last session (pyvolcano.diagnosis).
     why: Diagnosis | None = None
 
@@ -79,12 +88,16 @@ class SimulationResult:
     wall_seconds: float
     session_seconds: list[float]
     timeline: list[tuple[float, str]]
+    end_reason: str = "finished"
+    """Why the run stopped: ``finished`` (every job reached a final phase), ``until`` (the
+    horizon), or ``stalled`` (nothing left that could change anything: pods without a
+    duration run forever, or jobs can never be scheduled)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "jobs": {
                 k: {"phase": r.phase, "retryCount": r.retry_count, "submitted": r.submitted, "started": r.started,
-                    "finished": r.finished, "pods": dict(r.pods),
+                    "finished": r.finished, "pods": dict(r.pods), "reason": r.reason,
                     "why": None if r.why is None else r.why.to_dict()}
                 for k, r in sorted(self.jobs.items())
             },
@@ -92,7 +105,7 @@ class SimulationResult:
             "queues": dict(sorted(self.queues.items())),
             "rejected": self.rejected,
             "stats": {"virtual_seconds": self.virtual_seconds, "sessions": self.sessions,
-                      "wall_seconds": round(self.wall_seconds, 3)},
+                      "wall_seconds": round(self.wall_seconds, 3), "end_reason": self.end_reason},
         }
 
 
@@ -110,6 +123,7 @@ class Simulation:
         controllers_factory: Callable[..., list[Any]] | None = None,
         progress: Callable[[float, int, int], None] | None = None,
         skip_unchanged_unschedulable: bool = True,
+        default_duration: float | None = None,
     ):
         from pyvolcano.admission import VolcanoAdmission
         from pyvolcano.store.memory import InMemoryStore
@@ -125,7 +139,8 @@ class Simulation:
         self.period = schedule_period
         self.cache = SchedulerCache(SchedulerOptions(skip_unchanged_unschedulable=skip_unchanged_unschedulable))
         self.cache.evictions_delete_immediately = False
-        self.kubelets = Kubelets(self.store, self.loop, termination_seconds=termination_seconds)
+        self.kubelets = Kubelets(self.store, self.loop, termination_seconds=termination_seconds,
+                                 default_duration=default_duration)
         factory = controllers_factory or _default_controllers
         self.controllers = factory(store=self.store, rng=random.Random(seed))
         self.revision = 0
@@ -143,6 +158,8 @@ class Simulation:
         self.on_session: Callable[[float, SessionResult], None] | None = None
         self.metrics = RunMetrics(name="simulation", config_name="default", seed=seed)
         self.collector = MetricsCollector(self.cache, self.metrics)
+        self._unsampled: SessionResult | None = None
+        self.end_reason = "finished"
 
     # ------------------------------------------------------------------ inputs
     def submit(self, subs: Sequence[Submission]) -> None:
@@ -235,7 +252,8 @@ class Simulation:
         for ns, name, _reason in result.evict_requests:
             self.collector.on_eviction(ns, name)
         self._write_back(result)
-        self.collector.sample(self.loop.now, result)
+        # Sampled once the decisions have settled (pods started, jobs Running), not before.
+        self._unsampled = result
         if self.sessions % 100 == 0:
             self._compact()
         if self.on_session is not None:
@@ -337,9 +355,16 @@ class Simulation:
     def run(self, until: float = math.inf) -> SimulationResult:
         wall0 = time.perf_counter()
         self.loop.fire_due()
+        self.end_reason = "stalled"
         while True:
             self._settle()
+            if self._unsampled is not None:
+                self.collector.sample(self.loop.now, self._unsampled)
+                self._unsampled = None
+            elif self.collector.counts_changed and not (self.dirty and self._next_tick() <= self.loop.now + 1e-9):
+                self.collector.sample(self.loop.now)  # a session due now samples after itself
             if self._all_done():
+                self.end_reason = "finished"
                 break
             next_times = [t for t in (self.loop.next_time(), *self._wakeups.values()) if t is not None]
             if not self.dirty and self.cache.take_status_changes():
@@ -355,6 +380,7 @@ class Simulation:
             nxt = min(next_times)
             if nxt > until:
                 self.loop.advance_to(until)
+                self.end_reason = "until"
                 break
             self.loop.advance_to(nxt)
             self.loop.fire_due()
@@ -364,13 +390,19 @@ class Simulation:
 
     def _result(self, wall: float) -> SimulationResult:
         self.collector.sample(self.loop.now)
+        reasons = self.explain_unfinished()
+        for key, why in reasons.items():
+            if key in self.jobs:
+                self.jobs[key].reason = why
+        self.collector.set_reasons(reasons)
         m = self.metrics
+        m.end_reason = self.end_reason
         m.session_seconds = list(self.session_seconds)
         m.virtual_seconds = self.loop.now
         m.wall_seconds = wall
         m.sessions = self.sessions
         podgroups = {}
-        why: dict[str, Diagnosis] = {}
+        diagnosed: dict[str, Diagnosis] = {}
         for pg in self.store.list("PodGroup"):
             md = pg["metadata"]
             key = f"{md.get('namespace', 'default')}/{md['name']}"
@@ -378,12 +410,12 @@ class Simulation:
             job = self.cache.pg_jobs.get(key)
             if job is not None and job.diagnosis is not None:
                 owner = next((r.get("name") for r in md.get("ownerReferences") or [] if r.get("kind") == "Job"), None)
-                why[f"{md.get('namespace', 'default')}/{owner}" if owner else key] = job.diagnosis
+                diagnosed[f"{md.get('namespace', 'default')}/{owner}" if owner else key] = job.diagnosis
         # Jobs that never started say why: the diagnosis of their last session.
         for key, rec in self.jobs.items():
-            rec.why = why.get(key) if rec.started is None else None
+            rec.why = diagnosed.get(key) if rec.started is None else None
         for jm in m.jobs:
-            d = why.get(jm.key) if jm.start is None else None
+            d = diagnosed.get(jm.key) if jm.start is None else None
             jm.pending_reason, jm.pending_hint = (str(d.reason), d.hint) if d is not None else ("", "")
         queues = {}
         for q in self.store.list("Queue"):
@@ -392,8 +424,68 @@ class Simulation:
         return SimulationResult(
             jobs=self.jobs, podgroups=podgroups, queues=queues, rejected=self.rejected,
             virtual_seconds=self.loop.now, sessions=self.sessions, wall_seconds=wall,
-            session_seconds=self.session_seconds, timeline=self.timeline,
+            session_seconds=self.session_seconds, timeline=self.timeline, end_reason=self.end_reason,
         )
+
+    def explain_unfinished(self) -> dict[str, str]:
+        """Job key → why it had not finished when the run stopped.
+
+        Jobs are the vcjobs, or for workloads of plain PodGroups, the PodGroups. A job that
+        never started gets its PodGroup's ``Unschedulable`` condition (upstream's fit-error
+        text) or, without one, the PodGroup's phase; either way followed by the resource no
+        node could hold (:mod:`pyvolcano.cache.unplaceable`), if any. A job still running gets
+        :data:`ENDLESS` when some of its pods have no duration, otherwise why the run stopped.
+        """
+        from pyvolcano.cache.unplaceable import unplaceable_reason
+
+        if self.jobs:
+            started = {k: r.started is not None for k, r in self.jobs.items() if r.phase not in FINAL_JOB_PHASES}
+        else:
+            started = {k: jm.start is not None for k, jm in self.collector.jobs.items() if jm.end is None}
+        if not started:
+            return {}
+        endless: set[str] = set()
+        if self.kubelets.default_duration is None:
+            for pod in self.store.list("Pod"):
+                md = pod.get("metadata") or {}
+                ann = md.get("annotations") or {}
+                if (pod.get("status") or {}).get("phase") == "Running" and DURATION not in ann:
+                    owner = (ann.get(JOB_NAME) or (md.get("labels") or {}).get(JOB_NAME)
+                             or ann.get(GROUP_NAME))
+                    if owner:
+                        endless.add(f"{md.get('namespace', 'default')}/{owner}")
+        groups: dict[str, dict[str, Any]] = {}
+        for obj in self.store.list("PodGroup"):
+            md = obj.get("metadata") or {}
+            ns = md.get("namespace", "default")
+            groups.setdefault(f"{ns}/{md.get('name')}", obj)
+            for ref in md.get("ownerReferences") or []:
+                if ref.get("kind") == "Job":
+                    groups[f"{ns}/{ref.get('name')}"] = obj
+        out: dict[str, str] = {}
+        for key, has_started in started.items():
+            if key in endless:  # some of its pods run (a plain PodGroup may not be Running yet)
+                out[key] = ENDLESS
+                continue
+            if has_started:
+                if self.end_reason == "until":
+                    out[key] = "still running when the run stopped at --until"
+                continue
+            pg = groups.get(key)
+            if pg is None:
+                out[key] = "no PodGroup was created"
+                continue
+            status = pg.get("status") or {}
+            why = next((str(c.get("message") or c.get("reason") or "") for c in status.get("conditions") or []
+                        if c.get("type") == "Unschedulable" and c.get("status") == "True"), "")
+            if not why:
+                phase = status.get("phase", "Pending")
+                why = "PodGroup Pending: not enqueued" if phase == "Pending" else f"PodGroup {phase}"
+            md = pg["metadata"]
+            job = self.cache.pg_jobs.get(f"{md.get('namespace', 'default')}/{md['name']}")
+            extra = unplaceable_reason(self.cache, job) if job is not None else ""
+            out[key] = f"{why} ({extra})" if extra else why
+        return out
 
 
 def _bind(fn: Callable[[Any], None], arg: Any) -> Callable[[], None]:

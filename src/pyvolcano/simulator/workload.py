@@ -20,8 +20,9 @@ from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.fields import unknown_fields
 from pyvolcano.api.kinds import KindStatus, resolve
 from pyvolcano.api.manifest import ManifestError, iter_documents
+from pyvolcano.simulator.kubelet import DURATION
 
-__all__ = ["ClusterEvent", "Submission", "load_workload"]
+__all__ = ["ClusterEvent", "Submission", "load_workload", "without_duration"]
 
 SUBMIT_AT = "pyvolcano.io/submit-at"
 CLUSTER_KINDS = {"Node", "Queue", "PriorityClass"}
@@ -155,3 +156,24 @@ def _cluster_event(doc: dict[str, Any], where: str, i: int, source: str) -> Clus
     except DurationError as e:
         raise ManifestError(f"{where} (ClusterEvent): spec.at: {e}") from None
     return ClusterEvent(at, action, node, i, source)
+
+
+def without_duration(subs: list[Submission]) -> list[str]:
+    """Keys of the Jobs with a task template, and of the plain Pods, that have no
+    ``pyvolcano.io/duration`` annotation: their pods run until the simulation ends."""
+    out: list[str] = []
+    for sub in subs:
+        if sub.kind == "Job":
+            tasks = (sub.obj.get("spec") or {}).get("tasks")
+            if isinstance(tasks, list) and any(_lacks_duration((t or {}).get("template") if isinstance(t, dict)
+                                                               else None) for t in tasks):
+                out.append(sub.key)
+        elif sub.kind == "Pod" and _lacks_duration(sub.obj):
+            out.append(sub.key)
+    return out
+
+
+def _lacks_duration(obj: object) -> bool:
+    md = obj.get("metadata") if isinstance(obj, dict) else None
+    ann = md.get("annotations") if isinstance(md, dict) else None
+    return not (isinstance(ann, dict) and DURATION in ann)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import builtins
 import datetime as _dt
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -37,6 +37,7 @@ __all__ = [
     "Store",
     "StoreError",
     "WatchEvent",
+    "call_all",
     "clone",
     "from_rfc3339",
     "is_namespaced",
@@ -165,6 +166,25 @@ class Admission(Protocol):
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+def call_all(store: Any, calls: builtins.list[Callable[[], Any]]) -> builtins.list[Any]:
+    """Run independent store calls and return each one's result or its :class:`StoreError`, in order.
+
+    A remote store may run them concurrently (``map_concurrently``; upstream's job controller
+    creates a job's pods in parallel goroutines); otherwise they run one after the other, and
+    an exception that is not a StoreError propagates at once, as a plain loop would."""
+    concurrent = getattr(store, "map_concurrently", None)
+    if concurrent is not None and len(calls) > 1:
+        results: builtins.list[Any] = concurrent(calls)
+        return results
+    out: builtins.list[Any] = []
+    for call in calls:
+        try:
+            out.append(call())
+        except StoreError as e:
+            out.append(e)
+    return out
 
 
 def is_namespaced(kind: str) -> bool:

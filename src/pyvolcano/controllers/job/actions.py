@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -61,7 +62,16 @@ from pyvolcano.controllers.job.pods import (
 )
 from pyvolcano.controllers.job.policies import Target
 from pyvolcano.controllers.job.states import RETAIN_SOFT, UpdateStatusFn
-from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, clone, from_rfc3339, to_rfc3339
+from pyvolcano.store.base import (
+    AlreadyExists,
+    NotFound,
+    Store,
+    StoreError,
+    call_all,
+    clone,
+    from_rfc3339,
+    to_rfc3339,
+)
 
 __all__ = ["JobActions", "SyncError", "canonical"]
 
@@ -243,13 +253,12 @@ class JobActions:
                 logger.debug("job %s/%s: tasks %s depends on are not ready", namespace_of(job), name_of(job),
                              tasks[index].get("name"))
                 continue
-            for pod in creates:
-                try:
-                    created = self.store.create(pod)
-                except AlreadyExists:
+            results = call_all(self.store, [functools.partial(self.store.create, pod) for pod in creates])
+            for pod, created in zip(creates, results, strict=True):
+                if isinstance(created, AlreadyExists):
                     continue
-                except StoreError as e:
-                    errors.append(f"failed to create pod {name_of(pod)}, err: {e}")
+                if isinstance(created, StoreError):
+                    errors.append(f"failed to create pod {name_of(pod)}, err: {created}")
                     continue
                 classify(created, counts)
                 count_task_status(created, task_counts)
@@ -476,15 +485,17 @@ class JobActions:
             except StoreError as e:
                 errors.append(str(e))
                 del to_kill[pod_name]
+        victims = []
         for pod_name in sorted(to_kill):
             pod = to_kill[pod_name]
             if meta(pod).get("deletionTimestamp"):
                 terminating += 1
                 continue
-            try:
-                self._delete_pod(pod)
-            except StoreError as e:
-                errors.append(str(e))
+            victims.append(pod)
+        for pod, res in zip(victims, call_all(self.store, [functools.partial(self._delete_pod, p) for p in victims]),
+                            strict=True):
+            if isinstance(res, StoreError):
+                errors.append(str(res))
                 classify(pod, counts)
                 count_task_status(pod, task_counts)
                 continue

@@ -40,7 +40,10 @@ from pyvolcano.simulator.traces._common import Trace, TraceError, display_name, 
 from pyvolcano.simulator.traces.nodes import load_nodes
 
 __all__ = [
+    "BUILTIN_CONFIG",
     "BUILTIN_DAYS",
+    "BUILTIN_GPUS",
+    "BUILTIN_SCORE",
     "FORMATS",
     "Format",
     "Trace",
@@ -85,10 +88,33 @@ _MACHINE_LISTS: Final = (
 )
 
 BUILTIN_DAYS: Final = 1
-# GPUs of the built-in scenario's cluster slice: below the busiest day's peak demand (545), so
-# jobs queue at the peak and the scheduler's choices show, while a run stays under a minute.
-BUILTIN_GPUS: Final = 512
 """Length of the built-in Philly scenario in calendar days (see :func:`builtin_scenario`)."""
+# GPUs of the built-in scenario's cluster slice: 16 machines of 8 GPUs, well below the chosen
+# day's peak demand (312 GPUs if every job started on arrival), so queues compete and the
+# multi-node gangs (up to 8 machines) wait for whole machines, while a run stays short.
+BUILTIN_GPUS: Final = 128
+BUILTIN_SCORE: Final = "gangs"
+"""How the built-in day is chosen (:func:`philly.busiest_window`): the most GPUs in multi-node gangs."""
+BUILTIN_CONFIG: Final = """\
+# The built-in scenario's scheduler configuration: upstream's shipped chart configuration
+# (installer/helm/chart/volcano/config/volcano-scheduler.conf) with the reclaim action added,
+# so a queue below its deserved share takes GPUs back from queues above theirs.
+actions: "enqueue, allocate, backfill, reclaim"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
 
 
 @contextmanager
@@ -167,24 +193,31 @@ def load_trace(path: str | os.PathLike[str] | Any, fmt: str | None = None, *,
         return f.load(path, nodes=nodes, window=window, limit=limit, seed=seed)
 
 
-def builtin_scenario(days: int = BUILTIN_DAYS, gpus: int | None = BUILTIN_GPUS) -> Trace:
-    """The default ``pyvolcano simulate`` scenario: the busiest ``days`` calendar day(s) of
-    Philly (by the GPU-time demanded inside the window by the jobs submitted in it), one queue
+def builtin_scenario(days: int = BUILTIN_DAYS, gpus: int | None = BUILTIN_GPUS,
+                     score: str = BUILTIN_SCORE) -> Trace:
+    """The default ``pyvolcano simulate`` scenario: the ``days`` calendar day(s) of Philly with
+    the highest ``score`` (``gangs``: the most GPUs asked for by multi-node gangs; ``demand``:
+    the most GPU-time demanded inside the window, see :func:`philly.busiest_window`), one queue
     per virtual cluster, on a slice of Philly's machines (the GPU machines of
-    ``revised_machine_list.csv`` in list order, up to ``gpus`` GPUs; None = all 552 machines).
+    ``revised_machine_list.csv`` in list order, up to ``gpus`` GPUs; None = all 552 machines),
+    with :data:`BUILTIN_CONFIG` as its scheduler configuration (``Trace.config``).
 
-    By default this is 2017-10-08: 1,007 jobs (871 of 1 GPU, 133 of 2, 3 of 4) in 7 queues,
-    7,709 GPU-hours of demand inside the day, on 64 machines with 512 GPUs, below the day's peak
-    demand of 545 GPUs (if every job started on arrival), so jobs queue at the peak. The
-    simulation then follows the long jobs for about 16 virtual days. See docs/traces.md."""
+    By default this is 2017-12-12: 428 jobs in 10 queues, 19 of them gangs of 2 to 8 pods
+    (672 GPUs in all), on 16 machines with 128 GPUs, far below the day's peak demand of 312
+    GPUs (if every job started on arrival). See docs/traces.md."""
     if days < 1:
         raise TraceError(f"days {days} is below 1", expected="a positive number of days")
     with _no_gc():
         fname, recs = philly.read(packaged_trace("philly"))
-        start, end, stats = philly.busiest_window(recs, days)
+        start, end, stats = philly.busiest_window(recs, days, score=score)
         day = datetime.fromtimestamp(stats["start_epoch"], tz=UTC).strftime("%Y-%m-%d")
         where = "all of Philly's machines" if gpus is None else f"{gpus} GPUs of Philly's 8-GPU machines"
-        note = (f"Built-in scenario: the busiest {days} calendar day(s) of Philly, from {day} 00:00 "
+        which = "with the most GPUs in multi-node gangs" if score == "gangs" else "with the most GPU demand"
+        note = (f"Built-in scenario: the {days} calendar day(s) of Philly {which}, from {day} 00:00 "
                 f"(trace seconds {start:,.0f} to {end:,.0f}): {int(stats['jobs']):,} jobs, "
-                f"{stats['gpu_hours']:,.0f} GPU-hours of demand inside the window, on {where}.")
-        return philly.build(fname, recs, window=(start, end), name="builtin-philly", notes=[note], max_gpus=gpus)
+                f"{int(stats['gang_jobs'])} of them gangs of more than 8 GPUs ({int(stats['gang_gpus']):,} GPUs), "
+                f"{stats['gpu_hours']:,.0f} GPU-hours of demand inside the window, on {where}; scheduler: "
+                "upstream's chart configuration with the reclaim action added.")
+        tr = philly.build(fname, recs, window=(start, end), name="builtin-philly", notes=[note], max_gpus=gpus)
+        tr.config = BUILTIN_CONFIG
+        return tr

@@ -116,6 +116,9 @@ class Trace:
     ``pyvolcano.io/duration`` (absent: the pod runs until the end of the simulation)."""
     notes: list[str] = field(default_factory=list)
     """Assumptions made while converting (for the CLI and the report)."""
+    config: str | None = None
+    """The scheduler configuration (``volcano-scheduler.conf`` YAML) the scenario is meant to
+    run with when none is given; None: upstream's built-in default."""
 
     def objects(self) -> list[dict[str, Any]]:
         """Every manifest: cluster objects first (PriorityClasses, Queues, Nodes), then Jobs."""

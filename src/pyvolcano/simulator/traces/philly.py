@@ -63,6 +63,7 @@ __all__ = [
     "FOLDER",
     "POD_CPU_PER_GPU",
     "POD_MEM_GIB_PER_GPU",
+    "WINDOW_SCORES",
     "Record",
     "build",
     "busiest_window",
@@ -215,23 +216,42 @@ def load(path: Any, *, nodes: Any = None, window: tuple[float, float] | None = N
     return build(fname, recs, nodes=nodes, window=window, limit=limit)
 
 
-def busiest_window(recs: list[Record], days: int) -> tuple[float, float, dict[str, float]]:
-    """The ``days`` consecutive calendar days (local midnight to midnight) with the most GPU
-    demand, where demand = Σ over jobs submitted in the window of
-    ``num_gpus × min(duration, window end − submit)`` (GPU-time that falls inside it).
-    Returns ``(start, end)`` in trace seconds (relative to the first job) and statistics."""
+WINDOW_SCORES: Final = ("demand", "gangs")
+
+
+def busiest_window(recs: list[Record], days: int, *, score: str = "demand",
+                   per_node: int = 8) -> tuple[float, float, dict[str, float]]:
+    """The ``days`` consecutive calendar days (local midnight to midnight) with the highest
+    score, over the jobs submitted in the window:
+
+    * ``demand``: GPU demand, Σ ``num_gpus × min(duration, window end − submit)`` (the GPU-time
+      that falls inside the window);
+    * ``gangs``: GPUs asked for by multi-node gangs, Σ ``num_gpus`` over the jobs of more than
+      ``per_node`` GPUs (each needs several machines at once); ties go to the earlier window.
+
+    Returns ``(start, end)`` in trace seconds (relative to the first job) and statistics:
+    ``gpu_hours`` (the demand), ``jobs``, ``gang_jobs``, ``gang_gpus``, ``start_epoch``."""
+    if score not in WINDOW_SCORES:
+        raise TraceError(f"unknown window score {score!r}", expected="one of " + ", ".join(WINDOW_SCORES))
     origin = recs[0].at
     ats = [r.at for r in recs]
     day0 = math.floor(origin / 86400) * 86400
-    best: tuple[float, float, float, int] | None = None
+    best: tuple[float, float, float, int, int] | None = None
     a = float(day0)
     while a <= ats[-1]:
         b = a + days * 86400
         lo, hi = bisect.bisect_left(ats, a), bisect.bisect_left(ats, b)
-        dem = float(sum(r.gpus * min(r.duration, b - r.at) for r in recs[lo:hi]))
-        if best is None or dem > best[0]:
-            best = (dem, a, b, hi - lo)
+        if score == "demand":
+            value = float(sum(r.gpus * min(r.duration, b - r.at) for r in recs[lo:hi]))
+        else:
+            value = float(sum(r.gpus for r in recs[lo:hi] if r.gpus > per_node))
+        if best is None or value > best[0]:
+            best = (value, a, b, lo, hi)
         a += 86400
     assert best is not None
-    dem, a, b, n = best
-    return a - origin, b - origin, {"gpu_hours": dem / 3600, "jobs": float(n), "start_epoch": a}
+    _, a, b, lo, hi = best
+    window = recs[lo:hi]
+    dem = float(sum(r.gpus * min(r.duration, b - r.at) for r in window))
+    gangs = [r.gpus for r in window if r.gpus > per_node]
+    return a - origin, b - origin, {"gpu_hours": dem / 3600, "jobs": float(hi - lo), "start_epoch": a,
+                                    "gang_jobs": float(len(gangs)), "gang_gpus": float(sum(gangs))}
