@@ -30,6 +30,7 @@ from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.interfaces import Action, Plugin
 from pyvolcano.framework.job_updater import close_session
 from pyvolcano.framework.observer import SessionObserver
@@ -60,6 +61,9 @@ class SchedulerOptions:
     # when nothing that could let it fit has changed since (no resources released, no node or
     # queue change, the job itself unchanged). Off by default to keep upstream's behaviour.
     skip_unchanged_unschedulable: bool = False
+    # pyvolcano extension: a pending diagnosis for every job left short at session close
+    # (pyvolcano.diagnosis), with its reason code and hint on the Unschedulable condition.
+    diagnose: bool = True
 
 
 @dataclass(slots=True)
@@ -85,6 +89,8 @@ class SessionResult:
     nominated: dict[str, str] = field(default_factory=dict)
     # Deserved resources per queue, from plugins that compute it (proportion, capacity).
     deserved: dict[str, Resource] = field(default_factory=dict)
+    # Why each job left short is blocked, by job key (pyvolcano.diagnosis).
+    diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
 
 
 class SchedulerCache:
@@ -309,6 +315,7 @@ class SchedulerCache:
             observer.session_closing(ssn)
         close_session(ssn)
         result.nominated = dict(ssn.nominated)
+        result.diagnoses = ssn.diagnoses
         for task, node_name in ssn.binds:
             if task.status == TaskStatus.Binding:
                 ann = ssn.bind_annotations.get(task.uid) or {}
