@@ -73,6 +73,15 @@ def _register_job_commands() -> None:
 _register_job_commands()
 
 
+def _register_queue_commands() -> None:
+    from pyvolcano.cli.queue import queue_app
+
+    app.add_typer(queue_app, name="queue")
+
+
+_register_queue_commands()
+
+
 @app.callback()
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,

@@ -78,6 +78,11 @@ class Kubelets:
             ns, name = md.get("namespace", "default"), md["name"]
             self.loop.after(0.0, lambda: self._start(ns, name, uid), f"start {ns}/{name}")
 
+    def adopt_running(self, ns: str, name: str, uid: str, ends_at: float) -> None:
+        """Take over a pod that was already Running when it was loaded: it exits at ``ends_at``."""
+        self._started.add(uid)
+        self.loop.at(max(ends_at, self.loop.now), lambda: self._exit(ns, name, uid), f"exit {ns}/{name}")
+
     # ------------------------------------------------------------------ pod lifecycle
     def _get(self, ns: str, name: str, uid: str) -> dict[str, Any] | None:
         try:

@@ -1,0 +1,218 @@
+"""``pyvolcano queue top``: pending jobs in scheduling order, with reason codes and start estimates.
+
+Read-only, on a snapshot (``--cluster``) or a live cluster (``--kubeconfig``); see
+:mod:`pyvolcano.operator.queue_top` for the order and :mod:`pyvolcano.operator.eta` for the
+estimate. The helpers here (:func:`load_state`, :func:`runtime_policy`) are shared with
+``job run --dry-run``. The wall clock is read only here, at the edge, for a live cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pyvolcano.cli import options
+from pyvolcano.cli.options import Group
+
+if TYPE_CHECKING:
+    from pyvolcano.conf.schema import SchedulerConfiguration
+    from pyvolcano.framework.registry import Registry
+    from pyvolcano.operator.eta import RuntimePolicy
+    from pyvolcano.operator.state import ClusterState
+
+__all__ = ["load_state", "queue_app", "render_top", "runtime_policy"]
+
+queue_app = typer.Typer(help="Queues: the pending jobs in scheduling order.", no_args_is_help=True, cls=Group)
+
+FORMATS = ("json", "yaml", "table")
+RUNTIME_HELP = ("Runtime of a pod that declares none: QUEUE=DURATION for one queue, DURATION for every other "
+                "(repeatable; default: unknown)")
+
+
+class StateError(Exception):
+    """A user mistake on the command line (exit status 2)."""
+
+
+def runtime_policy(values: list[str] | None) -> RuntimePolicy:
+    """``--default-runtime`` values as a policy; raises :class:`StateError` naming the bad value."""
+    from pyvolcano.api.duration import DurationError, parse_duration_strict
+    from pyvolcano.operator.eta import RuntimePolicy
+
+    per_queue: dict[str, float] = {}
+    default: float | None = None
+    for value in values or []:
+        queue, sep, text = value.rpartition("=")
+        try:
+            seconds = parse_duration_strict(text)
+        except DurationError as e:
+            raise StateError(f"--default-runtime {value!r}: {e}") from None
+        if seconds <= 0:
+            raise StateError(f"--default-runtime {value!r}: expected a positive duration such as 30m")
+        if sep and not queue:
+            raise StateError(f"--default-runtime {value!r}: expected QUEUE=DURATION or DURATION")
+        if sep:
+            per_queue[queue] = seconds
+        else:
+            default = seconds
+    return RuntimePolicy(per_queue=per_queue, default=default)
+
+
+def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | None, config_path: Path | None,
+               registry: Registry, timeout: float, now: str | None, user_agent: str
+               ) -> tuple[ClusterState, SchedulerConfiguration]:
+    """The state and the configuration to run it with (``--config``, else the snapshot's, else upstream's)."""
+    from pyvolcano.cli.job import JobError
+    from pyvolcano.cli.schedule import load_config
+    from pyvolcano.operator.state import state_from_snapshot, state_from_store
+    from pyvolcano.store.base import EPOCH, from_rfc3339
+
+    if (cluster is None) == (kubeconfig is None):
+        raise JobError("give exactly one of --cluster FILE (a snapshot) or --kubeconfig FILE (a live cluster)")
+    at: float | None = None
+    if now is not None:
+        try:
+            at = from_rfc3339(now)
+        except ValueError as e:
+            raise JobError(f"--now: {e}") from None
+    config = load_config(config_path, registry)
+    if cluster is not None:
+        state = state_from_snapshot([cluster], registry, at)
+        if config_path is None and state.config is not None:
+            config = state.config
+    else:
+        from pyvolcano.kube import connect
+
+        assert kubeconfig is not None
+        store = connect(kubeconfig=kubeconfig, context=context, kinds=("Node", "Pod", "PodGroup", "Queue",
+                                                                        "PriorityClass"), user_agent=user_agent)
+        try:
+            wall = time.time() - EPOCH.timestamp()
+            state = state_from_store(store, timeout, f"the cluster of {kubeconfig}", wall if at is None else at)
+        finally:
+            store.stop()
+    for tier in config.tiers:
+        for opt in tier.plugins:
+            registry.plugin(opt.name)(opt.arguments)
+    for action in config.actions:
+        registry.action(action)(config.action_arguments(action))
+    return state, config
+
+
+def duration_option(value: str) -> float:
+    from pyvolcano.api.duration import DurationError, parse_duration_strict
+
+    try:
+        seconds = parse_duration_strict(value)
+    except DurationError as e:
+        raise typer.BadParameter(str(e)) from None
+    if seconds <= 0:
+        raise typer.BadParameter(f"got {value!r}; expected a positive duration such as 24h")
+    return seconds
+
+
+@queue_app.command("top")
+def top(
+    queue: Annotated[str | None, typer.Argument(help="Only this queue's jobs (positions stay global)")] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
+                                                "(as `schedule` reads)")] = None,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only)")] = None,
+    context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf (default: the "
+                                                "snapshot's, else upstream's built-in)")] = None,
+    default_runtime: Annotated[list[str] | None, typer.Option("--default-runtime", metavar="[QUEUE=]DURATION",
+                                                              help=RUNTIME_HELP)] = None,
+    horizon: Annotated[str, typer.Option("--horizon", help="How far ahead to simulate")] = "720h",
+    now: Annotated[str | None, typer.Option("--now", help="The state's instant, RFC 3339 (default: a snapshot's "
+                                            "newest timestamp; live: the clock)")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", callback=options.output_format(FORMATS),
+                                               help="table, json or yaml (default: table on a terminal, "
+                                                    "else json)")] = None,
+    seed: Annotated[int, typer.Option("--seed", callback=options.seed,
+                                      help="Seed for random tie-breaking between equal nodes")] = 0,
+    timeout: Annotated[float, typer.Option("--request-timeout", help="Seconds to wait for the live cluster")]
+    = 30.0,
+) -> None:
+    """Pending jobs in the order the scheduler considers them: position, reason code, estimated start."""
+    assert output is not None
+    raise typer.Exit(run_top(queue, cluster=cluster, kubeconfig=kubeconfig, context=context, config_path=config,
+                             default_runtime=default_runtime, horizon=horizon, now=now, output=output, seed=seed,
+                             timeout=timeout))
+
+
+def run_top(queue: str | None, *, cluster: str | None, kubeconfig: str | None, context: str | None,
+            config_path: Path | None, default_runtime: list[str] | None, horizon: str, now: str | None,
+            output: str, seed: int, timeout: float) -> int:
+    from pyvolcano.api.manifest import ManifestError
+    from pyvolcano.cli.job import JobError, LiveReadError
+    from pyvolcano.cli.output import console, emit, error
+    from pyvolcano.conf import ConfigError
+    from pyvolcano.framework.arguments import ArgumentError
+    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.operator.queue_top import queue_top_document
+
+    registry = default_registry()
+    try:
+        policy = runtime_policy(default_runtime)
+        ahead = _horizon(horizon)
+        state, config = load_state(cluster=cluster, kubeconfig=kubeconfig, context=context, config_path=config_path,
+                                   registry=registry, timeout=timeout, now=now, user_agent="pyvolcano-queue-top")
+        if queue is not None and queue not in {q.name for q in state.objects.queues} | {"default"}:
+            raise JobError(f"{state.source}: no Queue {queue}")
+    except (StateError, JobError, ManifestError, ConfigError, ArgumentError, ValueError) as e:
+        error(str(e))
+        return 2
+    except LiveReadError as e:
+        error(str(e))
+        return 1
+    doc = queue_top_document(state, config, registry, queue=queue, policy=policy, seed=seed, horizon=ahead)
+    if output in ("json", "yaml"):
+        emit(doc, output)
+    else:
+        console().print(render_top(doc), end="", markup=False)
+    return 0
+
+
+def _horizon(text: str) -> float:
+    try:
+        return duration_option(text)
+    except typer.BadParameter as e:
+        raise StateError(f"--horizon: {e}") from None
+
+
+def table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Left-aligned columns, never truncated."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def start_text(entry: dict[str, Any]) -> str:
+    from pyvolcano.operator.eta import format_seconds
+
+    if entry["start"] is None:
+        return str(entry["message"])
+    seconds = entry["start_in_seconds"]
+    return f"{entry['start']} ({'now' if seconds < 1e-9 else 'in ' + format_seconds(seconds)})"
+
+
+def render_top(doc: dict[str, Any]) -> str:
+    from pyvolcano.operator.eta import format_seconds
+
+    lines = [f"NOW  {doc['now']}", ""]
+    if doc["pending"]:
+        rows: list[tuple[str, ...]] = [("POS", "QUEUE", "#", "JOB", "PHASE", "REASON", "ESTIMATED START")]
+        rows += [(str(e["position"]), e["queue"], str(e["queue_position"]), e["job"], e["phase"], e["reason"] or "-",
+                  start_text(e)) for e in doc["pending"]]
+        lines += table(rows)
+    else:
+        lines.append("no pending jobs")
+    if doc["running"]:
+        rows = [("RUNNING JOB", "QUEUE", "PODS", "RUNTIME FROM", "ENDS")]
+        rows += [(r["job"], r["queue"], str(r["pods"]), ", ".join(r["sources"]),
+                  "unknown" if r["ends_in_seconds"] is None else f"in {format_seconds(r['ends_in_seconds'])}")
+                 for r in doc["running"]]
+        lines += ["", *table(rows)]
+    return "\n".join(lines) + "\n"

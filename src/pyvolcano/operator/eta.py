@@ -1,0 +1,321 @@
+"""Start-time estimates: a forward simulation of the cluster's current state.
+
+The state is the scheduler's inputs as manifests (a snapshot file's documents, or the objects
+a live cluster lists). :func:`forecast` loads them into a :class:`~pyvolcano.simulator.runtime.Simulation`
+(the real scheduler, controllers and simulated kubelets) whose virtual clock starts at each
+object's ``creationTimestamp`` (so job order ties break as they do on the cluster) and then
+runs forward from ``now``.
+
+Runtimes (:func:`runtime_of`): a pod runs for ``pyvolcano.io/duration``, else its
+``spec.activeDeadlineSeconds`` (the job's deadline, copied into every pod of the job), else
+the default of its queue, else the global default, else for ever ("unknown"). A running pod
+counts its runtime from ``status.startTime``; one already past it ends at ``now``. Pending pods
+get the same rule, written to their duration annotation so the kubelets honour it.
+
+A tracked job *starts* at the first session after which it is ready (minAvailable pods
+allocated or bound). A job that did not start while running pods of unknown runtime kept
+running is re-tried with those pods ending at ``now``: if it starts then, its start depends on
+their runtimes and no time is given (:attr:`Estimate.unknown_pods`). Everything is
+deterministic: ``now`` and the seed are parameters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyvolcano.api.duration import parse_duration
+from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.framework.registry import Registry
+from pyvolcano.simulator.kubelet import DURATION
+from pyvolcano.store.base import StoreError, from_rfc3339
+
+__all__ = [
+    "DEFAULT_HORIZON",
+    "Estimate",
+    "Forecast",
+    "RuntimeAssumption",
+    "RuntimePolicy",
+    "estimate_starts",
+    "forecast",
+    "format_seconds",
+    "runtime_of",
+]
+
+DEFAULT_HORIZON = 30 * 86400.0
+"""How far ahead the simulation looks (seconds) unless told otherwise."""
+GROUP_NAME = "scheduling.k8s.io/group-name"
+# Creation order for objects without a creationTimestamp (and ties): what must exist first.
+_KIND_RANK = {"PriorityClass": 0, "Queue": 1, "Node": 2, "PodGroup": 3, "Job": 4, "Pod": 5}
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimePolicy:
+    """Runtimes for pods that declare none: per queue, then global (seconds; None: unknown)."""
+
+    per_queue: Mapping[str, float] = field(default_factory=dict)
+    default: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeAssumption:
+    """How long one pod is assumed to run, and why."""
+
+    pod: str
+    job: str
+    queue: str
+    source: str
+    """``duration`` (its annotation), ``activeDeadlineSeconds``, ``queue default``, ``default`` or ``unknown``."""
+    runtime: float | None
+    ends_at: float | None
+    """Absolute virtual time the pod ends (running pods only); None if unknown or not running."""
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {"pod": self.pod, "job": self.job, "queue": self.queue, "source": self.source,
+                "runtime_seconds": self.runtime,
+                "ends_in_seconds": None if self.ends_at is None else round(self.ends_at - now, 6)}
+
+
+@dataclass(slots=True)
+class Forecast:
+    """One forward simulation's answer."""
+
+    now: float
+    starts: dict[str, float]
+    """Tracked PodGroup key → absolute virtual time it became ready."""
+    evictions: list[tuple[float, str, str]]
+    """(time, ``ns/pod``, reason) of every eviction the sessions asked for."""
+    rejected: list[dict[str, Any]]
+    """Objects the store refused (admission), as :attr:`Simulation.rejected` records them."""
+    end_reason: str
+    first_diagnoses: dict[str, dict[str, Any]]
+    """Tracked key → its diagnosis in the first session it was left short (``Diagnosis.to_dict``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """When one pending job is expected to start."""
+
+    job: str
+    start: float | None
+    """Absolute virtual time, or None."""
+    unknown_pods: int = 0
+    """Pods without a runtime its start depends on (``start`` is then None)."""
+    message: str = ""
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {"start_in_seconds": None if self.start is None else round(self.start - now, 6),
+                "unknown_pods": self.unknown_pods, "message": self.message}
+
+
+def _md(doc: Mapping[str, Any]) -> dict[str, Any]:
+    md = doc.get("metadata")
+    return md if isinstance(md, dict) else {}
+
+
+def _key(doc: Mapping[str, Any]) -> str:
+    md = _md(doc)
+    return f"{md.get('namespace') or 'default'}/{md.get('name')}"
+
+
+def _pod_queue(pod: Mapping[str, Any], pg_queues: Mapping[str, str]) -> tuple[str, str]:
+    md = _md(pod)
+    group = str((md.get("annotations") or {}).get(GROUP_NAME, ""))
+    job = f"{md.get('namespace') or 'default'}/{group}" if group else _key(pod)
+    return job, pg_queues.get(job, "default")
+
+
+def runtime_of(pod: Mapping[str, Any], queue: str, policy: RuntimePolicy) -> tuple[str, float | None]:
+    """``(source, seconds)`` of a pod's assumed runtime (see the module docstring)."""
+    ann = _md(pod).get("annotations") or {}
+    if DURATION in ann:
+        seconds = parse_duration(str(ann[DURATION]))
+        return ("duration", seconds) if seconds is not None else ("unknown", None)
+    deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    if isinstance(deadline, int | float) and not isinstance(deadline, bool) and deadline > 0:
+        return "activeDeadlineSeconds", float(deadline)
+    if queue in policy.per_queue:
+        return "queue default", policy.per_queue[queue]
+    if policy.default is not None:
+        return "default", policy.default
+    return "unknown", None
+
+
+def _go_duration(seconds: float) -> str:
+    text = f"{seconds:.6f}".rstrip("0").rstrip(".")
+    return f"{text}s"
+
+
+def _timestamp(doc: Mapping[str, Any], path: tuple[str, str]) -> float | None:
+    value = (doc.get(path[0]) or {}).get(path[1])
+    if not isinstance(value, str):
+        return None
+    try:
+        return from_rfc3339(value)
+    except ValueError:
+        return None
+
+
+def _is_running(pod: Mapping[str, Any]) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName")) and (pod.get("status") or {}).get("phase") == "Running"
+
+
+def assumptions(docs: Sequence[Mapping[str, Any]], policy: RuntimePolicy, now: float) -> list[RuntimeAssumption]:
+    """The runtime assumption of every pod in ``docs`` (running pods carry their end time)."""
+    pg_queues = {_key(d): str((d.get("spec") or {}).get("queue") or "default")
+                 for d in docs if d.get("kind") == "PodGroup"}
+    out = []
+    for d in docs:
+        if d.get("kind") != "Pod" or (d.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        job, queue = _pod_queue(d, pg_queues)
+        source, seconds = runtime_of(d, queue, policy)
+        ends_at = None
+        if _is_running(d) and seconds is not None:
+            started = _timestamp(d, ("status", "startTime")) or _timestamp(d, ("metadata", "creationTimestamp"))
+            ends_at = max(now, (started if started is not None else now) + seconds)
+        out.append(RuntimeAssumption(_key(d), job, queue, source, seconds, ends_at))
+    return out
+
+
+def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, registry: Registry, *,
+             now: float, policy: RuntimePolicy, track: Callable[[Any], Iterable[str]],
+             seed: int = 0, horizon: float = DEFAULT_HORIZON, extra: Sequence[Mapping[str, Any]] = (),
+             unknown_end_now: bool = False) -> Forecast:
+    """Simulate ``docs`` (plus ``extra``, created at ``now``) forward from ``now``.
+
+    ``track(cache)`` names the PodGroup keys whose start is wanted; it is asked after every
+    session (a dry-run job's PodGroup appears only once its controller has created it).
+    """
+    from pyvolcano.simulator.runtime import Simulation
+    from pyvolcano.simulator.workload import Submission
+
+    sim = Simulation(config=config, registry=registry, seed=seed)
+    plan = {a.pod: a for a in assumptions(docs, policy, now)}
+    created: list[tuple[float, int, str, dict[str, Any]]] = []
+    for d in docs:
+        ts = _timestamp(d, ("metadata", "creationTimestamp"))
+        created.append((min(ts if ts is not None else -math.inf, now), _KIND_RANK.get(str(d.get("kind")), 9),
+                        _key(d), dict(d)))
+    created.sort(key=lambda c: (c[0], c[1], c[2]))
+    start = next((c[0] for c in created if math.isfinite(c[0])), now)
+    sim.loop.advance_to(start)
+    exits: list[tuple[str, str, str, float]] = []
+    rejected: list[dict[str, Any]] = []
+    for ts, _rank, key, doc in created:
+        if math.isfinite(ts) and ts > sim.loop.now:
+            sim.loop.advance_to(ts)
+        doc = _prepared(doc, plan.get(key), unknown_end_now)
+        try:
+            obj = sim.store.restore(doc)
+        except StoreError as e:
+            rejected.append({"kind": doc.get("kind"), "name": key, "error": str(e)})
+            continue
+        a = plan.get(key)
+        if doc.get("kind") == "Pod" and _is_running(doc):
+            end = now if unknown_end_now and a is not None and a.source == "unknown" else (
+                a.ends_at if a is not None else None)
+            if end is not None:
+                md = _md(obj)
+                exits.append((str(md.get("namespace") or "default"), str(md["name"]), str(md.get("uid")), end))
+    sim.loop.advance_to(max(now, sim.loop.now))
+    for ns, name, uid, end in exits:
+        sim.kubelets.adopt_running(ns, name, uid, end)
+    if extra:
+        sim.submit([Submission(at=sim.loop.now, document=i, source="dry-run", obj=dict(d))
+                    for i, d in enumerate(extra)])
+    starts: dict[str, float] = {}
+    evictions: list[tuple[float, str, str]] = []
+    diagnoses: dict[str, dict[str, Any]] = {}
+
+    def on_session(t: float, result: Any) -> None:
+        for ns, name, reason in result.evict_requests:
+            evictions.append((t, f"{ns}/{name}", reason))
+        for key in track(sim.cache):
+            job = sim.cache.pg_jobs.get(key)
+            if job is None or key in starts:
+                continue
+            if key in result.diagnoses and key not in diagnoses:
+                diagnoses[key] = result.diagnoses[key].to_dict(session=False)
+            if job.is_ready():
+                starts[key] = t
+
+    sim.on_session = on_session
+    res = sim.run(until=now + horizon)
+    return Forecast(now=now, starts=starts, evictions=evictions, rejected=rejected + res.rejected,
+                    end_reason=res.end_reason, first_diagnoses=diagnoses)
+
+
+def _prepared(doc: dict[str, Any], a: RuntimeAssumption | None, unknown_end_now: bool) -> dict[str, Any]:
+    """The document as the simulation creates it: owners it does not hold dropped, runtimes written
+    (with ``unknown_end_now``, a pending pod of unknown runtime ends as soon as it starts)."""
+    md = dict(_md(doc))
+    refs = [r for r in md.get("ownerReferences") or [] if isinstance(r, dict) and r.get("kind") != "Job"]
+    if refs:
+        md["ownerReferences"] = refs
+    else:
+        md.pop("ownerReferences", None)
+    if doc.get("kind") == "Pod" and a is not None and a.source != "duration" and not _is_running(doc):
+        runtime = 0.0 if a.runtime is None and unknown_end_now else a.runtime
+        if runtime is not None:
+            md["annotations"] = {**(md.get("annotations") or {}), DURATION: _go_duration(runtime)}
+    return {**doc, "metadata": md}
+
+
+def estimate_starts(docs: Sequence[Mapping[str, Any]], keys: Sequence[str], config: SchedulerConfiguration,
+                    registry: Registry, *, now: float, policy: RuntimePolicy, seed: int = 0,
+                    horizon: float = DEFAULT_HORIZON) -> tuple[dict[str, Estimate], Forecast]:
+    """The estimated start of each PodGroup ``keys`` (see the module docstring)."""
+    fc = forecast(docs, config, registry, now=now, policy=policy, track=lambda _c: keys, seed=seed, horizon=horizon)
+    unknown = [a for a in assumptions(docs, policy, now) if a.source == "unknown"]
+    running = {a.pod for a in unknown if _running_keys(docs, a.pod)}
+    late = [k for k in keys if k not in fc.starts]
+    probe: Forecast | None = None
+    if late and unknown:
+        groups = sorted({a.job for a in unknown} | set(late))
+        probe = forecast(docs, config, registry, now=now, policy=policy, track=lambda _c: groups, seed=seed,
+                         horizon=horizon, unknown_end_now=True)
+    out: dict[str, Estimate] = {}
+    for key in keys:
+        if key in fc.starts:
+            out[key] = Estimate(key, fc.starts[key], message=_when(fc.starts[key] - now))
+        elif probe is not None and key in probe.starts:
+            at = probe.starts[key]
+            before = [a for a in unknown
+                      if a.job != key and (a.pod in running or probe.starts.get(a.job, at + 1) <= at)]
+            n_running = sum(1 for a in before if a.pod in running)
+            n_later = len(before) - n_running
+            text = f"{n_running} running pod{'' if n_running == 1 else 's'}" if n_running else ""
+            if n_later:
+                text += f"{' and ' if text else ''}{n_later} pod{'' if n_later == 1 else 's'} starting before it"
+            out[key] = Estimate(key, None, len(before), f"unknown: depends on runtimes of {text} without a duration")
+        elif fc.end_reason == "until":
+            out[key] = Estimate(key, None, message=f"not within {format_seconds(horizon)}")
+        else:
+            out[key] = Estimate(key, None, message="never: the simulated cluster cannot start it")
+    return out, fc
+
+
+def _running_keys(docs: Sequence[Mapping[str, Any]], pod_key: str) -> bool:
+    return any(d.get("kind") == "Pod" and _key(d) == pod_key and _is_running(d) for d in docs)
+
+
+def _when(seconds: float) -> str:
+    return "now" if seconds < 1e-9 else f"in {format_seconds(seconds)}"
+
+
+def format_seconds(seconds: float) -> str:
+    """``1h2m3s``-style text of a non-negative number of seconds (sub-second part kept if any)."""
+    s = max(0.0, seconds)
+    whole = int(s)
+    frac = s - whole
+    d, rest = divmod(whole, 86400)
+    h, rest = divmod(rest, 3600)
+    m, sec = divmod(rest, 60)
+    parts = [f"{d}d" if d else "", f"{h}h" if h else "", f"{m}m" if m else ""]
+    tail = f"{sec + frac:.3f}".rstrip("0").rstrip(".") if frac > 1e-9 else str(sec)
+    if tail != "0" or not any(parts):
+        parts.append(f"{tail}s")
+    return "".join(parts)
