@@ -1,0 +1,94 @@
+"""``queue top``'s order and document (pyvolcano.operator.queue_top)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders import dump, node, pod, podgroup, queue
+from kube.fakeapi import FakeApiServer
+from pyvolcano.api.manifest import load_manifest_text
+from pyvolcano.conf import default_configuration
+from pyvolcano.framework.registry import default_registry
+from pyvolcano.kube.store import KubeStore
+from pyvolcano.operator.eta import RuntimePolicy
+from pyvolcano.operator.queue_top import pending_order, queue_top_document
+from pyvolcano.operator.state import SCHEDULER_KINDS, ClusterState, state_from_store
+from pyvolcano.store.base import to_rfc3339
+
+
+def _state(*docs: dict[str, Any], now: float = 1000.0) -> ClusterState:
+    return ClusterState(list(docs), load_manifest_text(dump(*docs), "test.yaml"), None, now, "test.yaml")
+
+
+def _created(doc: dict[str, Any], at: float) -> dict[str, Any]:
+    doc["metadata"]["creationTimestamp"] = to_rfc3339(at)
+    return doc
+
+
+def _busy_cluster() -> list[dict[str, Any]]:
+    """Queue busy runs a 2-cpu job on a 4-cpu node; idle runs nothing; three 2-cpu jobs wait."""
+    running = pod("r-0", "r", cpu="2", node_name="n1", phase="Running", queue="busy")
+    running["status"]["startTime"] = to_rfc3339(900.0)
+    running["metadata"]["annotations"]["pyvolcano.io/duration"] = "150s"
+    return [
+        queue("busy"), queue("idle"), node("n1", cpu="4"),
+        _created(podgroup("r", queue="busy", phase="Running"), 800.0), running,
+        # Submitted first, but priority and queue share put it last.
+        _created(podgroup("early", queue="busy"), 810.0), pod("early-0", "early", cpu="2"),
+        _created(podgroup("urgent", queue="busy", priorityClassName="high"), 820.0),
+        pod("urgent-0", "urgent", cpu="2", priority=1000),
+        _created(podgroup("other", queue="idle"), 830.0), pod("other-0", "other", cpu="2"),
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+         "value": 1000},
+    ]
+
+
+def test_order_is_the_sessions_queue_then_job_order_not_submission_order() -> None:
+    order = pending_order(_state(*_busy_cluster()), default_configuration(), default_registry())
+    # proportion: the idle queue (share 0) first; priority: urgent before early in busy.
+    assert [(o.position, o.queue, o.queue_position, o.job) for o in order] == [
+        (1, "idle", 1, "ns/other"), (2, "busy", 1, "ns/urgent"), (3, "busy", 2, "ns/early")]
+
+
+def test_document_carries_reason_and_estimate_per_job_and_runtime_assumptions() -> None:
+    doc = queue_top_document(_state(*_busy_cluster()), default_configuration(), default_registry(), queue=None,
+                             policy=RuntimePolicy(default=60.0))
+    rows = {e["job"]: e for e in doc["pending"]}
+    # other fits now (no reason) and runs for the default 60 s; busy holds its deserved 2 cpus
+    # until r-0 ends at 900 + 150 s (urgent, by priority, takes them); early gets the cpus
+    # other frees, once idle has no demand left.
+    assert (rows["ns/other"]["reason"], rows["ns/other"]["message"]) == (None, "now")
+    assert rows["ns/urgent"]["reason"] == "Preemption.NotAllowed"  # r-0 is a gang of one: not a victim
+    assert rows["ns/early"]["reason"] == "Queue.OverDeserved"
+    assert rows["ns/urgent"]["start_in_seconds"] == 50.0
+    assert rows["ns/early"]["start_in_seconds"] == 60.0
+    assert rows["ns/early"]["start"] == to_rfc3339(1060.0)
+    assert doc["running"] == [{"job": "ns/r", "queue": "busy", "pods": 1, "sources": ["duration"],
+                               "ends_in_seconds": 50.0}]
+
+
+def test_one_queue_keeps_global_positions() -> None:
+    doc = queue_top_document(_state(*_busy_cluster()), default_configuration(), default_registry(), queue="busy",
+                             policy=RuntimePolicy(default=60.0))
+    assert [(e["position"], e["job"]) for e in doc["pending"]] == [(2, "ns/urgent"), (3, "ns/early")]
+
+
+def test_live_state_is_read_through_the_kubernetes_store_and_nothing_is_written() -> None:
+    api = FakeApiServer()
+    for d in _busy_cluster():
+        api.store.create(_with_image(d) if d["kind"] == "Pod" else d)
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    try:
+        state = state_from_store(store, 5.0, "the test cluster", now=1000.0)
+    finally:
+        store.stop()
+    doc = queue_top_document(state, default_configuration(), default_registry(), queue=None,
+                             policy=RuntimePolicy(default=60.0))
+    assert [e["job"] for e in doc["pending"]] == ["ns/other", "ns/urgent", "ns/early"]
+    assert all(e["start"] is not None for e in doc["pending"])
+    assert [r for r in api.requests if r[0] != "GET"] == []
+
+
+def _with_image(d: dict[str, Any]) -> dict[str, Any]:
+    d["spec"]["containers"][0]["image"] = "busybox"
+    return d
