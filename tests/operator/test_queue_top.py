@@ -14,6 +14,7 @@ from pyvolcano.operator.eta import RuntimePolicy
 from pyvolcano.operator.queue_top import pending_order, queue_top_document
 from pyvolcano.operator.state import SCHEDULER_KINDS, ClusterState, state_from_store
 from pyvolcano.store.base import to_rfc3339
+from pyvolcano.store.memory import InMemoryStore
 
 
 def _state(*docs: dict[str, Any], now: float = 1000.0) -> ClusterState:
@@ -74,7 +75,7 @@ def test_one_queue_keeps_global_positions() -> None:
 
 
 def test_live_state_is_read_through_the_kubernetes_store_and_nothing_is_written() -> None:
-    api = FakeApiServer()
+    api = FakeApiServer(InMemoryStore(clock=lambda: 100.0))  # the cluster's clock: its timestamps
     for d in _busy_cluster():
         api.store.create(_with_image(d) if d["kind"] == "Pod" else d)
     store = KubeStore(api.client(), SCHEDULER_KINDS).start()

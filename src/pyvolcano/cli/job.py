@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["job_app", "load_live_objects", "read_store_objects", "resolve_podgroup", "run_why", "why_document"]
 
-job_app = typer.Typer(help="Jobs: why one is pending.", no_args_is_help=True, cls=Group)
+job_app = typer.Typer(help="Jobs: why one is pending; what running one would do.", no_args_is_help=True, cls=Group)
 
 WHY_FORMATS = ("json", "yaml", "table")
 # What the scheduler reads from a live cluster.
@@ -207,3 +207,12 @@ def render_why(doc: dict[str, Any]) -> str:
         if pre["victims"]:
             lines.append(f"  victims: {', '.join(pre['victims'])}")
     return "\n".join(lines) + "\n"
+
+
+def _register_run() -> None:
+    from pyvolcano.cli.job_run import run
+
+    job_app.command("run")(run)
+
+
+_register_run()

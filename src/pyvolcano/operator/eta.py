@@ -22,7 +22,7 @@ deterministic: ``now`` and the seed are parameters.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,8 @@ __all__ = [
 DEFAULT_HORIZON = 30 * 86400.0
 """How far ahead the simulation looks (seconds) unless told otherwise."""
 GROUP_NAME = "scheduling.k8s.io/group-name"
+Tracker = Callable[[Any], Mapping[str, str]]
+"""Given the simulation's scheduler cache: job name → PodGroup key of the jobs to follow."""
 # Creation order for objects without a creationTimestamp (and ties): what must exist first.
 _KIND_RANK = {"PriorityClass": 0, "Queue": 1, "Node": 2, "PodGroup": 3, "Job": 4, "Pod": 5}
 
@@ -181,13 +183,14 @@ def assumptions(docs: Sequence[Mapping[str, Any]], policy: RuntimePolicy, now: f
 
 
 def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, registry: Registry, *,
-             now: float, policy: RuntimePolicy, track: Callable[[Any], Iterable[str]],
+             now: float, policy: RuntimePolicy, track: Tracker,
              seed: int = 0, horizon: float = DEFAULT_HORIZON, extra: Sequence[Mapping[str, Any]] = (),
-             unknown_end_now: bool = False) -> Forecast:
+             unknown_end_now: bool = False, freeze: bool = False) -> Forecast:
     """Simulate ``docs`` (plus ``extra``, created at ``now``) forward from ``now``.
 
-    ``track(cache)`` names the PodGroup keys whose start is wanted; it is asked after every
-    session (a dry-run job's PodGroup appears only once its controller has created it).
+    ``track(cache)`` maps the names of the jobs whose start is wanted to their PodGroup keys;
+    it is asked after every session (a dry-run job's PodGroup appears only once its controller
+    has created it). ``freeze`` keeps the state as it is: none of its pods ends.
     """
     from pyvolcano.simulator.runtime import Simulation
     from pyvolcano.simulator.workload import Submission
@@ -207,14 +210,14 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
     for ts, _rank, key, doc in created:
         if math.isfinite(ts) and ts > sim.loop.now:
             sim.loop.advance_to(ts)
-        doc = _prepared(doc, plan.get(key), unknown_end_now)
+        doc = _prepared(doc, None if freeze else plan.get(key), unknown_end_now, freeze)
         try:
             obj = sim.store.restore(doc)
         except StoreError as e:
             rejected.append({"kind": doc.get("kind"), "name": key, "error": str(e)})
             continue
         a = plan.get(key)
-        if doc.get("kind") == "Pod" and _is_running(doc):
+        if doc.get("kind") == "Pod" and _is_running(doc) and not freeze:
             end = now if unknown_end_now and a is not None and a.source == "unknown" else (
                 a.ends_at if a is not None else None)
             if end is not None:
@@ -233,14 +236,14 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
     def on_session(t: float, result: Any) -> None:
         for ns, name, reason in result.evict_requests:
             evictions.append((t, f"{ns}/{name}", reason))
-        for key in track(sim.cache):
+        for name, key in track(sim.cache).items():
             job = sim.cache.pg_jobs.get(key)
-            if job is None or key in starts:
+            if job is None or name in starts:
                 continue
-            if key in result.diagnoses and key not in diagnoses:
-                diagnoses[key] = result.diagnoses[key].to_dict(session=False)
+            if key in result.diagnoses and name not in diagnoses:
+                diagnoses[name] = result.diagnoses[key].to_dict(session=False)
             if job.is_ready():
-                starts[key] = t
+                starts[name] = t
 
     sim.on_session = on_session
     res = sim.run(until=now + horizon)
@@ -248,10 +251,14 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
                     end_reason=res.end_reason, first_diagnoses=diagnoses)
 
 
-def _prepared(doc: dict[str, Any], a: RuntimeAssumption | None, unknown_end_now: bool) -> dict[str, Any]:
+def _prepared(doc: dict[str, Any], a: RuntimeAssumption | None, unknown_end_now: bool,
+              freeze: bool = False) -> dict[str, Any]:
     """The document as the simulation creates it: owners it does not hold dropped, runtimes written
-    (with ``unknown_end_now``, a pending pod of unknown runtime ends as soon as it starts)."""
+    (with ``unknown_end_now``, a pending pod of unknown runtime ends as soon as it starts; with
+    ``freeze``, no pod of the state ends)."""
     md = dict(_md(doc))
+    if freeze and DURATION in (md.get("annotations") or {}):
+        md["annotations"] = {k: v for k, v in md["annotations"].items() if k != DURATION}
     refs = [r for r in md.get("ownerReferences") or [] if isinstance(r, dict) and r.get("kind") != "Job"]
     if refs:
         md["ownerReferences"] = refs
@@ -266,17 +273,28 @@ def _prepared(doc: dict[str, Any], a: RuntimeAssumption | None, unknown_end_now:
 
 def estimate_starts(docs: Sequence[Mapping[str, Any]], keys: Sequence[str], config: SchedulerConfiguration,
                     registry: Registry, *, now: float, policy: RuntimePolicy, seed: int = 0,
-                    horizon: float = DEFAULT_HORIZON) -> tuple[dict[str, Estimate], Forecast]:
-    """The estimated start of each PodGroup ``keys`` (see the module docstring)."""
-    fc = forecast(docs, config, registry, now=now, policy=policy, track=lambda _c: keys, seed=seed, horizon=horizon)
+                    horizon: float = DEFAULT_HORIZON, extra: Sequence[Mapping[str, Any]] = (),
+                    resolve: Tracker | None = None) -> tuple[dict[str, Estimate], Forecast]:
+    """The estimated start of each job ``keys`` (see the module docstring): PodGroup keys, or the
+    names ``resolve(cache)`` maps to PodGroup keys (jobs of ``extra``, created at ``now``)."""
+
+    def track(cache: Any) -> Mapping[str, str]:
+        return resolve(cache) if resolve is not None else {k: k for k in keys}
+
+    fc = forecast(docs, config, registry, now=now, policy=policy, track=track, seed=seed, horizon=horizon,
+                  extra=extra)
     unknown = [a for a in assumptions(docs, policy, now) if a.source == "unknown"]
     running = {a.pod for a in unknown if _running_keys(docs, a.pod)}
     late = [k for k in keys if k not in fc.starts]
     probe: Forecast | None = None
     if late and unknown:
-        groups = sorted({a.job for a in unknown} | set(late))
-        probe = forecast(docs, config, registry, now=now, policy=policy, track=lambda _c: groups, seed=seed,
-                         horizon=horizon, unknown_end_now=True)
+        groups = {a.job: a.job for a in unknown}
+
+        def track_probe(cache: Any) -> Mapping[str, str]:
+            return {**groups, **{k: v for k, v in track(cache).items() if k in late}}
+
+        probe = forecast(docs, config, registry, now=now, policy=policy, track=track_probe, seed=seed,
+                         horizon=horizon, extra=extra, unknown_end_now=True)
     out: dict[str, Estimate] = {}
     for key in keys:
         if key in fc.starts:

@@ -1,0 +1,131 @@
+"""``pyvolcano job run --dry-run -f JOB.yaml``: what submitting a job would do (nothing is submitted).
+
+On a snapshot (``--cluster``) or a live cluster (``--kubeconfig``, read-only); the answers are
+those of :mod:`pyvolcano.operator.dryrun`. Exit status: 0 when admission accepts the job, 1 when
+it refuses it (as ``kubectl create --dry-run=server`` fails), 2 for a usage or input mistake.
+Registered on the ``job`` sub-app by :mod:`pyvolcano.cli.job`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from pyvolcano.cli import options
+
+__all__ = ["read_job_file", "render_dry_run", "run"]
+
+FORMATS = ("json", "yaml", "table")
+JOB_KINDS = {("batch.volcano.sh/v1alpha1", "Job"), ("scheduling.volcano.sh/v1beta1", "PodGroup"), ("v1", "Pod")}
+
+
+def run(
+    filename: Annotated[str, typer.Option("--filename", "-f", metavar="FILE", help="The job: a Volcano Job (or a "
+                                          "PodGroup with its Pods), YAML; - reads stdin")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would happen; submit nothing (required: "
+                                          "`vcctl job run` submits)")] = False,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
+                                                "(as `schedule` reads)")] = None,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only)")] = None,
+    context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf (default: the "
+                                                "snapshot's, else upstream's built-in)")] = None,
+    default_runtime: Annotated[list[str] | None, typer.Option("--default-runtime", metavar="[QUEUE=]DURATION",
+                                                              help="Runtime of a pod that declares none: "
+                                                                   "QUEUE=DURATION or DURATION (repeatable)")] = None,
+    horizon: Annotated[str, typer.Option("--horizon", help="How far ahead to simulate")] = "720h",
+    now: Annotated[str | None, typer.Option("--now", help="The state's instant, RFC 3339 (default: a snapshot's "
+                                            "newest timestamp; live: the clock)")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", callback=options.output_format(FORMATS),
+                                               help="table, json or yaml (default: table on a terminal, "
+                                                    "else json)")] = None,
+    seed: Annotated[int, typer.Option("--seed", callback=options.seed,
+                                      help="Seed for random tie-breaking between equal nodes")] = 0,
+    timeout: Annotated[float, typer.Option("--request-timeout", help="Seconds to wait for the live cluster")]
+    = 30.0,
+) -> None:
+    """Dry run: admission, whether the job would be placed now, why not, when, and what it would evict."""
+    assert output is not None
+    raise typer.Exit(run_dry(filename, dry_run=dry_run, cluster=cluster, kubeconfig=kubeconfig, context=context,
+                             config_path=config, default_runtime=default_runtime, horizon=horizon, now=now,
+                             output=output, seed=seed, timeout=timeout))
+
+
+def read_job_file(path: str) -> list[dict[str, Any]]:
+    """The job file's documents (Job, PodGroup, Pod); raises ManifestError naming file and document."""
+    from pyvolcano.api.manifest import ManifestError, iter_documents
+    from pyvolcano.cli.inputs import read_inputs
+
+    docs: list[dict[str, Any]] = []
+    for source, text in read_inputs([path]):
+        if isinstance(text, ManifestError):
+            raise text
+        for i, doc in iter_documents(text, source):
+            if doc is None:
+                continue
+            if not isinstance(doc, dict):
+                raise ManifestError(f"{source}: document {i}: expected a mapping")
+            if (doc.get("apiVersion"), doc.get("kind")) not in JOB_KINDS:
+                raise ManifestError(f"{source}: document {i}: apiVersion/kind {doc.get('apiVersion')}/"
+                                    f"{doc.get('kind')} is not a job; expected batch.volcano.sh/v1alpha1 Job, "
+                                    "scheduling.volcano.sh/v1beta1 PodGroup or v1 Pod")
+            docs.append(doc)
+    return docs
+
+
+def run_dry(filename: str, *, dry_run: bool, cluster: str | None, kubeconfig: str | None, context: str | None,
+            config_path: Path | None, default_runtime: list[str] | None, horizon: str, now: str | None, output: str,
+            seed: int, timeout: float) -> int:
+    from pyvolcano.api.manifest import ManifestError
+    from pyvolcano.cli.job import JobError, LiveReadError
+    from pyvolcano.cli.output import console, emit, error
+    from pyvolcano.cli.queue import StateError, _horizon, load_state, runtime_policy
+    from pyvolcano.conf import ConfigError
+    from pyvolcano.framework.arguments import ArgumentError
+    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.operator.dryrun import DryRunError, dry_run_document, job_of
+
+    registry = default_registry()
+    try:
+        if not dry_run:
+            raise JobError("pyvolcano job run only answers --dry-run; submit with `vcctl job run -f FILE`")
+        policy = runtime_policy(default_runtime)
+        ahead = _horizon(horizon)
+        docs = read_job_file(filename)
+        job_of(docs, filename)
+        state, config = load_state(cluster=cluster, kubeconfig=kubeconfig, context=context, config_path=config_path,
+                                   registry=registry, timeout=timeout, now=now, user_agent="pyvolcano-job-run")
+    except (StateError, JobError, DryRunError, ManifestError, ConfigError, ArgumentError, ValueError) as e:
+        error(str(e))
+        return 2
+    except LiveReadError as e:
+        error(str(e))
+        return 1
+    doc = dry_run_document(state, docs, filename, config, registry, policy=policy, seed=seed, horizon=ahead)
+    if output in ("json", "yaml"):
+        emit(doc, output)
+    else:
+        console().print(render_dry_run(doc), end="", markup=False)
+    return 0 if doc["admission"]["allowed"] else 1
+
+
+def render_dry_run(doc: dict[str, Any]) -> str:
+    from pyvolcano.cli.queue import start_text
+
+    lines = [f"JOB        {doc['job']}  ({doc['kind']}, dry run at {doc['now']})"]
+    adm = doc["admission"]
+    if not adm["allowed"]:
+        lines += [f"ADMISSION  refused: {err}" for err in adm["errors"]]
+        return "\n".join(lines) + "\n"
+    lines += ["ADMISSION  allowed", f"PLACED     {'yes, now' if doc['placed_now'] else 'no'}",
+              f"START      {start_text(doc)}"]
+    diag = doc["diagnosis"]
+    if diag is not None:
+        lines += [f"REASON     {diag['reason']}", f"MESSAGE    {diag['message']}", f"HINT       {diag['hint']}"]
+    if doc["evictions"]:
+        lines += [f"EVICTS     {v['pod']}  ({v['action']})" for v in doc["evictions"]]
+    else:
+        lines.append("EVICTS     nothing")
+    return "\n".join(lines) + "\n"
