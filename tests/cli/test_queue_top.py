@@ -6,11 +6,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = str(ROOT / "tests" / "data" / "operator" / "queue-top.yaml")
+DATA_JOB = ROOT / "tests" / "data" / "operator" / "job-big.yaml"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -60,3 +62,35 @@ def test_queue_top_refuses_bad_input_with_one_line_and_exit_2() -> None:
         assert proc.returncode == 2, (args, proc.stderr)
         assert text in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
+
+
+def test_queue_top_and_dry_run_read_a_live_cluster_through_kubeconfig(monkeypatch: Any, capsys: Any) -> None:
+    import pyvolcano.kube
+    from kube.fakeapi import FakeApiServer
+    from pyvolcano.cli.job_run import read_job_file, run_dry
+    from pyvolcano.cli.queue import run_top
+    from pyvolcano.kube.store import KubeStore
+    from pyvolcano.store.memory import InMemoryStore
+
+    api = FakeApiServer(InMemoryStore(clock=lambda: 800.0))
+    for d in yaml.safe_load_all(Path(CASE).read_text()):
+        api.store.create(d)
+    seen: list[dict[str, Any]] = []
+
+    def connect(**kwargs: Any) -> KubeStore:
+        seen.append(kwargs)
+        return KubeStore(api.client(), kwargs["kinds"]).start()
+
+    monkeypatch.setattr(pyvolcano.kube, "connect", connect)
+    common: dict[str, Any] = {"cluster": None, "kubeconfig": "kc", "context": "ctx", "config_path": None,
+                              "default_runtime": ["1m"], "horizon": "720h", "now": "2024-01-01T00:15:00Z",
+                              "seed": 0, "timeout": 5.0}
+    assert run_top(None, output="json", **common) == 0
+    top = json.loads(capsys.readouterr().out)
+    assert [e["job"] for e in top["pending"]] == ["ns/other", "ns/urgent", "ns/early"]
+    assert run_dry(str(DATA_JOB), dry_run=True, output="json", **common) == 0
+    dry = json.loads(capsys.readouterr().out)
+    assert dry["admission"]["allowed"] and dry["placed_now"] is False
+    assert read_job_file(str(DATA_JOB))[0]["kind"] == "Job"
+    assert [s["context"] for s in seen] == ["ctx", "ctx"]
+    assert [r for r in api.requests if r[0] != "GET"] == []
