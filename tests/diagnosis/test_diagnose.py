@@ -284,3 +284,13 @@ def test_every_reason_has_one_stage_and_a_documented_entry() -> None:
     for stage in Stage:
         assert f"`{stage}`" in doc
     assert default_configuration().actions  # the default configuration the doc's examples use
+
+
+def test_amounts_are_written_as_people_write_them() -> None:
+    from pyvolcano.diagnosis.diagnose import format_amount
+
+    assert format_amount("cpu", 2500.0) == "2500m"
+    assert format_amount("memory", 8 * 2**30) == "8Gi"
+    assert format_amount("nvidia.com/gpu", 8000.0) == "8"
+    assert format_amount("ephemeral-storage", 10 * 2**30 * 1000.0) == "10Gi"
+    assert format_amount("pods", 3.0) == "3"

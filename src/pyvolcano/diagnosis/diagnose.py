@@ -115,6 +115,8 @@ def format_amount(name: str, amount: float) -> str:
         return format_quantity(amount, binary=True)
     if name == "pods":
         return f"{amount:g}"
+    if name == "ephemeral-storage" or name.startswith("hugepages-"):
+        return format_quantity(amount / 1000.0, binary=True)  # bytes, counted in milli-units
     return format_quantity(amount, milli=True)
 
 
