@@ -38,6 +38,8 @@ __all__ = [
     "Forecast",
     "RuntimeAssumption",
     "RuntimePolicy",
+    "Tracker",
+    "assumptions",
     "estimate_starts",
     "forecast",
     "format_seconds",
@@ -284,7 +286,7 @@ def estimate_starts(docs: Sequence[Mapping[str, Any]], keys: Sequence[str], conf
     fc = forecast(docs, config, registry, now=now, policy=policy, track=track, seed=seed, horizon=horizon,
                   extra=extra)
     unknown = [a for a in assumptions(docs, policy, now) if a.source == "unknown"]
-    running = {a.pod for a in unknown if _running_keys(docs, a.pod)}
+    running = _running_pods(docs)
     late = [k for k in keys if k not in fc.starts]
     probe: Forecast | None = None
     if late and unknown:
@@ -316,8 +318,8 @@ def estimate_starts(docs: Sequence[Mapping[str, Any]], keys: Sequence[str], conf
     return out, fc
 
 
-def _running_keys(docs: Sequence[Mapping[str, Any]], pod_key: str) -> bool:
-    return any(d.get("kind") == "Pod" and _key(d) == pod_key and _is_running(d) for d in docs)
+def _running_pods(docs: Sequence[Mapping[str, Any]]) -> set[str]:
+    return {_key(d) for d in docs if d.get("kind") == "Pod" and _is_running(d)}
 
 
 def _when(seconds: float) -> str:

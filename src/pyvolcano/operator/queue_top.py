@@ -98,12 +98,13 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
             "start": None if e.start is None else to_rfc3339(e.start), **e.to_dict(state.now),
         })
     running: dict[str, dict[str, Any]] = {}
+    on_nodes = {p.key for p in state.objects.pods if p.phase == "Running" and p.node_name}
     for a in assumptions(state.docs, policy, state.now):
         if a.ends_at is None and a.source != "unknown":
             continue  # a pending pod: its runtime matters only once it starts
         if queue is not None and a.queue != queue:
             continue
-        if not _running(state, a.pod):
+        if a.pod not in on_nodes:
             continue
         r = running.setdefault(a.job, {"job": a.job, "queue": a.queue, "pods": 0, "sources": [],
                                        "ends_in_seconds": 0.0})
@@ -115,6 +116,3 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
     return {"now": to_rfc3339(state.now), "queue": queue, "pending": pending,
             "running": [running[k] for k in sorted(running)]}
 
-
-def _running(state: ClusterState, pod_key: str) -> bool:
-    return any(p.key == pod_key and p.phase == "Running" and p.node_name for p in state.objects.pods)
