@@ -463,7 +463,7 @@ def parse_objects(docs: Iterator[tuple[int, Any]] | list[tuple[int, Any]], sourc
             raise ManifestError(f"{where}: got {_show(doc)}; expected a Kubernetes object mapping")
         api, kind = doc.get("apiVersion"), doc.get("kind")
         if not isinstance(api, str) or not isinstance(kind, str) or (api, kind) not in _KINDS:
-            if allow_other and isinstance(kind, str):
+            if allow_other and isinstance(kind, str) and isinstance(api, str):
                 out.other.append((i, dict(doc)))
                 continue
             known = ", ".join(f"{a} {k}" for a, k in _KINDS)
