@@ -409,6 +409,20 @@ class Session:
                     scores = scores + self._cached_scores(name, key, fn, task, idx)
         return scores
 
+    def node_local_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        """:meth:`node_order_scores` for a task whose :meth:`node_order_cache_key` is not None.
+
+        Calls every plugin directly on ``idx`` (no score cache): for such a task each
+        plugin's score on a node is a function of the node's own state, so the sum, taken in
+        the same order, is the one :meth:`node_order_scores` returns. For the few rows a
+        placement changed.
+        """
+        scores = np.zeros(len(idx), dtype=np.float64)
+        for tier in self._tiers("node_order"):
+            for _name, fn in tier:
+                scores = scores + fn(task, idx)
+        return scores
+
     def _cached_scores(
         self, name: str, key: Hashable, fn: NodeOrderFn, task: TaskInfo, idx: np.ndarray
     ) -> np.ndarray:
@@ -518,6 +532,20 @@ class Session:
         then runs the full path to collect fit errors (which leaves the round-robin index
         where it is, as the full path does when it examines every node).
         """
+        mask = self.feasibility_mask(task, key)
+        # The same round-robin window as the full path, over the cached verdicts.
+        feasible, _ = self.predicate_nodes(
+            task, np.arange(len(mask), dtype=np.int64), lambda _t, order: (mask[order], FitErrors())
+        )
+        return feasible
+
+    def feasibility_mask(self, task: TaskInfo, key: Hashable) -> np.ndarray:
+        """The allocate predicate's verdict on every node for tasks of ``key``, up to date.
+
+        Kept in the cache across sessions; only rows changed since it was last brought up to
+        date are re-evaluated. The returned array is the stored one (callers that update rows
+        themselves write it back with :meth:`store_feasibility`).
+        """
         table = self.node_table
         n = table.n
         store = self.cache.feasibility
@@ -534,11 +562,30 @@ class Session:
                 ok, _ = self.allocate_predicate(task, changed)
                 mask[changed] = ok
             store[key] = (mask, table.change_position)
-        # The same round-robin window as the full path, over the cached verdicts.
-        feasible, _ = self.predicate_nodes(
-            task, np.arange(n, dtype=np.int64), lambda _t, order: (mask[order], FitErrors())
-        )
-        return feasible
+        return mask
+
+    def store_feasibility(self, key: Hashable, mask: np.ndarray, position: int) -> None:
+        """Record ``mask`` as the verdicts for ``key`` as of change-log ``position``."""
+        self.cache.feasibility[key] = (mask, position)
+
+    def node_order_cache_key(self, task: TaskInfo) -> Hashable | None:
+        """A key under which every node-order score for ``task`` is node-local, or None.
+
+        Not None only when every enabled node-order plugin declared a cache key and returns
+        one for ``task`` (see :meth:`add_node_order_fn`): the summed score of a node then
+        depends only on the key and that node's own state.
+        """
+        parts: list[Hashable] = []
+        for tier in self._tiers("node_order"):
+            for name, _fn in tier:
+                key_fn = self._node_order_cache_keys.get(name)
+                if key_fn is None:
+                    return None
+                k = key_fn(task)
+                if k is None:
+                    return None
+                parts.append((name, k))
+        return tuple(parts)
 
     def allocate_predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, FitErrors]:
         """Allocate's predicate: InitResreq ≤ FutureIdle, then every plugin predicate."""
