@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.actions._helpers import PredicateHelper
-from pyvolcano.actions.replica_batch import ReplicaBatch, batch_key
+from pyvolcano.actions.replica_batch import BatchKey, ReplicaBatch, batch_key
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
@@ -45,8 +45,12 @@ class Allocate:
     def __init__(self, arguments: Mapping[str, Any] | None = None):
         args = Arguments(arguments or {}, owner=f"action {NAME}")
         self.enable_predicate_error_cache = args.get_bool("predicateErrorCacheEnable", True)
+        self._batches: dict[BatchKey, ReplicaBatch] = {}
 
     def execute(self, ssn: Session) -> None:
+        # Batches live for one execution: later jobs with replicas of the same template
+        # continue from the state the earlier ones left (brought up to date from the change log).
+        self._batches = {}
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
@@ -134,7 +138,9 @@ class Allocate:
                 bkey = batch_key(ssn, task)
                 if bkey is not None:
                     if batch is None or batch.key != bkey:
-                        batch = ReplicaBatch(ssn, task, bkey)
+                        batch = self._batches.get(bkey)
+                        if batch is None:
+                            batch = self._batches[bkey] = ReplicaBatch(ssn, task, bkey)
                     chosen = batch.select(task)
                     if chosen is not None:
                         self.allocate_resources_for_task(ssn, stmt, task, chosen)

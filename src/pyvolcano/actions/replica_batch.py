@@ -32,6 +32,7 @@ from collections.abc import Hashable
 
 import numpy as np
 
+from pyvolcano.api.resource import MIN_RESOURCE
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.framework.session import Session
 
@@ -104,7 +105,7 @@ class ReplicaBatch:
             return
         if not len(changed):
             return
-        ok, _ = ssn.allocate_predicate(task, changed)
+        ok = self._verdicts(task, changed)
         mask = self.mask
         flipped = bool((mask[changed] != ok).any())
         mask[changed] = ok
@@ -112,7 +113,7 @@ class ReplicaBatch:
         ssn.store_feasibility(self.key[0], mask, self.position)
         rows = changed[ok]
         if len(rows):
-            idle = table.fit_mask(self.vec, rows, future=False)
+            idle = self._fits_idle(rows)
             scores = ssn.node_local_scores(task, rows)
             self.idle_all[rows] = idle
             self.scores_all[rows] = scores
@@ -129,6 +130,29 @@ class ReplicaBatch:
             self.idle2[p] = idle
             self.scores2[p] = scores
             self.masked2[p] = masked
+
+    def _verdicts(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """:meth:`Session.allocate_predicate`'s pass mask over ``rows`` (its errors unused)."""
+        if len(rows) != 1:
+            return self.ssn.allocate_predicate(task, rows)[0]
+        # One row: the same fit comparison as NodeTable.fit_mask, on Python floats.
+        future = self.ssn.node_table.future
+        i = int(rows[0])
+        for d, v in self.vec:
+            if not float(future[d][i]) > v - MIN_RESOURCE:
+                return np.zeros(1, dtype=bool)
+        ok, _groups = self.ssn.predicate_failures(task, rows)
+        return ok
+
+    def _fits_idle(self, rows: np.ndarray) -> np.ndarray:
+        """``NodeTable.fit_mask(vec, rows, future=False)``, on Python floats for one row."""
+        table = self.ssn.node_table
+        if len(rows) != 1:
+            return table.fit_mask(self.vec, rows, future=False)
+        idle = table.idle
+        i = int(rows[0])
+        fits = all(float(idle[d][i]) > v - MIN_RESOURCE for d, v in self.vec)
+        return np.array([fits], dtype=bool)
 
     def select(self, task: TaskInfo) -> int | None:
         """The node the per-pod path would choose for ``task``; None to run the per-pod path.
