@@ -3,7 +3,8 @@
 Prints, for 1,000 nodes / 10,000 pods and 10,000 nodes / 2,000 gang jobs × 50 pods
 (upstream's default configuration plus binpack), and for 5,000 nodes / 1,000 gangs × 50 pods
 (upstream's default configuration alone): seconds of one session, pods placed per second of
-session time, peak RSS (of the whole process so far); then the end-to-end time of
+session time, peak RSS (of the whole process so far), and the session's CPU seconds (on a
+loaded machine the CPU time is the steadier figure); then the end-to-end time of
 ``pyvolcano schedule`` on a 1,000-node / 10,000-pod YAML. ``--per-pod`` forces allocate's
 per-pod path (no batched placement of replicas), for comparison. Not a test: it never fails
 on timing.
@@ -52,12 +53,15 @@ def one_session(n_nodes: int, n_jobs: int, pods_per_job: int, conf: str = CONF, 
     plugins = registry.plugin_factories(config.plugin_names())
     actions = registry.action_factories(config.actions)
     t1 = time.perf_counter()
+    c1 = time.process_time()
     res = cache.run_session(config, plugins, actions, now=0.0, rng=np.random.default_rng(0))
     secs = time.perf_counter() - t1
+    cpu = time.process_time() - c1
     placed = len(res.binds)
     print(f"{n_nodes:>6} nodes, {n_jobs * pods_per_job:>7} pods ({n_jobs} gangs x {pods_per_job}): "
           f"build {build:6.2f}s  session {secs:7.3f}s  placed {placed:>7}  "
-          f"{placed / secs if secs else 0:>9.0f} pods/s  peak RSS {peak_rss_mib():7.0f} MiB{label}", flush=True)
+          f"{placed / secs if secs else 0:>9.0f} pods/s  peak RSS {peak_rss_mib():7.0f} MiB  "
+          f"cpu {cpu:7.3f}s{label}", flush=True)
 
 
 def end_to_end(n_nodes: int, n_jobs: int, pods_per_job: int) -> None:
