@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builders import dump, node, pod, podgroup, queue
+from pyvolcano.actions.replica_batch import ReplicaBatch
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
@@ -136,3 +138,20 @@ def test_batch_falls_back_to_the_per_pod_path_for_inter_pod_affinity() -> None:
     res = run(docs, CONFS["default"], batch=True, seed=0, sessions=1)
     assert sorted(node for _pod, node in res[0][0]) == ["n0", "n1", "n2"]
     assert res == run(docs, CONFS["default"], batch=False, seed=0, sessions=1)
+
+
+def _refuse(self: ReplicaBatch, task: Any) -> int | None:
+    raise AssertionError("batched placement used")
+
+
+def test_device_sharing_keeps_allocate_on_the_per_pod_path(monkeypatch: Any) -> None:
+    docs: list[dict[str, Any]] = [queue("q"), *(node(f"n{i}", cpu="8", nvidia__com__gpu="4") for i in range(3))]
+    docs.append(podgroup("g", queue="q", min_member=3))
+    docs += [pod(f"g-{r}", "g") for r in range(3)]
+    conf = DEFAULT_SCHEDULER_CONF + ("  - name: deviceshare\n    arguments:\n"
+                                     "      deviceshare.GPUNumberEnable: true\n")
+    monkeypatch.setattr(ReplicaBatch, "select", _refuse)
+    res = run(docs, conf, batch=True, seed=0, sessions=1)
+    assert len(res[0][0]) == 3
+    with pytest.raises(AssertionError, match="batched placement used"):
+        run(docs, DEFAULT_SCHEDULER_CONF, batch=True, seed=0, sessions=1)

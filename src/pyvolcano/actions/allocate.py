@@ -113,7 +113,7 @@ class Allocate:
             return None
         stmt = ssn.statement()
         ph = PredicateHelper(ssn, enable_error_cache=self.enable_predicate_error_cache)
-        batching = ssn.cache.options.batch_replicas
+        batching = ssn.cache.options.batch_replicas and ssn.replicas_batchable()
         batch: ReplicaBatch | None = None
         while tasks:
             task = tasks.pop()

@@ -3,7 +3,8 @@
 Design. When every enabled predicate and node-order plugin declares, for a task, that its
 verdict or score on a node depends only on the task's template and that node's own state
 (the cache keys of :meth:`Session.add_predicate_fn` and :meth:`Session.add_node_order_fn`,
-the condition the equivalence caches already rely on), the replicas of the task that
+the condition the equivalence caches already rely on) and no enabled plugin opted out
+(``batchable=False``: device sharing and the GPU placement policies), the replicas of the task that
 allocate pops one after another share one :class:`ReplicaBatch`. It keeps, over the
 feasible nodes in node order (doubled, so that a round-robin window is one contiguous
 slice), the summed node score, whether the request fits Idle, and the score masked to the

@@ -144,6 +144,7 @@ class Session:
         self._tier_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         self._predicate_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self._node_order_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
+        self._not_batchable: set[str] = set()
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
@@ -186,7 +187,8 @@ class Session:
         self._add("task_order", name, fn)
 
     def add_predicate_fn(
-        self, name: str, fn: PredicateFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None
+        self, name: str, fn: PredicateFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None,
+        batchable: bool = True,
     ) -> None:
         """Register a vectorised predicate.
 
@@ -195,16 +197,22 @@ class Session:
         tasks on it). Tasks whose keys are equal for every predicate plugin then share one
         feasibility mask, re-evaluated only on nodes that changed (see :meth:`feasible_nodes`).
         Return None when the verdict depends on other nodes (inter-pod affinity, spreading).
+        ``batchable=False`` keeps allocate's batched replica placement off while the plugin is
+        enabled (actions/replica_batch.py), for plugins whose allocate events hold per-device
+        state (GPU sharing and placement policies).
         """
         self._add("predicate", name, fn)
         if cache_key is not None:
             self._predicate_cache_keys[name] = cache_key
+        if not batchable:
+            self._not_batchable.add(name)
 
     def add_pre_predicate_fn(self, name: str, fn: Callable[[TaskInfo], Status | None]) -> None:
         self._add("pre_predicate", name, fn)
 
     def add_node_order_fn(
-        self, name: str, fn: NodeOrderFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None
+        self, name: str, fn: NodeOrderFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None,
+        batchable: bool = True,
     ) -> None:
         """Register a vectorised node-order (scoring) callback.
 
@@ -212,10 +220,13 @@ class Session:
         score on a node depends only on the node's own state — no normalisation across the
         candidate set. Scores are then cached per key in the scheduler cache and recomputed
         only for nodes whose row changed. Return None when that does not hold for a task.
+        ``batchable`` as in :meth:`add_predicate_fn`.
         """
         self._add("node_order", name, fn)
         if cache_key is not None:
             self._node_order_cache_keys[name] = cache_key
+        if not batchable:
+            self._not_batchable.add(name)
 
     def add_preemptable_fn(
         self, name: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
@@ -567,6 +578,17 @@ class Session:
     def store_feasibility(self, key: Hashable, mask: np.ndarray, position: int) -> None:
         """Record ``mask`` as the verdicts for ``key`` as of change-log ``position``."""
         self.cache.feasibility[key] = (mask, position)
+
+    def replicas_batchable(self) -> bool:
+        """Whether no enabled predicate or node-order plugin opted out of batched placement."""
+        if not self._not_batchable:
+            return True
+        return not any(
+            name in self._not_batchable
+            for kind in ("predicate", "node_order")
+            for tier in self._tiers(kind)
+            for name, _fn in tier
+        )
 
     def node_order_cache_key(self, task: TaskInfo) -> Hashable | None:
         """A key under which every node-order score for ``task`` is node-local, or None.
