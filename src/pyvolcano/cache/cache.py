@@ -60,6 +60,10 @@ class SchedulerOptions:
     # when nothing that could let it fit has changed since (no resources released, no node or
     # queue change, the job itself unchanged). Off by default to keep upstream's behaviour.
     skip_unchanged_unschedulable: bool = False
+    # allocate places the identical replicas of a task as one batch when every predicate and
+    # scorer is node-local for them (actions/replica_batch.py); the decisions are those of
+    # the per-pod path, which False forces (kept for the equivalence tests and benchmarks).
+    batch_replicas: bool = True
 
 
 @dataclass(slots=True)
