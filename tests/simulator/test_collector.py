@@ -37,8 +37,9 @@ def test_samples_count_a_job_as_running_once_its_pods_are_bound() -> None:
     rec = res.jobs["default/j"]
     assert (rec.started, rec.finished) == (1.0, 301.0)
     assert summarize(sim.metrics)["summary"]["mean_pending_jobs"] == pytest.approx(1 / 301)
+    # (the session a second later that sets the PodGroup Running samples the same counts again)
     assert [(s.t, s.pending_jobs, s.running_jobs) for s in sim.metrics.samples] == [
-        (0.0, 1, 0), (1.0, 0, 1), (301.0, 0, 0)]
+        (0.0, 1, 0), (1.0, 0, 1), (2.0, 0, 1), (301.0, 0, 0)]
 
 
 def test_a_job_finishing_between_sessions_is_sampled_when_it_finishes() -> None:
