@@ -3,7 +3,7 @@
 import pytest
 
 from builders import node, pod, podgroup, queue, schedule
-from pyvolcano.api.manifest import ManifestError, check_queue_parents, load_manifest_text
+from pyvolcano.api.manifest import ManifestError, check_queue_parents, load_manifest_text, parse_object
 
 GOOD = """
 apiVersion: v1
@@ -162,3 +162,33 @@ def test_a_queue_tree_under_root_passes() -> None:
     text = "---\n".join(f"apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {{name: {n}}}\n"
                         f"spec: {{parent: '{p}'}}\n" for n, p in (("root", ""), ("a", "root"), ("b", "a"), ("c", "")))
     check_queue_parents(load_manifest_text(text, "c.yaml"), "c.yaml")
+
+
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 10**30])
+def test_an_integer_beyond_int64_is_refused_naming_the_field(value: int) -> None:
+    text = f"apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: pc}}\nvalue: {value}\n"
+    with pytest.raises(ManifestError, match=r"^c.yaml: document 0 \(PriorityClass pc\): value: got .*; expected a "
+                                            r"32-bit integer"):  # value is int32: the narrower bound is named
+        load_manifest_text(text, "c.yaml")
+
+
+def test_an_unhashable_kind_or_api_version_is_an_error_not_a_crash() -> None:
+    for doc in ("kind: {}\napiVersion: v1\n", "kind: Pod\napiVersion: {}\n", "kind: [Pod]\napiVersion: v1\n"):
+        with pytest.raises(ManifestError, match=r"^c.yaml: document 0: apiVersion/kind .* is not supported"):
+            load_manifest_text(doc, "c.yaml")
+    assert parse_object({"kind": {}, "apiVersion": []}) is None
+
+
+def test_a_line_break_in_a_value_is_escaped_in_the_message() -> None:
+    with pytest.raises(ManifestError) as e:
+        load_manifest_text('apiVersion: v1\nkind: Node\nmetadata: {name: "a\\nb"}\nstatus: {capacity: {cpu: x}}\n',
+                           "c.yaml")
+    assert "\n" not in str(e.value) and "Node a\\nb" in str(e.value)
+
+
+def test_a_node_with_a_billion_gpus_is_refused_naming_the_field() -> None:
+    text = ("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
+            "status: {capacity: {cpu: '8', nvidia.com/gpu: '1000000000'}}\n")
+    with pytest.raises(ManifestError, match=r"^c.yaml: document 0 \(Node n1\): status.capacity.nvidia.com/gpu: got "
+                                            r"'1000000000' \(str\); expected at most 1024 GPUs on one node$"):
+        load_manifest_text(text, "c.yaml")

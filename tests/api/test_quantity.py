@@ -61,3 +61,21 @@ def test_parse_quantity_rejects_what_apimachinery_rejects(text: str) -> None:
     # Arabic-Indic and full-width digits are Unicode decimals that Python's int() would accept.
     with pytest.raises(QuantityError):
         parse_quantity(text)
+
+
+@pytest.mark.parametrize("text", ["9" * 30, "8Ei", "1e64", 10**19, "9" * 5000, "1e" + "9" * 5000, 1e300])
+def test_quantities_beyond_kubernetes_limit_are_refused(text: object) -> None:
+    with pytest.raises(QuantityError) as e:
+        parse_quantity(text)  # type: ignore[arg-type]
+    assert len(str(e.value)) < 200
+
+
+def test_largest_quantity_is_accepted() -> None:
+    assert parse_quantity(str(2**63 - 1)) == 2**63 - 1
+    assert parse_quantity("7Ei") == 7 * 2**60
+
+
+@pytest.mark.parametrize("text", ["٣", "١٠Gi", "３"])
+def test_non_ascii_digits_are_not_quantities(text: str) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(text)

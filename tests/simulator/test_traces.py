@@ -398,14 +398,21 @@ def test_generic_csv_maps_every_column(tmp_path: Path) -> None:
     ("research,4,8", "Research,4,8", 2, "queue", "DNS-1123"),
     (",-5,,serve", ",high,,serve", 4, "priority", "an integer"),
     ("1000,8,big", "1000,8,Big_Job", 5, "name", "DNS-1123"),
-    ("0,3600,research,4", "0,3600,research,0", 2, "replicas", "an integer ≥ 1"),
-    # Python's int()/float() read Unicode digits; Go's strconv and Kubernetes do not
-    ("0,3600,research,4", "0,3600,research,\u0664", 2, "replicas", "an integer ≥ 1"),
+    ("0,3600,research,4", "0,3600,research,0", 2, "replicas", "an integer from 1 to 10,000"),
+    ("90s,10m,research,2", "90s,10m,research,100000", 3, "replicas", "an integer from 1 to 10,000"),
+    ("0,3600,research,4", "0,3600,research,٤", 2, "replicas", "an integer from 1 to 10,000"),
+    ("0,3600,research,4", "0,3600,research,1_0", 2, "replicas", "an integer from 1 to 10,000"),
+    ("0,3600,research", "0,1e308,research", 2, "duration", "at most 2562047h"),
+    ("0,3600,research", "0,9999999999h,research", 2, "duration", "at most 2562047h"),
+    ("0,3600,research", "0,nan,research", 2, "duration", "seconds"),
+    ("0,3600,research", "inf,3600,research", 2, "submit_time", "seconds"),
+    ("0,3600,research", "0,٣٦٠٠,research", 2, "duration", "seconds"),
+    ("16,64Gi,8,1000", "16,64Gi,٨,1000", 5, "gpu", "a whole number of GPUs"),
+    ("16,64Gi,8,1000", "16,64Gi,nan,1000", 5, "gpu", "a whole number of GPUs"),
+    (",1,2,8Gi,", ",1,٢,8Gi,", 4, "cpu", "a Kubernetes quantity"),
+    (",-5,,serve", ",٥,,serve", 4, "priority", "an integer"),
     ("0,3600,research", "0,\u0663\u0666\u0660\u0660,research", 2, "duration", "seconds"),
-    (",1,2,8Gi,", ",1,\u0663,8Gi,", 4, "cpu", "a Kubernetes quantity"),
-    ("16,64Gi,8,1000", "16,64Gi,\u0668,1000", 5, "gpu", "a whole number of GPUs"),
     (",-5,,serve", ",-\u0665,,serve", 4, "priority", "an integer"),
-    ("0,3600,research,4,8", "0,3600,research,1_0,8", 2, "replicas", "an integer ≥ 1"),
 ])
 def test_generic_csv_errors_are_line_numbered(tmp_path: Path, old: str, new: str, line: int, column: str,
                                               expected: str) -> None:
@@ -575,3 +582,25 @@ def test_builtin_scenario_is_the_documented_philly_gang_day() -> None:
         builtin_scenario(0)
     with pytest.raises(TraceError, match="unknown window score"):
         builtin_scenario(score="busiest")
+
+
+@pytest.mark.parametrize(("old", "new", "column", "expected"), [
+    ("195.0,16,", "195.0,١٦,", "num_gpus", "an integer"),
+    ("195.0,16,", "195.0,100000,", "num_gpus", "an integer from 0 to 10,000"),
+    ("195.0,16,", "1e308,16,", "duration", "at most 2562047h"),
+    ("195.0,16,", "nan,16,", "duration", "a number"),
+    ("195.0,16,", "١٩٥,16,", "duration", "a number"),
+])
+def test_philly_rows_with_absurd_or_non_ascii_numbers_are_refused(tmp_path: Path, old: str, new: str, column: str,
+                                                                  expected: str) -> None:
+    path = write(tmp_path, "philly.csv", PHILLY.replace(old, new, 1))
+    with pytest.raises(TraceError) as e:
+        load_trace(path, "philly", nodes=write(tmp_path, "m.csv", PHILLY_REVISED))
+    assert (e.value.line, e.value.column) == (5, column)
+    assert expected in str(e.value)
+
+
+def test_a_machine_with_more_gpus_than_a_node_can_hold_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match=r"m.csv:2: column 'number of GPUs': got '1000000000'; expected an integer "
+                                         r"from 0 to 1,024"):
+        load_nodes(write(tmp_path, "m.csv", PHILLY_REVISED.replace("0,m0,8", "0,m0,1000000000")))

@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from pyvolcano.api import matching
 from pyvolcano.api.defaults import requests_with_limit_defaults
 from pyvolcano.api.objects import (
@@ -34,6 +32,7 @@ from pyvolcano.api.objects import (
     Queue,
 )
 from pyvolcano.api.quantity import QuantityError, parse_quantity
+from pyvolcano.util import safe_yaml
 
 __all__ = [
     "ClusterObjects",
@@ -41,12 +40,17 @@ __all__ = [
     "check_queue_parents",
     "load_manifest_file",
     "load_manifest_text",
+    "one_line",
     "parse_object",
     "parse_objects",
     "pod_uid",
+    "read_manifest_text",
 ]
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_NODE_GPUS = 1024
+"""The most GPUs one Node may advertise: GPU placement keeps a row of per-device state for each
+node, and a typo of a billion GPUs would otherwise exhaust memory. Real nodes have up to 16."""
+GPU_DEVICE_RESOURCES = ("nvidia.com/gpu", "volcano.sh/gpu-number")
 
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 PODGROUP_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed")
@@ -57,7 +61,20 @@ SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2_000_001_000, "system-cluste
 
 
 class ManifestError(ValueError):
-    """A malformed manifest: the message says where and what was expected."""
+    """A malformed manifest: the message says where and what was expected.
+
+    The message is always one line: a line break that came in with a value is shown escaped.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks escaped as ``\\n`` / ``\\r``, so a message stays one line."""
+    if "\n" not in text and "\r" not in text:
+        return text
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 @dataclass(slots=True)
@@ -123,6 +140,9 @@ class _Doc:
             raise self.fail(path, f"got {_show(v)}; expected an integer")
         if int32 and not INT32_MIN <= v <= INT32_MAX:
             raise self.fail(path, f"got {_show(v)}; expected a 32-bit integer ({INT32_MIN}..{INT32_MAX})")
+        if not -(2**63) <= v < 2**63:
+            # No Kubernetes integer field is wider than int64; the API server refuses such a number.
+            raise self.fail(path, f"got {_show(v)}; expected an integer in the int64 range")
         return v
 
     def bool_(self, path: str, default: bool) -> bool:
@@ -310,6 +330,11 @@ def _node(d: _Doc) -> Node:
     d.validate("spec.taints", matching.validate_taints)
     capacity = d.resources("status.capacity") or {}
     allocatable = d.resources("status.allocatable")
+    for path, resources in (("status.capacity", capacity), ("status.allocatable", allocatable or {})):
+        for gpu in GPU_DEVICE_RESOURCES:
+            if gpu in resources and parse_quantity(resources[gpu]) > MAX_NODE_GPUS:
+                raise d.fail(f"{path}.{gpu}", f"got {_show(resources[gpu])}; expected at most "
+                                              f"{MAX_NODE_GPUS} GPUs on one node")
     return Node(
         name=name, labels=labels, annotations=annotations,
         taints=[dict(t) for t in d.list_("spec.taints")],
@@ -415,13 +440,14 @@ def _describe(doc: Mapping[str, Any]) -> str:
 
 
 def iter_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
+    """``(index, document)`` pairs through the bounded loader of :mod:`pyvolcano.util.safe_yaml`."""
     try:
-        yield from enumerate(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ManifestError(f"{source}: not valid YAML{at}: {problem}") from None
+        yield from safe_yaml.load_all(text, source)
+    except safe_yaml.InputError as e:
+        if e.syntax:
+            at = f" at {e.where}" if e.where else ""
+            raise ManifestError(f"{source}: not valid YAML{at}: {e.problem}") from None
+        raise ManifestError(str(e)) from None
 
 
 def parse_objects(docs: Iterator[tuple[int, Any]] | list[tuple[int, Any]], source: str, *,
@@ -436,8 +462,8 @@ def parse_objects(docs: Iterator[tuple[int, Any]] | list[tuple[int, Any]], sourc
         if not isinstance(doc, Mapping):
             raise ManifestError(f"{where}: got {_show(doc)}; expected a Kubernetes object mapping")
         api, kind = doc.get("apiVersion"), doc.get("kind")
-        if (api, kind) not in _KINDS:
-            if allow_other and isinstance(kind, str):
+        if not isinstance(api, str) or not isinstance(kind, str) or (api, kind) not in _KINDS:
+            if allow_other and isinstance(kind, str) and isinstance(api, str):
                 out.other.append((i, dict(doc)))
                 continue
             known = ", ".join(f"{a} {k}" for a, k in _KINDS)
@@ -479,7 +505,7 @@ def check_queue_parents(objs: ClusterObjects, source: str) -> None:
 def parse_object(doc: Mapping[str, Any], where: str = "object") -> Any:
     """Typed object for one scheduler-relevant document, or None for other kinds."""
     api, kind = doc.get("apiVersion"), doc.get("kind")
-    entry = _KINDS.get((api, kind))  # type: ignore[arg-type]
+    entry = _KINDS.get((api, kind)) if isinstance(api, str) and isinstance(kind, str) else None
     if entry is None:
         return None
     return entry[1](_Doc(doc, f"{where} ({_describe(doc)})"))
@@ -490,12 +516,17 @@ def load_manifest_text(text: str, source: str = "<manifest>", *, allow_other: bo
 
 
 def load_manifest_file(path: str | os.PathLike[str], *, allow_other: bool = False) -> ClusterObjects:
+    return load_manifest_text(read_manifest_text(path), os.fspath(path), allow_other=allow_other)
+
+
+def read_manifest_text(path: str | os.PathLike[str]) -> str:
+    """A manifest file's text; a missing, unreadable, non-UTF-8 or oversized file is a :class:`ManifestError`."""
     source = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        return safe_yaml.read_text(path)
     except OSError as e:
         raise ManifestError(f"{source}: cannot read: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise ManifestError(f"{source}: not UTF-8 text") from None
-    return load_manifest_text(text, source, allow_other=allow_other)
+    except UnicodeDecodeError as e:
+        raise ManifestError(f"{source}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+    except safe_yaml.InputError as e:
+        raise ManifestError(str(e)) from None

@@ -21,6 +21,8 @@ from pyvolcano.cli import options
 from pyvolcano.cli.admission import admission as admission_command
 from pyvolcano.cli.install import install
 from pyvolcano.cli.options import Group
+from pyvolcano.cli.replay import replay
+from pyvolcano.cli.snapshot import snapshot
 
 app = typer.Typer(
     name="pyvolcano",
@@ -34,6 +36,8 @@ experiment_app = typer.Typer(help="Reproducible scheduling experiments.", no_arg
 app.add_typer(experiment_app, name="experiment")
 app.command("admission")(admission_command)
 app.command("install")(install)
+app.command("snapshot")(snapshot)
+app.command("replay")(replay)
 
 OUTPUT_HELP = "json, yaml, table or wide (default: table on a terminal, else json)"
 TIMINGS_HELP = "Add wall-clock timings to the JSON/YAML output (they differ from run to run)"

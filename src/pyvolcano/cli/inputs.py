@@ -13,7 +13,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pyvolcano.api.manifest import ManifestError
+from pyvolcano.api.manifest import ManifestError, read_manifest_text
+from pyvolcano.util import safe_yaml
 
 __all__ = ["MANIFEST_SUFFIXES", "STDIN", "expand_paths", "read_inputs"]
 
@@ -45,15 +46,19 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[tuple[str, 
                 continue
             stdin_read = True
             try:
-                yield "<stdin>", sys.stdin.read()
-            except UnicodeDecodeError:
-                yield "<stdin>", ManifestError("<stdin>: not UTF-8 text")
+                text = sys.stdin.read(safe_yaml.MAX_TEXT_CHARS + 1)
+            except UnicodeDecodeError as e:
+                yield "<stdin>", ManifestError(f"<stdin>: not UTF-8 text (byte {e.start}: {e.reason})")
+                continue
+            if len(text) > safe_yaml.MAX_TEXT_CHARS:
+                yield "<stdin>", ManifestError(f"<stdin>: more than {safe_yaml.MAX_TEXT_CHARS} characters of text")
+                continue
+            yield "<stdin>", text
             continue
-        try:
-            yield source, Path(source).read_text(encoding="utf-8")
-        except IsADirectoryError:
+        if Path(source).is_dir():
             yield source, ManifestError(f"{source}: is a directory")
-        except OSError as e:
-            yield source, ManifestError(f"{source}: cannot read: {e.strerror or e}")
-        except UnicodeDecodeError:
-            yield source, ManifestError(f"{source}: not UTF-8 text")
+            continue
+        try:  # the size limit and UTF-8 check of every manifest read
+            yield source, read_manifest_text(source)
+        except ManifestError as e:
+            yield source, e

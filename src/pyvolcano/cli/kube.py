@@ -22,6 +22,7 @@ from typing import Annotated, Any
 import typer
 
 from pyvolcano.api.duration import DurationError, parse_duration_strict
+from pyvolcano.cli.options import report_dir
 
 __all__ = ["register"]
 
@@ -261,6 +262,11 @@ def scheduler(
         ),
     ] = None,
     seed: Annotated[int | None, typer.Option(metavar="N", help="Seed for tie-breaking between equal nodes")] = None,
+    record: Annotated[Path | None, typer.Option(
+        "--record", metavar="DIR", callback=report_dir,
+        help="Keep the inputs and decisions of the last sessions here (see pyvolcano replay)")] = None,
+    record_sessions: Annotated[int, typer.Option(
+        "--record-sessions", metavar="N", min=1, help="How many sessions --record keeps")] = 10,
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
     version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
@@ -280,6 +286,14 @@ def scheduler(
     except UsageError as e:
         raise _fail(str(e)) from None
     names = tuple(scheduler_name or ("volcano",))
+    recorder = None
+    if record is not None:
+        from pyvolcano.runtime.recorder import SessionRecorder
+
+        try:
+            recorder = SessionRecorder(record, keep=record_sessions)
+        except OSError as e:
+            raise _fail(f"--record {record}: {e.strerror or e}") from None
     options = SchedulerOptions(
         scheduler_names=names,
         default_queue=default_queue,
@@ -318,6 +332,7 @@ def scheduler(
                 metrics=metrics,
                 node_selector=node_selector or (),
                 events=events,
+                recorder=recorder,
             )
         except (ConfigError, ArgumentError, OSError) as e:
             raise _fail(f"{scheduler_conf}: {e}") from None

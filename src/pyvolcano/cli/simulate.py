@@ -27,7 +27,7 @@ from pyvolcano.cli.schedule import load_config
 from pyvolcano.conf import ConfigError, load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import default_registry
-from pyvolcano.simulator.runtime import Simulation, SimulationResult
+from pyvolcano.simulator.runtime import Simulation, SimulationResult, check_run_parameters
 from pyvolcano.simulator.workload import ClusterEvent, Submission, load_workload, without_duration
 
 __all__ = ["parse_default_duration", "parse_until", "run_simulate_command"]
@@ -177,6 +177,7 @@ def run_simulate_command(
     default_label = "default"
     try:
         horizon = parse_until(until)
+        check_run_parameters(seed=seed, schedule_period=schedule_period)
         pod_duration = parse_default_duration(default_duration)
         configs = [(config, load_config(config, registry))]
         if compare is not None:

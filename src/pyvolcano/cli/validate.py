@@ -141,6 +141,8 @@ def validate_documents(docs: Iterator[tuple[str, Any]], *,
             continue
         obj = clone(dict(doc))
         try:
+            md = obj.get("metadata")
+            name = md.get("name") if isinstance(md, Mapping) else None
             if kind == "Queue" and isinstance(name, str) and name in builtins_pending:
                 builtins_pending.discard(name)
                 created = _replace_builtin_queue(store, admission, obj)

@@ -30,10 +30,8 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final, NoReturn
-
-import yaml
 
 from pyvolcano.conf.schema import (
     ENABLE_FLAGS,
@@ -43,6 +41,7 @@ from pyvolcano.conf.schema import (
     SchedulerConfiguration,
     Tier,
 )
+from pyvolcano.util import safe_yaml
 
 __all__ = ["ConfigError", "load_scheduler_conf", "load_scheduler_conf_file"]
 
@@ -53,28 +52,6 @@ _CONFIGURATION_KEYS: Final = ("name", "arguments")
 _ACTIONS_EXAMPLE: Final = '"enqueue, allocate, backfill"'
 _EMPTY_EXPECTED: Final = f"a YAML mapping with at least actions: {_ACTIONS_EXAMPLE}"
 _REPR_LIMIT: Final = 60
-
-_BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _StrictLoader(_BaseLoader):
-    """Safe YAML loader (libyaml when available) that rejects duplicate mapping keys."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Hashable] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, Hashable):
-                continue  # the base class reports unhashable keys itself
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"found duplicate key {key!r}", key_node.start_mark
-                )
-            seen.add(key)
-        result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
-        return result
 
 
 class ConfigError(ValueError):
@@ -303,15 +280,9 @@ class _Reader:
 
 def _parse_yaml(text: str, source: str) -> Any:
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader/CSafeLoader subclass
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "YAML"
-        parts = [part for part in (err.context, err.problem) if part]
-        problem = ", ".join(parts) if parts else "invalid YAML"
-        raise ConfigError(source, where, problem, "valid YAML") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(source, "", f"invalid YAML ({err})", "valid YAML") from None
+        return safe_yaml.load(text, source)
+    except safe_yaml.InputError as err:
+        raise ConfigError(source, err.where or "YAML", err.problem, err.expected) from None
 
 
 def load_scheduler_conf(
@@ -341,8 +312,9 @@ def load_scheduler_conf_file(
     """Read ``path`` (UTF-8) and load it with :func:`load_scheduler_conf`, naming the file in errors."""
     source = os.fspath(path)
     try:
-        with open(source, encoding="utf-8") as handle:
-            text = handle.read()
+        text = safe_yaml.read_text(source)
+    except safe_yaml.InputError as err:
+        raise ConfigError(source, "", err.problem, err.expected) from None
     except FileNotFoundError:
         raise ConfigError(source, "", "file not found", "an existing scheduler configuration file") from None
     except UnicodeDecodeError as err:

@@ -17,6 +17,10 @@ Every ``--schedule-period`` it folds the informers' events into the
 The configuration file is re-read when it changes (upstream watches it and reloads it before
 the next session); a file that fails to load keeps the previous configuration and logs why.
 Nothing here reads the wall clock except through ``clock``.
+
+An optional ``recorder`` (:class:`pyvolcano.runtime.recorder.SessionRecorder`, from
+``--record DIR``) sees every event folded into the cache and keeps each session's inputs and
+decisions, so that ``pyvolcano replay`` can re-run the session.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import numpy as np
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import BindRequest, SchedulerCache, SchedulerOptions, SessionResult
 from pyvolcano.cache.ingest import apply_event
-from pyvolcano.conf import ConfigError, default_configuration, load_scheduler_conf_file
+from pyvolcano.conf import ConfigError, default_configuration, load_scheduler_conf, load_scheduler_conf_file
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry, default_registry
@@ -73,7 +77,7 @@ class LiveScheduler:
                  options: SchedulerOptions | None = None, period: float = 1.0, seed: int | None = None,
                  bind_workers: int = 16, clock: Callable[[], float] = wall_seconds,
                  timer: Callable[[], float] = time.perf_counter, metrics: Any = None,
-                 node_selector: Collection[str] = (), events: Any = None):
+                 node_selector: Collection[str] = (), events: Any = None, recorder: Any = None):
         self.store = store
         self.registry = registry or default_registry()
         self.conf_path = conf_path
@@ -90,6 +94,7 @@ class LiveScheduler:
         # --node-selector key:value pairs: a node is ours when any of its labels is listed.
         self.node_selector = frozenset(node_selector)
         self.events = events  # an EventRecorder, or None
+        self.recorder = recorder  # a pyvolcano.runtime.recorder.SessionRecorder, or None
         self._pod_conditions: dict[str, tuple[str, str]] = {}  # pod uid -> (reason, message) written
         self.rng = np.random.default_rng(seed)
         self.cache = SchedulerCache(self.options)
@@ -100,6 +105,7 @@ class LiveScheduler:
         self.binds_failed = 0
         self._conf_stamp: tuple[int, int] | None = None
         self.config: SchedulerConfiguration = default_configuration()
+        self.config_text: str | None = None  # the text self.config was loaded from (None: the default)
         self._plugins: Any = None
         self._actions: Any = None
         self._load_config(initial=True)
@@ -124,11 +130,19 @@ class LiveScheduler:
         if not initial and stamp == self._conf_stamp:
             return
         try:
+            text = None
             if self.conf_path is None:
                 config = default_configuration()
             else:
-                config = load_scheduler_conf_file(self.conf_path, known_actions=self.registry.action_names,
-                                                  known_plugins=self.registry.plugin_names)
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    text = Path(self.conf_path).read_text(encoding="utf-8")
+                if text is None:  # let the file loader say why it cannot be read
+                    config = load_scheduler_conf_file(self.conf_path, known_actions=self.registry.action_names,
+                                                      known_plugins=self.registry.plugin_names)
+                else:
+                    config = load_scheduler_conf(text, source=str(self.conf_path),
+                                                 known_actions=self.registry.action_names,
+                                                 known_plugins=self.registry.plugin_names)
             plugins = self.registry.plugin_factories(config.plugin_names())
             actions = self.registry.action_factories(config.actions)
             for tier in config.tiers:
@@ -145,6 +159,7 @@ class LiveScheduler:
         if not initial:
             logger.info("scheduler configuration %s reloaded: actions %s", self.conf_path, ", ".join(config.actions))
         self.config, self._plugins, self._actions, self._conf_stamp = config, plugins, actions, stamp
+        self.config_text = text
 
     # ------------------------------------------------------------------ one session
     def ingest(self) -> int:
@@ -152,6 +167,8 @@ class LiveScheduler:
         for ev in events:
             if ev.kind == "Node" and self.node_selector and not self._selected(ev.object):
                 continue  # upstream's nodeCanAddCache: ignored on add, update and delete
+            if self.recorder is not None:
+                self.recorder.observe(ev.type, ev.kind, ev.object)
             apply_event(self.cache, ev.type, ev.kind, ev.object)
         self.revision = max(self.revision, self.store.revision if not events else events[-1].revision)
         compact = getattr(self.store, "compact", None)
@@ -177,11 +194,15 @@ class LiveScheduler:
         try:
             obj = self.store.get("Pod", ns, name)
         except StoreError:
+            if self.recorder is not None:
+                self.recorder.observe("DELETED", "Pod", {"metadata": {"namespace": ns, "name": name}})
             for t in list(self.cache.tasks.values()):
                 if t.namespace == ns and t.name == name:
                     self.cache.delete_pod(t.uid)
             return
         # Re-apply the informer's current pod: an unbound pod makes the task Pending again.
+        if self.recorder is not None:
+            self.recorder.observe("MODIFIED", "Pod", obj)
         apply_event(self.cache, "MODIFIED", "Pod", obj)
 
     def run_once(self) -> SessionReport:
@@ -189,12 +210,19 @@ class LiveScheduler:
         self.ingest()
         failures = self._drop_failed_assumptions()
         now = self.clock()
+        capture = None if self.recorder is None else self.recorder.capture(
+            self.cache, now=now, rng=self.rng, config_text=self.config_text, options=self.options)
         t0 = self.timer()
         result = self.cache.run_session(self.config, self._plugins, self._actions, now=now, rng=self.rng,
                                         observer=self._observer)
         self.sessions += 1
         self._write(result, now)
         seconds = self.timer() - t0
+        if capture is not None:
+            try:
+                self.recorder.commit(capture, result)
+            except OSError as e:  # a full disk must not stop scheduling
+                logger.error("recorder: session %d not recorded: %s", self.sessions, e)
         if self.metrics is not None:
             self.metrics.update_e2e_duration(seconds)
             self.metrics.observe_result(result)

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano.api.duration import MAX_DURATION_SECONDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions, SessionResult
 from pyvolcano.cache.ingest import apply_event
 from pyvolcano.conf.schema import SchedulerConfiguration
@@ -58,6 +59,7 @@ FINAL_JOB_PHASES = {"Completed", "Failed", "Terminated", "Aborted"}
 SCHEDULER_KINDS = {"Pod", "Node", "PodGroup", "Queue", "PriorityClass"}
 JOB_NAME = "volcano.sh/job-name"
 GROUP_NAME = "scheduling.k8s.io/group-name"
+MAX_SEED = 2**64 - 1  # numpy's default_rng takes any non-negative int; keep seeds printable and portable
 
 
 @dataclass(slots=True)
@@ -109,6 +111,19 @@ class SimulationResult:
         }
 
 
+def check_run_parameters(*, seed: int, schedule_period: float) -> None:
+    """Refuse a seed the generators cannot take and a period that would never (or always) tick.
+
+    Raises ``ValueError`` with one line naming the parameter; the CLI calls it before loading.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed: got {seed!r}; expected an integer from 0 to 2^64-1")
+    if (isinstance(schedule_period, bool) or not isinstance(schedule_period, int | float)
+            or not math.isfinite(schedule_period) or not 0 < schedule_period <= MAX_DURATION_SECONDS):
+        raise ValueError(f"schedule period: got {schedule_period!r} seconds; "
+                         "expected a positive finite duration such as 1 (upstream's --schedule-period 1s)")
+
+
 class Simulation:
     """Wire a store, controllers, the scheduler and kubelets together and run them."""
 
@@ -128,6 +143,7 @@ class Simulation:
         from pyvolcano.admission import VolcanoAdmission
         from pyvolcano.store.memory import InMemoryStore
 
+        check_run_parameters(seed=seed, schedule_period=schedule_period)
         self.loop = EventLoop()
         self.store = InMemoryStore(clock=lambda: self.loop.now, admission=VolcanoAdmission())
         self.config = config
@@ -217,7 +233,9 @@ class Simulation:
 
     def _settle(self) -> None:
         for _ in range(10_000):
-            events = self.store.watch(self.revision)
+            # Every consumer (cache ingest, kubelets, collector, controllers) only reads event
+            # objects and keeps them as its informer view: they are shared, not copied.
+            events = self.store.watch(self.revision, copy=False)
             for ev in events:
                 self.revision = ev.revision
                 self._dispatch(ev)

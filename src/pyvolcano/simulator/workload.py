@@ -19,7 +19,7 @@ from typing import Any
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.fields import unknown_fields
 from pyvolcano.api.kinds import KindStatus, resolve
-from pyvolcano.api.manifest import ManifestError, iter_documents
+from pyvolcano.api.manifest import ManifestError, iter_documents, parse_object, read_manifest_text
 from pyvolcano.simulator.kubelet import DURATION
 
 __all__ = ["ClusterEvent", "Submission", "load_workload", "without_duration"]
@@ -62,19 +62,15 @@ class ClusterEvent:
     source: str
 
 
-def _read(path: str | os.PathLike[str]) -> tuple[str, str]:
-    source = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            return source, f.read()
-    except OSError as e:
-        raise ManifestError(f"{source}: cannot read: {e.strerror or e}") from None
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def load_workload(
     path: str | os.PathLike[str], *, cluster: bool = False
 ) -> tuple[list[Submission], list[ClusterEvent]]:
-    source, text = _read(path)
+    source, text = os.fspath(path), read_manifest_text(path)
     subs: list[Submission] = []
     events: list[ClusterEvent] = []
     allowed = CLUSTER_KINDS if cluster else WORKLOAD_KINDS
@@ -91,13 +87,20 @@ def load_workload(
             continue
         what = "cluster" if cluster else "workload"
         if not isinstance(kind, str) or kind not in allowed:
-            raise ManifestError(f"{where}: kind {kind!r} is not allowed in a {what} file; expected one of "
+            raise ManifestError(f"{where}: kind {_short(kind)} is not allowed in a {what} file; expected one of "
                                 f"{', '.join(sorted(allowed))}")
+        api = doc.get("apiVersion")
+        if not isinstance(api, str) or not api:
+            raise ManifestError(f"{where} ({kind}): apiVersion: got {_short(api)}; expected a string such as v1")
         md = doc.get("metadata")
         if not isinstance(md, dict):
             raise ManifestError(f"{where} ({kind}): metadata: expected a mapping with a name")
         _check_type_and_fields(doc, f"{where} ({kind} {_key(kind, md)})", what)
         if cluster:
+            if kind == "Node":
+                # A Node is not admitted (the kubelet registers it): check its values here, so a
+                # bad quantity is an error naming the file rather than a node quietly dropped.
+                parse_object(doc, where)
             key = (str(kind), _key(kind, md))
             if key in seen:
                 raise ManifestError(f"{where} ({kind} {key[1]}): duplicate {kind} {key[1]} (first defined in "

@@ -22,7 +22,6 @@ from typing import Any, Final, TypeVar
 from pyvolcano.gpu.devices import GPU_MILLI_ANNOTATION, GPU_MODELS_ANNOTATION, GPU_PRODUCT_LABEL, NVIDIA_GPU
 from pyvolcano.simulator.kubelet import DURATION, EXIT_CODE
 from pyvolcano.simulator.workload import SUBMIT_AT
-from pyvolcano.util.numbers import parse_float, parse_int
 
 __all__ = [
     "DEFAULT_QUEUE",
@@ -34,6 +33,7 @@ __all__ = [
     "GPU_PRODUCT_LABEL",
     "HOSTNAME_LABEL",
     "IMAGE",
+    "MAX_REPLICAS",
     "NVIDIA_GPU",
     "PREEMPTABLE",
     "SUBMIT_AT",
@@ -73,6 +73,13 @@ DEFAULT_QUEUE: Final = "default"
 """Volcano creates this queue itself; adapters never emit a Queue manifest for it."""
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DECIMAL: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+"""A number cell: ASCII digits only. Python's ``int``/``float`` also take ``'٣'`` (3), ``'1_000'``,
+``'nan'`` and ``'inf'``, none of which a trace means."""
+
+MAX_REPLICAS: Final = 10_000
+"""The most pods one trace row may ask for. Real traces stay far below (Philly's largest job has
+128 GPUs); a row above it is a typo, and would otherwise create pods for minutes."""
 
 
 class TraceError(ValueError):
@@ -233,11 +240,8 @@ class Cells:
             if allow_empty:
                 return None
             raise self.fail(col, v, "a number" + (f" ≥ {minimum:g}" if minimum is not None else ""))
-        try:
-            x = parse_float(v)
-        except ValueError:
-            x = math.nan
-        if not math.isfinite(x) or (minimum is not None and x < minimum):
+        x = decimal(v)
+        if x is None or (minimum is not None and x < minimum):
             raise self.fail(col, v, "a number" + (f" ≥ {minimum:g}" if minimum is not None else ""))
         return x
 
@@ -246,22 +250,29 @@ class Cells:
         assert x is not None
         return x
 
-    def int_(self, col: str, *, minimum: int = 0, allow_float: bool = False) -> int:
+    def int_(self, col: str, *, minimum: int = 0, maximum: int | None = None, allow_float: bool = False) -> int:
         v = self.raw(col)
-        expected = f"an integer ≥ {minimum}"
-        try:
-            if allow_float:
-                f = parse_float(v)
-                if not math.isfinite(f) or f != int(f):
-                    raise ValueError
-                n = int(f)
-            else:
-                n = parse_int(v)
-        except ValueError:
-            raise self.fail(col, v, expected) from None
-        if n < minimum:
+        expected = f"an integer ≥ {minimum}" if maximum is None else f"an integer from {minimum} to {maximum:,}"
+        if allow_float:
+            f = decimal(v)
+            if f is None or f != int(f):
+                raise self.fail(col, v, expected)
+            n = int(f)
+        else:
+            if not v.isascii() or not (v.lstrip("+-").isdigit() and len(v) <= 30):
+                raise self.fail(col, v, expected)
+            n = int(v)
+        if n < minimum or (maximum is not None and n > maximum):
             raise self.fail(col, v, expected)
         return n
+
+
+def decimal(text: str) -> float | None:
+    """A finite number written with ASCII digits (``12``, ``-0.5``, ``1e3``), else None."""
+    if _DECIMAL.fullmatch(text) is None:
+        return None
+    x = float(text)
+    return x if math.isfinite(x) else None
 
 
 # --------------------------------------------------------------------------- formatting

@@ -13,7 +13,7 @@ submit_time     when the Job is submitted: seconds (``3600``, ``12.5``) or a Go 
 duration        how long every pod runs: seconds or a Go duration; empty = until the end
 queue           Queue name (DNS-1123 label); one Queue of weight 1 is created per name
                 (except ``default``, which Volcano always has)
-replicas        pods in the Job, ≥ 1
+replicas        pods in the Job, 1..10,000 (``MAX_REPLICAS``)
 cpu             CPU per pod, a Kubernetes quantity (``4``, ``500m``)
 memory          memory per pod, a Kubernetes quantity (``16Gi``, ``512Mi``)
 gpu             GPUs per pod: an integer (whole GPUs, ``nvidia.com/gpu``), a fraction below 1
@@ -24,25 +24,28 @@ min_available   pods that must start together (gang), 1..replicas; empty = repli
 name            optional Job name (DNS-1123 label, unique); default ``job-<row number>``
 ==============  =================================================================================
 
-Every row is validated; the first bad cell raises :class:`TraceError` with file, line,
-column and what was expected. The format carries no machines: pass ``--nodes``.
+Numbers are written with ASCII digits (``٣``, ``1_000``, ``nan`` and ``inf`` are errors) and
+times are at most Go's longest duration (2562047h). Every row is validated; the first bad cell
+raises :class:`TraceError` with file, line, column and what was expected. The format carries
+no machines: pass ``--nodes``.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Final, NamedTuple
 
-from pyvolcano.api.duration import DurationError, parse_duration_strict
+from pyvolcano.api.duration import MAX_DURATION_SECONDS, DurationError, parse_duration_strict
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 from pyvolcano.simulator.traces._common import (
     DEFAULT_QUEUE,
     GPU_MILLI_ANNOTATION,
+    MAX_REPLICAS,
     NVIDIA_GPU,
     Cells,
     Trace,
     TraceError,
     column_index,
+    decimal,
     is_dns_label,
     job_manifest,
     open_rows,
@@ -53,7 +56,6 @@ from pyvolcano.simulator.traces._common import (
     selection_note,
 )
 from pyvolcano.simulator.traces.nodes import load_nodes
-from pyvolcano.util.numbers import parse_float, parse_int
 
 __all__ = ["COLUMNS", "OPTIONAL", "load"]
 
@@ -84,15 +86,17 @@ def _seconds(c: Cells, col: str, *, allow_empty: bool) -> float | None:
         if allow_empty:
             return None
         raise c.fail(col, v, expected)
-    try:
-        x = parse_float(v)
-    except ValueError:
+    x = decimal(v)
+    if x is None:
         try:
             x = parse_duration_strict(v)
-        except DurationError:
-            raise c.fail(col, v, expected) from None
-    if not math.isfinite(x) or x < 0:
+        except DurationError as e:
+            raise c.fail(col, v, "a duration of at most 2562047h (Go's longest)" if "at most" in str(e)
+                         else expected) from None
+    if x < 0:
         raise c.fail(col, v, "a non-negative time")
+    if x > MAX_DURATION_SECONDS:
+        raise c.fail(col, v, "a time of at most 2562047h (Go's longest duration)")
     return x
 
 
@@ -114,17 +118,14 @@ def _row(c: Cells, k: int) -> Row:
     queue = c.str_("queue")
     if not is_dns_label(queue):
         raise c.fail("queue", queue, "a queue name of lower-case letters, digits and '-' (a DNS-1123 label)")
-    replicas = c.int_("replicas", minimum=1)
+    replicas = c.int_("replicas", minimum=1, maximum=MAX_REPLICAS)
     req = {"cpu": _quantity(c, "cpu", "4 or 500m"), "memory": _quantity(c, "memory", "16Gi or 512Mi")}
     ann: dict[str, str] = {}
     graw = c.raw("gpu")
     if graw:
-        try:
-            g = parse_float(graw)
-        except ValueError:
-            g = math.nan
+        g = decimal(graw)
         expected = "a whole number of GPUs (0, 1, 2, …) or a fraction of one GPU below 1 (such as 0.5)"
-        if not math.isfinite(g) or g < 0 or (g > 1 and g != int(g)):
+        if g is None or g < 0 or (g > 1 and g != int(g)):
             raise c.fail("gpu", graw, expected)
         if g >= 1:
             req[NVIDIA_GPU] = str(int(g))
@@ -136,10 +137,7 @@ def _row(c: Cells, k: int) -> Row:
     praw = c.raw("priority")
     prio = None
     if praw:
-        try:
-            prio = parse_int(praw)
-        except ValueError:
-            raise c.fail("priority", praw, "an integer or empty") from None
+        prio = c.int_("priority", minimum=-MAX_PRIORITY, maximum=MAX_PRIORITY)
         if abs(prio) > MAX_PRIORITY:
             raise c.fail("priority", praw, f"an integer between -{MAX_PRIORITY:,} and {MAX_PRIORITY:,}")
     mraw = c.raw("min_available")

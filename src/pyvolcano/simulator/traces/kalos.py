@@ -37,6 +37,7 @@ import math
 from typing import Any, Final, NamedTuple
 
 from pyvolcano.simulator.traces._common import (
+    MAX_REPLICAS,
     NVIDIA_GPU,
     Cells,
     Trace,
@@ -84,7 +85,7 @@ class Job(NamedTuple):
 
 
 def _row(c: Cells) -> Job:
-    pods = c.int_("gpu_workers", minimum=1)
+    pods = c.int_("gpu_workers", minimum=1, maximum=MAX_REPLICAS)
     gpus = c.int_("gpu_per_worker", allow_float=True)
     if c.has("ps") and c.int_("ps") != 0:
         raise c.fail("ps", c.raw("ps"), "0 (parameter-server pods are not in the Kalos data)")

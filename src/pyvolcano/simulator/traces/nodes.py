@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 from typing import Any, Final
 
+from pyvolcano.api.manifest import MAX_NODE_GPUS
 from pyvolcano.simulator.traces._common import (
     Cells,
     TraceError,
@@ -98,7 +99,7 @@ def _philly_revised(fname: str, cols: list[str], rows: Any) -> list[dict[str, An
     out = []
     for line, cells in rows:
         c = Cells(fname, line, cells, idx)
-        out.append(philly_node(c.str_("machineId"), c.int_("number of GPUs")))
+        out.append(philly_node(c.str_("machineId"), c.int_("number of GPUs", maximum=MAX_NODE_GPUS)))
     return out
 
 
@@ -115,7 +116,7 @@ def _philly_official(fname: str, cols: list[str], rows: Any) -> list[dict[str, A
                 mib = int(parse_float(m) * 1024)
             except ValueError:
                 raise c.fail("single GPU mem", mem, "a GPU memory size such as 12GB") from None
-        out.append(philly_node(c.str_("machineId"), c.int_("number of GPUs"), mib))
+        out.append(philly_node(c.str_("machineId"), c.int_("number of GPUs", maximum=MAX_NODE_GPUS), mib))
     return out
 
 
@@ -125,7 +126,7 @@ def _openb(fname: str, cols: list[str], rows: Any) -> list[dict[str, Any]]:
     out = []
     for line, cells in rows:
         c = Cells(fname, line, cells, idx)
-        gpus = c.int_("gpu")
+        gpus = c.int_("gpu", maximum=MAX_NODE_GPUS)
         model = c.str_("model", allow_empty=True) if c.has("model") else ""
         out.append(node_manifest(dns_label(c.str_("sn")), cpu=cpu_qty(c.int_("cpu_milli", minimum=1)),
                                  memory=mem_qty_mib(c.int_("memory_mib", minimum=1)), gpus=gpus,
@@ -159,22 +160,18 @@ def _spot(fname: str, cols: list[str], rows: Any) -> list[dict[str, Any]]:
         c = Cells(fname, line, cells, idx)
         cpus = c.int_("cpu_num", minimum=1)
         out.append(node_manifest(dns_label("spot-node-" + c.str_("node_name")), cpu=str(cpus),
-                                 memory=f"{cpus * SPOT_MEM_GIB_PER_CPU}Gi", gpus=c.int_("gpu_capacity_num"),
+                                 memory=f"{cpus * SPOT_MEM_GIB_PER_CPU}Gi",
+                                 gpus=c.int_("gpu_capacity_num", maximum=MAX_NODE_GPUS),
                                  product=c.str_("gpu_model", allow_empty=True) or None))
     return out
 
 
 def _yaml_nodes(path: Any, name: str) -> list[dict[str, Any]]:
-    from pyvolcano.api.manifest import ManifestError, iter_documents, parse_object
+    from pyvolcano.api.manifest import ManifestError, iter_documents, parse_object, read_manifest_text
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise TraceError(f"cannot read: {e.strerror or e}", file=name) from None
     out: list[dict[str, Any]] = []
     try:
-        for i, doc in iter_documents(text, name):
+        for i, doc in iter_documents(read_manifest_text(path), name):
             if isinstance(doc, dict) and doc.get("kind") == "Node":
                 parse_object(doc, f"{name}: document {i}")
                 out.append(doc)

@@ -39,8 +39,10 @@ import math
 from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple
 
+from pyvolcano.api.duration import MAX_DURATION_SECONDS
 from pyvolcano.simulator.traces._common import (
     DEFAULT_QUEUE,
+    MAX_REPLICAS,
     NVIDIA_GPU,
     Cells,
     Trace,
@@ -109,7 +111,8 @@ def read(path: Any) -> tuple[str, list[Record]]:
                 dur = parse_float(cells[idu].strip())
                 g = parse_int(cells[ig].strip())
                 vc = cells[ic].strip()
-                if not (math.isfinite(dur) and dur >= 0 and g >= 0 and vc):
+                if not (0 <= dur <= MAX_DURATION_SECONDS and 0 <= g <= MAX_REPLICAS and vc
+                        and cells[idu].isascii() and cells[ig].isascii()):
                     raise ValueError
             except (ValueError, IndexError):
                 raise _row_error(fname, line, cells, idx) from None
@@ -127,8 +130,9 @@ def _row_error(fname: str, line: int, cells: list[str], idx: dict[str, int]) -> 
         _ts(raw)
     except ValueError:
         return c.fail("timestamp", raw, "a time such as 2017-10-09 07:01:55")
-    c.num("duration")
-    c.int_("num_gpus")
+    if c.num("duration") > MAX_DURATION_SECONDS:
+        return c.fail("duration", c.raw("duration"), "a time of at most 2562047h (Go's longest duration)")
+    c.int_("num_gpus", maximum=MAX_REPLICAS)
     c.str_("cluster")
     return TraceError("malformed row", file=fname, line=line)
 

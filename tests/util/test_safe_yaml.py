@@ -1,0 +1,98 @@
+"""The bounded YAML loader every input file goes through."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import yaml
+
+from pyvolcano.util import safe_yaml
+from pyvolcano.util.safe_yaml import MAX_DEPTH, InputError, load, load_all
+
+
+def docs(text: str) -> list[object]:
+    return [d for _, d in load_all(text, "f.yaml")]
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """About 600 bytes whose aliases expand to 10^(levels+1) strings."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_timestamps_stay_strings_as_kubernetes_reads_them() -> None:
+    assert docs("a: 2024-02-30\nb: 2024-01-01T00:00:00Z\nc: 2024-01-01 25:61:61\n") == [
+        {"a": "2024-02-30", "b": "2024-01-01T00:00:00Z", "c": "2024-01-01 25:61:61"}]
+
+
+def test_other_implicit_types_are_unchanged() -> None:
+    assert docs("i: 0x10\nj: 1_000\nf: 1.5\nb: true\nn: null\ns: '2024-01-01'\n") == [
+        {"i": 16, "j": 1000, "f": 1.5, "b": True, "n": None, "s": "2024-01-01"}]
+
+
+def test_the_c_parser_is_kept_when_installed() -> None:
+    if hasattr(yaml, "CSafeLoader"):
+        assert issubclass(safe_yaml.SafeLoader, yaml.CSafeLoader)
+
+
+def test_alias_bomb_fails_fast_with_a_clear_message() -> None:
+    text = alias_bomb()
+    assert len(text) < 700
+    start = time.perf_counter()
+    with pytest.raises(InputError, match=r"^bomb.yaml: line \d+, column \d+: the document expands to more than "
+                                         r"1,000,000 values \(YAML aliases count once per use\)"):
+        list(load_all(text, "bomb.yaml"))
+    assert time.perf_counter() - start < 5
+
+
+def test_a_few_aliases_are_fine() -> None:
+    assert docs("base: &b {cpu: '1'}\nreq: *b\nmerged: {<<: *b, memory: 1Gi}\n") == [
+        {"base": {"cpu": "1"}, "req": {"cpu": "1"}, "merged": {"cpu": "1", "memory": "1Gi"}}]
+
+
+@pytest.mark.parametrize("text", [
+    "x: " + "{a: " * (MAX_DEPTH + 5) + "1" + "}" * (MAX_DEPTH + 5),
+    "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5),
+    "&a [*a]",
+])
+def test_nesting_deeper_than_the_bound_is_refused(text: str) -> None:
+    with pytest.raises(InputError, match=f"nested more than {MAX_DEPTH} levels deep; expected at most"):
+        docs(text)
+
+
+def test_nesting_up_to_the_bound_loads() -> None:
+    depth = MAX_DEPTH - 1
+    assert docs("[" * depth + "]" * depth)
+
+
+@pytest.mark.parametrize("literal", ["9" * 5000, "0x" + "f" * 5000, "-" + "1" * 200])
+def test_huge_integer_literals_are_refused_with_their_position(literal: str) -> None:
+    with pytest.raises(InputError, match=r"^f.yaml: line 2, column 8: an integer of \d+ characters; expected at most"):
+        docs(f"a: 1\nvalue: {literal}\n")
+
+
+def test_duplicate_keys_are_refused_but_merge_keys_may_be_overridden() -> None:
+    with pytest.raises(InputError, match=r"line 3, column 1: found duplicate key 'kind'; expected valid YAML"):
+        docs("kind: Pod\nmetadata: {name: p}\nkind: Node\n")
+    assert docs("b: &b {x: 1, y: 2}\nc: {<<: *b, x: 3}\n") == [{"b": {"x": 1, "y": 2}, "c": {"x": 3, "y": 2}}]
+
+
+def test_text_over_the_size_limit_is_refused_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(safe_yaml, "MAX_TEXT_CHARS", 100)
+    with pytest.raises(InputError, match=r"^big.yaml: 101 characters of YAML; expected at most 100 per file$"):
+        load("a" * 101, "big.yaml")
+
+
+def test_syntax_errors_are_marked_as_such() -> None:
+    with pytest.raises(InputError) as e:
+        docs("key: [unclosed\n")
+    assert e.value.syntax and e.value.where.startswith("line ")
+
+
+def test_messages_are_one_line() -> None:
+    for text in (alias_bomb(), "a: " + "9" * 300, "a: [\n\n"):
+        with pytest.raises(InputError) as e:
+            docs(text)
+        assert "\n" not in str(e.value)
