@@ -1,11 +1,15 @@
 """Benchmark: one scheduling session on a large synthetic cluster (issue: scheduler core).
 
-Prints, for 10,000 nodes / 2,000 gang jobs × 50 pods and for 1,000 nodes / 10,000 pods:
-seconds of one session, pods placed per second of session time, peak RSS; then the
-end-to-end time of ``pyvolcano schedule`` on a 1,000-node / 10,000-pod YAML.
-Configuration: upstream's default plus binpack. Not a test: it never fails on timing.
+Prints, for 1,000 nodes / 10,000 pods and 10,000 nodes / 2,000 gang jobs × 50 pods
+(upstream's default configuration plus binpack), and for 5,000 nodes / 1,000 gangs × 50 pods
+(upstream's default configuration alone): seconds of one session, pods placed per second of
+session time, peak RSS (of the whole process so far), and the session's CPU seconds (on a
+loaded machine the CPU time is the steadier figure); then the end-to-end time of
+``pyvolcano schedule`` on a 1,000-node / 10,000-pod YAML. ``--per-pod`` forces allocate's
+per-pod path (no batched placement of replicas), for comparison. Not a test: it never fails
+on timing.
 
-    python benchmarks/session_throughput.py [--quick]
+    python benchmarks/session_throughput.py [--quick] [--per-pod] [--only SIZE]
 """
 
 from __future__ import annotations
@@ -24,35 +28,40 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from _synthetic import synthetic_cluster, to_yaml
 
-from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
 from pyvolcano.framework.registry import default_registry
 
 # Upstream's built-in default plus binpack (the last plugin of the last tier).
 CONF = DEFAULT_SCHEDULER_CONF + "  - name: binpack\n"
+# Scheduler options of the in-process sessions (``--per-pod`` sets batch_replicas=False).
+OPTIONS: dict[str, bool] = {}
 
 
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def one_session(n_nodes: int, n_jobs: int, pods_per_job: int) -> None:
+def one_session(n_nodes: int, n_jobs: int, pods_per_job: int, conf: str = CONF, label: str = "") -> None:
     t0 = time.perf_counter()
     objs = synthetic_cluster(n_nodes, n_jobs, pods_per_job)
-    cache = SchedulerCache.from_objects(objs)
+    cache = SchedulerCache.from_objects(objs, SchedulerOptions(**OPTIONS) if OPTIONS else None)
     build = time.perf_counter() - t0
     registry = default_registry()
-    config = load_scheduler_conf(CONF)
+    config = load_scheduler_conf(conf)
     plugins = registry.plugin_factories(config.plugin_names())
     actions = registry.action_factories(config.actions)
     t1 = time.perf_counter()
+    c1 = time.process_time()
     res = cache.run_session(config, plugins, actions, now=0.0, rng=np.random.default_rng(0))
     secs = time.perf_counter() - t1
+    cpu = time.process_time() - c1
     placed = len(res.binds)
     print(f"{n_nodes:>6} nodes, {n_jobs * pods_per_job:>7} pods ({n_jobs} gangs x {pods_per_job}): "
           f"build {build:6.2f}s  session {secs:7.3f}s  placed {placed:>7}  "
-          f"{placed / secs if secs else 0:>9.0f} pods/s  peak RSS {peak_rss_mib():7.0f} MiB", flush=True)
+          f"{placed / secs if secs else 0:>9.0f} pods/s  peak RSS {peak_rss_mib():7.0f} MiB  "
+          f"cpu {cpu:7.3f}s{label}", flush=True)
 
 
 def end_to_end(n_nodes: int, n_jobs: int, pods_per_job: int) -> None:
@@ -78,13 +87,22 @@ def end_to_end(n_nodes: int, n_jobs: int, pods_per_job: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes only (smoke run)")
+    ap.add_argument("--per-pod", action="store_true", help="force allocate's per-pod path")
+    ap.add_argument("--only", choices=["1k", "e2e", "10k", "5k"], help="run one measurement only")
     args = ap.parse_args()
+    if args.per_pod:
+        OPTIONS["batch_replicas"] = False
     if args.quick:
         one_session(200, 40, 10)
         return
-    one_session(1_000, 200, 50)
-    end_to_end(1_000, 200, 50)
-    one_session(10_000, 2_000, 50)
+    if args.only in (None, "1k"):
+        one_session(1_000, 200, 50)
+    if args.only in (None, "e2e"):
+        end_to_end(1_000, 200, 50)
+    if args.only in (None, "10k"):
+        one_session(10_000, 2_000, 50)
+    if args.only in (None, "5k"):
+        one_session(5_000, 1_000, 50, conf=DEFAULT_SCHEDULER_CONF, label="  (default conf)")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Each shortcut (per-queue sums kept by deltas, settled jobs left alone at session close, the
 reused proportion water-filling) is switched back to its from-scratch form and the whole
 simulation — every job's phase and times, every timeline entry, the session count — must
-come out the same.
+come out the same. The metrics collector's GPU ledger, kept between samples, must give the
+fragmentation a fresh ledger gives at every sample; and the watch events handed out without
+copies must come back unchanged from every consumer.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from pyvolcano.cli.simulate import _trace_submissions
 from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.framework import job_sums, job_updater
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.simulator import collector
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.traces import load_trace
 from pyvolcano.simulator.workload import Submission
+from pyvolcano.store.base import clone
+from pyvolcano.store.memory import InMemoryStore
 
 
 def _from_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,3 +86,38 @@ def test_incremental_session_state_matches_recomputing_from_scratch(
         assert '"evict ' in incremental  # the scenario exercises evictions and restarts
     _from_scratch(monkeypatch)
     assert _outcome(scenario()) == incremental
+
+
+@pytest.mark.parametrize("scenario", [_philly_slice, _preemption], ids=["philly-150", "preemption"])
+def test_fragmentation_sampled_from_the_kept_ledger_matches_a_fresh_ledger(
+    scenario: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept_value = collector.FragmentationTracker.value
+    compared: list[tuple[float, float]] = []
+
+    def value(self: collector.FragmentationTracker) -> float:
+        got = kept_value(self)
+        compared.append((got, collector.fragmentation(self.cache)))
+        return got
+
+    monkeypatch.setattr(collector.FragmentationTracker, "value", value)
+    scenario().run()
+    assert compared and all(got == fresh for got, fresh in compared)
+    if scenario is _philly_slice:
+        assert any(got > 0 for got, _ in compared)  # the slice does fragment its GPUs
+
+
+@pytest.mark.parametrize("scenario", [_philly_slice, _preemption], ids=["philly-150", "preemption"])
+def test_watch_consumers_leave_the_shared_event_objects_unchanged(
+    scenario: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    record = InMemoryStore._record
+
+    def keep_a_copy(self: InMemoryStore, event_type: str, kind: str, obj: dict[str, Any]) -> None:
+        recorded.append((obj, clone(obj)))
+        record(self, event_type, kind, obj)
+
+    monkeypatch.setattr(InMemoryStore, "_record", keep_a_copy)
+    scenario().run()
+    assert recorded and all(obj == copy for obj, copy in recorded)

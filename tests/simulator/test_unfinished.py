@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
+
 from builders import pod, podgroup
 from pyvolcano.conf import default_configuration
 from pyvolcano.framework.registry import default_registry
@@ -102,3 +104,13 @@ def test_plain_podgroups_get_reasons_too() -> None:
     assert reasons["default/stuck"] is not None
     assert reasons["default/stuck"].endswith(
         "(Insufficient ephemeral-storage: a pod requests 10Gi, the largest node has 0)")
+
+
+def test_a_cluster_node_with_a_bad_quantity_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    from pyvolcano.api.manifest import ManifestError
+
+    path = tmp_path / "cluster.yaml"
+    path.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n2}\n"
+                    "status: {capacity: {cpu: NaN}, allocatable: {cpu: NaN}}\n")
+    with pytest.raises(ManifestError, match=r"cluster.yaml: document 0 \(Node n2\): status.capacity.cpu: got 'NaN'"):
+        load_workload(path, cluster=True)

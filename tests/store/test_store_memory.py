@@ -421,6 +421,18 @@ def test_watch_filters_kinds(store: InMemoryStore) -> None:
     assert [e.revision for e in store.watch(1, {"ConfigMap"})] == []
 
 
+
+def test_watch_without_copies_shares_the_recorded_events_and_the_same_filter(store: InMemoryStore) -> None:
+    store.create(configmap("a"))
+    store.create(pod("p"))
+    store.update({**store.get("Pod", "ns", "p"), "metadata": {**store.get("Pod", "ns", "p")["metadata"],
+                                                              "labels": {"a": "b"}}})
+    shared = store.watch(0, copy=False)
+    assert [(e.type, e.kind, e.object, e.revision) for e in shared] == [
+        (e.type, e.kind, e.object, e.revision) for e in store.watch(0)]
+    assert shared[-1].object is store.peek("Pod", "ns", "p")
+    assert [e.revision for e in store.watch(1, ["Pod"], copy=False)] == [2, 3]
+
 # ----------------------------------------------------------------------------- graceful pod deletion
 
 

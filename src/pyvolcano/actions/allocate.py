@@ -9,6 +9,11 @@ committed only when ``JobReady``; a pipelined-but-not-ready statement is kept (i
 reservations hold for the rest of the session) and discarded at session close; otherwise
 it is discarded at once.
 
+Replicas whose predicates and scores are all node-local are placed through a
+:class:`~pyvolcano.actions.replica_batch.ReplicaBatch` (the same window, scores, tie-breaking
+and round-robin index as the per-pod path, updated per placement for the changed node only);
+``SchedulerOptions.batch_replicas=False`` forces the per-pod path.
+
 Not modelled: hard network topology and sub-group policies (the default sub-job path only),
 the nomination fast path of gangpreempt/gangreclaim, and node sharding.
 """
@@ -21,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.actions._helpers import PredicateHelper
+from pyvolcano.actions.replica_batch import BatchKey, ReplicaBatch, batch_key
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
@@ -39,8 +45,12 @@ class Allocate:
     def __init__(self, arguments: Mapping[str, Any] | None = None):
         args = Arguments(arguments or {}, owner=f"action {NAME}")
         self.enable_predicate_error_cache = args.get_bool("predicateErrorCacheEnable", True)
+        self._batches: dict[BatchKey, ReplicaBatch] = {}
 
     def execute(self, ssn: Session) -> None:
+        # Batches live for one execution: later jobs with replicas of the same template
+        # continue from the state the earlier ones left (brought up to date from the change log).
+        self._batches = {}
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
@@ -103,6 +113,8 @@ class Allocate:
             return None
         stmt = ssn.statement()
         ph = PredicateHelper(ssn, enable_error_cache=self.enable_predicate_error_cache)
+        batching = ssn.cache.options.batch_replicas and ssn.replicas_batchable()
+        batch: ReplicaBatch | None = None
         while tasks:
             task = tasks.pop()
             if not ssn.allocatable(queue, task):
@@ -122,6 +134,19 @@ class Allocate:
                 if job.need_continue_allocating():
                     continue
                 break
+            if batching and not ph.has_failures(task):
+                bkey = batch_key(ssn, task)
+                if bkey is not None:
+                    if batch is None or batch.key != bkey:
+                        batch = self._batches.get(bkey)
+                        if batch is None:
+                            batch = self._batches[bkey] = ReplicaBatch(ssn, task, bkey)
+                    chosen = batch.select(task)
+                    if chosen is not None:
+                        self.allocate_resources_for_task(ssn, stmt, task, chosen)
+                        if ssn.job_ready(job):
+                            break
+                        continue
             feasible = np.zeros(0, dtype=np.int64)
             errors = FitErrors()
             nominated = task.pod.nominated_node_name

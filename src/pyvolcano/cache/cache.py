@@ -61,6 +61,10 @@ class SchedulerOptions:
     # when nothing that could let it fit has changed since (no resources released, no node or
     # queue change, the job itself unchanged). Off by default to keep upstream's behaviour.
     skip_unchanged_unschedulable: bool = False
+    # allocate places the identical replicas of a task as one batch when every predicate and
+    # scorer is node-local for them (actions/replica_batch.py); the decisions are those of
+    # the per-pod path, which False forces (kept for the equivalence tests and benchmarks).
+    batch_replicas: bool = True
     # pyvolcano extension: a pending diagnosis for every job left short at session close
     # (pyvolcano.diagnosis), with its reason code and hint on the Unschedulable condition.
     diagnose: bool = True

@@ -147,6 +147,7 @@ class Session:
         self._tier_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
         self._predicate_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self._node_order_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
+        self._not_batchable: set[str] = set()
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
@@ -189,7 +190,8 @@ class Session:
         self._add("task_order", name, fn)
 
     def add_predicate_fn(
-        self, name: str, fn: PredicateFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None
+        self, name: str, fn: PredicateFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None,
+        batchable: bool = True,
     ) -> None:
         """Register a vectorised predicate.
 
@@ -198,16 +200,22 @@ class Session:
         tasks on it). Tasks whose keys are equal for every predicate plugin then share one
         feasibility mask, re-evaluated only on nodes that changed (see :meth:`feasible_nodes`).
         Return None when the verdict depends on other nodes (inter-pod affinity, spreading).
+        ``batchable=False`` keeps allocate's batched replica placement off while the plugin is
+        enabled (actions/replica_batch.py), for plugins whose allocate events hold per-device
+        state (GPU sharing and placement policies).
         """
         self._add("predicate", name, fn)
         if cache_key is not None:
             self._predicate_cache_keys[name] = cache_key
+        if not batchable:
+            self._not_batchable.add(name)
 
     def add_pre_predicate_fn(self, name: str, fn: Callable[[TaskInfo], Status | None]) -> None:
         self._add("pre_predicate", name, fn)
 
     def add_node_order_fn(
-        self, name: str, fn: NodeOrderFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None
+        self, name: str, fn: NodeOrderFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None,
+        batchable: bool = True,
     ) -> None:
         """Register a vectorised node-order (scoring) callback.
 
@@ -215,10 +223,13 @@ class Session:
         score on a node depends only on the node's own state — no normalisation across the
         candidate set. Scores are then cached per key in the scheduler cache and recomputed
         only for nodes whose row changed. Return None when that does not hold for a task.
+        ``batchable`` as in :meth:`add_predicate_fn`.
         """
         self._add("node_order", name, fn)
         if cache_key is not None:
             self._node_order_cache_keys[name] = cache_key
+        if not batchable:
+            self._not_batchable.add(name)
 
     def add_preemptable_fn(
         self, name: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
@@ -412,6 +423,20 @@ class Session:
                     scores = scores + self._cached_scores(name, key, fn, task, idx)
         return scores
 
+    def node_local_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        """:meth:`node_order_scores` for a task whose :meth:`node_order_cache_key` is not None.
+
+        Calls every plugin directly on ``idx`` (no score cache): for such a task each
+        plugin's score on a node is a function of the node's own state, so the sum, taken in
+        the same order, is the one :meth:`node_order_scores` returns. For the few rows a
+        placement changed.
+        """
+        scores = np.zeros(len(idx), dtype=np.float64)
+        for tier in self._tiers("node_order"):
+            for _name, fn in tier:
+                scores = scores + fn(task, idx)
+        return scores
+
     def _cached_scores(
         self, name: str, key: Hashable, fn: NodeOrderFn, task: TaskInfo, idx: np.ndarray
     ) -> np.ndarray:
@@ -521,6 +546,20 @@ class Session:
         then runs the full path to collect fit errors (which leaves the round-robin index
         where it is, as the full path does when it examines every node).
         """
+        mask = self.feasibility_mask(task, key)
+        # The same round-robin window as the full path, over the cached verdicts.
+        feasible, _ = self.predicate_nodes(
+            task, np.arange(len(mask), dtype=np.int64), lambda _t, order: (mask[order], FitErrors())
+        )
+        return feasible
+
+    def feasibility_mask(self, task: TaskInfo, key: Hashable) -> np.ndarray:
+        """The allocate predicate's verdict on every node for tasks of ``key``, up to date.
+
+        Kept in the cache across sessions; only rows changed since it was last brought up to
+        date are re-evaluated. The returned array is the stored one (callers that update rows
+        themselves write it back with :meth:`store_feasibility`).
+        """
         table = self.node_table
         n = table.n
         store = self.cache.feasibility
@@ -537,11 +576,41 @@ class Session:
                 ok, _ = self.allocate_predicate(task, changed)
                 mask[changed] = ok
             store[key] = (mask, table.change_position)
-        # The same round-robin window as the full path, over the cached verdicts.
-        feasible, _ = self.predicate_nodes(
-            task, np.arange(n, dtype=np.int64), lambda _t, order: (mask[order], FitErrors())
+        return mask
+
+    def store_feasibility(self, key: Hashable, mask: np.ndarray, position: int) -> None:
+        """Record ``mask`` as the verdicts for ``key`` as of change-log ``position``."""
+        self.cache.feasibility[key] = (mask, position)
+
+    def replicas_batchable(self) -> bool:
+        """Whether no enabled predicate or node-order plugin opted out of batched placement."""
+        if not self._not_batchable:
+            return True
+        return not any(
+            name in self._not_batchable
+            for kind in ("predicate", "node_order")
+            for tier in self._tiers(kind)
+            for name, _fn in tier
         )
-        return feasible
+
+    def node_order_cache_key(self, task: TaskInfo) -> Hashable | None:
+        """A key under which every node-order score for ``task`` is node-local, or None.
+
+        Not None only when every enabled node-order plugin declared a cache key and returns
+        one for ``task`` (see :meth:`add_node_order_fn`): the summed score of a node then
+        depends only on the key and that node's own state.
+        """
+        parts: list[Hashable] = []
+        for tier in self._tiers("node_order"):
+            for name, _fn in tier:
+                key_fn = self._node_order_cache_keys.get(name)
+                if key_fn is None:
+                    return None
+                k = key_fn(task)
+                if k is None:
+                    return None
+                parts.append((name, k))
+        return tuple(parts)
 
     def allocate_predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, FitErrors]:
         """Allocate's predicate: InitResreq ≤ FutureIdle, then every plugin predicate."""

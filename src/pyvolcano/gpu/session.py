@@ -53,7 +53,8 @@ from pyvolcano.gpu.policies import NodeView, Request
 if TYPE_CHECKING:
     from pyvolcano.framework.session import NodeFailures, Session
 
-__all__ = ["FragmentationReport", "GpuSelector", "SessionGpus", "build_ledger", "cluster_fragmentation"]
+__all__ = ["FragmentationReport", "GpuSelector", "SessionGpus", "assign_node_tasks", "build_ledger",
+           "cluster_fragmentation"]
 
 GpuSelector = Callable[[TaskInfo, GpuDemand, int], "tuple[int, ...] | None"]
 
@@ -74,27 +75,43 @@ def build_ledger(nodes: Sequence[NodeInfo], demand_of: Callable[[TaskInfo], GpuD
     ``demand_of`` returns "no GPU" for demands that are not to be tracked.
     """
     ledger = GpuLedger([node_gpus(n.node) for n in nodes])
-    unindexed: list[tuple[int, TaskInfo, GpuDemand]] = []
     for i, node in enumerate(nodes):
-        for uid in sorted(node.tasks):
-            if node.task_status.get(uid, TaskStatus.Unknown) & _UNTRACKED:
-                continue
-            task = node.tasks[uid]
-            demand = demand_of(task)
-            if not demand.is_gpu:
-                continue
-            ids = parse_gpu_index(task.pod.annotations.get(GPU_INDEX_ANNOTATION, "") or "x")
-            valid = ids is not None and len(ids) == demand.count and all(
-                0 <= g < ledger.width and ledger.present[i, g] for g in ids)
-            if valid and ids is not None:
-                ledger.assign(uid, i, ids, demand)
-            else:
-                unindexed.append((i, task, demand))
-    for i, task, demand in unindexed:
+        assign_node_tasks(ledger, i, node, demand_of)
+    return ledger
+
+
+def assign_node_tasks(
+    ledger: GpuLedger, i: int, node: NodeInfo, demand_of: Callable[[TaskInfo], GpuDemand]
+) -> list[str]:
+    """Record in row ``i`` (empty) the GPUs ``node``'s tasks hold; returns their uids.
+
+    Tasks whose GPU-index annotation names valid GPUs get those; the others then get the
+    default choice on what is left. A row depends only on its own node, so rebuilding one
+    row this way gives what a whole new ledger would.
+    """
+    assigned: list[str] = []
+    unindexed: list[tuple[TaskInfo, GpuDemand]] = []
+    for uid in sorted(node.tasks):
+        if node.task_status.get(uid, TaskStatus.Unknown) & _UNTRACKED:
+            continue
+        task = node.tasks[uid]
+        demand = demand_of(task)
+        if not demand.is_gpu:
+            continue
+        ids = parse_gpu_index(task.pod.annotations.get(GPU_INDEX_ANNOTATION, "") or "x")
+        valid = ids is not None and len(ids) == demand.count and all(
+            0 <= g < ledger.width and ledger.present[i, g] for g in ids)
+        if valid and ids is not None:
+            ledger.assign(uid, i, ids, demand)
+            assigned.append(uid)
+        else:
+            unindexed.append((task, demand))
+    for task, demand in unindexed:
         gpus = ledger.default_choice(demand, i)
         if gpus is not None:
             ledger.assign(task.uid, i, gpus, demand)
-    return ledger
+            assigned.append(task.uid)
+    return assigned
 
 
 def _spec(task: TaskInfo, demand: GpuDemand) -> PodSpec | None:

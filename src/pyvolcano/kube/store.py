@@ -46,6 +46,9 @@ __all__ = ["KubeStore", "Reflector"]
 logger = logging.getLogger(__name__)
 
 
+_worker = threading.local()  # set while a thread runs a map_concurrently call
+
+
 def _rv(obj: Mapping[str, Any]) -> int | None:
     text = (obj.get("metadata") or {}).get("resourceVersion")
     if not isinstance(text, str | int):
@@ -238,17 +241,30 @@ class KubeStore:
 
     def map_concurrently(self, calls: builtins.list[Callable[[], Any]]) -> builtins.list[Any]:
         """Run independent calls on a pool of 16 workers (:func:`pyvolcano.store.base.call_all`):
-        each call's result or StoreError, in order; any other exception is raised."""
+        each call's result or StoreError, in order; any other exception is raised. Called from one
+        of the pool's own workers (a job synced concurrently creating its pods), the calls run
+        inline: waiting on the pool from inside it could deadlock."""
+        if getattr(_worker, "active", False):
+            out: builtins.list[Any] = []
+            for call in calls:
+                try:
+                    out.append(call())
+                except StoreError as e:
+                    out.append(e)
+            return out
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kube-write")
             pool = self._pool
 
         def run(call: Callable[[], Any]) -> Any:
+            _worker.active = True
             try:
                 return call()
             except StoreError as e:
                 return e
+            finally:
+                _worker.active = False
 
         return list(pool.map(run, calls))
 

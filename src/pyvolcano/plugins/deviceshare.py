@@ -73,7 +73,7 @@ class DeviceShare:
     def on_session_open(self, ssn: Session) -> None:
         gpus = SessionGpus.of(ssn, self)
         gpus.enable(sharing=self.sharing_enable, number=self.number_enable)
-        ssn.add_predicate_fn(NAME, gpus.predicate(), cache_key=gpus.predicate_key)
+        ssn.add_predicate_fn(NAME, gpus.predicate(), cache_key=gpus.predicate_key, batchable=False)
 
     def on_session_close(self, ssn: Session) -> None:
         self.session_gpus = None

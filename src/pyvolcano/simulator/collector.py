@@ -13,16 +13,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.job import JobInfo
+from pyvolcano.api.objects import Pod
 from pyvolcano.api.resource import Resource
-from pyvolcano.api.task import TaskStatus
+from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.framework.job_sums import JobSums
+from pyvolcano.gpu.devices import NO_GPU, DemandKind, GpuDemand, GpuLedger, NodeGpus, node_gpus, pod_demand
+from pyvolcano.gpu.frag import node_terms
+from pyvolcano.gpu.session import assign_node_tasks, workload_typical_pods
 from pyvolcano.simulator.metrics import JobMetrics, QueueSample, RunMetrics, Sample
 from pyvolcano.store.base import WatchEvent
 
 if TYPE_CHECKING:
     from pyvolcano.cache.cache import SchedulerCache, SessionResult
 
-__all__ = ["MetricsCollector", "fragmentation"]
+__all__ = ["FragmentationTracker", "MetricsCollector", "fragmentation"]
 
 GPU = "nvidia.com/gpu"
 FINAL = {"Completed", "Failed", "Terminated", "Aborted"}
@@ -36,15 +40,94 @@ def fragmentation(cache: SchedulerCache) -> float:
     pending pods as the target workload: the expected idle GPU capacity that a typical pending
     pod — drawn by popularity from the pending pods' GPU shapes — cannot use, because the GPUs
     left on its node are too small, of the wrong model, or lack CPU. With nothing pending,
-    nothing counts as fragmented.
+    nothing counts as fragmented. (:class:`FragmentationTracker` computes the same value
+    incrementally.)
     """
     from pyvolcano.gpu.session import cluster_fragmentation
 
-    pending = [t for job in cache.pg_jobs.values() if job.count(TaskStatus.Pending)
-               for t in job.tasks_in(TaskStatus.Pending).values()]
+    pending = _pending_tasks(cache)
     if not pending or not cache.node_list:
         return 0.0
     return cluster_fragmentation(cache.node_list, pending).fragmentation_milli / 1000.0
+
+
+def _pending_tasks(cache: SchedulerCache) -> list[TaskInfo]:
+    return [t for job in cache.pg_jobs.values() if job.count(TaskStatus.Pending)
+            for t in job.tasks_in(TaskStatus.Pending).values()]
+
+
+class FragmentationTracker:
+    """:func:`fragmentation`, keeping the GPU ledger between samples.
+
+    Rebuilding the ledger walks every task on every node; between two samples only the
+    nodes in the node table's change log moved, so only their rows are rebuilt
+    (:func:`~pyvolcano.gpu.session.assign_node_tasks`). The whole ledger is rebuilt when a
+    node was added, when the change log no longer reaches back, or when a changed node's GPU
+    inventory differs (its row width or model vocabulary may change). GPU demands are
+    parsed once per pod object.
+    """
+
+    def __init__(self, cache: SchedulerCache):
+        self.cache = cache
+        self._ledger: GpuLedger | None = None
+        self._inventories: list[NodeGpus] = []
+        self._row_uids: list[list[str]] = []
+        self._position = 0
+        self._demands: dict[str, tuple[Pod, GpuDemand]] = {}
+
+    def _demand_of(self, task: TaskInfo) -> GpuDemand:
+        memo = self._demands.get(task.uid)
+        if memo is None or memo[0] is not task.pod:
+            memo = self._demands[task.uid] = (task.pod, pod_demand(task.pod))
+        d = memo[1]
+        return d if d.kind is not DemandKind.INVALID else NO_GPU
+
+    def _rebuild(self) -> GpuLedger:
+        nodes = self.cache.node_list
+        self._inventories = [node_gpus(n.node) for n in nodes]
+        ledger = self._ledger = GpuLedger(self._inventories)
+        self._row_uids = [assign_node_tasks(ledger, i, n, self._demand_of) for i, n in enumerate(nodes)]
+        self._demands = {uid: self._demands[uid] for uids in self._row_uids for uid in uids
+                         if uid in self._demands}
+        return ledger
+
+    def ledger(self) -> GpuLedger:
+        """The ledger of the cache's nodes now."""
+        nodes = self.cache.node_list
+        table = self.cache.node_table
+        changed = table.changes_since(self._position)
+        self._position = table.change_position
+        ledger = self._ledger
+        if ledger is None or changed is None or ledger.n != len(nodes):
+            return self._rebuild()
+        rows = [int(i) for i in changed if i < len(nodes)]
+        for i in rows:
+            if node_gpus(nodes[i].node) != self._inventories[i]:
+                return self._rebuild()
+        for i in rows:
+            tasks = nodes[i].tasks
+            for uid in self._row_uids[i]:
+                ledger.release(uid)
+                if uid not in tasks:
+                    self._demands.pop(uid, None)
+            self._row_uids[i] = assign_node_tasks(ledger, i, nodes[i], self._demand_of)
+        return ledger
+
+    def value(self) -> float:
+        """Whole-GPU fragmentation now (as :func:`fragmentation`)."""
+        cache = self.cache
+        pending = _pending_tasks(cache)
+        if not pending or not cache.node_list:
+            return 0.0
+        nodes = cache.node_list
+        ledger = self.ledger()
+        typ = workload_typical_pods(pending, self._demand_of)
+        if typ is None or ledger.n == 0:
+            return 0.0
+        table = nodes[0].table
+        cpu = table.idle[table.dim_index["cpu"]][[n.index for n in nodes]]
+        terms = node_terms(typ, typ.accessible(ledger.models), ledger.free, cpu, ledger.model)
+        return int(terms.frag.sum()) / typ.total / 1000.0
 
 
 def _allocated(job: JobInfo) -> tuple[Resource]:
@@ -65,6 +148,7 @@ class MetricsCollector:
         self._alloc = JobSums(1, _allocated)
         # Set when the pending/running counts moved since the last sample.
         self.counts_changed = False
+        self._fragmentation = FragmentationTracker(cache)
 
     # ------------------------------------------------------------------ events
     def on_event(self, ev: WatchEvent, now: float) -> None:
@@ -213,5 +297,5 @@ class MetricsCollector:
                 queues = {q: (last[q] if last.get(q) == v else v) for q, v in queues.items()}
         if self.metrics.samples and self.metrics.samples[-1].t == now:
             self.metrics.samples.pop()
-        self.metrics.samples.append(Sample(now, gpu_used, gpu_cap, cpu_used, cpu_cap, fragmentation(cache),
+        self.metrics.samples.append(Sample(now, gpu_used, gpu_cap, cpu_used, cpu_cap, self._fragmentation.value(),
                                            pending, running, queues))

@@ -233,7 +233,9 @@ class Simulation:
 
     def _settle(self) -> None:
         for _ in range(10_000):
-            events = self.store.watch(self.revision)
+            # Every consumer (cache ingest, kubelets, collector, controllers) only reads event
+            # objects and keeps them as its informer view: they are shared, not copied.
+            events = self.store.watch(self.revision, copy=False)
             for ev in events:
                 self.revision = ev.revision
                 self._dispatch(ev)

@@ -19,7 +19,7 @@ from typing import Any
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.fields import unknown_fields
 from pyvolcano.api.kinds import KindStatus, resolve
-from pyvolcano.api.manifest import ManifestError, iter_documents, read_manifest_text
+from pyvolcano.api.manifest import ManifestError, iter_documents, parse_object, read_manifest_text
 from pyvolcano.simulator.kubelet import DURATION
 
 __all__ = ["ClusterEvent", "Submission", "load_workload", "without_duration"]
@@ -97,6 +97,10 @@ def load_workload(
             raise ManifestError(f"{where} ({kind}): metadata: expected a mapping with a name")
         _check_type_and_fields(doc, f"{where} ({kind} {_key(kind, md)})", what)
         if cluster:
+            if kind == "Node":
+                # A Node is not admitted (the kubelet registers it): check its values here, so a
+                # bad quantity is an error naming the file rather than a node quietly dropped.
+                parse_object(doc, where)
             key = (str(kind), _key(kind, md))
             if key in seen:
                 raise ManifestError(f"{where} ({kind} {key[1]}): duplicate {kind} {key[1]} (first defined in "

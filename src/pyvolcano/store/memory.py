@@ -115,8 +115,16 @@ class InMemoryStore:
             out.append(clone(obj))
         return out
 
-    def watch(self, since_revision: int, kinds: Collection[str] | None = None) -> builtins.list[WatchEvent]:
+    def watch(self, since_revision: int, kinds: Collection[str] | None = None, *,
+              copy: bool = True) -> builtins.list[WatchEvent]:
+        """Events after ``since_revision``. ``copy=False`` hands out the recorded events
+        themselves, as an informer shares its cached objects: for consumers that never mutate
+        an event's object (stored dicts are never mutated in place, so this is safe)."""
         start = bisect.bisect_right(self._event_revs, since_revision)
+        if not copy:
+            if kinds is None:
+                return self._events[start:]
+            return [e for e in self._events[start:] if e.kind in kinds]
         wanted = None if kinds is None else set(kinds)
         return [WatchEvent(e.type, e.kind, clone(e.object), e.revision) for e in self._events[start:]
                 if wanted is None or e.kind in wanted]

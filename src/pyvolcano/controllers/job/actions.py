@@ -458,8 +458,12 @@ class JobActions:
             to_kill = found
             total = len(to_kill)
         else:
-            st = cached.setdefault("status", {})
+            # Upstream bumps the version on its cached job; the watched object is shared, so
+            # the cache gets a copy carrying the new version instead.
+            st = dict(cached.get("status") or {})
             st["version"] = int(st.get("version") or 0) + 1
+            cached = info.job = {**cached, "status": st}
+            self.cache.update(cached)
             max_retry = int(spec(cached).get("maxRetry") or 0)
             last_retry = int(st.get("retryCount") or 0) >= max_retry - 1
             keep = RETAIN_SOFT if last_retry else retain

@@ -19,16 +19,20 @@ at the given virtual time. Each request is resolved by :func:`~.policies.apply_p
 policy with a ``timeout`` schedules the action (a delayed action) instead, keyed by job and
 pod. Failures are retried with client-go's exponential back-off (5 ms doubling, at most
 1000 s) up to ``max_requeue`` times (``--max-requeue-num``, 15; -1 = unlimited), after which
-the job is terminated. Upstream spreads requests over ``--worker-threads`` goroutines; here
-they are handled one at a time in arrival order, which is one of upstream's possible
-interleavings.
+the job is terminated. Upstream spreads requests over ``--worker-threads`` goroutines, each
+job on one worker; on the in-memory store they are handled one at a time in arrival order,
+which is one of upstream's possible interleavings. On a remote store (one that offers
+``map_concurrently``) the requests of different jobs run concurrently, each job's in order,
+and the bookkeeping they share (work queue, delayed actions) is guarded by a lock.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import random
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -95,6 +99,7 @@ class JobController:
         self.rng = rng
         self.max_requeue = -1 if max_requeue < 0 else max_requeue
         self.cache = JobCache()
+        self._lock = threading.RLock()  # shared bookkeeping when jobs are synced concurrently
         self.queue: WorkQueue[Request] = WorkQueue(dedup=True, max_delay=1000.0)
         self.commands: WorkQueue[_CommandItem] = WorkQueue(dedup=False, max_delay=1000.0)
         self._cmd_seq = itertools.count()
@@ -259,9 +264,10 @@ class JobController:
         self.now = now
         for _ in range(1000):
             worked = self._process_commands()
-            for req in self.queue.drain(now):
+            reqs = list(self.queue.drain(now))
+            if reqs:
                 worked = True
-                self._process_request(req)
+                self._process_requests(reqs)
             due = self._due_timers(now)
             for d in due:
                 worked = True
@@ -291,25 +297,50 @@ class JobController:
             self.queue.add(Request(item.namespace, item.target, event=P.COMMAND_ISSUED, action=item.action))
         return worked
 
+    def _process_requests(self, reqs: list[Request]) -> None:
+        concurrent = getattr(self.store, "map_concurrently", None)
+        if concurrent is None or len(reqs) < 2:
+            for req in reqs:
+                self._process_request(req)
+            return
+        by_job: dict[str, list[Request]] = {}
+        for req in reqs:
+            by_job.setdefault(req.job_key, []).append(req)
+        if len(by_job) == 1:  # one job: keep the store's concurrency for its own pods
+            for req in reqs:
+                self._process_request(req)
+            return
+
+        def work(group: list[Request]) -> None:
+            for req in group:
+                self._process_request(req)
+
+        for result in concurrent([functools.partial(work, g) for g in by_job.values()]):
+            if isinstance(result, Exception):
+                logger.error("job request failed: %s", result)
+
     def _process_request(self, req: Request) -> None:
-        self._clean_pod_delay_actions(req)
-        info = self.cache.get(req.job_key)
-        if info is None or info.job is None:
-            logger.debug("job %s not in cache; dropping %s", req.job_key, req)
-            return
-        d = P.apply_policies(info.job, req)
-        if d.delay != 0:
-            logger.info("Execute <%s> on Job <%s> after %ss", d.action, req.job_key, d.delay)
-            self._add_delay_action(req, d)
-            return
+        with self._lock:
+            self._clean_pod_delay_actions(req)
+            info = self.cache.get(req.job_key)
+            if info is None or info.job is None:
+                logger.debug("job %s not in cache; dropping %s", req.job_key, req)
+                return
+            d = P.apply_policies(info.job, req)
+            if d.delay != 0:
+                logger.info("Execute <%s> on Job <%s> after %ss", d.action, req.job_key, d.delay)
+                self._add_delay_action(req, d)
+                return
         try:
             execute(info, P.state_action(d), self.actions)
         except _FAILURES as e:
-            self._handle_error(req, info, e, d.action)
+            with self._lock:
+                self._handle_error(req, info, e, d.action)
             return
-        self.queue.forget(req)
-        if not P.is_internal_action(d.action):
-            self._cleanup_delay_actions(d)
+        with self._lock:
+            self.queue.forget(req)
+            if not P.is_internal_action(d.action):
+                self._cleanup_delay_actions(d)
 
     def _handle_error(self, req: Request, info: Any, err: Exception, action: str) -> None:
         if self.max_requeue == -1 or self.queue.num_requeues(req) < self.max_requeue:

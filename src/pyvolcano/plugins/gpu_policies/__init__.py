@@ -102,7 +102,7 @@ class GpuPolicy:
         gpus = SessionGpus.of(ssn, self)
         if DEVICESHARE not in ssn.config.plugin_names():
             gpus.enable(sharing=True, number=True)
-            ssn.add_predicate_fn(self.name, gpus.predicate(), cache_key=gpus.predicate_key)
+            ssn.add_predicate_fn(self.name, gpus.predicate(), cache_key=gpus.predicate_key, batchable=False)
         gpus.install_selector(self.weight, lambda task, d, i: self.select(gpus, task, d, i), self)
         weight = self.weight
 
@@ -123,7 +123,7 @@ class GpuPolicy:
             base = self.cache_key(gpus, task)
             return None if base is None else (base, breaks_ties(), len(ssn.node_list))
 
-        ssn.add_node_order_fn(self.name, node_order, cache_key=key)
+        ssn.add_node_order_fn(self.name, node_order, cache_key=key, batchable=False)
 
     def on_session_close(self, ssn: Session) -> None:
         self.session_gpus = None

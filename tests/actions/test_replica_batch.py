@@ -1,0 +1,157 @@
+"""Batched placement of replicas (actions/replica_batch.py) decides exactly as the per-pod path.
+
+The property test builds many seeded clusters (nodes of several sizes, labels and taints,
+running and terminating pods, queues with and without capability, gangs with node selectors,
+tolerations, pod anti-affinity, priorities and partial minMember) and runs the same sessions
+with ``batch_replicas`` on and off: binds (in order), pipelined tasks, evictions, PodGroup
+phases and conditions, fit errors and the round-robin index must be identical.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from builders import dump, node, pod, podgroup, queue
+from pyvolcano.actions.replica_batch import ReplicaBatch
+from pyvolcano.api.manifest import load_manifest_text
+from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
+from pyvolcano.conf import load_scheduler_conf
+from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
+from pyvolcano.framework.registry import default_registry
+
+CONFS = {
+    "default": DEFAULT_SCHEDULER_CONF,
+    "default+binpack": DEFAULT_SCHEDULER_CONF + "  - name: binpack\n",
+    "capacity": DEFAULT_SCHEDULER_CONF.replace("name: proportion", "name: capacity") + "  - name: binpack\n",
+}
+REQUESTS = [("1", "1Gi"), ("2", "2Gi"), ("500m", "512Mi"), ("3", "6Gi"), ("4", "1Gi")]
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    n_queues = draw(st.integers(1, 3))
+    for q in range(n_queues):
+        spec: dict[str, Any] = {}
+        if draw(st.booleans()):
+            spec["capability"] = {"cpu": str(draw(st.integers(4, 40)))}
+        docs.append(queue(f"q{q}", weight=draw(st.integers(1, 4)), **spec))
+    n_nodes = draw(st.integers(1, 30))
+    for i in range(n_nodes):
+        taints = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}] if draw(st.integers(0, 5)) == 0 else None
+        docs.append(node(f"n{i:02d}", cpu=draw(st.sampled_from(["2", "4", "8", "16"])),
+                         memory=draw(st.sampled_from(["4Gi", "8Gi", "32Gi"])),
+                         pods=draw(st.sampled_from(["3", "110"])),
+                         labels={"zone": draw(st.sampled_from(["a", "b"])), "kubernetes.io/hostname": f"n{i:02d}"},
+                         taints=taints))
+    docs.append(podgroup("running", queue="q0", min_member=1, phase="Running"))
+    for k in range(draw(st.integers(0, 6))):
+        extra: dict[str, Any] = {}
+        if draw(st.booleans()):
+            extra["metadata"] = {"deletionTimestamp": "2024-01-01T00:00:00Z"}
+        cpu, mem = draw(st.sampled_from(REQUESTS))
+        p = pod(f"r{k}", "running", cpu=cpu, memory=mem, node_name=f"n{draw(st.integers(0, n_nodes - 1)):02d}",
+                phase="Running")
+        if "metadata" in extra:
+            p["metadata"].update(extra["metadata"])
+        docs.append(p)
+    for j in range(draw(st.integers(1, 8))):
+        replicas = draw(st.integers(1, 14))
+        docs.append(podgroup(f"g{j}", queue=f"q{draw(st.integers(0, n_queues - 1))}",
+                             min_member=draw(st.integers(1, replicas))))
+        cpu, mem = draw(st.sampled_from(REQUESTS))
+        spec = {}
+        if draw(st.integers(0, 3)) == 0:
+            spec["nodeSelector"] = {"zone": draw(st.sampled_from(["a", "b"]))}
+        if draw(st.integers(0, 3)) == 0:
+            spec["tolerations"] = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+        labels = {"app": f"g{j}"}
+        if draw(st.integers(0, 5)) == 0:
+            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": f"g{j}"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        priority = draw(st.sampled_from([None, 1, 10]))
+        # Replicas of one template, except now and then a second template in the same gang.
+        other = draw(st.sampled_from(REQUESTS)) if draw(st.integers(0, 3)) == 0 else None
+        for r in range(replicas):
+            c, m = other if other is not None and r % 3 == 2 else (cpu, mem)
+            docs.append(pod(f"g{j}-{r}", f"g{j}", cpu=c, memory=m, priority=priority, labels=labels, **spec))
+    return docs
+
+
+def run(docs: list[dict[str, Any]], conf: str, *, batch: bool, seed: int, sessions: int) -> list[Any]:
+    objs = load_manifest_text(dump(*docs), "test.yaml")
+    cache = SchedulerCache.from_objects(objs, SchedulerOptions(batch_replicas=batch))
+    config = load_scheduler_conf(conf)
+    registry = default_registry()
+    plugins = registry.plugin_factories(config.plugin_names())
+    actions = registry.action_factories(config.actions)
+    rng = np.random.default_rng(seed)
+    out: list[Any] = []
+    for i in range(sessions):
+        res = cache.run_session(config, plugins, actions, now=float(i), rng=rng)
+        out.append((res.binds, sorted(res.pipelined.items()), res.evictions, sorted(res.podgroup_phases.items()),
+                    cache.last_processed_node_index))
+        for pg in sorted(cache.podgroups(), key=lambda p: (p.namespace, p.name)):
+            out.append((pg.name, pg.phase, [(c.type, c.status, c.reason, c.message) for c in pg.conditions]))
+        for uid, job in sorted(cache.jobs.items()):
+            out.append((uid, job.job_fit_errors, sorted((k, v.error()) for k, v in job.nodes_fit_errors.items())))
+    return out
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=clusters(), conf=st.sampled_from(sorted(CONFS)), seed=st.integers(0, 2**16), sessions=st.integers(1, 2))
+def test_batched_replicas_decide_exactly_as_the_per_pod_path(
+    docs: list[dict[str, Any]], conf: str, seed: int, sessions: int
+) -> None:
+    per_pod = run(docs, CONFS[conf], batch=False, seed=seed, sessions=sessions)
+    batched = run(docs, CONFS[conf], batch=True, seed=seed, sessions=sessions)
+    assert batched == per_pod
+
+
+def test_gang_replicas_spread_by_round_robin_window_and_seeded_ties() -> None:
+    # 300 equal nodes: numNodesToFind is 300 * 46% = 138, so every replica sees a different
+    # window and every choice is a tie broken by the generator.
+    docs: list[dict[str, Any]] = [queue("q")]
+    docs += [node(f"n{i:03d}", cpu="8", memory="16Gi") for i in range(300)]
+    docs.append(podgroup("g", queue="q", min_member=40))
+    docs += [pod(f"g-{r:02d}", "g", cpu="1", memory="1Gi") for r in range(40)]
+    for seed in (0, 1):
+        per_pod = run(docs, CONFS["default+binpack"], batch=False, seed=seed, sessions=1)
+        batched = run(docs, CONFS["default+binpack"], batch=True, seed=seed, sessions=1)
+        assert batched == per_pod
+        binds = per_pod[0][0]
+        assert len(binds) == 40
+        assert per_pod[0][4] != 0  # the round-robin index moved
+
+
+def test_batch_falls_back_to_the_per_pod_path_for_inter_pod_affinity() -> None:
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "g"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    docs: list[dict[str, Any]] = [queue("q"), *(node(f"n{i}", cpu="8") for i in range(3))]
+    docs.append(podgroup("g", queue="q", min_member=3))
+    docs += [pod(f"g-{r}", "g", labels={"app": "g"}, affinity=anti) for r in range(3)]
+    res = run(docs, CONFS["default"], batch=True, seed=0, sessions=1)
+    assert sorted(node for _pod, node in res[0][0]) == ["n0", "n1", "n2"]
+    assert res == run(docs, CONFS["default"], batch=False, seed=0, sessions=1)
+
+
+def _refuse(self: ReplicaBatch, task: Any) -> int | None:
+    raise AssertionError("batched placement used")
+
+
+def test_device_sharing_keeps_allocate_on_the_per_pod_path(monkeypatch: Any) -> None:
+    docs: list[dict[str, Any]] = [queue("q"), *(node(f"n{i}", cpu="8", nvidia__com__gpu="4") for i in range(3))]
+    docs.append(podgroup("g", queue="q", min_member=3))
+    docs += [pod(f"g-{r}", "g") for r in range(3)]
+    conf = DEFAULT_SCHEDULER_CONF + ("  - name: deviceshare\n    arguments:\n"
+                                     "      deviceshare.GPUNumberEnable: true\n")
+    monkeypatch.setattr(ReplicaBatch, "select", _refuse)
+    res = run(docs, conf, batch=True, seed=0, sessions=1)
+    assert len(res[0][0]) == 3
+    with pytest.raises(AssertionError, match="batched placement used"):
+        run(docs, DEFAULT_SCHEDULER_CONF, batch=True, seed=0, sessions=1)
