@@ -47,7 +47,8 @@ def test_unschedulable_condition_explains_why() -> None:
     schedule_objects(cache, load_scheduler_conf(ALLOC), default_registry(), sessions=1, seed=0)
     pg = next(iter(cache.podgroups()))
     cond = next(c for c in pg.conditions if c.type == "Unschedulable")
-    assert cond.reason == "NotEnoughResources"
+    # The reason carries the pending diagnosis' code (docs/differences.md); upstream's text stays.
+    assert cond.reason == "NodeFit.InsufficientResource"
     assert cond.message.startswith("1/1 tasks in gang unschedulable: pod group is not ready")
     assert "0/2 nodes are unavailable: 2 Insufficient cpu." in cond.message
 

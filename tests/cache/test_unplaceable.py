@@ -53,6 +53,9 @@ def test_the_predicates_fit_error_keeps_upstreams_wording_for_ephemeral_storage(
                                  '  - name: predicates\n')
     schedule_objects(cache, config, default_registry(), sessions=1, seed=0)
     (cond,) = [c for c in cache.pg_jobs["ns/pg"].podgroup.conditions if c.type == "Unschedulable"]
-    assert cond.message.endswith("Origin reason is p-0: 0/1 nodes are unavailable: 1 Insufficient ephemeral-storage.")
+    # upstream's wording, then the diagnosis' hint (docs/reasons.md)
+    assert "Origin reason is p-0: 0/1 nodes are unavailable: 1 Insufficient ephemeral-storage. Hint: " in cond.message
+    assert cond.message.endswith("needs 10Gi ephemeral-storage on one node; the largest free block is 5Gi on n1; "
+                                 "the cluster has only 5Gi ephemeral-storage free")
     assert unplaceable_reason(cache, cache.pg_jobs["ns/pg"]) == (
         "Insufficient ephemeral-storage: a pod requests 10Gi, the largest node has 5Gi")

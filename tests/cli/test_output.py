@@ -47,7 +47,7 @@ def test_timings_flag_adds_wall_clock_figures(capsys: pytest.CaptureFixture[str]
 def test_schedule_json_keeps_the_conformance_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["schedule", CLUSTER, "-o", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"binds", "evictions", "pipelined", "podgroups", "stats"}
+    assert set(out) == {"binds", "evictions", "pipelined", "podgroups", "diagnoses", "stats"}
     assert out["stats"] == {"sessions": 1}
 
 
@@ -69,7 +69,8 @@ def test_tables_are_not_truncated_when_piped(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "…" not in out
     reason = next(line for line in out.splitlines() if "team/too-big" in line and "Inqueue" in line)
-    assert "Origin reason is too-big-worker-0: 0/12 nodes are unavailable" in reason
+    assert "NodeFit.InsufficientResource" in reason
+    assert "the cluster has only 21 nvidia.com/gpu free" in reason  # the hint's end, on the same line
 
 
 def test_wide_adds_columns(capsys: pytest.CaptureFixture[str]) -> None:

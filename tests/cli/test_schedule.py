@@ -16,8 +16,21 @@ def test_schedule_prints_one_json_object_on_stdout() -> None:
     proc = run("schedule", str(ROOT / "examples" / "cluster.yaml"), "-o", "json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) == {"binds", "evictions", "pipelined", "podgroups", "stats"}
+    assert set(out) == {"binds", "evictions", "pipelined", "podgroups", "diagnoses", "stats"}
     assert out["podgroups"]["team/train-llm"] == "Inqueue"
+
+
+def test_schedule_json_diagnoses_every_job_left_short() -> None:
+    proc = run("schedule", str(ROOT / "examples" / "cluster.yaml"), "--sessions", "2", "-o", "json")
+    out = json.loads(proc.stdout)
+    diag = out["diagnoses"]["team/too-big"]
+    assert diag["stage"] == "node-fit"
+    assert diag["reason"] == "NodeFit.InsufficientResource"
+    gpu = next(r for r in diag["resources"] if r["name"] == "nvidia.com/gpu")
+    assert gpu["requested"] == 24.0 and gpu["shortfall"] > 0
+    assert diag["node_failures"] == {"Insufficient nvidia.com/gpu": 12}
+    assert diag["hint"].startswith("needs 8 nvidia.com/gpu on one node; the largest free block is ")
+    assert "team/train-llm" not in out["diagnoses"]
 
 
 def test_two_sessions_bind_admitted_gangs() -> None:
@@ -57,4 +70,5 @@ def test_table_output_lists_decisions_and_pending_reasons() -> None:
     proc = run("schedule", str(ROOT / "examples" / "cluster.yaml"), "--sessions", "2", "-o", "table")
     assert proc.returncode == 0
     assert "team/train-llm-worker-0" in proc.stdout
-    assert "tasks in gang unschedulable" in proc.stdout
+    assert "NodeFit.InsufficientResource" in proc.stdout
+    assert "needs 8 nvidia.com/gpu on one node" in proc.stdout

@@ -278,7 +278,8 @@ def test_report_directory(tmp_path: Path) -> None:
                      "wait_cdf.png", "jct_cdf.png", "report.html"}
     assert all(f.exists() and f.stat().st_size > 0 for f in files)
     assert _header(tmp_path / "jobs.csv") == ["key", "queue", "submit_s", "first_bind_s", "start_s", "end_s", "wait_s",
-                                              "jct_s", "gpus", "pods", "phase", "restarts", "preemptions", "reason"]
+                                              "jct_s", "gpus", "pods", "phase", "restarts", "preemptions", "reason",
+                                              "pending_reason", "pending_hint"]
     assert _header(tmp_path / "queues.csv") == ["queue", "jobs", "never_started", "mean_wait_s", "p95_wait_s",
                                                 "mean_jct_s", "gpu_hours", "mean_share", "mean_deserved_share",
                                                 "busy_mean_share", "busy_mean_deserved_share"]
@@ -395,7 +396,8 @@ def test_unfinished_jobs_and_their_reasons_reach_the_summary_csv_and_html(tmp_pa
     run.virtual_seconds, run.end_reason = 400.0, "stalled"
     out = summarize(run)
     assert out["unfinished"] == [{"job": "ns/c", "started": False, "phase": "Pending",
-                                  "reason": "PodGroup Pending: not enqueued (Insufficient nvidia.com/gpu: …)"}]
+                                  "reason": "PodGroup Pending: not enqueued (Insufficient nvidia.com/gpu: …)",
+                                  "pending_reason": None, "pending_hint": None}]
     assert out["summary"]["busy_window_s"] == 400.0     # a job never started: the whole run is busy
     write_report(run, tmp_path)
     assert _csv(tmp_path / "jobs.csv")[-1]["reason"].startswith("PodGroup Pending: not enqueued")

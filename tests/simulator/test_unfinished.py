@@ -37,7 +37,8 @@ def test_a_job_without_duration_runs_until_nothing_else_can_happen_and_says_so()
     assert res.jobs["default/short"].reason is None
     s = summarize(sim.metrics)
     assert (s["summary"]["running_at_end"], s["summary"]["running_without_duration"]) == (1, 1)
-    assert s["unfinished"] == [{"job": "default/forever", "started": True, "phase": "Running", "reason": ENDLESS}]
+    assert s["unfinished"] == [{"job": "default/forever", "started": True, "phase": "Running", "reason": ENDLESS,
+                                "pending_reason": None, "pending_hint": None}]
     assert "1 run(s) forever because their pods have no pyvolcano.io/duration" in end_lines(s)[0]
 
 
@@ -81,8 +82,9 @@ def test_node_selector_job_never_starts_with_the_schedulers_fit_error() -> None:
     assert rec.started is None
     assert rec.reason is not None
     assert rec.reason.startswith("1/1 tasks in gang unschedulable: pod group is not ready")
-    assert rec.reason.endswith("Origin reason is selective-first-0: 0/2 nodes are unavailable: "
-                               "2 node(s) didn't match Pod's node affinity/selector.")
+    # upstream's message, then the diagnosis' hint (docs/reasons.md)
+    assert ("Origin reason is selective-first-0: 0/2 nodes are unavailable: "
+            "2 node(s) didn't match Pod's node affinity/selector. Hint: no node passes") in rec.reason
     assert summarize(sim.metrics)["unfinished"][0]["reason"] == rec.reason
 
 

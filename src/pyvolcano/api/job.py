@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyvolcano.api.objects import PREEMPTABLE_KEY, PodGroup
 from pyvolcano.api.resource import Resource
@@ -23,6 +24,9 @@ from pyvolcano.api.task import (
     _parse_bool,
 )
 from pyvolcano.api.unschedule import FitErrors
+
+if TYPE_CHECKING:
+    from pyvolcano.diagnosis.model import Diagnosis
 
 __all__ = ["JobInfo", "ValidateResult"]
 
@@ -58,6 +62,7 @@ class JobInfo:
         "allocated",
         "close_key",
         "creation_timestamp",
+        "diagnosis",
         "fit_version",
         "inqueue_memo",
         "job_fit_errors",
@@ -129,6 +134,9 @@ class JobInfo:
         self.status_key: tuple[object, ...] | None = None
         # What session close last derived the PodGroup status from (framework/job_updater.py).
         self.close_key: tuple[object, ...] | None = None
+        # Why the job is short of what it needs, as of the last session close that looked at
+        # it (pyvolcano.diagnosis; None when nothing is unplaced or diagnosis is off).
+        self.diagnosis: Diagnosis | None = None
 
     # ------------------------------------------------------------------ podgroup
     def set_podgroup(self, pg: PodGroup, default_queue: str = "default") -> None:

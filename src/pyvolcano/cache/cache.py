@@ -30,6 +30,7 @@ from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.interfaces import Action, Plugin
 from pyvolcano.framework.job_updater import close_session
 from pyvolcano.framework.observer import SessionObserver
@@ -64,6 +65,9 @@ class SchedulerOptions:
     # scorer is node-local for them (actions/replica_batch.py); the decisions are those of
     # the per-pod path, which False forces (kept for the equivalence tests and benchmarks).
     batch_replicas: bool = True
+    # pyvolcano extension: a pending diagnosis for every job left short at session close
+    # (pyvolcano.diagnosis), with its reason code and hint on the Unschedulable condition.
+    diagnose: bool = True
 
 
 @dataclass(slots=True)
@@ -89,6 +93,8 @@ class SessionResult:
     nominated: dict[str, str] = field(default_factory=dict)
     # Deserved resources per queue, from plugins that compute it (proportion, capacity).
     deserved: dict[str, Resource] = field(default_factory=dict)
+    # Why each job left short is blocked, by job key (pyvolcano.diagnosis).
+    diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
 
 
 class SchedulerCache:
@@ -313,6 +319,7 @@ class SchedulerCache:
             observer.session_closing(ssn)
         close_session(ssn)
         result.nominated = dict(ssn.nominated)
+        result.diagnoses = ssn.diagnoses
         for task, node_name in ssn.binds:
             if task.status == TaskStatus.Binding:
                 ann = ssn.bind_annotations.get(task.uid) or {}

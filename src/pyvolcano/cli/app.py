@@ -64,6 +64,15 @@ def _register_kube_commands() -> None:
 _register_kube_commands()
 
 
+def _register_job_commands() -> None:
+    from pyvolcano.cli.job import job_app
+
+    app.add_typer(job_app, name="job")
+
+
+_register_job_commands()
+
+
 @app.callback()
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,

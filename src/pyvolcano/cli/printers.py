@@ -39,17 +39,18 @@ def print_schedule_table(result: dict[str, Any], cache: SchedulerCache, *, wide:
         for col in ("QUEUE", "MINMEMBER"):
             pgs.add_column(col)
     pgs.add_column("REASON", overflow="fold")
+    pgs.add_column("HINT", overflow="fold")
+    diagnoses = result.get("diagnoses") or {}
     for pg in cache.podgroups():
-        reason = ""
-        for c in pg.conditions:
-            if c.type == "Unschedulable" and c.status == "True":
-                reason = c.message
-        if pg.phase in ("Pending", "Inqueue") and "Origin reason" not in reason:
-            job = cache.pg_jobs.get(f"{pg.namespace}/{pg.name}")
+        key = f"{pg.namespace}/{pg.name}"
+        diag = diagnoses.get(key)
+        reason, hint = (diag["reason"], diag["hint"]) if diag else ("", "")
+        if pg.phase in ("Pending", "Inqueue") and (diag is None or diag["stage"] != "node-fit"):
+            job = cache.pg_jobs.get(key)
             note = unplaceable_reason(cache, job) if job is not None else ""
-            reason = f"{reason} ({note})" if reason and note else (reason or note)
+            hint = f"{hint} ({note})" if hint and note else (hint or note)
         extra = [pg.queue, str(pg.min_member)] if wide else []
-        pgs.add_row(f"{pg.namespace}/{pg.name}", pg.phase, *extra, reason)
+        pgs.add_row(key, pg.phase, *extra, reason, hint)
     out.print(pgs)
     secs = result["stats"]["session_seconds"]
     out.print(f"{result['stats']['sessions']} session(s), {sum(secs):.3f}s")

@@ -65,7 +65,11 @@ def _build(path: Path, field: str, build: Any) -> None:
 
 def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, registry: Registry, *,
                      sessions: int, seed: int) -> dict[str, Any]:
-    """Run ``sessions`` sessions and return the contract's JSON object (without timings)."""
+    """Run ``sessions`` sessions and return the contract's JSON object (without timings).
+
+    ``diagnoses`` holds the last session's pending diagnosis of every job left short, by
+    PodGroup key (the schema of :meth:`pyvolcano.diagnosis.Diagnosis.to_dict`).
+    """
     plugins = registry.plugin_factories(config.plugin_names())
     actions = registry.action_factories(config.actions)
     rng = np.random.default_rng(seed)
@@ -77,6 +81,7 @@ def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, regi
     evictions: list[str] = []
     pipelined: dict[str, str] = {}
     timings: list[float] = []
+    diagnoses: dict[str, Any] = {}
     for i in range(sessions):
         t0 = time.perf_counter()
         res = cache.run_session(config, plugins, actions, now=base + float(i), rng=rng)
@@ -85,12 +90,14 @@ def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, regi
             binds[key] = node
         evictions.extend(res.evictions)
         pipelined = res.pipelined
+        diagnoses = {key: d.to_dict() for key, d in sorted(res.diagnoses.items())}
     podgroups = {f"{pg.namespace}/{pg.name}": pg.phase for pg in cache.podgroups()}
     return {
         "binds": dict(sorted(binds.items())),
         "evictions": sorted(evictions),
         "pipelined": dict(sorted(pipelined.items())),
         "podgroups": dict(sorted(podgroups.items())),
+        "diagnoses": diagnoses,
         "stats": {"sessions": sessions, "session_seconds": [round(t, 6) for t in timings]},
     }
 

@@ -105,6 +105,15 @@ def print_simulation_table(result: SimulationResult, *, wide: bool = False, timi
                   "-" if r.finished is None else _fmt_secs(r.finished),
                   f"{p['pending']}/{p['running']}/{p['succeeded']}/{p['failed']}")
     console.print(t)
+    waiting = [(key, r.why) for key, r in sorted(result.jobs.items()) if r.why is not None]
+    if waiting:
+        wt = Table(title="Why jobs never started", box=None)
+        wt.add_column("JOB", no_wrap=True)
+        wt.add_column("REASON", no_wrap=True)
+        wt.add_column("HINT", overflow="fold")
+        for key, why in waiting:
+            wt.add_row(key, str(why.reason), why.hint)
+        console.print(wt)
     if result.rejected:
         rt = Table(title="Rejected at submission", box=None)
         rt.add_column("DOC")

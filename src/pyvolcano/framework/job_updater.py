@@ -8,6 +8,11 @@ back: open statements are discarded, and tasks still Allocated (gang never ready
 Pipelined return to Pending. Pipelined tasks whose pipelining involved evictions keep the
 node as ``status.nominatedNodeName``.
 
+Diagnosis (pyvolcano.diagnosis): before the plugins close, every job left with unplaced pods
+gets a :class:`~pyvolcano.diagnosis.Diagnosis`; after gang has written its ``Unschedulable``
+condition, the condition's reason becomes the diagnosis' reason code and its message gets the
+hint appended. Settled jobs keep both from the close that last looked at them.
+
 Settled jobs: everything close derives for a job (gang's condition, the phase, the counts,
 the pods' PodScheduled conditions) is a function of the job's tasks, its PodGroup, its fit
 errors and its tasks' last transactions. A job whose ``close_key`` (task/PodGroup version,
@@ -23,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.task import COMPLETED_STATUS, TaskStatus
+from pyvolcano.diagnosis.diagnose import amend_condition, diagnose_session
 from pyvolcano.framework.observer import ON_SESSION_CLOSE
 
 if TYPE_CHECKING:
@@ -69,6 +75,9 @@ def settled_jobs(ssn: Session) -> set[str]:
 
 def close_session(ssn: Session) -> None:
     ssn.settled = settled = settled_jobs(ssn)
+    if ssn.cache.options.diagnose:
+        # Before the plugins close: the diagnosis reads their quotas and predicates.
+        ssn.diagnoses = diagnose_session(ssn)
     obs = ssn.observer
     for opt, plugin in ssn.plugins:
         if obs is None:
@@ -77,6 +86,9 @@ def close_session(ssn: Session) -> None:
             t0 = obs.timer()
             plugin.on_session_close(ssn)
             obs.plugin_done(opt.name, ON_SESSION_CLOSE, obs.timer() - t0)
+    for uid, diag in ssn.diagnoses.items():
+        if uid not in settled:
+            amend_condition(ssn.jobs[uid], diag, ssn.uid)
     for uid, job in ssn.jobs.items():
         pg = job.podgroup
         if pg is None or uid in settled:

@@ -39,6 +39,7 @@ from pyvolcano.framework.statement import Statement
 
 if TYPE_CHECKING:
     from pyvolcano.cache.cache import SchedulerCache
+    from pyvolcano.diagnosis.model import Diagnosis
 
 __all__ = ["NodeFailures", "Session"]
 
@@ -125,6 +126,8 @@ class Session:
         # Jobs session close leaves alone because nothing they derive from changed
         # (framework/job_updater.py); filled at close.
         self.settled: set[str] = set()
+        # Why each job left short is blocked (pyvolcano.diagnosis), by job key; filled at close.
+        self.diagnoses: dict[str, Diagnosis] = {}
         self.skip_unchanged = cache.options.skip_unchanged_unschedulable
         for job in self.jobs.values():
             if self.skip_unchanged and self.unchanged_since_failure(job):

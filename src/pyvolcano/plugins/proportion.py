@@ -20,6 +20,7 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import DimensionDefault, Resource, share
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.diagnosis.model import QueueQuota
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 from pyvolcano.framework.job_sums import JobSums
 from pyvolcano.plugins._util import (
@@ -271,6 +272,15 @@ class Proportion:
     def deserved_snapshot(self) -> dict[str, Resource]:
         """Each queue's current deserved resources (read by the simulator's metrics)."""
         return {name: attr.deserved.clone() for name, attr in self.queue_opts.items()}
+
+    def quota_snapshot(self) -> dict[str, QueueQuota]:
+        """Each queue's quota as allocate and enqueue check it (read by the pending diagnosis)."""
+        return {
+            name: QueueQuota("proportion", attr.allocated.clone(), attr.inqueue.clone(), attr.elastic.clone(),
+                             attr.deserved.clone(), attr.real_capability.clone(), attr.deserved.clone(),
+                             "deserved")
+            for name, attr in self.queue_opts.items()
+        }
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_opts = {}

@@ -44,6 +44,9 @@ class JobMetrics:
     restarts: int = 0
     preemptions: int = 0
     reason: str | None = None  # why it had not finished when the run stopped (None: finished)
+    # For a job that never started: its last session's diagnosis (pyvolcano.diagnosis).
+    pending_reason: str = ""
+    pending_hint: str = ""
 
     @property
     def wait(self) -> float | None:

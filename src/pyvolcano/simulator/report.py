@@ -68,7 +68,7 @@ from pyvolcano.simulator.metrics import ENDLESS, JobMetrics, RunMetrics, Sample
 __all__ = ["busy_end", "compare", "end_lines", "print_summary", "run_labels", "summarize", "write_report"]
 
 JOBS_COLUMNS = ("key", "queue", "submit_s", "first_bind_s", "start_s", "end_s", "wait_s", "jct_s", "gpus", "pods",
-                "phase", "restarts", "preemptions", "reason")
+                "phase", "restarts", "preemptions", "reason", "pending_reason", "pending_hint")
 QUEUES_COLUMNS = ("queue", "jobs", "never_started", "mean_wait_s", "p95_wait_s", "mean_jct_s", "gpu_hours",
                   "mean_share", "mean_deserved_share", "busy_mean_share", "busy_mean_deserved_share")
 UNFINISHED_LISTED = 20
@@ -252,6 +252,16 @@ def _job_stats(jobs: Sequence[JobMetrics]) -> dict[str, Any]:
     }
 
 
+def _never_started_why(jobs: Sequence[JobMetrics]) -> dict[str, Any]:
+    """Jobs that never started, by the reason code of their last session's diagnosis
+    (docs/reasons.md), most frequent first."""
+    reasons: dict[str, int] = {}
+    for j in jobs:
+        if j.start is None and j.pending_reason:
+            reasons[j.pending_reason] = reasons.get(j.pending_reason, 0) + 1
+    return {"never_started_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))}
+
+
 def summarize(run: RunMetrics) -> dict[str, Any]:
     """``{"summary": {...}, "queues": {queue: {...}}, "stats": {...}}``; see the module docstring."""
     return _summarize(run, _series(run))
@@ -280,6 +290,7 @@ def _summarize(run: RunMetrics, ser: _Series) -> dict[str, Any]:
         "running_at_end": sum(1 for j in run.jobs if j.start is not None and j.end is None),
         "running_without_duration": sum(1 for j in run.jobs if j.end is None and j.reason == ENDLESS),
         "end_reason": run.end_reason,
+        **_never_started_why(run.jobs),
     }
     by_queue: dict[str, list[JobMetrics]] = {q: [] for q in ser.queues}
     for j in run.jobs:
@@ -313,7 +324,8 @@ def _summarize(run: RunMetrics, ser: _Series) -> dict[str, Any]:
         "notes": list(run.notes),
     }
     open_jobs = sorted((j for j in run.jobs if j.end is None), key=lambda j: (j.start is not None, j.submit, j.key))
-    unfinished = [{"job": j.key, "started": j.start is not None, "phase": j.phase, "reason": j.reason}
+    unfinished = [{"job": j.key, "started": j.start is not None, "phase": j.phase, "reason": j.reason,
+                   "pending_reason": j.pending_reason or None, "pending_hint": j.pending_hint or None}
                   for j in open_jobs[:UNFINISHED_LISTED]]
     return {"summary": summary, "queues": queues, "stats": stats, "unfinished": unfinished}
 
@@ -389,7 +401,8 @@ def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object
 
 def _write_jobs_csv(run: RunMetrics, path: Path) -> Path:
     rows = ((j.key, j.queue, j.submit, j.first_bind, j.start, j.end, j.wait, j.jct, float(j.gpus), j.pods, j.phase,
-             j.restarts, j.preemptions, j.reason) for j in sorted(run.jobs, key=lambda j: (j.submit, j.key)))
+             j.restarts, j.preemptions, j.reason, j.pending_reason, j.pending_hint)
+            for j in sorted(run.jobs, key=lambda j: (j.submit, j.key)))
     return _write_csv(path, JOBS_COLUMNS, rows)
 
 
@@ -583,6 +596,10 @@ def print_summary(run: RunMetrics, *, other: RunMetrics | None = None, console: 
         console.print(qt)
         for line in end_lines(sa):
             console.print(line, highlight=False, markup=False)
+        reasons = sa["summary"]["never_started_reasons"]
+        if reasons:
+            console.print("Never started, by reason: " + ", ".join(f"{r} {n}" for r, n in reasons.items()),
+                          highlight=False, markup=False)
         console.print(_session_line(st), highlight=False)
         return
     la, lb = run_labels(run, other)
@@ -645,7 +662,8 @@ def end_lines(summ: dict[str, Any]) -> list[str]:
     lines = [f"Not finished: {running} job(s) still running, {never} never started — {why}."]
     for u in summ["unfinished"]:
         state = "running" if u["started"] else "never started"
-        lines.append(f"  {u['job']} ({state}): {u['reason'] or '-'}")
+        why = f"{u['pending_reason']}: {u['pending_hint']}" if u.get("pending_reason") else u["reason"] or "-"
+        lines.append(f"  {u['job']} ({state}): {why}")
     listed = len(summ["unfinished"])
     if running + never > listed:
         lines.append(f"  … and {running + never - listed} more (--report writes every job's reason to jobs.csv)")

@@ -76,9 +76,11 @@ def _unfinished(s: dict[str, Any]) -> str:
     lines = end_lines(s)
     if not lines:
         return ""
-    rows = [[_e(u["job"]), _e("running" if u["started"] else "never started"), _e(u["reason"] or "-")]
+    rows = [[_e(u["job"]), _e("running" if u["started"] else "never started"), _e(u.get("pending_reason") or "-"),
+             _e(u.get("pending_hint") or "-"), _e(u["reason"] or "-")]
             for u in s["unfinished"]]
-    return (f"<h2>Not finished</h2><p>{_e(lines[0])}</p>" + _table(("job", "state", "reason"), rows)
+    return (f"<h2>Not finished</h2><p>{_e(lines[0])}</p>"
+            + _table(("job", "state", "reason code", "hint", "scheduler's message"), rows)
             + "".join(f"<p class=meta>{_e(x.strip())}</p>" for x in lines[1 + len(rows):]))
 
 
@@ -140,6 +142,14 @@ def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | Non
     for label, s in runs:
         suffix = f" — {label}" if len(runs) > 1 else ""
         parts.append(f"<h2>Queues{_e(suffix)}</h2>" + _table(_QUEUE_HEADER, _queue_rows(s)))
+    for label, s in runs:
+        suffix = f" — {label}" if len(runs) > 1 else ""
+        why = s["summary"].get("never_started_reasons") or {}
+        if why:
+            parts.append(f"<h2>Why jobs never started{_e(suffix)}</h2>"
+                         + _table(("reason", "jobs"), [[_e(r), _e(n)] for r, n in why.items()])
+                         + "<p class=meta>From each job's last scheduling session; the reason codes are "
+                           "explained in pyvolcano's docs/reasons.md.</p>")
     for label, s in runs:
         suffix = f" — {label}" if len(runs) > 1 else ""
         parts.append(f"<h2>Scheduler{_e(suffix)}</h2>" + _table(("", ""), _stats_rows(s["stats"])))

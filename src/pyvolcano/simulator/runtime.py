@@ -42,6 +42,7 @@ from pyvolcano.api.duration import MAX_DURATION_SECONDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions, SessionResult
 from pyvolcano.cache.ingest import apply_event
 from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.registry import Registry
 from pyvolcano.simulator.collector import MetricsCollector
 from pyvolcano.simulator.engine import EventLoop
@@ -74,6 +75,8 @@ class JobRecord:
     reason: str | None = None
     """Why an unfinished job had not started or not ended when the run stopped (see
     :meth:`Simulation.explain_unfinished`); None for finished jobs."""
+    # Why a job that never started was pending, from its last session (pyvolcano.diagnosis).
+    why: Diagnosis | None = None
 
 
 @dataclass(slots=True)
@@ -96,7 +99,8 @@ class SimulationResult:
         return {
             "jobs": {
                 k: {"phase": r.phase, "retryCount": r.retry_count, "submitted": r.submitted, "started": r.started,
-                    "finished": r.finished, "pods": dict(r.pods), "reason": r.reason}
+                    "finished": r.finished, "pods": dict(r.pods), "reason": r.reason,
+                    "why": None if r.why is None else r.why.to_dict()}
                 for k, r in sorted(self.jobs.items())
             },
             "podgroups": dict(sorted(self.podgroups.items())),
@@ -416,10 +420,21 @@ class Simulation:
         m.wall_seconds = wall
         m.sessions = self.sessions
         podgroups = {}
+        diagnosed: dict[str, Diagnosis] = {}
         for pg in self.store.list("PodGroup"):
             md = pg["metadata"]
             key = f"{md.get('namespace', 'default')}/{md['name']}"
             podgroups[key] = (pg.get("status") or {}).get("phase", "Pending")
+            job = self.cache.pg_jobs.get(key)
+            if job is not None and job.diagnosis is not None:
+                owner = next((r.get("name") for r in md.get("ownerReferences") or [] if r.get("kind") == "Job"), None)
+                diagnosed[f"{md.get('namespace', 'default')}/{owner}" if owner else key] = job.diagnosis
+        # Jobs that never started say why: the diagnosis of their last session.
+        for key, rec in self.jobs.items():
+            rec.why = diagnosed.get(key) if rec.started is None else None
+        for jm in m.jobs:
+            d = diagnosed.get(jm.key) if jm.start is None else None
+            jm.pending_reason, jm.pending_hint = (str(d.reason), d.hint) if d is not None else ("", "")
         queues = {}
         for q in self.store.list("Queue"):
             st = q.get("status") or {}

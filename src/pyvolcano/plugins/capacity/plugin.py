@@ -39,6 +39,7 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import DimensionDefault, Resource
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.diagnosis.model import QueueQuota
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 from pyvolcano.plugins.capacity.attrs import (
@@ -91,6 +92,17 @@ class Capacity:
         if self.session is None:
             return {}
         return {name: attr.deserved.clone() for name, attr in self.session.opts.items()}
+
+    def quota_snapshot(self) -> dict[str, QueueQuota]:
+        """Each queue's quota as allocate and enqueue check it (read by the pending diagnosis)."""
+        if self.session is None:
+            return {}
+        return {
+            name: QueueQuota("capacity", attr.allocated.clone(), attr.inqueue.clone(), attr.elastic.clone(),
+                             attr.deserved.clone(), attr.real_capability.clone(), attr.real_capability.clone(),
+                             "capability")
+            for name, attr in self.session.opts.items()
+        }
 
     def on_session_close(self, ssn: Session) -> None:
         self.session = None

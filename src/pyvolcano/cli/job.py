@@ -1,0 +1,209 @@
+"""``pyvolcano job …``: commands about one job (``why``: the pending diagnosis).
+
+The ``job`` sub-app is :data:`job_app`; ``cli/app.py`` mounts it. Each verb is one function
+here, registered with ``@job_app.command``; further verbs (``run``, ``list``) join the same
+sub-app.
+
+``job why NAME`` runs scheduling sessions offline on the cluster's scheduler inputs — a
+snapshot file (``--cluster``) or a live cluster read through the Kubernetes store
+(``--kubeconfig``) — and prints the job's diagnosis (docs/reasons.md). It is read-only: the
+sessions run on an in-memory cache and nothing is written back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pyvolcano.cli import options
+from pyvolcano.cli.options import Group
+
+if TYPE_CHECKING:
+    from pyvolcano.api.manifest import ClusterObjects
+    from pyvolcano.cache.cache import SchedulerCache
+    from pyvolcano.conf.schema import SchedulerConfiguration
+    from pyvolcano.framework.registry import Registry
+
+__all__ = ["job_app", "load_live_objects", "read_store_objects", "resolve_podgroup", "run_why", "why_document"]
+
+job_app = typer.Typer(help="Jobs: why one is pending.", no_args_is_help=True, cls=Group)
+
+WHY_FORMATS = ("json", "yaml", "table")
+# What the scheduler reads from a live cluster.
+LIVE_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+
+
+class JobError(Exception):
+    """A user mistake on the command line (exit status 2)."""
+
+
+@job_app.command("why")
+def why(
+    name: Annotated[str, typer.Argument(help="The job: its PodGroup's name, or a vcjob's name")],
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="The job's namespace")] = "default",
+    cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
+                                                "(as `schedule` reads)")] = None,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only)")]
+    = None,
+    context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf "
+                                                "(default: upstream's built-in)")] = None,
+    sessions: Annotated[int, typer.Option("--sessions", min=1, help="Sessions to run before answering")] = 1,
+    output: Annotated[str | None, typer.Option("--output", "-o", callback=options.output_format(WHY_FORMATS),
+                                               help="table, json or yaml (default: table on a terminal, "
+                                                    "else json)")] = None,
+    seed: Annotated[int, typer.Option("--seed", callback=options.seed,
+                                      help="Seed for random tie-breaking between equal nodes")] = 0,
+    timeout: Annotated[float, typer.Option("--request-timeout", help="Seconds to wait for the live cluster")]
+    = 30.0,
+) -> None:
+    """Why a job is pending: the stage, reason code, figures and the change that would unblock it."""
+    assert output is not None  # set by the callback
+    raise typer.Exit(run_why(name, namespace, cluster=cluster, kubeconfig=kubeconfig, context=context,
+                             config_path=config, sessions=sessions, output=output, seed=seed, timeout=timeout))
+
+
+def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str | None, context: str | None,
+            config_path: Path | None, sessions: int, output: str, seed: int, timeout: float) -> int:
+    from pyvolcano.api.manifest import ManifestError, check_queue_parents
+    from pyvolcano.cache.cache import SchedulerCache
+    from pyvolcano.cli.output import emit, error
+    from pyvolcano.cli.schedule import load_config, load_snapshot
+    from pyvolcano.conf import ConfigError
+    from pyvolcano.framework.arguments import ArgumentError
+    from pyvolcano.framework.registry import default_registry
+
+    registry = default_registry()
+    try:
+        if (cluster is None) == (kubeconfig is None):
+            raise JobError("give exactly one of --cluster FILE (a snapshot) or --kubeconfig FILE (a live cluster)")
+        config = load_config(config_path, registry)
+        for tier in config.tiers:
+            for opt in tier.plugins:
+                registry.plugin(opt.name)(opt.arguments)
+        for action in config.actions:
+            registry.action(action)(config.action_arguments(action))
+        if cluster is not None:
+            objs, source = load_snapshot([cluster]), cluster
+            check_queue_parents(objs, source)
+        else:
+            assert kubeconfig is not None
+            objs, source = load_live_objects(kubeconfig, context, timeout), f"the cluster of {kubeconfig}"
+        cache = SchedulerCache.from_objects(objs)
+        key = resolve_podgroup(cache, name, namespace, source)
+    except (JobError, ManifestError, ConfigError, ArgumentError, ValueError) as e:
+        error(str(e))
+        return 2
+    except LiveReadError as e:
+        error(str(e))
+        return 1
+    doc = why_document(cache, key, config, registry, sessions=sessions, seed=seed)
+    if output in ("json", "yaml"):
+        emit(doc, output)
+    else:
+        from pyvolcano.cli.output import console
+
+        console().print(render_why(doc), end="", markup=False)
+    return 0
+
+
+def why_document(cache: SchedulerCache, key: str, config: SchedulerConfiguration, registry: Registry, *,
+                 sessions: int, seed: int) -> dict[str, Any]:
+    """Run ``sessions`` sessions on ``cache`` and return ``job why``'s document for PodGroup ``key``:
+    ``{"job", "phase", "queue", "diagnosis"}`` (``diagnosis`` null when nothing is pending)."""
+    from pyvolcano.cli.schedule import schedule_objects
+
+    result = schedule_objects(cache, config, registry, sessions=sessions, seed=seed)
+    job = cache.pg_jobs[key]
+    assert job.podgroup is not None
+    return {"job": key, "phase": job.podgroup.phase, "queue": job.queue, "diagnosis": result["diagnoses"].get(key)}
+
+
+class LiveReadError(Exception):
+    """The live cluster could not be read (exit status 1)."""
+
+
+def load_live_objects(kubeconfig: str, context: str | None, timeout: float) -> ClusterObjects:
+    """The scheduler's inputs from a live cluster, read once through the Kubernetes store."""
+    from pyvolcano.kube import connect
+
+    store = connect(kubeconfig=kubeconfig, context=context, kinds=LIVE_KINDS, user_agent="pyvolcano-job-why")
+    try:
+        return read_store_objects(store, timeout, f"the cluster of {kubeconfig}")
+    finally:
+        store.stop()
+
+
+def read_store_objects(store: Any, timeout: float, source: str) -> ClusterObjects:
+    """Every object of :data:`LIVE_KINDS` in ``store`` (a synced Store), parsed."""
+    from pyvolcano.api.manifest import parse_objects
+
+    if not store.wait_for_sync(timeout):
+        raise LiveReadError(f"{source}: the objects were not listed within {timeout:g}s")
+    docs = [obj for kind in LIVE_KINDS for obj in store.list(kind)]
+    return parse_objects(list(enumerate(docs)), source)
+
+
+def resolve_podgroup(cache: SchedulerCache, name: str, namespace: str, source: str) -> str:
+    """The PodGroup key for ``name``: the PodGroup itself, or the one a vcjob ``name`` owns
+    (the controller names it ``<job>-<job uid>``)."""
+    key = f"{namespace}/{name}"
+    if key in cache.pg_jobs:
+        return key
+    owned = sorted(k for k in cache.pg_jobs if k.startswith(f"{key}-"))
+    if len(owned) == 1:
+        return owned[0]
+    if owned:
+        raise JobError(f"{source}: {len(owned)} PodGroups in namespace {namespace} start with {name}- "
+                       f"({', '.join(k.partition('/')[2] for k in owned)}); name one of them")
+    raise JobError(f"{source}: no PodGroup {name} in namespace {namespace}")
+
+
+def render_why(doc: dict[str, Any]) -> str:
+    """The diagnosis for people: a short key/value block, then the figures and the histogram."""
+    from pyvolcano.api.quantity import format_quantity
+
+    def amount(res: str, v: float | None) -> str:
+        if v is None:
+            return "-"
+        return format_quantity(v, binary=True) if res == "memory" else f"{v:g}"
+
+    diag = doc["diagnosis"]
+    lines = [f"JOB       {doc['job']}  (PodGroup {doc['phase']}, queue {doc['queue']})"]
+    if diag is None:
+        lines.append("PENDING   no: every pod the job needs is placed or running")
+        return "\n".join(lines) + "\n"
+    t = diag["tasks"]
+    lines += [
+        f"STAGE     {diag['stage']}",
+        f"REASON    {diag['reason']}",
+        f"MESSAGE   {diag['message']}",
+        f"HINT      {diag['hint']}",
+        f"PODS      {t['total']} total, minAvailable {t['min_available']}, {t['placed']} placed, "
+        f"{t['unplaced']} unplaced, {t['gated']} gated",
+    ]
+    if diag["task"]:
+        lines.append(f"POD       {diag['task']}  (figures per {diag['scope']})")
+    if diag["resources"]:
+        rows = [("RESOURCE", "REQUESTED", "FREE IN QUEUE", "FREE IN CLUSTER", "FREE ON BEST NODE", "BEST NODE",
+                 "SHORTFALL")]
+        for r in diag["resources"]:
+            n = r["name"]
+            rows.append((n, amount(n, r["requested"]), amount(n, r["free_in_queue"]),
+                         amount(n, r["free_in_cluster"]), amount(n, r["free_on_best_node"]),
+                         r["best_node"] or "-", amount(n, r["shortfall"])))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines.append("")
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    if diag["node_failures"]:
+        lines += ["", f"NODES     {diag['nodes']['failed']}/{diag['nodes']['total']} failed:"]
+        lines += [f"  {count:>5}  {reason}" for reason, count in diag["node_failures"].items()]
+    pre = diag["preemption"]
+    if pre["why_not"]:
+        verdict = f"{pre['action']} could help" if pre["could_help"] else "would not help"
+        lines += ["", f"PREEMPTION  {verdict}: {pre['why_not']}"]
+        if pre["victims"]:
+            lines.append(f"  victims: {', '.join(pre['victims'])}")
+    return "\n".join(lines) + "\n"

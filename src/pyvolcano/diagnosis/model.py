@@ -1,0 +1,220 @@
+"""The typed result of a pending diagnosis: why a job did not get what it needs.
+
+A :class:`Diagnosis` is plain data, built at session close by
+:mod:`pyvolcano.diagnosis.diagnose` and read by the CLI, the simulator and the PodGroup
+condition. Its ``to_dict()`` form is the documented, stable JSON schema (docs/reasons.md):
+
+```
+{"job": "ns/pg", "queue": "q", "session": "session-1",
+ "stage": "node-fit", "reason": "NodeFit.InsufficientResource",
+ "message": "...", "hint": "needs 8 nvidia.com/gpu on one node; the largest free block is 6 on n3",
+ "task": "ns/pod-0", "scope": "task",
+ "tasks": {"total": 4, "min_available": 4, "placed": 0, "unplaced": 4, "gated": 0},
+ "resources": [{"name": "nvidia.com/gpu", "requested": 8.0, "free_in_queue": null,
+                "free_in_cluster": 12.0, "free_on_best_node": 6.0, "best_node": "n3",
+                "shortfall": 2.0}],
+ "node_failures": {"Insufficient nvidia.com/gpu": 3},
+ "nodes": {"total": 3, "failed": 3},
+ "preemption": {"could_help": false, "action": null, "enabled": false, "why_not": "...",
+                "victims": []}}
+```
+
+Units: ``cpu`` in cores, ``memory`` in bytes, ``pods`` whole, every other resource in its
+own unit (``nvidia.com/gpu: 8.0``; the scheduler counts them in milli-units internally).
+``free_in_queue`` is null when no quota plugin limits the queue on that dimension.
+``scope`` says what ``requested`` counts: ``task`` (one pod, node fit), ``gang`` (the pods
+still needed to reach minAvailable, queue quota) or ``minResources`` (enqueue).
+
+Invariants: exactly one reason per diagnosis, every reason belongs to one stage
+(:data:`STAGE_OF`), lists are in a stable order, so equal sessions give equal dicts.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyvolcano.api.resource import Resource
+
+__all__ = [
+    "STAGE_OF",
+    "Diagnosis",
+    "PreemptionInfo",
+    "QueueQuota",
+    "Reason",
+    "ResourceFigure",
+    "Stage",
+    "TaskCounts",
+]
+
+
+class Stage(enum.StrEnum):
+    """Where in the scheduling pipeline the job stopped."""
+
+    ENQUEUE = "enqueue"
+    QUEUE_STATE = "queue-state"
+    QUEUE_CAPABILITY = "queue-capability"
+    QUEUE_DESERVED = "queue-deserved"
+    GANG = "gang"
+    SCHEDULING_GATE = "scheduling-gate"
+    NODE_FIT = "node-fit"
+    PREEMPTION = "preemption"
+    SESSION = "session"
+
+
+class Reason(enum.StrEnum):
+    """The reason codes: stable tokens, documented in docs/reasons.md."""
+
+    ENQUEUE_REJECTED = "Enqueue.Rejected"
+    QUEUE_CLOSED = "Queue.Closed"
+    QUEUE_OVER_CAPABILITY = "Queue.OverCapability"
+    QUEUE_OVER_DESERVED = "Queue.OverDeserved"
+    GANG_MIN_AVAILABLE_NOT_MET = "Gang.MinAvailableNotMet"
+    SCHEDULING_GATED = "SchedulingGated"
+    NODE_FIT_INSUFFICIENT_RESOURCE = "NodeFit.InsufficientResource"
+    NODE_FIT_PREDICATE_FAILED = "NodeFit.PredicateFailed"
+    PREEMPTION_NOT_ALLOWED = "Preemption.NotAllowed"
+    PREEMPTION_WAITING_FOR_RELEASE = "Preemption.WaitingForRelease"
+    NOT_ATTEMPTED = "Session.NotAttempted"
+
+
+STAGE_OF: dict[Reason, Stage] = {
+    Reason.ENQUEUE_REJECTED: Stage.ENQUEUE,
+    Reason.QUEUE_CLOSED: Stage.QUEUE_STATE,
+    Reason.QUEUE_OVER_CAPABILITY: Stage.QUEUE_CAPABILITY,
+    Reason.QUEUE_OVER_DESERVED: Stage.QUEUE_DESERVED,
+    Reason.GANG_MIN_AVAILABLE_NOT_MET: Stage.GANG,
+    Reason.SCHEDULING_GATED: Stage.SCHEDULING_GATE,
+    Reason.NODE_FIT_INSUFFICIENT_RESOURCE: Stage.NODE_FIT,
+    Reason.NODE_FIT_PREDICATE_FAILED: Stage.NODE_FIT,
+    Reason.PREEMPTION_NOT_ALLOWED: Stage.PREEMPTION,
+    Reason.PREEMPTION_WAITING_FOR_RELEASE: Stage.PREEMPTION,
+    Reason.NOT_ATTEMPTED: Stage.SESSION,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class QueueQuota:
+    """A quota plugin's view of one queue during a session (proportion or capacity).
+
+    ``allocate_limit`` is what allocate checks a task against (proportion: deserved,
+    capacity: the real capability); ``capability`` is what enqueue checks minResources
+    against. Dimensions at or above :data:`UNLIMITED` are unlimited.
+    """
+
+    plugin: str
+    allocated: Resource
+    inqueue: Resource
+    elastic: Resource
+    deserved: Resource
+    capability: Resource
+    allocate_limit: Resource
+    limit_kind: str  # "deserved" or "capability": which figure allocate_limit is
+
+
+UNLIMITED = 1e300
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceFigure:
+    """One resource dimension of a diagnosis, in user units (cpu cores, memory bytes)."""
+
+    name: str
+    requested: float
+    free_in_cluster: float
+    free_in_queue: float | None = None
+    free_on_best_node: float | None = None
+    best_node: str | None = None
+    shortfall: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "requested": self.requested,
+            "free_in_queue": self.free_in_queue,
+            "free_in_cluster": self.free_in_cluster,
+            "free_on_best_node": self.free_on_best_node,
+            "best_node": self.best_node,
+            "shortfall": self.shortfall,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionInfo:
+    """Whether evicting other pods (preempt or reclaim) could have made room, and why it did not."""
+
+    could_help: bool
+    action: str | None = None  # "preempt" or "reclaim": the action that could have helped
+    enabled: bool = False  # whether that action is in the configured actions
+    why_not: str = ""
+    victims: tuple[str, ...] = ()  # pods whose eviction would make room on the best node
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "could_help": self.could_help,
+            "action": self.action,
+            "enabled": self.enabled,
+            "why_not": self.why_not,
+            "victims": list(self.victims),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCounts:
+    total: int
+    min_available: int
+    placed: int
+    unplaced: int
+    gated: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"total": self.total, "min_available": self.min_available, "placed": self.placed,
+                "unplaced": self.unplaced, "gated": self.gated}
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """Why one job did not get all it needs in one session."""
+
+    job: str
+    queue: str
+    session: str
+    reason: Reason
+    message: str
+    hint: str
+    tasks: TaskCounts
+    task: str | None = None
+    scope: str = "task"
+    resources: tuple[ResourceFigure, ...] = ()
+    node_failures: tuple[tuple[str, int], ...] = ()  # (predicate reason, node count), sorted
+    nodes_total: int = 0
+    nodes_failed: int = 0
+    preemption: PreemptionInfo = field(default_factory=lambda: PreemptionInfo(could_help=False))
+
+    @property
+    def stage(self) -> Stage:
+        return STAGE_OF[self.reason]
+
+    def same_verdict(self, other: Diagnosis | None) -> bool:
+        """Equal apart from the session that produced it."""
+        return other is not None and self.to_dict(session=False) == other.to_dict(session=False)
+
+    def to_dict(self, *, session: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"job": self.job, "queue": self.queue}
+        if session:
+            out["session"] = self.session
+        out.update({
+            "stage": str(self.stage),
+            "reason": str(self.reason),
+            "message": self.message,
+            "hint": self.hint,
+            "task": self.task,
+            "scope": self.scope,
+            "tasks": self.tasks.to_dict(),
+            "resources": [r.to_dict() for r in self.resources],
+            "node_failures": dict(self.node_failures),
+            "nodes": {"total": self.nodes_total, "failed": self.nodes_failed},
+            "preemption": self.preemption.to_dict(),
+        })
+        return out

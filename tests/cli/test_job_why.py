@@ -1,0 +1,92 @@
+"""``pyvolcano job why``: the pending diagnosis of one job, offline on a snapshot and live."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from builders import dump, node, pod, podgroup, queue
+from kube.fakeapi import FakeApiServer
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cli.job import LIVE_KINDS, read_store_objects, resolve_podgroup, why_document
+from pyvolcano.conf import default_configuration
+from pyvolcano.framework.registry import default_registry
+from pyvolcano.kube.store import KubeStore
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = str(ROOT / "examples" / "cluster.yaml")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pyvolcano", "job", "why", *args], capture_output=True, text=True,
+                          check=False)
+
+
+def test_job_why_prints_the_diagnosis_as_a_table() -> None:
+    proc = run("too-big", "-n", "team", "--cluster", EXAMPLE, "-o", "table")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "REASON    NodeFit.InsufficientResource" in out
+    assert "HINT      needs 8 nvidia.com/gpu on one node; the largest free block is" in out
+    assert "nvidia.com/gpu  24" in out  # the figures table: the gang's 3 pods of 8 GPUs
+    assert "12  Insufficient nvidia.com/gpu" in out
+
+
+def test_job_why_json_and_yaml_carry_the_same_document() -> None:
+    as_json = json.loads(run("too-big", "-n", "team", "--cluster", EXAMPLE, "-o", "json").stdout)
+    as_yaml = yaml.safe_load(run("too-big", "-n", "team", "--cluster", EXAMPLE, "-o", "yaml").stdout)
+    assert as_json == as_yaml
+    assert as_json["job"] == "team/too-big"
+    assert as_json["diagnosis"]["stage"] == "node-fit"
+    assert as_json["diagnosis"]["tasks"]["unplaced"] == 3
+
+
+def test_job_why_on_a_job_that_is_not_pending() -> None:
+    proc = run("train-llm", "-n", "team", "--cluster", EXAMPLE, "-o", "json")
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["diagnosis"] is None
+    assert "PENDING   no" in run("train-llm", "-n", "team", "--cluster", EXAMPLE, "-o", "table").stdout
+
+
+def test_job_why_unknown_job_or_missing_source_exits_2_with_one_line() -> None:
+    missing = run("nope", "-n", "team", "--cluster", EXAMPLE)
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == f"error: {EXAMPLE}: no PodGroup nope in namespace team"
+    neither = run("too-big")
+    assert neither.returncode == 2
+    assert "exactly one of --cluster" in neither.stderr
+    bad_output = run("too-big", "-n", "team", "--cluster", EXAMPLE, "-o", "wide")
+    assert bad_output.returncode == 2 and "Traceback" not in bad_output.stderr
+
+
+def test_a_vcjob_name_finds_the_podgroup_it_owns(tmp_path: Path) -> None:
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text(dump(queue("q"), node("n1", cpu="1"), node("n2", cpu="1"),
+                            podgroup("train-6c1f2a", ns="ns"), pod("train-worker-0", "train-6c1f2a", cpu="2")))
+    proc = run("train", "-n", "ns", "--cluster", str(cluster), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["job"] == "ns/train-6c1f2a"
+    assert doc["diagnosis"]["reason"] == "NodeFit.InsufficientResource"
+
+
+def test_live_mode_reads_the_cluster_through_the_kubernetes_store_and_writes_nothing() -> None:
+    api = FakeApiServer()
+    for doc in (queue("q"), node("n1", cpu="1"), node("n2", cpu="1"), podgroup("pg"), pod("p-0", "pg", cpu="2")):
+        api.store.create(doc)
+    store = KubeStore(api.client(), LIVE_KINDS).start()
+    try:
+        objs = read_store_objects(store, 5.0, "the test cluster")
+    finally:
+        store.stop()
+    writes_before = [r for r in api.requests if r[0] != "GET"]
+    cache = SchedulerCache.from_objects(objs)
+    key = resolve_podgroup(cache, "pg", "ns", "the test cluster")
+    doc = why_document(cache, key, default_configuration(), default_registry(), sessions=1, seed=0)
+    assert doc["diagnosis"]["reason"] == "NodeFit.InsufficientResource"
+    assert doc["diagnosis"]["hint"].startswith("needs 2 cpu on one node; the largest free block is 1 on n1")
+    assert [r for r in api.requests if r[0] != "GET"] == writes_before == []
