@@ -100,7 +100,8 @@ def load_workload(
             if kind == "Node":
                 # A Node is not admitted (the kubelet registers it): check its values here, so a
                 # bad quantity is an error naming the file rather than a node quietly dropped.
-                parse_object(doc, where)
+                # (creationTimestamp is the API server's field: the store sets it, whatever was sent)
+                parse_object({**doc, "metadata": {k: v for k, v in md.items() if k != "creationTimestamp"}}, where)
             key = (str(kind), _key(kind, md))
             if key in seen:
                 raise ManifestError(f"{where} ({kind} {key[1]}): duplicate {kind} {key[1]} (first defined in "

@@ -29,6 +29,7 @@ import copy
 import functools
 import logging
 import random
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -112,6 +113,9 @@ def _append_condition(st: dict[str, Any], phase: str, stamp: str) -> None:
 
 def _phase(st: Mapping[str, Any]) -> str:
     return str((st.get("state") or {}).get("phase") or "")
+
+
+_MEMO_LOCK = threading.Lock()
 
 
 class JobActions:
@@ -413,9 +417,10 @@ class JobActions:
         if update_pod_group_spec(self.store, pg, job, self.min_resources_memo):
             self.store.update(pg)
         elif uid:
-            if len(self._pg_in_sync) >= 4096:
-                self._pg_in_sync.pop(next(iter(self._pg_in_sync)))
-            self._pg_in_sync[uid] = key
+            with _MEMO_LOCK:  # jobs may be synced concurrently (JobController on a remote store)
+                if len(self._pg_in_sync) >= 4096:
+                    self._pg_in_sync.pop(next(iter(self._pg_in_sync)), None)
+                self._pg_in_sync[uid] = key
 
     # ------------------------------------------------------------------ kills
     def kill_job(self, info: JobInfo, retain: frozenset[str], fn: UpdateStatusFn | None) -> None:

@@ -313,7 +313,12 @@ class JobController:
 
         def work(group: list[Request]) -> None:
             for req in group:
-                self._process_request(req)
+                try:
+                    self._process_request(req)
+                except Exception:  # a bug must not lose the request: retry it with back-off
+                    logger.exception("job %s: request %s failed", req.job_key, req)
+                    with self._lock:
+                        self.queue.add_rate_limited(req, self.now)
 
         for result in concurrent([functools.partial(work, g) for g in by_job.values()]):
             if isinstance(result, Exception):

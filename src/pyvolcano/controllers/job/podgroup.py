@@ -19,6 +19,7 @@ order. Pod requests are the resource-quota usage (see :mod:`pyvolcano.controller
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -88,15 +89,17 @@ class MinResourcesMemo:
     def __init__(self, limit: int = 4096):
         self.limit = limit
         self._entries: dict[tuple[Any, ...], dict[str, str]] = {}
+        self._lock = threading.Lock()
 
     def get(self, key: tuple[Any, ...]) -> dict[str, str] | None:
         hit = self._entries.get(key)
         return dict(hit) if hit is not None else None
 
     def put(self, key: tuple[Any, ...], value: dict[str, str]) -> None:
-        if len(self._entries) >= self.limit:
-            self._entries.pop(next(iter(self._entries)))
-        self._entries[key] = dict(value)
+        with self._lock:  # jobs may be synced concurrently on a remote store
+            if len(self._entries) >= self.limit:
+                self._entries.pop(next(iter(self._entries)), None)
+            self._entries[key] = dict(value)
 
 
 def task_priority_values(store: Store, job: Mapping[str, Any]) -> tuple[int, ...]:
