@@ -177,13 +177,18 @@ def test_snapshot_of_the_live_cluster_reads_like_the_cluster(live: Live) -> None
     kinds = [d["kind"] for d in yaml.safe_load_all(path.read_text()) if d]
     assert {"Node", "Pod", "PodGroup", "Queue", "Job"} <= set(kinds)
     for view in (["job", "list", "-A"], ["queue", "list"]):
-        offline = live.run(*view, "--cluster", str(path), kubeconfig=False).stdout
+        for _ in range(10):  # the controllers may still be writing status: compare a settled state
+            offline = live.run(*view, "--cluster", str(path), kubeconfig=False).stdout
+            if offline == live.vcctl(*view).stdout:
+                break
+            time.sleep(1)
+            live.run("snapshot", "-o", str(path), module="pyvolcano")
         assert offline == live.vcctl(*view).stdout
     rows = lambda out: [line.split()[:-1] for line in out.splitlines()]  # noqa: E731 - ages move on
     pods = ["pod", "list", "-A", "--no-headers"]
     assert rows(live.run(*pods, "--cluster", str(path), kubeconfig=False).stdout) == rows(live.vcctl(*pods).stdout)
     sched = live.run("schedule", str(path), "-o", "json", module="pyvolcano", kubeconfig=False)
-    assert set(json.loads(sched.stdout)) == {"binds", "evictions", "pipelined", "podgroups", "stats"}
+    assert set(json.loads(sched.stdout)) == {"binds", "evictions", "pipelined", "podgroups", "stats", "diagnoses"}
 
 
 def test_recorded_live_sessions_replay_to_the_same_decisions(live: Live) -> None:
