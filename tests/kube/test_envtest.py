@@ -273,3 +273,31 @@ def test_kill_9_and_restart_lose_nothing_and_duplicate_nothing(cluster: Cluster)
     pgs = [p for p in cluster.get("podgroups", "-n", "default")["items"]
            if p["metadata"]["name"].startswith("restart-job")]
     assert len(pgs) <= 1
+
+
+def test_operator_commands_read_the_live_cluster(cluster: Cluster) -> None:
+    # a job no node can hold (9 CPUs per pod on 8-CPU nodes): pending, with a reason
+    cluster.kubectl("apply", "-f", "-", input=_job("too-wide", 1, cpu="9", duration="1s"))
+    _wait(lambda: [p for p in (cluster.get("podgroups", "-n", "default") or {"items": []})["items"]
+                   if p["metadata"]["name"].startswith("too-wide")], 30, "the PodGroup")
+    kc = str(cluster.cp.kubeconfig)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pyvolcano", *args, "--kubeconfig", kc], capture_output=True,
+                              text=True, timeout=120)
+
+    why = run("job", "why", "too-wide", "-n", "default", "-o", "json")
+    assert why.returncode == 0, why.stderr
+    doc = json.loads(why.stdout)
+    assert doc["job"].startswith("default/too-wide") and doc["phase"] in ("Pending", "Inqueue")
+    top = run("queue", "top", "default", "-o", "json")
+    assert top.returncode == 0, top.stderr
+    assert "too-wide" in top.stdout
+    job = cluster.workdir / "dry-run-job.yaml"
+    job.write_text(_job("dry-run-only", 1, duration="1s"))
+    dry = run("job", "run", "--dry-run", "-f", str(job), "-o", "json")
+    assert dry.returncode == 0, dry.stderr
+    assert cluster.get("vcjob", "dry-run-only", "-n", "default") is None  # nothing was written
+    vc = subprocess.run([sys.executable, "-m", "pyvolcano.vcctl", "job", "list", "-A", "--kubeconfig", kc],
+                        capture_output=True, text=True, timeout=60)
+    assert vc.returncode == 0 and "too-wide" in vc.stdout, vc.stderr
