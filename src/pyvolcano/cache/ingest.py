@@ -15,8 +15,9 @@ from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.framework.job_updater import podgroup_phase
+from pyvolcano.store.base import Store, StoreError, to_rfc3339
 
-__all__ = ["apply_event"]
+__all__ = ["apply_event", "podgroup_status", "resync_pod"]
 
 logger = logging.getLogger(__name__)
 
@@ -148,3 +149,26 @@ def _same_spec(a: PodGroup, b: PodGroup) -> bool:
     return (a.min_member, a.min_task_member, a.queue, a.priority_class_name, a.min_resources, a.annotations,
             a.labels) == (b.min_member, b.min_task_member, b.queue, b.priority_class_name, b.min_resources,
                           b.annotations, b.labels)
+
+
+def resync_pod(cache: SchedulerCache, store: Store, namespace: str, name: str) -> dict[str, Any] | None:
+    """Drop a failed write's assumption: re-apply the store's current pod (an unbound pod makes
+    its task Pending again), or forget the pod when it is gone. Returns the pod, or None."""
+    try:
+        obj = store.get("Pod", namespace, name)
+    except StoreError:
+        for t in list(cache.tasks.values()):
+            if t.namespace == namespace and t.name == name:
+                cache.delete_pod(t.uid)
+        return None
+    apply_event(cache, "MODIFIED", "Pod", obj)
+    return obj
+
+
+def podgroup_status(pg: PodGroup) -> dict[str, Any]:
+    """The ``status`` a session writes for a PodGroup it changed."""
+    return {
+        "phase": pg.phase, "running": pg.running, "succeeded": pg.succeeded, "failed": pg.failed,
+        "conditions": [{**c.to_dict(), "lastTransitionTime": to_rfc3339(c.last_transition_time)}
+                       for c in pg.conditions],
+    }

@@ -41,7 +41,7 @@ import numpy as np
 
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import BindRequest, SchedulerCache, SchedulerOptions, SessionResult
-from pyvolcano.cache.ingest import apply_event
+from pyvolcano.cache.ingest import apply_event, podgroup_status, resync_pod
 from pyvolcano.conf import ConfigError, default_configuration, load_scheduler_conf, load_scheduler_conf_file
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.arguments import ArgumentError
@@ -191,19 +191,10 @@ class LiveScheduler:
             self._resync_pod(ns, name)
 
     def _resync_pod(self, ns: str, name: str) -> None:
-        try:
-            obj = self.store.get("Pod", ns, name)
-        except StoreError:
-            if self.recorder is not None:
-                self.recorder.observe("DELETED", "Pod", {"metadata": {"namespace": ns, "name": name}})
-            for t in list(self.cache.tasks.values()):
-                if t.namespace == ns and t.name == name:
-                    self.cache.delete_pod(t.uid)
-            return
-        # Re-apply the informer's current pod: an unbound pod makes the task Pending again.
+        obj = resync_pod(self.cache, self.store, ns, name)
         if self.recorder is not None:
-            self.recorder.observe("MODIFIED", "Pod", obj)
-        apply_event(self.cache, "MODIFIED", "Pod", obj)
+            self.recorder.observe("DELETED" if obj is None else "MODIFIED", "Pod",
+                                  obj or {"metadata": {"namespace": ns, "name": name}})
 
     def run_once(self) -> SessionReport:
         self._load_config()
@@ -250,11 +241,7 @@ class LiveScheduler:
         self._write_pod_conditions()
 
     def _write_podgroup(self, pg: Any) -> None:
-        status = {
-            "phase": pg.phase, "running": pg.running, "succeeded": pg.succeeded, "failed": pg.failed,
-            "conditions": [{**c.to_dict(), "lastTransitionTime": to_rfc3339(c.last_transition_time)}
-                           for c in pg.conditions],
-        }
+        status = podgroup_status(pg)
         try:
             self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
         except StoreError as e:

@@ -40,7 +40,7 @@ import numpy as np
 
 from pyvolcano.api.duration import MAX_DURATION_SECONDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions, SessionResult
-from pyvolcano.cache.ingest import apply_event
+from pyvolcano.cache.ingest import apply_event, podgroup_status, resync_pod
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.registry import Registry
@@ -296,26 +296,14 @@ class Simulation:
             with contextlib.suppress(StoreError):
                 self.store.patch("Pod", ns, name, {"status": {"nominatedNodeName": node}}, subresource="status")
         for pg in result.changed_podgroups:
-            status = {
-                "phase": pg.phase, "running": pg.running, "succeeded": pg.succeeded, "failed": pg.failed,
-                "conditions": [
-                    {**c.to_dict(), "lastTransitionTime": _rfc(c.last_transition_time)} for c in pg.conditions
-                ],
-            }
+            status = podgroup_status(pg)
             try:
                 self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
             except StoreError as e:
                 logger.debug("podgroup status %s/%s: %s", pg.namespace, pg.name, e)
 
     def _resync_pod(self, ns: str, name: str) -> None:
-        try:
-            obj = self.store.get("Pod", ns, name)
-        except StoreError:
-            for t in list(self.cache.tasks.values()):
-                if t.namespace == ns and t.name == name:
-                    self.cache.delete_pod(t.uid)
-            return
-        apply_event(self.cache, "MODIFIED", "Pod", obj)
+        resync_pod(self.cache, self.store, ns, name)
 
     def _track_job(self, ev: WatchEvent) -> None:
         md = ev.object.get("metadata") or {}
@@ -511,12 +499,6 @@ def _bind(fn: Callable[[Any], None], arg: Any) -> Callable[[], None]:
         fn(arg)
 
     return call
-
-
-def _rfc(seconds: float) -> str:
-    from pyvolcano.store.base import to_rfc3339
-
-    return to_rfc3339(seconds)
 
 
 def _default_controllers(*, store: Any, rng: random.Random) -> list[Any]:
