@@ -22,6 +22,7 @@ from typing import Any, Final, TypeVar
 from pyvolcano.gpu.devices import GPU_MILLI_ANNOTATION, GPU_MODELS_ANNOTATION, GPU_PRODUCT_LABEL, NVIDIA_GPU
 from pyvolcano.simulator.kubelet import DURATION, EXIT_CODE
 from pyvolcano.simulator.workload import SUBMIT_AT
+from pyvolcano.util.numbers import parse_float
 
 __all__ = [
     "DEFAULT_QUEUE",
@@ -73,9 +74,6 @@ DEFAULT_QUEUE: Final = "default"
 """Volcano creates this queue itself; adapters never emit a Queue manifest for it."""
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DECIMAL: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
-"""A number cell: ASCII digits only. Python's ``int``/``float`` also take ``'٣'`` (3), ``'1_000'``,
-``'nan'`` and ``'inf'``, none of which a trace means."""
 
 MAX_REPLICAS: Final = 10_000
 """The most pods one trace row may ask for. Real traces stay far below (Philly's largest job has
@@ -268,10 +266,14 @@ class Cells:
 
 
 def decimal(text: str) -> float | None:
-    """A finite number written with ASCII digits (``12``, ``-0.5``, ``1e3``), else None."""
-    if _DECIMAL.fullmatch(text) is None:
+    """A finite number written with ASCII digits (``12``, ``-0.5``, ``1e3``), else None.
+
+    Python's ``int``/``float`` also take ``'٣'`` (3), ``'1_000'``, ``'nan'`` and ``'inf'``, none of
+    which a trace means: the grammar is :func:`pyvolcano.util.numbers.parse_float`'s."""
+    try:
+        x = parse_float(text)
+    except ValueError:
         return None
-    x = float(text)
     return x if math.isfinite(x) else None
 
 
