@@ -9,7 +9,14 @@ loaded machine the CPU time is the steadier figure); then the end-to-end time of
 per-pod path (no batched placement of replicas), for comparison. Not a test: it never fails
 on timing.
 
-    python benchmarks/session_throughput.py [--quick] [--per-pod] [--only SIZE]
+``--only 5k-e2e`` writes the 5,000-node / 50,000-pod YAML (1,000 gangs x 50) once, times the
+whole ``pyvolcano schedule`` command on it with upstream's default configuration ``--repeat``
+times (wall, and CPU and peak RSS of the child process), then runs the same steps in this
+process for a breakdown of CPU seconds by phase: yaml (the text to plain values), validate
+(the values to typed, validated objects), build (the scheduler cache), session, output (the
+JSON text).
+
+    python benchmarks/session_throughput.py [--quick] [--per-pod] [--only SIZE] [--repeat N]
 """
 
 from __future__ import annotations
@@ -84,11 +91,60 @@ def end_to_end(n_nodes: int, n_jobs: int, pods_per_job: int) -> None:
           f"(exit {proc.returncode}, {binds} binds)", flush=True)
 
 
+def _child_usage() -> tuple[float, float]:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
+def whole_command(n_nodes: int, n_jobs: int, pods_per_job: int, repeat: int) -> None:
+    """``pyvolcano schedule`` on one YAML, ``repeat`` times, then a per-phase CPU breakdown."""
+    import json
+
+    from pyvolcano.api.manifest import iter_documents, parse_objects, read_manifest_text
+    from pyvolcano.cli.output import strip_timings
+    from pyvolcano.cli.schedule import schedule_objects
+    from pyvolcano.conf import default_configuration
+
+    objs = synthetic_cluster(n_nodes, n_jobs, pods_per_job)
+    with tempfile.TemporaryDirectory() as d:
+        cluster = os.path.join(d, "cluster.yaml")
+        with open(cluster, "w") as f:
+            f.write(to_yaml(objs))
+        del objs
+        for _ in range(repeat):
+            cpu0, _rss = _child_usage()
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "pyvolcano", "schedule", cluster, "-o", "json"],
+                                  capture_output=True, text=True, check=False)
+            secs = time.perf_counter() - t0
+            cpu1, rss = _child_usage()
+            binds = len(json.loads(proc.stdout)["binds"]) if proc.returncode == 0 else -1
+            print(f"pyvolcano schedule, {n_nodes} nodes / {n_jobs * pods_per_job} pods (default conf): "
+                  f"wall {secs:.2f}s  cpu {cpu1 - cpu0:.2f}s  peak RSS {rss:.0f} MiB  "
+                  f"(exit {proc.returncode}, {binds} binds)", flush=True)
+        registry = default_registry()
+        c0 = time.process_time()
+        docs = list(iter_documents(read_manifest_text(cluster), cluster))
+        c1 = time.process_time()
+        loaded = parse_objects(docs, cluster, allow_other=True)
+        del docs
+        c2 = time.process_time()
+        cache = SchedulerCache.from_objects(loaded)
+        c3 = time.process_time()
+        result = schedule_objects(cache, default_configuration(), registry, sessions=1, seed=0)
+        c4 = time.process_time()
+        text = json.dumps(strip_timings(result))
+        c5 = time.process_time()
+    print(f"  phases in process (cpu): yaml {c1 - c0:.2f}s  validate {c2 - c1:.2f}s  build {c3 - c2:.2f}s  "
+          f"session {c4 - c3:.2f}s  output {c5 - c4:.2f}s ({len(text):,} bytes)", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes only (smoke run)")
     ap.add_argument("--per-pod", action="store_true", help="force allocate's per-pod path")
-    ap.add_argument("--only", choices=["1k", "e2e", "10k", "5k"], help="run one measurement only")
+    ap.add_argument("--only", choices=["1k", "e2e", "10k", "5k", "5k-e2e"], help="run one measurement only")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of the whole command (5k-e2e)")
     args = ap.parse_args()
     if args.per_pod:
         OPTIONS["batch_replicas"] = False
@@ -103,6 +159,8 @@ def main() -> None:
         one_session(10_000, 2_000, 50)
     if args.only in (None, "5k"):
         one_session(5_000, 1_000, 50, conf=DEFAULT_SCHEDULER_CONF, label="  (default conf)")
+    if args.only in (None, "5k-e2e"):
+        whole_command(5_000, 1_000, 50, args.repeat)
 
 
 if __name__ == "__main__":
