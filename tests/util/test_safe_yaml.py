@@ -6,6 +6,8 @@ import time
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyvolcano.util import safe_yaml
 from pyvolcano.util.safe_yaml import MAX_DEPTH, InputError, load, load_all
@@ -96,3 +98,94 @@ def test_messages_are_one_line() -> None:
         with pytest.raises(InputError) as e:
             docs(text)
         assert "\n" not in str(e.value)
+
+
+class _PyYAMLOnly(safe_yaml.SafeLoader):
+    """The same loader with PyYAML's resolver callbacks and constructor for every document."""
+
+    resolve = yaml.resolver.BaseResolver.resolve
+    descend_resolver = yaml.resolver.BaseResolver.descend_resolver
+    ascend_resolver = yaml.resolver.BaseResolver.ascend_resolver
+    build_plain = False
+
+
+def _both(text: str) -> tuple[str, str]:
+    """``repr`` of what the loader and the PyYAML-only loader make of ``text`` (value or error)."""
+    out = []
+    for loader in (safe_yaml.SafeLoader, _PyYAMLOnly):
+        try:
+            out.append(repr([d for _, d in load_all(text, "f.yaml", loader=loader)]))
+        except InputError as e:
+            out.append(f"error: {e}")
+    return out[0], out[1]
+
+
+_PLAIN_TOKENS = ["yes", "No", "on", "OFF", "y", "n", "true", "False", "null", "Null", "~", "", "0x1f", "0o17", "017",
+                 "0b101", "1_000", "-12", "+3", "1:20", "1.5", "1e3", "6.8523015e+5", ".inf", "-.Inf", ".NaN",
+                 "2024-01-01", "2024-01-01T00:00:00Z", "1Gi", "500m", "=", "<<", "a b", "volcano", "9" * 99]
+
+
+@pytest.mark.parametrize("token", _PLAIN_TOKENS)
+def test_plain_scalars_resolve_as_pyyaml_resolves_them(token: str) -> None:
+    text = f"a: {token}\nb: [{token}, '{token}']\n{token or 'k'}: {token}\n"
+    fast, reference = _both(text)
+    assert fast == reference
+
+
+@pytest.mark.parametrize("text", [
+    "base: &b {cpu: '1'}\nreq: *b\nmerged: {<<: *b, memory: 1Gi}\n",
+    "a: !!str 1\nb: !!int '7'\nc: !!float 1\n",
+    "a: !!binary aGVsbG8=\n",
+    "a: !!set {x, y}\nb: !!omap [{k: 1}]\n",
+    "a: !!timestamp 2024-01-01\n",
+    "a: !custom x\n",
+    "? [1, 2]\n: v\n",
+    "? {a: 1}\n: v\n",
+    "1: a\nTrue: b\n",
+    "1: a\n'1': b\n",
+    "a: 1\na: 2\n",
+    "a: {=: 1}\n",
+    "l: &l [1, 2]\nm: *l\n",
+    "a: " + "9" * 101 + "\n",
+    "--- 1\n--- [a]\n--- {a: b}\n---\n",
+])
+def test_documents_build_as_with_pyyamls_constructor(text: str) -> None:
+    fast, reference = _both(text)
+    assert fast == reference
+
+
+def test_aliases_share_one_value_as_with_pyyamls_constructor() -> None:
+    (doc,) = docs("a: &x {k: [1]}\nb: *x\nc: &y [1]\nd: *y\n")
+    assert doc["a"] is doc["b"] and doc["c"] is doc["d"]
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+                     st.text(max_size=8), st.sampled_from(_PLAIN_TOKENS))
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4),
+    st.dictionaries(st.one_of(st.text(max_size=6), st.integers(), st.booleans()), inner, max_size=4)),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_values, flow=st.booleans())
+def test_any_dumped_value_builds_as_with_pyyamls_constructor(value: object, flow: bool) -> None:
+    text = yaml.safe_dump_all([value, {"doc": value}], default_flow_style=flow)
+    fast, reference = _both(text)
+    assert fast == reference
+
+
+def test_plain_documents_are_built_without_pyyamls_constructor() -> None:
+    calls: list[object] = []
+
+    class Spy(safe_yaml.SafeLoader):
+        def construct_object(self, node: yaml.Node, deep: bool = False) -> object:
+            calls.append(node)
+            return super().construct_object(node, deep=deep)
+
+    text = "kind: Pod\nmetadata: {name: p, labels: {a: b}}\nspec: {containers: [{name: c, ports: [{hostPort: 80}]}]}\n"
+    assert next(d for _, d in load_all(text, "f.yaml", loader=Spy))["spec"]["containers"][0]["ports"] == [
+        {"hostPort": 80}]
+    assert calls == []
+    list(load_all("a: &b {x: 1}\nc: {<<: *b}\n", "f.yaml", loader=Spy))
+    assert calls
