@@ -30,6 +30,7 @@ from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry, default_registry
 from pyvolcano.runtime.snapshot import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE
+from pyvolcano.util.bulk_build import bulk_build
 
 __all__ = ["load_snapshot", "load_snapshot_and_config", "run_schedule", "schedule_objects"]
 
@@ -164,11 +165,12 @@ def run_schedule(sources: Sequence[str | Path] | str | Path, config_path: Path |
     registry = default_registry()
     try:
         config = load_config(config_path, registry)
-        objs, embedded = load_snapshot_and_config(sources, registry)
-        if config_path is None and embedded is not None:
-            config = embedded
-        check_queue_parents(objs, ", ".join(str(s) for s in sources))
-        cache = SchedulerCache.from_objects(objs)
+        with bulk_build():  # the snapshot and the cache live until the command ends
+            objs, embedded = load_snapshot_and_config(sources, registry)
+            if config_path is None and embedded is not None:
+                config = embedded
+            check_queue_parents(objs, ", ".join(str(s) for s in sources))
+            cache = SchedulerCache.from_objects(objs)
         # Instantiate every plugin and action once so bad arguments fail before any session.
         for tier in config.tiers:
             for opt in tier.plugins:
