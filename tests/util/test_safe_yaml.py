@@ -189,3 +189,27 @@ def test_plain_documents_are_built_without_pyyamls_constructor() -> None:
     assert calls == []
     list(load_all("a: &b {x: 1}\nc: {<<: *b}\n", "f.yaml", loader=Spy))
     assert calls
+
+
+@pytest.mark.parametrize("size", [20, 23, 24, 25, 26, 40])
+@pytest.mark.parametrize("shape", ["map", "list", "alias"])
+def test_the_value_bound_refuses_the_same_documents_as_pyyamls_path(monkeypatch: pytest.MonkeyPatch, size: int,
+                                                                      shape: str) -> None:
+    monkeypatch.setattr(safe_yaml, "MAX_NODES", 50)
+    if shape == "map":
+        text = "{" + ", ".join(f"k{i}: v" for i in range(size)) + "}\n"
+    elif shape == "list":
+        text = "[" + ", ".join(["[x]"] * size) + "]\n"
+    else:
+        text = "a: &a [x, y, z]\nb: [" + ", ".join(["*a"] * (size // 3)) + "]\n"
+    fast, reference = _both(text)
+    assert fast == reference
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 2, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1])
+@pytest.mark.parametrize("inner", ["", "x", "{}", "{a: 1}"])
+def test_the_depth_bound_refuses_the_same_documents_as_pyyamls_path(depth: int, inner: str) -> None:
+    fast, reference = _both("[" * depth + inner + "]" * depth)
+    assert fast == reference
+    fast, reference = _both("a: &x " + "[" * (depth - 2) + "]" * (depth - 2) + "\nb: [*x]\n")
+    assert fast == reference

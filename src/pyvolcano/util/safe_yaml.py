@@ -23,7 +23,10 @@ bound what a file can make the rest of the program do:
 Every refusal is an :class:`InputError` whose message is one line with the source, the line and
 column, the problem and what was expected. The checks walk each document's node graph once,
 before any Python value is built, and stop at the first bound crossed, so a hostile file fails
-in well under a second.
+in well under a second. (A document that the plain walk below builds is measured by that walk
+instead, which stops past :data:`MAX_DEPTH`; the separate check runs when the walk met an
+alias or counted more than :data:`MAX_NODES` values, so exactly the same documents are refused
+with the same message.)
 
 Speed (a 50,000-pod snapshot is two million YAML values): libyaml composes each document's
 node graph in C but calls back into Python for every node. The loader has no path resolvers,
@@ -101,6 +104,17 @@ class _NotPlain(Exception):
     """A document the plain walk does not build; PyYAML's constructor builds it instead."""
 
 
+class _PlainWalk:
+    """What :meth:`SafeLoader.construct_plain` built and counted in one document."""
+
+    __slots__ = ("built", "shared", "values")
+
+    def __init__(self) -> None:
+        self.built: dict[yaml.Node, Any] = {}
+        self.shared = False  # an alias was met: the expanded count is larger than ``values``
+        self.values = 1  # the root, then every key, value and item
+
+
 class SafeLoader(_BaseLoader):
     """libyaml's safe loader without the timestamp resolver, refusing duplicate keys and documents past the bounds."""
 
@@ -133,19 +147,25 @@ class SafeLoader(_BaseLoader):
         return _MAP_TAG if kind is MappingNode else _SEQ_TAG
 
     def construct_document(self, node: yaml.Node) -> Any:
-        _check_bounds(node)
         if self.build_plain:
+            walk = _PlainWalk()
             try:
-                return self.construct_plain(node, {})
+                value = self.construct_plain(node, walk, 1)
             except (_NotPlain, yaml.YAMLError, ValueError, OverflowError):
                 pass
+            else:
+                if walk.shared or walk.values > MAX_NODES:
+                    _check_bounds(node)  # an alias counts once per use; the walk built it once
+                return value
+        _check_bounds(node)
         return super().construct_document(node)
 
-    def construct_plain(self, node: yaml.Node, built: dict[yaml.Node, Any]) -> Any:
-        """The value of a plain ``node`` (see the module docstring), or :class:`_NotPlain`.
+    def construct_plain(self, node: yaml.Node, walk: _PlainWalk, depth: int) -> Any:
+        """The value of a plain ``node`` at ``depth`` (the root is 1), or :class:`_NotPlain`.
 
-        ``built`` holds the collections built so far, so that aliases share one value as with
-        PyYAML's constructor. Recursion is bounded by :data:`MAX_DEPTH`, checked before.
+        ``walk`` holds the collections built so far, so that aliases share one value as with
+        PyYAML's constructor, and counts the values. Past :data:`MAX_DEPTH` the walk stops
+        (the bounds check then words the refusal).
         """
         if type(node) is ScalarNode:
             tag = node.tag
@@ -154,15 +174,21 @@ class SafeLoader(_BaseLoader):
             if tag in _PLAIN_SCALAR_TAGS:
                 return self.yaml_constructors[tag](self, node)
             raise _NotPlain
+        built = walk.built
         value = built.get(node)
         if value is not None:
+            walk.shared = True
             return value
+        if depth >= MAX_DEPTH:
+            raise _NotPlain  # its values are one level deeper still
+        depth += 1
         if type(node) is MappingNode:
             if node.tag != _MAP_TAG:
                 raise _NotPlain
             mapping: dict[Any, Any] = {}
             built[node] = mapping
             pairs = node.value
+            walk.values += 2 * len(pairs)
             for key_node, value_node in pairs:
                 if type(key_node) is not ScalarNode:
                     raise _NotPlain
@@ -173,7 +199,7 @@ class SafeLoader(_BaseLoader):
                     key = self.yaml_constructors[key_tag](self, key_node)
                 else:
                     raise _NotPlain
-                mapping[key] = self.construct_plain(value_node, built)
+                mapping[key] = self.construct_plain(value_node, walk, depth)
             if len(mapping) != len(pairs):
                 raise _NotPlain  # a repeated key: PyYAML's constructor names it
             return mapping
@@ -181,7 +207,8 @@ class SafeLoader(_BaseLoader):
             raise _NotPlain
         items: list[Any] = []
         built[node] = items
-        items.extend([self.construct_plain(child, built) for child in node.value])
+        walk.values += len(node.value)
+        items.extend([self.construct_plain(child, walk, depth) for child in node.value])
         return items
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
