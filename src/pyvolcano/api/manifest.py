@@ -8,6 +8,13 @@ Errors are :class:`ManifestError` with one line that names the file, the documen
 
 Loading is all-or-nothing: a bad document raises before anything is returned, so callers
 never see a partially loaded cluster.
+
+Pods are most of a large snapshot (50,000 in one document each), so a Pod is first read by
+:func:`_pod_common`, which reads the same fields with the same checks straight from the
+mapping and gives up (:class:`_Uncommon`) at anything outside the common shape: a value of
+another type than the usual one, or any value a check refuses. The general reader, which words
+every error, then reads the document again. So the common reader may only ever return the Pod
+the general one returns (``tests/api/test_manifest_common.py`` checks this on generated pods).
 """
 
 from __future__ import annotations
@@ -199,17 +206,10 @@ class _Doc:
         v = self.get(path)
         if v is None:
             return None
-        if isinstance(v, _dt.datetime):
-            dt = v if v.tzinfo else v.replace(tzinfo=_dt.UTC)
-            return dt.timestamp()
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-        if isinstance(v, str):
-            try:
-                return _dt.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
-            except ValueError:
-                pass
-        raise self.fail(path, f"got {_show(v)}; expected an RFC 3339 time such as 2024-01-01T00:00:00Z")
+        seconds = _seconds(v)
+        if seconds is None:
+            raise self.fail(path, f"got {_show(v)}; expected an RFC 3339 time such as 2024-01-01T00:00:00Z")
+        return seconds
 
     def validate(self, path: str, fn: Callable[[Any, str], None]) -> None:
         v = self.get(path)
@@ -219,6 +219,21 @@ class _Doc:
             fn(v, path)
         except matching.SelectorError as e:
             raise ManifestError(f"{self.where}: {e}") from None
+
+
+def _seconds(v: Any) -> float | None:
+    """Seconds since the epoch of a time value (RFC 3339 text, a number, a datetime); None if not one."""
+    if isinstance(v, _dt.datetime):
+        dt = v if v.tzinfo else v.replace(tzinfo=_dt.UTC)
+        return dt.timestamp()
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return _dt.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    return None
 
 
 def _show(v: Any) -> str:
@@ -325,6 +340,160 @@ def _pod(d: _Doc) -> Pod:
     )
 
 
+class _Uncommon(Exception):
+    """A document outside the common shape: the general reader reads it (and words any error)."""
+
+
+def _str_or(v: Any, default: str = "") -> str:
+    if v is None:
+        return default
+    if type(v) is not str:
+        raise _Uncommon
+    return v
+
+
+def _strs(v: Any) -> dict[str, str]:
+    if v is None:
+        return {}
+    if type(v) is not dict:
+        raise _Uncommon
+    for k, x in v.items():
+        if type(k) is not str or type(x) is not str:
+            raise _Uncommon
+    return dict(v)
+
+
+def _list_or_empty(v: Any) -> list[Any]:
+    if v is None:
+        return []
+    if type(v) is not list:
+        raise _Uncommon
+    return v
+
+
+def _time_or_none(v: Any) -> float | None:
+    if v is None:
+        return None
+    seconds = _seconds(v)
+    if seconds is None:
+        raise _Uncommon
+    return seconds
+
+
+def _resource_list(v: Any) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    if type(v) is not dict:
+        raise _Uncommon
+    for k, q in v.items():
+        if type(k) is not str or not k:
+            raise _Uncommon
+        try:
+            amount = parse_quantity(q)
+        except QuantityError:
+            raise _Uncommon from None
+        if amount < 0:
+            raise _Uncommon
+    return dict(v)
+
+
+def _containers_common(v: Any) -> list[Container]:
+    out = []
+    for i, c in enumerate(_list_or_empty(v)):
+        if type(c) is not dict:
+            raise _Uncommon
+        res = c.get("resources")
+        if res is None:
+            requests = limits = None
+        elif type(res) is dict:
+            requests = _resource_list(res.get("requests"))
+            limits = _resource_list(res.get("limits"))
+        else:
+            raise _Uncommon
+        ports = []
+        for p in _list_or_empty(c.get("ports")):
+            if type(p) is not dict:
+                raise _Uncommon
+            for key in ("containerPort", "hostPort"):
+                val = p.get(key)
+                if val is not None and (type(val) is not int or not 0 <= val <= 65535):
+                    raise _Uncommon
+            ports.append(dict(p))
+        name = c.get("name", f"c{i}")
+        if type(name) is not str:
+            raise _Uncommon
+        rp = c.get("restartPolicy")
+        out.append(Container(name=name, requests=requests_with_limit_defaults(requests or {}, limits or {}),
+                             limits=limits or {}, ports=ports, restart_policy=rp if isinstance(rp, str) else None))
+    return out
+
+
+def _pod_common(doc: dict[str, Any]) -> Pod:
+    """:func:`_pod` for a Pod of the common shape, read straight from ``doc``; :class:`_Uncommon` otherwise.
+
+    Field by field the same reads, defaults and checks as :func:`_pod`, in any order: every
+    check that fails, and every value not of the one type this reader takes, gives up.
+    """
+    md, spec, status = doc.get("metadata"), doc.get("spec"), doc.get("status")
+    if status is None:
+        status = {}
+    if type(md) is not dict or type(spec) is not dict or type(status) is not dict:
+        raise _Uncommon
+    name = md.get("name")
+    if type(name) is not str or not name:
+        raise _Uncommon
+    ns = _str_or(md.get("namespace"), "default") or "default"
+    owners = []
+    for o in _list_or_empty(md.get("ownerReferences")):
+        if type(o) is not dict or type(o.get("name")) is not str:
+            raise _Uncommon
+        owners.append(OwnerReference(str(o.get("apiVersion", "")), str(o.get("kind", "")), o["name"],
+                                     str(o.get("uid", "")), bool(o.get("controller", False))))
+    containers = _containers_common(spec.get("containers"))
+    if not containers:
+        raise _Uncommon
+    phase = _str_or(status.get("phase"), "Pending") or "Pending"
+    pp = _str_or(spec.get("preemptionPolicy"))
+    if phase not in POD_PHASES or pp not in ("", "Never", "PreemptLowerPriority"):
+        raise _Uncommon
+    affinity, tolerations = spec.get("affinity"), spec.get("tolerations")
+    spread = spec.get("topologySpreadConstraints")
+    try:
+        if affinity is not None:
+            matching.validate_node_affinity(affinity, "spec.affinity")
+        if tolerations is not None:
+            matching.validate_tolerations(tolerations, "spec.tolerations")
+        if spread is not None:
+            matching.validate_topology_spread_constraints(spread, "spec.topologySpreadConstraints")
+    except matching.SelectorError:
+        raise _Uncommon from None
+    gates = []
+    for g in _list_or_empty(spec.get("schedulingGates")):
+        if type(g) is not dict or type(g.get("name")) is not str:
+            raise _Uncommon
+        gates.append(g["name"])
+    priority = spec.get("priority")
+    if priority is not None and (type(priority) is not int or not INT32_MIN <= priority <= INT32_MAX):
+        raise _Uncommon
+    return Pod(
+        namespace=ns, name=name, uid=pod_uid(ns, name, _str_or(md.get("uid"))), labels=_strs(md.get("labels")),
+        annotations=_strs(md.get("annotations")), owner_references=owners,
+        creation_timestamp=_time_or_none(md.get("creationTimestamp")) or 0.0,
+        deletion_timestamp=_time_or_none(md.get("deletionTimestamp")),
+        containers=containers, init_containers=_containers_common(spec.get("initContainers")),
+        overhead=_resource_list(spec.get("overhead")) or {}, node_name=_str_or(spec.get("nodeName")),
+        scheduler_name=_str_or(spec.get("schedulerName"), "default-scheduler") or "default-scheduler",
+        priority=priority, priority_class_name=_str_or(spec.get("priorityClassName")),
+        preemption_policy=pp, node_selector=_strs(spec.get("nodeSelector")),
+        affinity=dict(affinity) if isinstance(affinity, Mapping) else None,
+        tolerations=[dict(t) for t in _list_or_empty(tolerations)],
+        topology_spread_constraints=[dict(t) for t in _list_or_empty(spread)],
+        scheduling_gates=gates, phase=phase,
+        conditions=[dict(c) for c in _list_or_empty(status.get("conditions")) if isinstance(c, Mapping)],
+        nominated_node_name=_str_or(status.get("nominatedNodeName")),
+    )
+
+
 def _node(d: _Doc) -> Node:
     name, labels, annotations, created = _meta_common(d)
     d.validate("spec.taints", matching.validate_taints)
@@ -426,6 +595,10 @@ _KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
 }
 
 
+# Readers of the common shape, tried first (see the module docstring).
+_COMMON: dict[tuple[str, str], Callable[[dict[str, Any]], Any]] = {("v1", "Pod"): _pod_common}
+
+
 def _describe(doc: Mapping[str, Any]) -> str:
     kind = doc.get("kind", "?")
     md = doc.get("metadata")
@@ -458,23 +631,31 @@ def parse_objects(docs: Iterator[tuple[int, Any]] | list[tuple[int, Any]], sourc
     for i, doc in docs:
         if doc is None:
             continue
-        where = f"{source}: document {i}"
         if not isinstance(doc, Mapping):
-            raise ManifestError(f"{where}: got {_show(doc)}; expected a Kubernetes object mapping")
+            raise ManifestError(f"{source}: document {i}: got {_show(doc)}; expected a Kubernetes object mapping")
         api, kind = doc.get("apiVersion"), doc.get("kind")
         if not isinstance(api, str) or not isinstance(kind, str) or (api, kind) not in _KINDS:
+            where = f"{source}: document {i}"
             if allow_other and isinstance(kind, str) and isinstance(api, str):
                 out.other.append((i, dict(doc)))
                 continue
             known = ", ".join(f"{a} {k}" for a, k in _KINDS)
             raise ManifestError(f"{where}: apiVersion/kind {api}/{kind} is not supported; expected one of {known}")
         attr, build = _KINDS[(str(api), str(kind))]
-        d = _Doc(doc, f"{where} ({_describe(doc)})")
-        obj = build(d)
+        common = _COMMON.get((api, kind))
+        obj = None
+        if common is not None and type(doc) is dict:
+            try:
+                obj = common(doc)
+            except _Uncommon:
+                obj = None
+        if obj is None:
+            obj = build(_Doc(doc, f"{source}: document {i} ({_describe(doc)})"))
         key = (str(kind), f"{getattr(obj, 'namespace', '')}/{obj.name}")
         if key in seen:
             first = seen[key]
-            raise ManifestError(f"{d.where}: duplicate {kind} {key[1].lstrip('/')} (first defined in document {first})")
+            raise ManifestError(f"{source}: document {i} ({_describe(doc)}): duplicate {kind} {key[1].lstrip('/')} "
+                                f"(first defined in document {first})")
         seen[key] = i
         getattr(out, attr).append(obj)
     out.documents = {(kind, key.lstrip("/")): i for (kind, key), i in seen.items()}
