@@ -34,8 +34,8 @@ so those callbacks reduce to a tag that depends on the scalar's text alone, whic
 per loader, and to no-ops, which are bound to C callables. Values are then built by one plain
 recursive walk (:meth:`SafeLoader.construct_plain`) for documents made only of maps, lists,
 strings, numbers, booleans and nulls with no key repeated; any other document (merge keys,
-explicit tags, a duplicate, a bound crossed while building) is built again by PyYAML's own
-constructor, so its values and its refusal are exactly PyYAML's.
+other tags such as ``!!binary`` or ``!!set``, a duplicate, a refused value) is built again by
+PyYAML's own constructor, so its values and its refusal are exactly PyYAML's.
 """
 
 from __future__ import annotations
