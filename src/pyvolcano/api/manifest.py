@@ -431,8 +431,9 @@ def _containers_common(v: Any) -> list[Container]:
 def _pod_common(doc: dict[str, Any]) -> Pod:
     """:func:`_pod` for a Pod of the common shape, read straight from ``doc``; :class:`_Uncommon` otherwise.
 
-    Field by field the same reads, defaults and checks as :func:`_pod`, in any order: every
-    check that fails, and every value not of the one type this reader takes, gives up.
+    Field by field the same reads, defaults and checks as :func:`_pod`: every check that
+    fails, and every value not of the one type this reader takes, gives up. The fields
+    :func:`_pod` reads before it calls the selector validators are read before them here too.
     """
     md, spec, status = doc.get("metadata"), doc.get("spec"), doc.get("status")
     if status is None:
@@ -442,7 +443,10 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
     name = md.get("name")
     if type(name) is not str or not name:
         raise _Uncommon
+    labels, annotations = _strs(md.get("labels")), _strs(md.get("annotations"))
+    created = _time_or_none(md.get("creationTimestamp")) or 0.0
     ns = _str_or(md.get("namespace"), "default") or "default"
+    uid = pod_uid(ns, name, _str_or(md.get("uid")))
     owners = []
     for o in _list_or_empty(md.get("ownerReferences")):
         if type(o) is not dict or type(o.get("name")) is not str:
@@ -450,6 +454,7 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         owners.append(OwnerReference(str(o.get("apiVersion", "")), str(o.get("kind", "")), o["name"],
                                      str(o.get("uid", "")), bool(o.get("controller", False))))
     containers = _containers_common(spec.get("containers"))
+    init_containers = _containers_common(spec.get("initContainers"))
     if not containers:
         raise _Uncommon
     phase = _str_or(status.get("phase"), "Pending") or "Pending"
@@ -476,11 +481,9 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
     if priority is not None and (type(priority) is not int or not INT32_MIN <= priority <= INT32_MAX):
         raise _Uncommon
     return Pod(
-        namespace=ns, name=name, uid=pod_uid(ns, name, _str_or(md.get("uid"))), labels=_strs(md.get("labels")),
-        annotations=_strs(md.get("annotations")), owner_references=owners,
-        creation_timestamp=_time_or_none(md.get("creationTimestamp")) or 0.0,
-        deletion_timestamp=_time_or_none(md.get("deletionTimestamp")),
-        containers=containers, init_containers=_containers_common(spec.get("initContainers")),
+        namespace=ns, name=name, uid=uid, labels=labels, annotations=annotations, owner_references=owners,
+        creation_timestamp=created, deletion_timestamp=_time_or_none(md.get("deletionTimestamp")),
+        containers=containers, init_containers=init_containers,
         overhead=_resource_list(spec.get("overhead")) or {}, node_name=_str_or(spec.get("nodeName")),
         scheduler_name=_str_or(spec.get("schedulerName"), "default-scheduler") or "default-scheduler",
         priority=priority, priority_class_name=_str_or(spec.get("priorityClassName")),
