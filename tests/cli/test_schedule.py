@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -72,3 +74,15 @@ def test_table_output_lists_decisions_and_pending_reasons() -> None:
     assert "team/train-llm-worker-0" in proc.stdout
     assert "NodeFit.InsufficientResource" in proc.stdout
     assert "needs 8 nvidia.com/gpu on one node" in proc.stdout
+
+
+def test_schedule_in_process_leaves_nothing_frozen_and_the_collector_on(capsys: pytest.CaptureFixture[str]) -> None:
+    import gc
+
+    from pyvolcano.cli.schedule import run_schedule
+
+    gc.unfreeze()
+    assert run_schedule(ROOT / "examples" / "cluster.yaml", None, sessions=1, output="json", seed=0) == 0
+    assert json.loads(capsys.readouterr().out)["podgroups"]["team/train-llm"] == "Inqueue"
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0

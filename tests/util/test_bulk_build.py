@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pyvolcano.util.bulk_build import bulk_build
+from pyvolcano.util.bulk_build import bulk_build, frozen_scope
 
 
 @pytest.fixture(autouse=True)
@@ -51,3 +51,12 @@ def test_what_the_block_built_is_frozen_out_of_later_collections() -> None:
     assert gc.get_freeze_count() >= len(state)
     collected = {id(o) for generation in range(3) for o in gc.get_objects(generation=generation)}
     assert not collected & {id(x) for x in state}
+
+
+def test_what_was_frozen_in_the_scope_is_collectable_after_it() -> None:
+    gc.unfreeze()
+    with frozen_scope():
+        with bulk_build():
+            state = [{"task": i} for i in range(100)]
+        assert gc.get_freeze_count() >= len(state)
+    assert gc.get_freeze_count() == 0

@@ -30,7 +30,7 @@ from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry, default_registry
 from pyvolcano.runtime.snapshot import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE
-from pyvolcano.util.bulk_build import bulk_build
+from pyvolcano.util.bulk_build import bulk_build, frozen_scope
 
 __all__ = ["load_snapshot", "load_snapshot_and_config", "run_schedule", "schedule_objects"]
 
@@ -160,6 +160,12 @@ def _load(sources: Sequence[str | Path]) -> tuple[ClusterObjects, tuple[str, dic
 
 def run_schedule(sources: Sequence[str | Path] | str | Path, config_path: Path | None, *, sessions: int,
                  output: str, seed: int, timings: bool = False) -> int:
+    with frozen_scope():
+        return _run_schedule(sources, config_path, sessions=sessions, output=output, seed=seed, timings=timings)
+
+
+def _run_schedule(sources: Sequence[str | Path] | str | Path, config_path: Path | None, *, sessions: int,
+                  output: str, seed: int, timings: bool) -> int:
     if isinstance(sources, (str, Path)):
         sources = [sources]
     registry = default_registry()

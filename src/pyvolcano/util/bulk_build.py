@@ -11,7 +11,9 @@ collections the session's own allocations trigger do not walk the snapshot eithe
 Invariants: reference counting still frees every object that is not part of a cycle, inside
 the block and after it; the collector's on/off state after the block is what it was before,
 also when the block raises. Frozen objects are never collected as cyclic garbage, so this is
-for state that lives until the process ends (a one-shot command's snapshot).
+for state that lives as long as the command that built it: a command wraps its whole run in
+:func:`frozen_scope`, which makes them collectable again when it ends (a command run
+in-process, as tests do, leaves nothing frozen behind).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["bulk_build"]
+__all__ = ["bulk_build", "frozen_scope"]
 
 
 @contextmanager
@@ -34,3 +36,12 @@ def bulk_build() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+@contextmanager
+def frozen_scope() -> Iterator[None]:
+    """What :func:`bulk_build` froze inside the block is collectable again after it."""
+    try:
+        yield
+    finally:
+        gc.unfreeze()
