@@ -12,10 +12,12 @@ import yaml
 from builders import dump, node, pod, podgroup, queue
 from kube.fakeapi import FakeApiServer
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cli.job import LIVE_KINDS, read_store_objects, resolve_podgroup, why_document
+from pyvolcano.cli.job import resolve_podgroup, why_document
 from pyvolcano.conf import default_configuration
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
+from pyvolcano.operator.state import SCHEDULER_KINDS, state_from_store
+from pyvolcano.runtime.snapshot import config_document
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "cluster.yaml")
@@ -78,15 +80,43 @@ def test_live_mode_reads_the_cluster_through_the_kubernetes_store_and_writes_not
     api = FakeApiServer()
     for doc in (queue("q"), node("n1", cpu="1"), node("n2", cpu="1"), podgroup("pg"), pod("p-0", "pg", cpu="2")):
         api.store.create(doc)
-    store = KubeStore(api.client(), LIVE_KINDS).start()
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
     try:
-        objs = read_store_objects(store, 5.0, "the test cluster")
+        state = state_from_store(store, 5.0, "the test cluster", 0.0, default_registry())
     finally:
         store.stop()
     writes_before = [r for r in api.requests if r[0] != "GET"]
-    cache = SchedulerCache.from_objects(objs)
+    cache = SchedulerCache.from_objects(state.objects)
     key = resolve_podgroup(cache, "pg", "ns", "the test cluster")
     doc = why_document(cache, key, default_configuration(), default_registry(), sessions=1, seed=0)
     assert doc["diagnosis"]["reason"] == "NodeFit.InsufficientResource"
     assert doc["diagnosis"]["hint"].startswith("needs 2 cpu on one node; the largest free block is 1 on n1")
     assert [r for r in api.requests if r[0] != "GET"] == writes_before == []
+    # no scheduler ConfigMap in this cluster: upstream's default, and a note that says so
+    assert state.config is None
+    assert state.notes and "volcano-system/volcano-scheduler-configmap not read" in state.notes[0]
+
+
+def _live_state(*extra: dict[str, object]) -> object:
+    api = FakeApiServer()
+    for doc in (queue("q"), node("n1", cpu="1"), podgroup("pg"), pod("p-0", "pg", cpu="2"), *extra):
+        api.store.create(doc)
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    try:
+        return state_from_store(store, 5.0, "the test cluster", 0.0, default_registry())
+    finally:
+        store.stop()
+
+
+def test_live_mode_uses_the_clusters_scheduler_config_map() -> None:
+    conf = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n"
+    state = _live_state(config_document(conf))
+    assert state.config is not None and state.notes == ()
+    assert tuple(state.config.actions) == ("enqueue", "allocate")
+    assert [p.name for t in state.config.tiers for p in t.plugins] == ["gang", "predicates"]
+
+
+def test_a_broken_scheduler_config_map_falls_back_to_the_default_with_a_note() -> None:
+    state = _live_state(config_document("actions: \"enqueue, no-such-action\"\n"))
+    assert state.config is None
+    assert len(state.notes) == 1 and "no-such-action" in state.notes[0] and "upstream's default" in state.notes[0]

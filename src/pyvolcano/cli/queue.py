@@ -64,8 +64,10 @@ def runtime_policy(values: list[str] | None) -> RuntimePolicy:
 def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | None, config_path: Path | None,
                registry: Registry, timeout: float, now: str | None, user_agent: str
                ) -> tuple[ClusterState, SchedulerConfiguration]:
-    """The state and the configuration to run it with (``--config``, else the snapshot's, else upstream's)."""
+    """The state and the configuration to run it with: ``--config``, else the snapshot's or the live
+    cluster's scheduler ConfigMap, else upstream's default."""
     from pyvolcano.cli.job import JobError
+    from pyvolcano.cli.output import note
     from pyvolcano.cli.schedule import load_config
     from pyvolcano.operator.state import state_from_snapshot, state_from_store
     from pyvolcano.store.base import EPOCH, from_rfc3339
@@ -81,8 +83,6 @@ def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | No
     config = load_config(config_path, registry)
     if cluster is not None:
         state = state_from_snapshot([cluster], registry, at)
-        if config_path is None and state.config is not None:
-            config = state.config
     else:
         from pyvolcano.kube import connect
 
@@ -91,9 +91,14 @@ def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | No
                                                                         "PriorityClass"), user_agent=user_agent)
         try:
             wall = time.time() - EPOCH.timestamp()
-            state = state_from_store(store, timeout, f"the cluster of {kubeconfig}", wall if at is None else at)
+            state = state_from_store(store, timeout, f"the cluster of {kubeconfig}", wall if at is None else at,
+                                     None if config_path is not None else registry)
         finally:
             store.stop()
+        for text in state.notes:
+            note(text)
+    if config_path is None and state.config is not None:
+        config = state.config
     for tier in config.tiers:
         for opt in tier.plugins:
             registry.plugin(opt.name)(opt.arguments)

@@ -49,6 +49,7 @@ __all__ = [
 DEFAULT_HORIZON = 30 * 86400.0
 """How far ahead the simulation looks (seconds) unless told otherwise."""
 GROUP_NAME = "scheduling.k8s.io/group-name"
+JOB_API = "batch.volcano.sh/v1alpha1"
 Tracker = Callable[[Any], Mapping[str, str]]
 """Given the simulation's scheduler cache: job name → PodGroup key of the jobs to follow."""
 # Creation order for objects without a creationTimestamp (and ties): what must exist first.
@@ -167,12 +168,18 @@ def _is_running(pod: Mapping[str, Any]) -> bool:
 
 
 def assumptions(docs: Sequence[Mapping[str, Any]], policy: RuntimePolicy, now: float) -> list[RuntimeAssumption]:
-    """The runtime assumption of every pod in ``docs`` (running pods carry their end time)."""
+    """The runtime assumption of every pod in ``docs`` (running pods carry their end time), and
+    of every pod a Volcano Job of ``docs`` has still to create (named as its controller names
+    them, ``<job>-<task>-<index>``; they are not running)."""
     pg_queues = {_key(d): str((d.get("spec") or {}).get("queue") or "default")
                  for d in docs if d.get("kind") == "PodGroup"}
     out = []
+    pods: set[str] = set()
     for d in docs:
-        if d.get("kind") != "Pod" or (d.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if d.get("kind") != "Pod":
+            continue
+        pods.add(_key(d))
+        if (d.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         job, queue = _pod_queue(d, pg_queues)
         source, seconds = runtime_of(d, queue, policy)
@@ -181,7 +188,42 @@ def assumptions(docs: Sequence[Mapping[str, Any]], policy: RuntimePolicy, now: f
             started = _timestamp(d, ("status", "startTime")) or _timestamp(d, ("metadata", "creationTimestamp"))
             ends_at = max(now, (started if started is not None else now) + seconds)
         out.append(RuntimeAssumption(_key(d), job, queue, source, seconds, ends_at))
+    for d in docs:
+        if not _is_live_vcjob(d):
+            continue
+        md, spec = _md(d), d.get("spec") or {}
+        ns, queue = str(md.get("namespace") or "default"), str(spec.get("queue") or "default")
+        group = f"{ns}/{md.get('name')}-{md.get('uid')}"
+        for task in _tasks(d):
+            template = task.get("template")
+            source, seconds = runtime_of(template if isinstance(template, dict) else {}, queue, policy)
+            for i in range(_replicas(task)):
+                key = f"{ns}/{md.get('name')}-{task.get('name')}-{i}"
+                if key not in pods:
+                    out.append(RuntimeAssumption(key, group, queue, source, seconds, None))
     return out
+
+
+# Volcano Job phases after which its controller creates no more pods.
+_FINISHED_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
+
+
+def _is_live_vcjob(doc: Mapping[str, Any]) -> bool:
+    """A Volcano Job that still has pods to create or run (not finished, and with a uid)."""
+    if doc.get("kind") != "Job" or doc.get("apiVersion") != JOB_API or not _md(doc).get("uid"):
+        return False
+    phase = ((doc.get("status") or {}).get("state") or {}).get("phase")
+    return phase not in _FINISHED_JOB_PHASES
+
+
+def _tasks(job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    tasks = (job.get("spec") or {}).get("tasks")
+    return [t for t in tasks if isinstance(t, dict)] if isinstance(tasks, list) else []
+
+
+def _replicas(task: Mapping[str, Any]) -> int:
+    n = task.get("replicas", 1)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
 
 
 def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, registry: Registry, *,
@@ -198,7 +240,9 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
     from pyvolcano.simulator.workload import Submission
 
     sim = Simulation(config=config, registry=registry, seed=seed)
+    sim.stop_when_done = False  # plain PodGroups and Volcano Jobs may both be waiting
     plan = {a.pod: a for a in assumptions(docs, policy, now)}
+    job_uids = {str(_md(d)["uid"]) for d in docs if _is_live_vcjob(d)}
     created: list[tuple[float, int, str, dict[str, Any]]] = []
     for d in docs:
         ts = _timestamp(d, ("metadata", "creationTimestamp"))
@@ -212,9 +256,13 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
     for ts, _rank, key, doc in created:
         if math.isfinite(ts) and ts > sim.loop.now:
             sim.loop.advance_to(ts)
-        doc = _prepared(doc, None if freeze else plan.get(key), unknown_end_now, freeze)
+        if doc.get("kind") == "Job" and str(_md(doc).get("uid")) not in job_uids:
+            continue  # a finished Volcano Job: its controller has nothing left to do
+        doc = _prepared(doc, None if freeze else plan.get(key), unknown_end_now, freeze, job_uids)
+        if doc.get("kind") == "Job":
+            doc = _prepared_job(doc, policy, unknown_end_now, freeze)
         try:
-            obj = sim.store.restore(doc)
+            obj = sim.restore(doc)
         except StoreError as e:
             rejected.append({"kind": doc.get("kind"), "name": key, "error": str(e)})
             continue
@@ -254,14 +302,16 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
 
 
 def _prepared(doc: dict[str, Any], a: RuntimeAssumption | None, unknown_end_now: bool,
-              freeze: bool = False) -> dict[str, Any]:
-    """The document as the simulation creates it: owners it does not hold dropped, runtimes written
-    (with ``unknown_end_now``, a pending pod of unknown runtime ends as soon as it starts; with
+              freeze: bool = False, job_uids: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+    """The document as the simulation creates it: owners it does not hold dropped (a Volcano Job
+    owner is kept when the state has the Job, ``job_uids``), runtimes written (with
+    ``unknown_end_now``, a pending pod of unknown runtime ends as soon as it starts; with
     ``freeze``, no pod of the state ends)."""
     md = dict(_md(doc))
     if freeze and DURATION in (md.get("annotations") or {}):
         md["annotations"] = {k: v for k, v in md["annotations"].items() if k != DURATION}
-    refs = [r for r in md.get("ownerReferences") or [] if isinstance(r, dict) and r.get("kind") != "Job"]
+    refs = [r for r in md.get("ownerReferences") or []
+            if isinstance(r, dict) and (r.get("kind") != "Job" or str(r.get("uid")) in job_uids)]
     if refs:
         md["ownerReferences"] = refs
     else:
@@ -271,6 +321,30 @@ def _prepared(doc: dict[str, Any], a: RuntimeAssumption | None, unknown_end_now:
         if runtime is not None:
             md["annotations"] = {**(md.get("annotations") or {}), DURATION: _go_duration(runtime)}
     return {**doc, "metadata": md}
+
+
+def _prepared_job(doc: dict[str, Any], policy: RuntimePolicy, unknown_end_now: bool, freeze: bool
+                  ) -> dict[str, Any]:
+    """A Volcano Job as the simulation creates it: each task template carries the runtime its
+    pods are assumed to run (as :func:`_prepared` writes it on pending pods), or none with
+    ``freeze``."""
+    queue = str((doc.get("spec") or {}).get("queue") or "default")
+    tasks = []
+    for task in _tasks(doc):
+        template = dict(task.get("template") or {}) if isinstance(task.get("template"), dict) else {}
+        tmd = dict(_md(template))
+        ann = {k: v for k, v in (tmd.get("annotations") or {}).items() if not (freeze and k == DURATION)}
+        if not freeze and DURATION not in ann:
+            _source, seconds = runtime_of(template, queue, policy)
+            runtime = 0.0 if seconds is None and unknown_end_now else seconds
+            if runtime is not None:
+                ann[DURATION] = _go_duration(runtime)
+        if ann:
+            tmd["annotations"] = ann
+        else:
+            tmd.pop("annotations", None)
+        tasks.append({**task, "template": {**template, "metadata": tmd}})
+    return {**doc, "spec": {**(doc.get("spec") or {}), "tasks": tasks}}
 
 
 def estimate_starts(docs: Sequence[Mapping[str, Any]], keys: Sequence[str], config: SchedulerConfiguration,

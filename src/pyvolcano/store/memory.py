@@ -79,6 +79,7 @@ class InMemoryStore:
         self._dependents: dict[str, set[_Key]] = {}
         self._propagation: dict[_Key, str] = {}
         self._sorted_keys: dict[str, builtins.list[tuple[str, str]]] = {}  # per kind; dropped on add/remove
+        self._restore_uid: str | None = None  # the uid restore() keeps for the create it runs
 
     # ------------------------------------------------------------------------- reads
 
@@ -190,7 +191,10 @@ class InMemoryStore:
             if not ns:
                 md.pop("namespace", None)
         rev = self._rev + 1
-        md["uid"] = f"uid-{rev}"
+        uid = self._restore_uid or f"uid-{rev}"
+        while uid in self._uids:  # a restored object may hold the generated name
+            uid += "x"
+        md["uid"] = uid
         md["creationTimestamp"] = to_rfc3339(self._clock())
         md["generation"] = 1
         self._commit(key, new, "ADDED")
@@ -198,12 +202,18 @@ class InMemoryStore:
 
     def restore(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create ``obj`` as an object that already exists on a cluster (a snapshot's): without
-        admission, which admitted it there already; otherwise as :meth:`create`."""
+        admission, which admitted it there already, and with its ``metadata.uid`` kept (owner
+        references and the names controllers derive from uids, such as a vcjob's PodGroup
+        ``<job>-<uid>``, stay valid; a uid restored twice is replaced); otherwise as :meth:`create`."""
         admission, self._admission = self._admission, None
+        uid = (obj.get("metadata") or {}).get("uid")
+        self._restore_uid = uid if isinstance(uid, str) and uid and uid not in self._uids else None
         try:
-            return self.create(obj)
+            out = self.create(obj)
         finally:
             self._admission = admission
+            self._restore_uid = None
+        return out
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         key, cur = self._current_for_write(obj)
