@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,11 +59,20 @@ def test_job_why_unknown_job_or_missing_source_exits_2_with_one_line() -> None:
     missing = run("nope", "-n", "team", "--cluster", EXAMPLE)
     assert missing.returncode == 2
     assert missing.stderr.strip() == f"error: {EXAMPLE}: no PodGroup nope in namespace team"
-    neither = run("too-big")
-    assert neither.returncode == 2
-    assert "exactly one of --cluster" in neither.stderr
+    both = run("too-big", "--cluster", EXAMPLE, "--kubeconfig", "kc")
+    assert both.returncode == 2
+    assert both.stderr.strip() == ("error: give --cluster FILE (a snapshot) or a live cluster (--kubeconfig, "
+                                   "--context), not both")
     bad_output = run("too-big", "-n", "team", "--cluster", EXAMPLE, "-o", "wide")
     assert bad_output.returncode == 2 and "Traceback" not in bad_output.stderr
+
+
+def test_without_a_source_the_default_kubeconfig_is_read_as_kubectl_does(tmp_path: Path) -> None:
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "kc"), "HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "pyvolcano", "job", "why", "too-big"], capture_output=True,
+                          text=True, check=False, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: kubeconfig: Configuration file {tmp_path / 'kc'} not found"
 
 
 def test_a_vcjob_name_finds_the_podgroup_it_owns(tmp_path: Path) -> None:

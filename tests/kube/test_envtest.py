@@ -333,3 +333,17 @@ def test_operator_commands_read_the_live_cluster(cluster: Cluster) -> None:
                         capture_output=True, text=True, timeout=60)
     assert vq.returncode == 0, vq.stderr
     assert {"root", "default"} <= {q["metadata"]["name"] for q in json.loads(vq.stdout)["items"]}
+    # a gang behind a running job: its PodGroup waits (no pods yet) and the estimate is when the
+    # running job's pods end, from the forecast's job controller creating the gang's pods
+    cluster.kubectl("apply", "-f", "-", input=_job("holder", 3, cpu="6", duration="10m"))
+    _wait(lambda: _phase(cluster, "holder") == "Running", 60, "holder to run")
+    cluster.kubectl("apply", "-f", "-", input=_job("waiter", 4, cpu="4", duration="1s"))
+    _wait(lambda: [p for p in (cluster.get("podgroups", "-n", "default") or {"items": []})["items"]
+                   if p["metadata"]["name"].startswith("waiter-")], 30, "waiter's PodGroup")
+    try:
+        top = run("queue", "top", "-o", "json")
+        assert top.returncode == 0, top.stderr
+        [entry] = [e for e in json.loads(top.stdout)["pending"] if e["job"].startswith("default/waiter-")]
+        assert entry["start"] is not None and 540 <= entry["start_in_seconds"] <= 601, entry
+    finally:
+        cluster.kubectl("delete", "vcjob", "holder", "waiter", "too-wide", "-n", "default", "--wait=false")

@@ -44,7 +44,8 @@ def why(
     namespace: Annotated[str, typer.Option("--namespace", "-n", help="The job's namespace")] = "default",
     cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
                                                 "(as `schedule` reads)")] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only)")]
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="The live cluster's kubeconfig (default: "
+                                                  "in-cluster, $KUBECONFIG, ~/.kube/config); read-only")]
     = None,
     context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf "

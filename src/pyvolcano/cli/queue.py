@@ -72,8 +72,8 @@ def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | No
     from pyvolcano.operator.state import state_from_snapshot, state_from_store
     from pyvolcano.store.base import EPOCH, from_rfc3339
 
-    if (cluster is None) == (kubeconfig is None):
-        raise JobError("give exactly one of --cluster FILE (a snapshot) or --kubeconfig FILE (a live cluster)")
+    if cluster is not None and (kubeconfig is not None or context is not None):
+        raise JobError("give --cluster FILE (a snapshot) or a live cluster (--kubeconfig, --context), not both")
     at: float | None = None
     if now is not None:
         try:
@@ -86,12 +86,11 @@ def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | No
     else:
         from pyvolcano.kube import connect
 
-        assert kubeconfig is not None
         store = connect(kubeconfig=kubeconfig, context=context, kinds=("Node", "Pod", "PodGroup", "Queue",
                                                                         "PriorityClass"), user_agent=user_agent)
         try:
             wall = time.time() - EPOCH.timestamp()
-            state = state_from_store(store, timeout, f"the cluster of {kubeconfig}", wall if at is None else at,
+            state = state_from_store(store, timeout, live_source(kubeconfig, context), wall if at is None else at,
                                      None if config_path is not None else registry)
         finally:
             store.stop()
@@ -105,6 +104,13 @@ def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | No
     for action in config.actions:
         registry.action(action)(config.action_arguments(action))
     return state, config
+
+
+def live_source(kubeconfig: str | None, context: str | None) -> str:
+    """How messages name the live cluster: its kubeconfig, else the current context (kubectl's
+    default: in-cluster, ``$KUBECONFIG``, ``~/.kube/config``)."""
+    where = f"the cluster of {kubeconfig}" if kubeconfig else "the current cluster"
+    return f"{where} (context {context})" if context else where
 
 
 def duration_option(value: str) -> float:
@@ -124,7 +130,8 @@ def top(
     queue: Annotated[str | None, typer.Argument(help="Only this queue's jobs (positions stay global)")] = None,
     cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
                                                 "(as `schedule` reads)")] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only)")] = None,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="The live cluster's kubeconfig (default: "
+                                                  "in-cluster, $KUBECONFIG, ~/.kube/config); read-only")] = None,
     context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf (default: the "
                                                 "snapshot's, else upstream's built-in)")] = None,
