@@ -8,6 +8,7 @@ estimate. The helpers here (:func:`load_state`, :func:`runtime_policy`) are shar
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -89,7 +90,7 @@ def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | No
         store = connect(kubeconfig=kubeconfig, context=context, kinds=("Node", "Pod", "PodGroup", "Queue",
                                                                         "PriorityClass"), user_agent=user_agent)
         try:
-            wall = time.time() - EPOCH.timestamp()
+            wall = float(math.floor(time.time() - EPOCH.timestamp()))  # whole seconds, as timestamps are
             state = state_from_store(store, timeout, live_source(kubeconfig, context), wall if at is None else at,
                                      None if config_path is not None else registry)
         finally:

@@ -43,6 +43,7 @@ __all__ = [
     "estimate_starts",
     "forecast",
     "format_seconds",
+    "restore_state",
     "runtime_of",
 ]
 
@@ -241,41 +242,7 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
 
     sim = Simulation(config=config, registry=registry, seed=seed)
     sim.stop_when_done = False  # plain PodGroups and Volcano Jobs may both be waiting
-    plan = {a.pod: a for a in assumptions(docs, policy, now)}
-    job_uids = {str(_md(d)["uid"]) for d in docs if _is_live_vcjob(d)}
-    created: list[tuple[float, int, str, dict[str, Any]]] = []
-    for d in docs:
-        ts = _timestamp(d, ("metadata", "creationTimestamp"))
-        created.append((min(ts if ts is not None else -math.inf, now), _KIND_RANK.get(str(d.get("kind")), 9),
-                        _key(d), dict(d)))
-    created.sort(key=lambda c: (c[0], c[1], c[2]))
-    start = next((c[0] for c in created if math.isfinite(c[0])), now)
-    sim.loop.advance_to(start)
-    exits: list[tuple[str, str, str, float]] = []
-    rejected: list[dict[str, Any]] = []
-    for ts, _rank, key, doc in created:
-        if math.isfinite(ts) and ts > sim.loop.now:
-            sim.loop.advance_to(ts)
-        if doc.get("kind") == "Job" and str(_md(doc).get("uid")) not in job_uids:
-            continue  # a finished Volcano Job: its controller has nothing left to do
-        doc = _prepared(doc, None if freeze else plan.get(key), unknown_end_now, freeze, job_uids)
-        if doc.get("kind") == "Job":
-            doc = _prepared_job(doc, policy, unknown_end_now, freeze)
-        try:
-            obj = sim.restore(doc)
-        except StoreError as e:
-            rejected.append({"kind": doc.get("kind"), "name": key, "error": str(e)})
-            continue
-        a = plan.get(key)
-        if doc.get("kind") == "Pod" and _is_running(doc) and not freeze:
-            end = now if unknown_end_now and a is not None and a.source == "unknown" else (
-                a.ends_at if a is not None else None)
-            if end is not None:
-                md = _md(obj)
-                exits.append((str(md.get("namespace") or "default"), str(md["name"]), str(md.get("uid")), end))
-    sim.loop.advance_to(max(now, sim.loop.now))
-    for ns, name, uid, end in exits:
-        sim.kubelets.adopt_running(ns, name, uid, end)
+    rejected = restore_state(sim, docs, now=now, policy=policy, unknown_end_now=unknown_end_now, freeze=freeze)
     if extra:
         sim.submit([Submission(at=sim.loop.now, document=i, source="dry-run", obj=dict(d))
                     for i, d in enumerate(extra)])
@@ -299,6 +266,58 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
     res = sim.run(until=now + horizon)
     return Forecast(now=now, starts=starts, evictions=evictions, rejected=rejected + res.rejected,
                     end_reason=res.end_reason, first_diagnoses=diagnoses)
+
+
+def restore_state(sim: Any, docs: Sequence[Mapping[str, Any]], *, now: float, policy: RuntimePolicy,
+                  unknown_end_now: bool = False, freeze: bool = False, at_timestamps: bool = True
+                  ) -> list[dict[str, Any]]:
+    """Create the state ``docs`` (taken at ``now``) in the simulation ``sim`` as objects that
+    already exist, and return those its store refused.
+
+    With ``at_timestamps`` the virtual clock moves to each object's ``creationTimestamp`` before
+    it is created (job-order ties break as on the cluster) and ends at ``now``; without it,
+    everything is created at the clock's current instant (time 0 of a ``simulate`` run), in
+    creation order, and every time of the state moves with it: a running pod ends after the
+    runtime it has left. Runtimes follow :func:`runtime_of` (see the module docstring)."""
+    plan = {a.pod: a for a in assumptions(docs, policy, now)}
+    job_uids = {str(_md(d)["uid"]) for d in docs if _is_live_vcjob(d)}
+    created: list[tuple[float, int, str, dict[str, Any]]] = []
+    for d in docs:
+        ts = _timestamp(d, ("metadata", "creationTimestamp"))
+        created.append((min(ts if ts is not None else -math.inf, now), _KIND_RANK.get(str(d.get("kind")), 9),
+                        _key(d), dict(d)))
+    created.sort(key=lambda c: (c[0], c[1], c[2]))
+    offset = 0.0 if at_timestamps else sim.loop.now - now
+    if at_timestamps:
+        sim.loop.advance_to(next((c[0] for c in created if math.isfinite(c[0])), now))
+    exits: list[tuple[str, str, str, float]] = []
+    rejected: list[dict[str, Any]] = []
+    for ts, _rank, key, doc in created:
+        if at_timestamps and math.isfinite(ts) and ts > sim.loop.now:
+            sim.loop.advance_to(ts)
+        if doc.get("kind") == "Job" and str(_md(doc).get("uid")) not in job_uids:
+            continue  # a finished Volcano Job: its controller has nothing left to do
+        doc = _prepared(doc, None if freeze else plan.get(key), unknown_end_now, freeze, job_uids)
+        if doc.get("kind") == "Job":
+            doc = _prepared_job(doc, policy, unknown_end_now, freeze)
+        try:
+            obj = sim.restore(doc)
+        except StoreError as e:
+            rejected.append({"kind": doc.get("kind"), "name": key, "error": str(e)})
+            continue
+        a = plan.get(key)
+        if doc.get("kind") == "Pod" and _is_running(doc) and not freeze:
+            end = now if unknown_end_now and a is not None and a.source == "unknown" else (
+                a.ends_at if a is not None else None)
+            if end is not None:
+                md = _md(obj)
+                exits.append((str(md.get("namespace") or "default"), str(md["name"]), str(md.get("uid")),
+                              end + offset))
+    if at_timestamps:
+        sim.loop.advance_to(max(now, sim.loop.now))
+    for ns, name, uid, end in exits:
+        sim.kubelets.adopt_running(ns, name, uid, end)
+    return rejected
 
 
 def _prepared(doc: dict[str, Any], a: RuntimeAssumption | None, unknown_end_now: bool,
