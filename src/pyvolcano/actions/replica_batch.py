@@ -12,16 +12,19 @@ nodes where it does. For each replica it takes upstream's window (numNodesToFind
 nodes from ``last_processed_node_index``) as a slice, picks the best score among the nodes
 where the request fits Idle (else among all of the window: the pipelining case), breaks
 ties with the session's generator exactly as :meth:`Session.select_best_node` does, and
-moves the round-robin index as :meth:`Session.predicate_nodes` does. After a placement it
-re-evaluates only the rows in the node table's change log (normally the one node that
-received the pod), through the same predicate and scoring callbacks as the per-pod path.
+moves the round-robin index as :meth:`Session.predicate_nodes` does. The chosen row becomes
+*dirty*: its values are stale, but nothing reads them until a later window reaches it (the
+window moves on by numNodesToFind feasible nodes per replica, so that is once per turn
+around the cluster) or a selection finds rows in the node table's change log that the batch
+did not choose. Then every dirty and changed row is re-evaluated in one vectorised call of
+the same predicate and scoring callbacks as the per-pod path.
 
 Everything else stays per pod in allocate: the task queue, the queue-quota check, PrePredicate,
 the statement's allocate or pipeline and the plugins' allocate events, JobReady.
 
 Invariants: the batch is valid only for tasks whose (predicate key, node-order key) equal
-its own; it is brought up to date from the change log before every selection, so placements
-made by the per-pod path in between are seen; it writes the feasibility verdicts back to the
+its own; no selection reads a dirty row or a row changed since the batch's change-log
+position, so placements made by the per-pod path in between are seen; it writes the feasibility verdicts back to the
 cache's store, so the per-pod path and later sessions see the same masks. It records no fit
 errors: when no node is feasible, :meth:`select` returns None and the per-pod path runs,
 records the errors and leaves the round-robin index where it would.
@@ -59,8 +62,8 @@ class ReplicaBatch:
     """Feasible nodes and their scores for the replicas of one template (see module doc)."""
 
     __slots__ = (
-        "fidx", "fidx2", "idle2", "idle_all", "key", "mask", "masked2", "n", "position", "scores2", "scores_all",
-        "ssn", "vec",
+        "dirty", "fidx", "fidx2", "idle2", "idle_all", "key", "mask", "masked2", "member", "n", "position",
+        "scores2", "scores_all", "ssn", "vec",
     )
 
     def __init__(self, ssn: Session, task: TaskInfo, key: BatchKey):
@@ -69,9 +72,19 @@ class ReplicaBatch:
         table = ssn.node_table
         self.n = table.n
         self.vec = table.task_vector(task)
-        self.mask = ssn.feasibility_mask(task, key[0])
-        self.position = table.change_position
-        self._rebuild(task, np.flatnonzero(self.mask).astype(np.int64))
+        # Rows this batch chose since its values were last brought up to date, with their
+        # position in ``fidx``: their values are stale until the next _sync.
+        self.dirty: dict[int, int] = {}
+        self._start(task)
+
+    def _start(self, task: TaskInfo) -> None:
+        self.mask = self.ssn.feasibility_mask(task, self.key[0])
+        # The verdicts fidx was built from (the store's mask may be brought up to date by the
+        # per-pod path in between, so it cannot tell which verdicts flipped).
+        self.member = self.mask.copy()
+        self.position = self.ssn.node_table.change_position
+        self.dirty.clear()
+        self._rebuild(task, np.flatnonzero(self.member).astype(np.int64))
 
     def _rebuild(self, task: TaskInfo, fidx: np.ndarray) -> None:
         ssn = self.ssn
@@ -94,24 +107,26 @@ class ReplicaBatch:
         self.masked2 = np.where(self.idle2, self.scores2, -np.inf)
 
     def _sync(self, task: TaskInfo) -> None:
-        """Re-evaluate the rows changed since the batch was last up to date."""
+        """Re-evaluate the rows changed since the batch was last up to date, and the dirty ones."""
         ssn = self.ssn
         table = ssn.node_table
         changed = table.changes_since(self.position)
         if changed is None:
             # The change log no longer reaches back: start again from the store.
-            self.mask = ssn.feasibility_mask(task, self.key[0])
-            self.position = table.change_position
-            self._rebuild(task, np.flatnonzero(self.mask).astype(np.int64))
+            self._start(task)
             return
+        if self.dirty:
+            changed = np.union1d(changed, np.fromiter(self.dirty, dtype=np.int64, count=len(self.dirty)))
+            self.dirty.clear()
+        self.position = table.change_position
         if not len(changed):
             return
         ok = self._verdicts(task, changed)
-        mask = self.mask
-        flipped = bool((mask[changed] != ok).any())
-        mask[changed] = ok
-        self.position = table.change_position
-        ssn.store_feasibility(self.key[0], mask, self.position)
+        member = self.member
+        flipped = bool((member[changed] != ok).any())
+        member[changed] = ok
+        self.mask[changed] = ok
+        ssn.store_feasibility(self.key[0], self.mask, self.position)
         rows = changed[ok]
         if len(rows):
             idle = self._fits_idle(rows)
@@ -119,7 +134,7 @@ class ReplicaBatch:
             self.idle_all[rows] = idle
             self.scores_all[rows] = scores
         if flipped:
-            self.fidx = np.flatnonzero(mask).astype(np.int64)
+            self.fidx = np.flatnonzero(member).astype(np.int64)
             self._window_arrays()
             return
         if not len(rows):
@@ -160,19 +175,32 @@ class ReplicaBatch:
 
         Moves the round-robin index and consumes the session's generator as the per-pod path
         does. None (nothing moved, nothing consumed) when no node is feasible or a score is
-        not a finite number.
+        not a finite number. The chosen row becomes dirty: it is re-evaluated only when a
+        later window reaches it or something else changed the node table.
         """
-        self._sync(task)
-        f = len(self.fidx)
-        if f == 0:
-            return None
         ssn = self.ssn
+        table = ssn.node_table
+        if table.change_position != self.position:
+            tail = table.rows_changed_since(self.position)
+            dirty = self.dirty
+            if tail is None or not all(r in dirty for r in tail):
+                self._sync(task)
+            else:
+                # Only the rows this batch chose changed: they are dirty already.
+                self.position = table.change_position
         n = self.n
         cache = ssn.cache
         start = cache.last_processed_node_index % n
         want = ssn.num_feasible_nodes_to_find(n)
-        k = int(np.searchsorted(self.fidx, start))
-        m = want if f >= want else f
+        while True:
+            f = len(self.fidx)
+            if f == 0:
+                return None
+            k = int(np.searchsorted(self.fidx, start))
+            m = want if f >= want else f
+            if not self.dirty or not self._dirty_in(k, k + m, f):
+                break
+            self._sync(task)
         window = slice(k, k + m)
         idle = self.idle2[window]
         n_idle = int(np.count_nonzero(idle))
@@ -190,4 +218,13 @@ class ReplicaBatch:
             cache.last_processed_node_index = (int(self.fidx2[k + want - 1]) + 1) % n
         else:
             cache.last_processed_node_index = start
-        return int(self.fidx2[k + pick])
+        p = k + pick
+        if p >= f:
+            p -= f
+        chosen = int(self.fidx[p])
+        self.dirty[chosen] = p
+        return chosen
+
+    def _dirty_in(self, lo: int, hi: int, f: int) -> bool:
+        """Whether a dirty row lies in positions ``[lo, hi)`` of the doubled arrays."""
+        return any(lo <= p < hi or lo <= p + f < hi for p in self.dirty.values())

@@ -146,6 +146,15 @@ class NodeTable:
         """Position in the change log; pass it to :meth:`changes_since` later."""
         return self._change_base + len(self._changes)
 
+    def rows_changed_since(self, position: int) -> list[int] | None:
+        """The change log's entries since ``position`` (rows, repeats kept), or None if it no longer reaches back.
+
+        For callers that expect a handful of entries and want no numpy work.
+        """
+        if position < self._change_base:
+            return None
+        return self._changes[position - self._change_base :]
+
     def changes_since(self, position: int) -> np.ndarray | None:
         """Rows changed since ``position`` (unique), or None if the log no longer reaches back."""
         if position < self._change_base:
