@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.actions._helpers import PredicateHelper
+from pyvolcano.actions._helpers import PredicateHelper, TaskQueue, task_queue
 from pyvolcano.actions.replica_batch import BatchKey, ReplicaBatch, batch_key
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
@@ -53,7 +53,7 @@ class Allocate:
         self._batches = {}
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-        worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
+        worksheets: dict[str, TaskQueue] = {}
         for job in ssn.jobs.values():
             if job.is_pending():
                 if "enqueue" in ssn.enabled_actions:
@@ -72,13 +72,11 @@ class Allocate:
                 continue
             if ssn.skip_unchanged and ssn.unchanged_since_failure(job):
                 continue
-            tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
-            for task in sorted(job.tasks_in(TaskStatus.Pending).values(), key=lambda t: t.uid):
-                if task.sch_gated or task.resreq.is_empty():
-                    continue
-                tasks.push(task)
-            if not tasks:
+            pending = [task for task in sorted(job.tasks_in(TaskStatus.Pending).values(), key=lambda t: t.uid)
+                       if not task.sch_gated and not task.resreq.is_empty()]
+            if not pending:
                 continue
+            tasks = task_queue(ssn, pending)
             if job.queue not in jobs_by_queue:
                 jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
                 queues.push(queue)
@@ -105,7 +103,7 @@ class Allocate:
             queues.push(queue)
 
     def allocate_resources_for_tasks(
-        self, ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo]
+        self, ssn: Session, job: JobInfo, tasks: TaskQueue
     ) -> Statement | None:
         queue = ssn.queues[job.queue]
         all_nodes = ssn.all_node_indices()

@@ -32,6 +32,7 @@ records the errors and leaves the round-robin index where it would.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 
 import numpy as np
@@ -63,7 +64,7 @@ class ReplicaBatch:
 
     __slots__ = (
         "dirty", "fidx", "fidx2", "idle2", "idle_all", "key", "mask", "masked2", "member", "n", "position",
-        "scores2", "scores_all", "ssn", "vec",
+        "scores2", "scores_all", "ssn", "vec", "want",
     )
 
     def __init__(self, ssn: Session, task: TaskInfo, key: BatchKey):
@@ -71,6 +72,7 @@ class ReplicaBatch:
         self.key = key
         table = ssn.node_table
         self.n = table.n
+        self.want = ssn.num_feasible_nodes_to_find(self.n)
         self.vec = table.task_vector(task)
         # Rows this batch chose since its values were last brought up to date, with their
         # position in ``fidx``: their values are stale until the next _sync.
@@ -191,14 +193,14 @@ class ReplicaBatch:
         n = self.n
         cache = ssn.cache
         start = cache.last_processed_node_index % n
-        want = ssn.num_feasible_nodes_to_find(n)
+        want = self.want
         while True:
             f = len(self.fidx)
             if f == 0:
                 return None
-            k = int(np.searchsorted(self.fidx, start))
+            k = int(self.fidx.searchsorted(start))
             m = want if f >= want else f
-            if not self.dirty or not self._dirty_in(k, k + m, f):
+            if not self.dirty or not self._dirty_in(k, m, f):
                 break
             self._sync(task)
         window = slice(k, k + m)
@@ -207,12 +209,12 @@ class ReplicaBatch:
         cand = self.masked2[window] if n_idle else self.scores2[window]
         n_cand = n_idle if n_idle else m
         if n_cand == 1:
-            pick = int(np.flatnonzero(idle)[0]) if n_idle else 0
+            pick = int(idle.nonzero()[0][0]) if n_idle else 0
         else:
-            best = cand.max()
-            if not np.isfinite(best):
+            best = float(cand.max())
+            if not math.isfinite(best):
                 return None
-            ties = np.flatnonzero(cand == best)
+            ties = (cand == best).nonzero()[0]
             pick = int(ties[0]) if len(ties) == 1 else int(ties[int(ssn.rng.integers(len(ties)))])
         if f >= want:
             cache.last_processed_node_index = (int(self.fidx2[k + want - 1]) + 1) % n
@@ -225,6 +227,6 @@ class ReplicaBatch:
         self.dirty[chosen] = p
         return chosen
 
-    def _dirty_in(self, lo: int, hi: int, f: int) -> bool:
-        """Whether a dirty row lies in positions ``[lo, hi)`` of the doubled arrays."""
-        return any(lo <= p < hi or lo <= p + f < hi for p in self.dirty.values())
+    def _dirty_in(self, k: int, m: int, f: int) -> bool:
+        """Whether a dirty row lies in the window of ``m ≤ f`` positions from ``k`` (cyclic)."""
+        return any((p - k) % f < m for p in self.dirty.values())

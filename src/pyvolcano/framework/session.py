@@ -148,6 +148,7 @@ class Session:
         self._predicate_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self._node_order_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self._not_batchable: set[str] = set()
+        self._task_order_keys: dict[str, Callable[[TaskInfo], Any]] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
@@ -186,8 +187,20 @@ class Session:
     def add_victim_queue_order_fn(self, name: str, fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]) -> None:
         self._add("victim_queue_order", name, fn)
 
-    def add_task_order_fn(self, name: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
+    def add_task_order_fn(
+        self, name: str, fn: Callable[[TaskInfo, TaskInfo], int], *, key: Callable[[TaskInfo], Any] | None = None
+    ) -> None:
+        """Register a task comparator.
+
+        ``key`` (optional) declares that ``fn(l, r)`` is negative, zero or positive exactly as
+        ``key(l)`` is less than, equal to or greater than ``key(r)``; when every enabled task
+        comparator declares one, :meth:`task_sort_key` can order tasks by sorting.
+        """
         self._add("task_order", name, fn)
+        if key is not None:
+            self._task_order_keys[name] = key
+        else:
+            self._task_order_keys.pop(name, None)
 
     def add_predicate_fn(
         self, name: str, fn: PredicateFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None,
@@ -331,6 +344,28 @@ class Session:
         if res != 0:
             return res < 0
         return compare_task(l, r)
+
+    def task_sort_key(self, tasks: list[TaskInfo]) -> Callable[[TaskInfo], tuple[Any, ...]] | None:
+        """A sort key that orders ``tasks`` exactly as :meth:`task_order_fn` does, or None.
+
+        Not None when every enabled task comparator declared a key and :func:`compare_task`,
+        the tie-break, is lexicographic on ``tasks`` (all or none of them have a pod index;
+        with a mix it is not transitive). UIDs are unique, so the order is total and a heap
+        pops ``tasks`` in this sorted order whatever its internal layout.
+        """
+        keys: list[Callable[[TaskInfo], Any]] = []
+        for tier in self._tiers("task_order"):
+            for name, _fn in tier:
+                k = self._task_order_keys.get(name)
+                if k is None:
+                    return None
+                keys.append(k)
+        indexed = sum(1 for t in tasks if t.index is not None)
+        if indexed == 0:
+            return lambda t: (*(k(t) for k in keys), t.creation_timestamp, t.uid)
+        if indexed == len(tasks):
+            return lambda t: (*(k(t) for k in keys), t.index, t.creation_timestamp, t.uid)
+        return None
 
     def job_ready(self, job: JobInfo) -> bool:
         return ep.walk_and(self._tiers("job_ready"), job)
