@@ -113,6 +113,7 @@ class Allocate:
         ph = PredicateHelper(ssn, enable_error_cache=self.enable_predicate_error_cache)
         batching = ssn.cache.options.batch_replicas and ssn.replicas_batchable()
         batch: ReplicaBatch | None = None
+        pre_predicates = ssn.has("pre_predicate")
         while tasks:
             task = tasks.pop()
             if not ssn.allocatable(queue, task):
@@ -124,7 +125,7 @@ class Allocate:
                 fe.set_error(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
                 job.set_task_fit_errors(task, fe)
                 continue
-            st = ssn.pre_predicate(task)
+            st = ssn.pre_predicate(task) if pre_predicates else None
             if st is not None:
                 fe = FitErrors()
                 fe.add(st.reason, st.code, all_nodes)

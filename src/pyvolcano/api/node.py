@@ -268,11 +268,17 @@ class NodeInfo:
         status = task.status
         if status == TaskStatus.Pipelined:
             t.add_vec("pipelined", i, vec)
-        else:
+        elif status == TaskStatus.Releasing:
             t.add_vec("idle", i, vec, -1.0)
             t.add_vec("used", i, vec)
-            if status == TaskStatus.Releasing:
-                t.add_vec("releasing", i, vec)
+            t.add_vec("releasing", i, vec)
+        else:
+            # add_vec("idle", -1) and add_vec("used") inlined: the same operations per column.
+            idle, used, future = t.idle, t.used, t.future
+            for d, v in vec:
+                idle[d][i] += -1.0 * v
+                future[d][i] += -1.0 * v
+                used[d][i] += v
         nz_cpu, nz_mem = task.nonzero_request()
         t.nonzero_cpu[i] += nz_cpu
         t.nonzero_mem[i] += nz_mem
