@@ -155,3 +155,21 @@ def test_device_sharing_keeps_allocate_on_the_per_pod_path(monkeypatch: Any) -> 
     assert len(res[0][0]) == 3
     with pytest.raises(AssertionError, match="batched placement used"):
         run(docs, DEFAULT_SCHEDULER_CONF, batch=True, seed=0, sessions=1)
+
+
+def test_rows_chosen_earlier_are_re_evaluated_when_the_window_comes_back_to_them() -> None:
+    # 240 two-CPU nodes (numNodesToFind 240 * 47% = 112): the window goes round the cluster
+    # about every two replicas, so most selections meet rows the batch chose before and left
+    # dirty; nodes fill up and leave the feasible set; a second template and a nominated
+    # replica of the first one interleave with the batch.
+    docs: list[dict[str, Any]] = [queue("q")]
+    docs += [node(f"n{i:03d}", cpu="2", memory="8Gi") for i in range(240)]
+    for j, (cpu, replicas) in enumerate([("1", 150), ("2", 60), ("1", 120)]):
+        docs.append(podgroup(f"g{j}", queue="q", min_member=replicas))
+        docs += [pod(f"g{j}-{r:03d}", f"g{j}", cpu=cpu, memory="1Gi") for r in range(replicas)]
+    docs[-1]["status"]["nominatedNodeName"] = "n007"
+    for conf in ("default", "default+binpack"):
+        per_pod = run(docs, CONFS[conf], batch=False, seed=3, sessions=2)
+        batched = run(docs, CONFS[conf], batch=True, seed=3, sessions=2)
+        assert batched == per_pod
+        assert len(per_pod[0][0]) >= 200
