@@ -23,6 +23,7 @@ from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.framework.session import Session
 
 CONFS = {
     "default": DEFAULT_SCHEDULER_CONF,
@@ -157,11 +158,16 @@ def test_device_sharing_keeps_allocate_on_the_per_pod_path(monkeypatch: Any) -> 
         run(docs, DEFAULT_SCHEDULER_CONF, batch=True, seed=0, sessions=1)
 
 
-def test_rows_chosen_earlier_are_re_evaluated_when_the_window_comes_back_to_them() -> None:
+@pytest.mark.parametrize("projection", [True, False])
+def test_rows_chosen_earlier_are_re_evaluated_when_the_window_comes_back_to_them(
+    projection: bool, monkeypatch: Any
+) -> None:
     # 240 two-CPU nodes (numNodesToFind 240 * 47% = 112): the window goes round the cluster
-    # about every two replicas, so most selections meet rows the batch chose before and left
-    # dirty; nodes fill up and leave the feasible set; a second template and a nominated
-    # replica of the first one interleave with the batch.
+    # about every two replicas, so most selections meet rows the batch chose before (with
+    # their projected values, or dirty without projection); nodes fill up and leave the
+    # feasible set; a second template and a nominated replica of the first one interleave.
+    if not projection:
+        monkeypatch.setattr(Session, "replicas_projectable", lambda _self, _task: False)
     docs: list[dict[str, Any]] = [queue("q")]
     docs += [node(f"n{i:03d}", cpu="2", memory="8Gi") for i in range(240)]
     for j, (cpu, replicas) in enumerate([("1", 150), ("2", 60), ("1", 120)]):
@@ -173,3 +179,17 @@ def test_rows_chosen_earlier_are_re_evaluated_when_the_window_comes_back_to_them
         batched = run(docs, CONFS[conf], batch=True, seed=3, sessions=2)
         assert batched == per_pod
         assert len(per_pod[0][0]) >= 200
+
+
+def test_host_ports_keep_the_batch_without_projection() -> None:
+    # The ports predicate reads the node's task dict, so these replicas are batched with
+    # dirty rows only; a second replica on the same node conflicts on the port.
+    docs: list[dict[str, Any]] = [queue("q"), *(node(f"n{i:02d}", cpu="8") for i in range(30))]
+    docs.append(podgroup("g", queue="q", min_member=30))
+    for r in range(30):
+        p = pod(f"g-{r:02d}", "g")
+        p["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+        docs.append(p)
+    per_pod = run(docs, CONFS["default+binpack"], batch=False, seed=1, sessions=1)
+    assert per_pod == run(docs, CONFS["default+binpack"], batch=True, seed=1, sessions=1)
+    assert len({node for _pod, node in per_pod[0][0]}) == 30

@@ -149,6 +149,7 @@ class Session:
         self._node_order_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self._not_batchable: set[str] = set()
         self._task_order_keys: dict[str, Callable[[TaskInfo], Any]] = {}
+        self._projectable: dict[str, Callable[[TaskInfo], bool]] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
@@ -204,7 +205,7 @@ class Session:
 
     def add_predicate_fn(
         self, name: str, fn: PredicateFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None,
-        batchable: bool = True,
+        batchable: bool = True, projectable: Callable[[TaskInfo], bool] | None = None,
     ) -> None:
         """Register a vectorised predicate.
 
@@ -216,19 +217,26 @@ class Session:
         ``batchable=False`` keeps allocate's batched replica placement off while the plugin is
         enabled (actions/replica_batch.py), for plugins whose allocate events hold per-device
         state (GPU sharing and placement policies).
+        ``projectable(task)`` (optional) declares, for a task with a cache key, that the
+        verdict on a node depends only on the key, the node's labels, taints and
+        unschedulable flag and the node table's columns of that row (not on the node's task
+        dict, nor on state the plugin's event handlers keep): the replica batch may then
+        evaluate it on a row state set up by :meth:`NodeTable.trial_add`.
         """
         self._add("predicate", name, fn)
         if cache_key is not None:
             self._predicate_cache_keys[name] = cache_key
         if not batchable:
             self._not_batchable.add(name)
+        if projectable is not None:
+            self._projectable[name] = projectable
 
     def add_pre_predicate_fn(self, name: str, fn: Callable[[TaskInfo], Status | None]) -> None:
         self._add("pre_predicate", name, fn)
 
     def add_node_order_fn(
         self, name: str, fn: NodeOrderFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None,
-        batchable: bool = True,
+        batchable: bool = True, projectable: Callable[[TaskInfo], bool] | None = None,
     ) -> None:
         """Register a vectorised node-order (scoring) callback.
 
@@ -236,13 +244,15 @@ class Session:
         score on a node depends only on the node's own state — no normalisation across the
         candidate set. Scores are then cached per key in the scheduler cache and recomputed
         only for nodes whose row changed. Return None when that does not hold for a task.
-        ``batchable`` as in :meth:`add_predicate_fn`.
+        ``batchable`` and ``projectable`` as in :meth:`add_predicate_fn`.
         """
         self._add("node_order", name, fn)
         if cache_key is not None:
             self._node_order_cache_keys[name] = cache_key
         if not batchable:
             self._not_batchable.add(name)
+        if projectable is not None:
+            self._projectable[name] = projectable
 
     def add_preemptable_fn(
         self, name: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
@@ -627,6 +637,22 @@ class Session:
             for tier in self._tiers(kind)
             for name, _fn in tier
         )
+
+    def replicas_projectable(self, task: TaskInfo) -> bool:
+        """Whether every enabled predicate and node-order plugin is projectable for ``task``.
+
+        See ``projectable`` in :meth:`add_predicate_fn`. A pod with inter-pod affinity terms
+        never is: placing it changes a count the node table keeps for the whole cluster.
+        """
+        if task.pod.has_pod_affinity:
+            return False
+        for kind in ("predicate", "node_order"):
+            for tier in self._tiers(kind):
+                for name, _fn in tier:
+                    fn = self._projectable.get(name)
+                    if fn is None or not fn(task):
+                        return False
+        return True
 
     def node_order_cache_key(self, task: TaskInfo) -> Hashable | None:
         """A key under which every node-order score for ``task`` is node-local, or None.

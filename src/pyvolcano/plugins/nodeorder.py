@@ -650,7 +650,9 @@ class NodeOrder:
                 return None
             return (w, ssn.node_table.task_vector(task), task.nonzero_request())
 
-        ssn.add_node_order_fn(NAME, node_order, cache_key=cache_key)
+        # Node-local scores read the table's columns and the in-session eviction delta, which
+        # placing a pending task does not change.
+        ssn.add_node_order_fn(NAME, node_order, cache_key=cache_key, projectable=lambda _task: True)
 
     def on_session_close(self, ssn: Session) -> None:
         return None
