@@ -145,6 +145,7 @@ class Session:
                 plugin = factory(opt.arguments)
                 self.plugins.append((opt, plugin))
         self._tier_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
+        self._key_fn_cache: dict[str, list[tuple[str, Callable[[TaskInfo], Hashable | None]]] | None] = {}
         self._predicate_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self._node_order_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self._not_batchable: set[str] = set()
@@ -164,6 +165,7 @@ class Session:
                 plugin.on_session_open(self)
                 obs.plugin_done(opt.name, ON_SESSION_OPEN, obs.timer() - t0)
         self._tier_cache.clear()
+        self._key_fn_cache.clear()
 
     def _total_resource(self) -> Resource:
         t = self.node_table
@@ -178,6 +180,7 @@ class Session:
     def _add(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
         self._callbacks[kind][name] = fn
         self._tier_cache.pop(kind, None)
+        self._key_fn_cache.clear()
 
     def add_job_order_fn(self, name: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
         self._add("job_order", name, fn)
@@ -226,6 +229,7 @@ class Session:
         self._add("predicate", name, fn)
         if cache_key is not None:
             self._predicate_cache_keys[name] = cache_key
+            self._key_fn_cache.clear()
         if not batchable:
             self._not_batchable.add(name)
         if projectable is not None:
@@ -249,6 +253,7 @@ class Session:
         self._add("node_order", name, fn)
         if cache_key is not None:
             self._node_order_cache_keys[name] = cache_key
+            self._key_fn_cache.clear()
         if not batchable:
             self._not_batchable.add(name)
         if projectable is not None:
@@ -567,18 +572,37 @@ class Session:
         feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
         return feasible, errors
 
+    def _key_fns(self, kind: str) -> list[tuple[str, Callable[[TaskInfo], Hashable | None]]] | None:
+        """The enabled plugins' cache-key functions of ``kind`` in tier order; None if one has none."""
+        cached = self._key_fn_cache.get(kind, False)
+        if cached is not False:
+            return cached  # type: ignore[return-value]
+        keys = self._predicate_cache_keys if kind == "predicate" else self._node_order_cache_keys
+        out: list[tuple[str, Callable[[TaskInfo], Hashable | None]]] | None = []
+        for tier in self._tiers(kind):
+            for name, _fn in tier:
+                key_fn = keys.get(name)
+                if key_fn is None:
+                    out = None
+                    break
+                assert out is not None
+                out.append((name, key_fn))
+            if out is None:
+                break
+        self._key_fn_cache[kind] = out
+        return out
+
     def predicate_cache_key(self, task: TaskInfo) -> Hashable | None:
         """A key under which the allocate predicate's verdicts for ``task`` may be shared."""
+        fns = self._key_fns("predicate")
+        if fns is None:
+            return None
         parts: list[Hashable] = [self.node_table.task_vector(task)]
-        for tier in self._tiers("predicate"):
-            for name, _fn in tier:
-                key_fn = self._predicate_cache_keys.get(name)
-                if key_fn is None:
-                    return None
-                k = key_fn(task)
-                if k is None:
-                    return None
-                parts.append((name, k))
+        for name, key_fn in fns:
+            k = key_fn(task)
+            if k is None:
+                return None
+            parts.append((name, k))
         return tuple(parts)
 
     def feasible_nodes(self, task: TaskInfo, key: Hashable) -> np.ndarray:
@@ -661,16 +685,15 @@ class Session:
         one for ``task`` (see :meth:`add_node_order_fn`): the summed score of a node then
         depends only on the key and that node's own state.
         """
+        fns = self._key_fns("node_order")
+        if fns is None:
+            return None
         parts: list[Hashable] = []
-        for tier in self._tiers("node_order"):
-            for name, _fn in tier:
-                key_fn = self._node_order_cache_keys.get(name)
-                if key_fn is None:
-                    return None
-                k = key_fn(task)
-                if k is None:
-                    return None
-                parts.append((name, k))
+        for name, key_fn in fns:
+            k = key_fn(task)
+            if k is None:
+                return None
+            parts.append((name, k))
         return tuple(parts)
 
     def allocate_predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, FitErrors]:
