@@ -621,16 +621,24 @@ class NodeOrder:
                 total += fn(task, idx) * float(weight)
             return total
 
-        key_memo: dict[tuple[str, int], tuple[object, ...] | None] = {}
+        key_memo: dict[int, dict[str, tuple[object, ...] | None]] = {}
+        canonical: dict[tuple[object, ...], tuple[object, ...]] = {}
 
         def cache_key(task: TaskInfo) -> tuple[object, ...] | None:
             # Memoised per task; the one session-dependent input, the pods with preferred
-            # affinity terms, is part of the memo key through their count.
-            mk = (task.uid, len(view.affinity_pods()) if w.pod_affinity else 0)
-            if mk in key_memo:
-                return key_memo[mk]
+            # affinity terms, is part of the memo key through their count. Equal keys share
+            # one tuple (replicas have equal keys; fewer long-lived objects for the collector).
+            count = len(view.affinity_pods()) if w.pod_affinity else 0
+            memo = key_memo.get(count)
+            if memo is None:
+                memo = key_memo[count] = {}
+            uid = task.uid
+            if uid in memo:
+                return memo[uid]
             key = _cache_key(task)
-            key_memo[mk] = key
+            if key is not None:
+                key = canonical.setdefault(key, key)
+            memo[uid] = key
             return key
 
         def _cache_key(task: TaskInfo) -> tuple[object, ...] | None:
