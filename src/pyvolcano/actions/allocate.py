@@ -11,8 +11,10 @@ it is discarded at once.
 
 Replicas whose predicates and scores are all node-local are placed through a
 :class:`~pyvolcano.actions.replica_batch.ReplicaBatch` (the same window, scores, tie-breaking
-and round-robin index as the per-pod path, updated per placement for the changed node only);
-``SchedulerOptions.batch_replicas=False`` forces the per-pod path.
+and round-robin index as the per-pod path, with the changed nodes' values projected or
+re-evaluated in vectorised rounds); ``SchedulerOptions.batch_replicas=False`` forces the
+per-pod path. A job's worksheet is a sorted list when the task order has a sort key
+(:func:`~pyvolcano.actions._helpers.task_queue`), else upstream's comparator heap.
 
 Not modelled: hard network topology and sub-group policies (the default sub-job path only),
 the nomination fast path of gangpreempt/gangreclaim, and node sharding.
