@@ -193,3 +193,20 @@ def test_host_ports_keep_the_batch_without_projection() -> None:
     per_pod = run(docs, CONFS["default+binpack"], batch=False, seed=1, sessions=1)
     assert per_pod == run(docs, CONFS["default+binpack"], batch=True, seed=1, sessions=1)
     assert len({node for _pod, node in per_pod[0][0]}) == 30
+
+
+@pytest.mark.parametrize("conf", ["actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n"
+                                  "  - name: binpack\n", CONFS["default+binpack"]])
+def test_replicas_with_one_request_and_different_non_zero_requests_decide_as_the_per_pod_path(conf: str) -> None:
+    # One container without a memory request, or two: the same request, but kube-scheduler's
+    # non-zero memory is 200Mi or 400Mi, so projections made for one do not fit the other.
+    docs: list[dict[str, Any]] = [queue("q"), *(node(f"n{i:02d}", cpu="4", memory="2Gi") for i in range(12))]
+    docs.append(podgroup("g", queue="q", min_member=1))
+    for r in range(40):
+        p = pod(f"g-{r:02d}", "g", cpu="1" if r % 2 else "500m", memory=None)
+        if not r % 2:
+            p["spec"]["containers"].append({"name": "side", "resources": {"requests": {"cpu": "500m"}}})
+        docs.append(p)
+    per_pod = run(docs, conf, batch=False, seed=5, sessions=1)
+    assert per_pod == run(docs, conf, batch=True, seed=5, sessions=1)
+    assert len(per_pod[0][0]) > 12

@@ -76,8 +76,8 @@ class ReplicaBatch:
 
     __slots__ = (
         "advanced", "dirty", "fidx", "fidx2", "has_next", "idle2", "idle_all", "idle_next", "key", "mask",
-        "masked2", "member", "n", "need_next", "ok_next", "position", "project", "recheck", "scores2", "scores_all",
-        "scores_next", "ssn", "vec", "want",
+        "masked2", "member", "n", "need_next", "nonzero", "ok_next", "position", "project", "recheck", "scores2",
+        "scores_all", "scores_next", "ssn", "vec", "want",
     )
 
     def __init__(self, ssn: Session, task: TaskInfo, key: BatchKey):
@@ -88,6 +88,10 @@ class ReplicaBatch:
         self.want = ssn.num_feasible_nodes_to_find(self.n)
         self.vec = table.task_vector(task)
         self.project = ssn.replicas_projectable(task)
+        # Projections account this task's request and non-zero request; a replica with another
+        # non-zero request or with inter-pod terms (equal keys need not mean equal ones) is
+        # placed without them.
+        self.nonzero = task.nonzero_request()
         # Rows this batch chose since its values were last brought up to date, with their
         # position in ``fidx``: their values are stale until the next _sync.
         self.dirty: dict[int, int] = {}
@@ -158,7 +162,7 @@ class ReplicaBatch:
             self.idle_next[stay] = self.idle_all[stay]
             self.scores_next[stay] = self.scores_all[stay]
         if len(moved):
-            undo = table.trial_add(moved, vec, task.nonzero_request(), alloc[place])
+            undo = table.trial_add(moved, vec, self.nonzero, alloc[place])
             try:
                 ok = self._verdicts(task, moved)
                 idle = self._fits_idle(moved)
@@ -324,7 +328,7 @@ class ReplicaBatch:
         if p >= f:
             p -= f
         chosen = int(self.fidx[p])
-        if self.has_next[chosen]:
+        if self.has_next[chosen] and task.nonzero_request() == self.nonzero and not task.pod.has_pod_affinity:
             self._advance(chosen, p)
         else:
             self.dirty[chosen] = p
@@ -335,7 +339,7 @@ class ReplicaBatch:
 
         A dirty row may change any number of times (it is re-evaluated anyway); a row whose
         projection was used must have changed exactly once, as the projected placement does.
-        Otherwise the advanced rows are made dirty, for the sync that follows.
+        Otherwise the advanced rows are marked for re-evaluation by the sync that follows.
         """
         advanced = self.advanced
         dirty = self.dirty
