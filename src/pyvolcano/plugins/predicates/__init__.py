@@ -231,7 +231,11 @@ class Predicates:
             ports = pod_host_ports(pod.containers) if self.node_ports_enable else []
             return f"{self._template_key(task)}|{ports}"
 
-        ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key)
+        def projectable(task: TaskInfo) -> bool:
+            # Host ports are checked against the node's task dict, not its table columns.
+            return not (self.node_ports_enable and pod_host_ports(task.pod.containers))
+
+        ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key, projectable=projectable)
 
     @staticmethod
     def _stale_removed(ssn: Session) -> list[TaskInfo]:
