@@ -1,7 +1,8 @@
 """The simulator's incremental shortcuts change no decision.
 
 Each shortcut (per-queue sums kept by deltas, settled jobs left alone at session close, the
-reused proportion water-filling) is switched back to its from-scratch form and the whole
+reused proportion water-filling, the passes that visit only the jobs the cache's change feed
+reported) is switched back to its from-scratch form and the whole
 simulation — every job's phase and times, every timeline entry, the session count — must
 come out the same. The metrics collector's GPU ledger, kept between samples, must give the
 fragmentation a fresh ledger gives at every sample; and the watch events handed out without
@@ -38,7 +39,9 @@ def _from_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
         return original(self, jobs)
 
     monkeypatch.setattr(job_sums.JobSums, "refresh", refresh)
-    monkeypatch.setattr(job_updater, "settled_jobs", lambda ssn: set())
+    monkeypatch.setattr(job_updater, "unsettled_jobs",
+                        lambda ssn: [uid for uid, job in ssn.jobs.items() if job.podgroup is not None])
+    monkeypatch.setattr(SchedulerCache, "track_session_changes", False)
     run_session = SchedulerCache.run_session
 
     def without_memos(self: SchedulerCache, *args: Any, **kwargs: Any) -> Any:

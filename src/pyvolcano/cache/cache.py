@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.api.job import JobInfo
+from pyvolcano.api.job import JobChanges, JobInfo
 from pyvolcano.api.manifest import ClusterObjects
 from pyvolcano.api.node import NodeInfo, NodeTable
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
@@ -98,6 +98,10 @@ class SessionResult:
 
 
 class SchedulerCache:
+    # The per-session passes visit only the jobs the change feed reported (False: every job,
+    # the from-scratch form the equivalence tests compare with).
+    track_session_changes = True
+
     def __init__(self, options: SchedulerOptions | None = None):
         self.options = options or SchedulerOptions()
         self.node_table = NodeTable()
@@ -131,6 +135,13 @@ class SchedulerCache:
         # Jobs that lost finished pods since the last session: they matter only while the
         # job still has its PodGroup (see take_status_changes).
         self.status_only_changes: set[str] = set()
+        # Every job's changes (api/job.py); the per-session passes subscribe to it.
+        self.job_changes = JobChanges()
+        # Jobs changed since the current (or last) session started: status keys to take at
+        # the start, pipelined and tentative tasks at the end (see run_session).
+        self._session_changes = self.job_changes.subscribe()
+        # Jobs changed since the last session close (framework/job_updater.unsettled_jobs).
+        self.close_changes = self.job_changes.subscribe()
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -153,6 +164,8 @@ class SchedulerCache:
         return cache
 
     def add_queue(self, q: Queue) -> None:
+        if q.name not in self.queues:
+            self._touch_queue_jobs(q.name)  # they join the sessions' view
         self.queues[q.name] = QueueInfo(q)
 
     def add_node(self, n: Node) -> NodeInfo:
@@ -165,13 +178,17 @@ class SchedulerCache:
         uid = f"{pg.namespace}/{pg.name}"
         job = self.jobs.get(uid)
         if job is None:
-            job = JobInfo(uid)
-            self.jobs[uid] = job
+            job = self._new_job(uid)
         job.set_podgroup(pg, self.options.default_queue)
         job.priority = self._job_priority(pg)
         if uid not in self.pg_jobs:
             self.pg_jobs[uid] = job
             self._pg_jobs_sorted = None
+        return job
+
+    def _new_job(self, uid: str) -> JobInfo:
+        job = self.jobs[uid] = JobInfo(uid)
+        job.changes = self.job_changes
         return job
 
     def sorted_pg_jobs(self) -> list[tuple[str, JobInfo]]:
@@ -202,8 +219,7 @@ class SchedulerCache:
         if task.job:
             job = self.jobs.get(task.job)
             if job is None:
-                job = JobInfo(task.job)
-                self.jobs[task.job] = job
+                job = self._new_job(task.job)
             job.add_task(task)
         if pod.node_name and task.status not in (TaskStatus.Succeeded, TaskStatus.Failed):
             node = self.nodes.get(pod.node_name)
@@ -295,9 +311,18 @@ class SchedulerCache:
         ssn = self.open_session(config, plugins, now=now, rng=rng, observer=observer)
         if observer is not None:
             observer.session_opened(observer.timer() - t0)
-        for job in ssn.jobs.values():
+        changed = self._session_changes
+        if self.track_session_changes:
+            # Only a job the change feed reported can lack its status key (set_podgroup clears it).
+            visit: Iterable[JobInfo] = (ssn.jobs[uid] for uid in sorted(changed) if uid in ssn.jobs)
+        else:
+            visit = ssn.jobs.values()
+        for job in visit:
             if job.status_key is None and job.podgroup is not None:
                 job.status_key = _pg_status_key(job.podgroup)
+        changed.clear()
+        # From here on: the jobs this session changes.
+        ssn.changed_jobs = changed if self.track_session_changes else None
         for name in config.actions:
             action = actions[name](config.action_arguments(name))
             if observer is None:
@@ -307,7 +332,9 @@ class SchedulerCache:
                 action.execute(ssn)
                 observer.action_done(name, observer.timer() - t0)
         result = SessionResult()
-        for job in ssn.jobs.values():
+        # Only a job this session changed can hold pipelined tasks (the last close reverted them).
+        tracked = ssn.changed_jobs
+        for job in ssn.jobs.values() if tracked is None else (ssn.jobs[u] for u in sorted(tracked) if u in ssn.jobs):
             if job.count(TaskStatus.Pipelined):
                 for t in job.tasks_in(TaskStatus.Pipelined).values():
                     result.pipelined[t.key] = t.node_name
@@ -330,12 +357,11 @@ class SchedulerCache:
             result.evictions.append(task.key)
             result.evict_requests.append((task.namespace, task.name, reason))
             self.evict(task, now)
-        settled = ssn.settled
-        for uid, job in ssn.jobs.items():
+        result.podgroup_phases = {uid: job.podgroup.phase for uid, job in ssn.jobs.items()
+                                  if job.podgroup is not None}
+        for uid in ssn.unsettled:  # close left the others' status as it was
+            job = ssn.jobs[uid]
             if job.podgroup is not None:
-                result.podgroup_phases[job.uid] = job.podgroup.phase
-                if uid in settled:
-                    continue  # close left its status as it was
                 key = _pg_status_key(job.podgroup)
                 if key != job.status_key:
                     job.status_key = key
@@ -364,11 +390,17 @@ class SchedulerCache:
 
     def upsert_queue(self, q: Queue) -> None:
         self.capacity_epoch += 1
-        self.queues[q.name] = QueueInfo(q)
+        self.add_queue(q)
 
     def delete_queue(self, name: str) -> None:
         self.capacity_epoch += 1
-        self.queues.pop(name, None)
+        if self.queues.pop(name, None) is not None:
+            self._touch_queue_jobs(name)  # they leave the sessions' view
+
+    def _touch_queue_jobs(self, queue: str) -> None:
+        for uid, job in self.pg_jobs.items():
+            if job.queue == queue:
+                self.job_changes.touch(uid)
 
     def upsert_priority_class(self, pc: PriorityClass) -> None:
         self.priority_classes[pc.name] = pc
@@ -384,6 +416,7 @@ class SchedulerCache:
         job.podgroup = None
         if self.pg_jobs.pop(uid, None) is not None:
             self._pg_jobs_sorted = None
+            self.job_changes.touch(uid)
         if not job.tasks:
             del self.jobs[uid]
 

@@ -126,6 +126,11 @@ class Session:
         # Jobs session close leaves alone because nothing they derive from changed
         # (framework/job_updater.py); filled at close.
         self.settled: set[str] = set()
+        # Their complement among the jobs with a PodGroup, in uid order; filled at close.
+        self.unsettled: list[str] = []
+        # The jobs this session changed so far, from the cache's change feed (None: not
+        # tracked; session close then walks every job for tentative tasks).
+        self.changed_jobs: set[str] | None = None
         # Why each job left short is blocked (pyvolcano.diagnosis), by job key; filled at close.
         self.diagnoses: dict[str, Diagnosis] = {}
         self.skip_unchanged = cache.options.skip_unchanged_unschedulable
@@ -138,7 +143,7 @@ class Session:
             for t in job.tasks_in(TaskStatus.Pending).values():
                 if t.last_transaction is not None:
                     t.last_transaction = None
-                    job.fit_version += 1
+                    job.bump_fit_version()
         for tier in config.tiers:
             for opt in tier.plugins:
                 factory = plugin_factories[opt.name]

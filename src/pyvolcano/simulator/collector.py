@@ -145,7 +145,7 @@ class MetricsCollector:
         # Jobs not finished yet, by whether they have started: O(1) pending/running counts.
         self._waiting: set[str] = set()
         self._started: set[str] = set()
-        self._alloc = JobSums(1, _allocated)
+        self._alloc = JobSums(1, _allocated, changes=cache.job_changes)
         # Set when the pending/running counts moved since the last sample.
         self.counts_changed = False
         self._fragmentation = FragmentationTracker(cache)
