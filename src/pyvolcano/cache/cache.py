@@ -111,6 +111,9 @@ class SchedulerCache:
         # Jobs that have a PodGroup: the only ones a session looks at.
         self.pg_jobs: dict[str, JobInfo] = {}
         self._pg_jobs_sorted: list[tuple[str, JobInfo]] | None = None
+        # The jobs a session visits (session_jobs), kept until the set of PodGroups, their
+        # queues or the set of queues changes.
+        self._session_view: dict[str, JobInfo] | None = None
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pods: dict[str, Pod] = {}
@@ -165,6 +168,7 @@ class SchedulerCache:
 
     def add_queue(self, q: Queue) -> None:
         if q.name not in self.queues:
+            self._session_view = None
             self._touch_queue_jobs(q.name)  # they join the sessions' view
         self.queues[q.name] = QueueInfo(q)
 
@@ -179,11 +183,15 @@ class SchedulerCache:
         job = self.jobs.get(uid)
         if job is None:
             job = self._new_job(uid)
+        queue = job.queue
         job.set_podgroup(pg, self.options.default_queue)
         job.priority = self._job_priority(pg)
         if uid not in self.pg_jobs:
             self.pg_jobs[uid] = job
             self._pg_jobs_sorted = None
+            self._session_view = None
+        elif job.queue != queue:
+            self._session_view = None
         return job
 
     def _new_job(self, uid: str) -> JobInfo:
@@ -196,6 +204,15 @@ class SchedulerCache:
         if self._pg_jobs_sorted is None:
             self._pg_jobs_sorted = sorted(self.pg_jobs.items())
         return self._pg_jobs_sorted
+
+    def session_jobs(self) -> dict[str, JobInfo]:
+        """The jobs a session visits: those with a PodGroup whose queue exists, in uid order
+        (a new dict on every call)."""
+        view = self._session_view
+        if view is None:
+            queues = self.queues
+            view = self._session_view = {uid: j for uid, j in self.sorted_pg_jobs() if j.queue in queues}
+        return dict(view)
 
     def _job_priority(self, pg: PodGroup) -> int:
         if pg.priority_class_name and pg.priority_class_name in self.priority_classes:
@@ -395,6 +412,7 @@ class SchedulerCache:
     def delete_queue(self, name: str) -> None:
         self.capacity_epoch += 1
         if self.queues.pop(name, None) is not None:
+            self._session_view = None
             self._touch_queue_jobs(name)  # they leave the sessions' view
 
     def _touch_queue_jobs(self, queue: str) -> None:
@@ -416,6 +434,7 @@ class SchedulerCache:
         job.podgroup = None
         if self.pg_jobs.pop(uid, None) is not None:
             self._pg_jobs_sorted = None
+            self._session_view = None
             self.job_changes.touch(uid)
         if not job.tasks:
             del self.jobs[uid]

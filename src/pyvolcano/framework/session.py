@@ -103,9 +103,7 @@ class Session:
         self.node_list: list[NodeInfo] = cache.node_list
         self.queues: dict[str, QueueInfo] = dict(cache.queues)
         self.priority_classes = cache.priority_classes
-        self.jobs: dict[str, JobInfo] = {
-            uid_: j for uid_, j in cache.sorted_pg_jobs() if j.queue in self.queues
-        }
+        self.jobs: dict[str, JobInfo] = cache.session_jobs()  # with a PodGroup and an existing queue
         self.total_resource = self._total_resource()
         self.enabled_actions = set(config.actions)
         self._callbacks: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in _FLAGS}

@@ -271,7 +271,8 @@ class InMemoryStore:
         key = self._key(kind, namespace, name)
         cur = self._stored(key)
         if self._admission is not None:
-            self._admission.admit("DELETE", clone(cur), clone(cur), self)
+            gone = clone(cur)  # the object and the old object of a deletion are the same
+            self._admission.admit("DELETE", gone, gone, self)
         return self._delete(key, grace_period_seconds, propagation)
 
     # ------------------------------------------------------------------------- internals: lookup
@@ -490,7 +491,8 @@ class InMemoryStore:
         cur = self._stored(key)
         if self._admission is not None:
             try:
-                self._admission.admit("DELETE", clone(cur), clone(cur), self)
+                gone = clone(cur)
+                self._admission.admit("DELETE", gone, gone, self)
             except StoreError:
                 return  # the garbage collector would retry forever; the dependent stays
         self._delete(key, None, propagation)
