@@ -52,8 +52,7 @@ def fragmentation(cache: SchedulerCache) -> float:
 
 
 def _pending_tasks(cache: SchedulerCache) -> list[TaskInfo]:
-    return [t for job in cache.pg_jobs.values() if job.count(TaskStatus.Pending)
-            for t in job.tasks_in(TaskStatus.Pending).values()]
+    return [t for job in cache.pg_jobs.values() for t in job.tasks_in(TaskStatus.Pending).values()]
 
 
 class FragmentationTracker:

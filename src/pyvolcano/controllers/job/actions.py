@@ -93,6 +93,18 @@ def canonical(value: Any) -> Any:
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
+            t = type(v)
+            # Every sync compares two statuses this way: plain scalars are decided inline.
+            if t is str:
+                if v:
+                    out[k] = v
+                continue
+            if t is int or t is float:
+                if v != 0:
+                    out[k] = v
+                continue
+            if v is None:
+                continue
             c = canonical(v)
             if c is None or c == "" or c == {} or c == []:
                 continue
