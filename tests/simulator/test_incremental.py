@@ -1,12 +1,12 @@
 """The simulator's incremental shortcuts change no decision.
 
 Each shortcut (per-queue sums kept by deltas, settled jobs left alone at session close, the
-reused proportion water-filling, the passes that visit only the jobs the cache's change feed
-reported) is switched back to its from-scratch form and the whole
-simulation — every job's phase and times, every timeline entry, the session count — must
-come out the same. The metrics collector's GPU ledger, kept between samples, must give the
-fragmentation a fresh ledger gives at every sample; and the watch events handed out without
-copies must come back unchanged from every consumer.
+reused proportion water-filling, the predicates' stable filters kept across sessions, the
+passes that visit only the jobs the cache's change feed reported) is switched back to its
+from-scratch form and the whole simulation — every job's phase and times, every timeline
+entry, the session count — must come out the same. The metrics collector's GPU ledger, kept
+between samples, must give the fragmentation a fresh ledger gives at every sample; and the
+watch events handed out without copies must come back unchanged from every consumer.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ def _from_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def without_memos(self: SchedulerCache, *args: Any, **kwargs: Any) -> Any:
         self.plugin_memo.pop("proportion/water-filling", None)
+        self.plugin_memo.pop("predicates/stable-failures", None)
         return run_session(self, *args, **kwargs)
 
     monkeypatch.setattr(SchedulerCache, "run_session", without_memos)
