@@ -60,3 +60,17 @@ def test_change_feed_reports_jobs_that_change_join_or_leave_the_sessions_view() 
     cache.upsert_queue(Queue(name="b", uid="b"))
     cache.delete_podgroup("ns", "pg0")
     assert got == {"ns/pg0", "ns/pg1"}
+
+
+def test_a_subscriber_that_stops_draining_holds_at_most_the_feeds_limit() -> None:
+    cache = cache_of(node("n1"), queue("a"), *[podgroup(f"pg{j}", queue="a") for j in range(5)])
+    cache.job_changes.limit = 3
+    got = cache.job_changes.subscribe()
+    for j in range(5):
+        cache.pg_jobs[f"ns/pg{j}"].set_phase("Running")
+    assert len(got) <= 3 and got.overflowed
+    assert got.take() is None  # walk every job
+    assert not got.overflowed and not got
+    cache.pg_jobs["ns/pg4"].set_phase("Completed")
+    cache.pg_jobs["ns/pg1"].set_phase("Completed")
+    assert got.take() == ["ns/pg1", "ns/pg4"]

@@ -169,3 +169,16 @@ def test_job_sums_fed_by_the_change_feed_visit_only_the_jobs_it_reported() -> No
     seen.clear()
     sums.refresh(cache.pg_jobs)
     assert seen == []
+
+
+def test_job_sums_walk_every_job_once_after_their_subscription_overflowed() -> None:
+    cache = _cluster(6)
+    cache.job_changes.limit = 2
+    sums = JobSums(2, _allocated_and_pending, changes=cache.job_changes)
+    sums.refresh(cache.pg_jobs)
+    for j in (0, 1, 2, 5):  # four jobs reported: more than the limit, so they are dropped
+        job = cache.pg_jobs[f"ns/pg{j}"]
+        job.update_task_status(next(iter(job.tasks.values())), TaskStatus.Allocated)
+    assert sums._changed is not None and sums._changed.overflowed
+    assert _as_dict(sums.refresh(cache.pg_jobs)) == _as_dict(_fresh(cache.pg_jobs))
+    assert not sums._changed.overflowed

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from tests.simulator.test_runtime import PREEMPT_CONF, job, node
 
+from pyvolcano.api.job import JobChanges
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.simulate import _trace_submissions
 from pyvolcano.conf import default_configuration, load_scheduler_conf
@@ -125,3 +126,14 @@ def test_watch_consumers_leave_the_shared_event_objects_unchanged(
     monkeypatch.setattr(InMemoryStore, "_record", keep_a_copy)
     scenario().run()
     assert recorded and all(obj == copy for obj, copy in recorded)
+
+
+def test_an_overflowing_change_feed_falls_back_to_walking_every_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    incremental = _outcome(_philly_slice())
+    init = JobChanges.__init__
+
+    def tiny(self: JobChanges, limit: int = 1) -> None:
+        init(self, 1)  # every subscriber overflows at its second uid
+
+    monkeypatch.setattr(JobChanges, "__init__", tiny)
+    assert _outcome(_philly_slice()) == incremental

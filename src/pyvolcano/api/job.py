@@ -28,7 +28,7 @@ from pyvolcano.api.unschedule import FitErrors
 if TYPE_CHECKING:
     from pyvolcano.diagnosis.model import Diagnosis
 
-__all__ = ["JobChanges", "JobInfo", "ValidateResult"]
+__all__ = ["ChangedJobs", "JobChanges", "JobInfo", "ValidateResult"]
 
 _ALLOCATED = ALLOCATED_STATUS._value_
 _N_STATUS = len(TaskStatus)
@@ -54,30 +54,59 @@ class ValidateResult:
     message: str = ""
 
 
+class ChangedJobs(set[str]):
+    """One subscriber's uids, reported by a :class:`JobChanges` feed since it last drained them.
+
+    ``overflowed``: more uids than the feed's limit piled up undrained (a consumer that stopped
+    running, such as a plugin taken out of the configuration), so they were dropped and the
+    consumer must walk every job once instead.
+    """
+
+    __slots__ = ("overflowed",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.overflowed = False
+
+    def take(self) -> list[str] | None:
+        """The reported uids in uid order, drained; None after an overflow (walk every job)."""
+        out = None if self.overflowed else sorted(self)
+        self.overflowed = False
+        self.clear()
+        return out
+
+
 class JobChanges:
     """The change feed of a scheduler cache's jobs.
 
     A job attached to the feed (``JobInfo.changes``) reports its uid whenever its ``version``
     or ``fit_version`` moves; the cache reports the jobs that join or leave the session's view
     without such a move (PodGroup deleted, queue created or deleted). Each subscriber gets
-    its own set of uids, which it drains when it has caught up; so a per-session pass can
-    visit the jobs that changed since it last ran instead of every live job.
+    its own :class:`ChangedJobs`, which it drains when it has caught up; so a per-session pass
+    can visit the jobs that changed since it last ran instead of every live job. A subscriber
+    holds at most ``limit`` uids (then it overflows), so one that stops draining costs bounded
+    memory.
     """
 
-    __slots__ = ("_subscribers",)
+    __slots__ = ("_subscribers", "limit")
 
-    def __init__(self) -> None:
-        self._subscribers: list[set[str]] = []
+    def __init__(self, limit: int = 100_000) -> None:
+        self._subscribers: list[ChangedJobs] = []
+        self.limit = limit
 
-    def subscribe(self) -> set[str]:
+    def subscribe(self) -> ChangedJobs:
         """A new set that receives every uid reported from now on (the caller drains it)."""
-        got: set[str] = set()
+        got = ChangedJobs()
         self._subscribers.append(got)
         return got
 
     def touch(self, uid: str) -> None:
+        limit = self.limit
         for got in self._subscribers:
             got.add(uid)
+            if len(got) > limit:
+                got.clear()
+                got.overflowed = True
 
 
 class JobInfo:

@@ -329,15 +329,15 @@ class SchedulerCache:
         if observer is not None:
             observer.session_opened(observer.timer() - t0)
         changed = self._session_changes
-        if self.track_session_changes:
-            # Only a job the change feed reported can lack its status key (set_podgroup clears it).
-            visit: Iterable[JobInfo] = (ssn.jobs[uid] for uid in sorted(changed) if uid in ssn.jobs)
+        # Only a job the change feed reported can lack its status key (set_podgroup clears it).
+        reported = changed.take()
+        if reported is None or not self.track_session_changes:
+            visit: Iterable[JobInfo] = ssn.jobs.values()
         else:
-            visit = ssn.jobs.values()
+            visit = (ssn.jobs[uid] for uid in reported if uid in ssn.jobs)
         for job in visit:
             if job.status_key is None and job.podgroup is not None:
                 job.status_key = _pg_status_key(job.podgroup)
-        changed.clear()
         # From here on: the jobs this session changes.
         ssn.changed_jobs = changed if self.track_session_changes else None
         for name in config.actions:
@@ -351,6 +351,8 @@ class SchedulerCache:
         result = SessionResult()
         # Only a job this session changed can hold pipelined tasks (the last close reverted them).
         tracked = ssn.changed_jobs
+        if tracked is not None and tracked.overflowed:
+            tracked = None
         for job in ssn.jobs.values() if tracked is None else (ssn.jobs[u] for u in sorted(tracked) if u in ssn.jobs):
             if job.count(TaskStatus.Pipelined):
                 for t in job.tasks_in(TaskStatus.Pipelined).values():

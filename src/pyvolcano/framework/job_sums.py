@@ -14,8 +14,8 @@ contribution is subtracted from its group and the new one added.
 With the cache's change feed (``changes``, :class:`~pyvolcano.api.job.JobChanges`) and the
 default key, a refresh does not even walk the jobs: it visits only the uids reported since
 the previous refresh (every move of a job's version, and every job that joined or left the
-mapping), in uid order; the first refresh, and any refresh with nothing seen yet, walks them
-all. Either way the result is the one the walk over every job gives.
+mapping), in uid order; the first refresh, any refresh with nothing seen yet, and one after
+the subscription overflowed walk them all. Either way the result is the one the walk over every job gives.
 
 Invariants, after :meth:`JobSums.refresh`:
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
 
-from pyvolcano.api.job import JobChanges, JobInfo
+from pyvolcano.api.job import ChangedJobs, JobChanges, JobInfo
 from pyvolcano.api.resource import Resource
 
 __all__ = ["JobSums", "job_state_key"]
@@ -76,23 +76,21 @@ class JobSums:
         self._seen: dict[str, tuple[JobInfo, Hashable, str, Contribution]] = {}
         self._groups: dict[str, _Group] = {}
         # uids reported by the change feed since the last refresh (None: walk every job).
-        self._changed: set[str] | None = changes.subscribe() if changes is not None and key is job_state_key else None
+        self._changed: ChangedJobs | None = (changes.subscribe() if changes is not None and key is job_state_key
+                                             else None)
 
     def refresh(self, jobs: Mapping[str, JobInfo]) -> dict[str, list[Resource]]:
         """Bring the sums up to date with ``jobs``; returns group → sums (do not mutate)."""
         seen = self._seen
         changed = self._changed
-        if changed is not None and seen:
-            visit = sorted(changed)
-            changed.clear()
+        visit = changed.take() if changed is not None else None
+        if visit is not None and seen:
             for uid in visit:
                 if uid not in jobs and uid in seen:
                     _job, _key, group, contrib = seen.pop(uid)
                     self._remove(group, contrib)
             items: Iterable[tuple[str, JobInfo]] = [(uid, jobs[uid]) for uid in visit if uid in jobs]
         else:
-            if changed is not None:
-                changed.clear()
             for uid in [u for u in seen if u not in jobs]:
                 _job, _key, group, contrib = seen.pop(uid)
                 self._remove(group, contrib)

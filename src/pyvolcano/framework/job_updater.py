@@ -81,12 +81,10 @@ def unsettled_jobs(ssn: Session) -> list[str]:
     """The jobs with a PodGroup that are not settled, in uid order, their ``close_key``
     updated: :func:`settled_jobs`' complement, visiting only the jobs the cache's change feed
     reported since the previous close."""
-    changed = ssn.cache.close_changes
-    visit = sorted(changed)
-    changed.clear()
+    visit = ssn.cache.close_changes.take()  # None after an overflow: every job
     out = []
     jobs = ssn.jobs
-    for uid in visit:
+    for uid in list(jobs) if visit is None else visit:
         job = jobs.get(uid)
         if job is None or job.podgroup is None:
             continue
@@ -130,6 +128,8 @@ def close_session(ssn: Session) -> None:
     for stmt in reversed(list(ssn._open_statements)):
         stmt.discard()
     changed = ssn.changed_jobs
+    if changed is not None and changed.overflowed:
+        changed = None
     for job in ssn.jobs.values() if changed is None else (ssn.jobs[u] for u in sorted(changed) if u in ssn.jobs):
         # Only a job changed in this session can hold tentative tasks (a close returns them all).
         if not job.count(_TENTATIVE):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pyvolcano.api.job import JobInfo, ValidateResult
+from pyvolcano.api.job import ChangedJobs, JobInfo, ValidateResult
 from pyvolcano.api.node import NodeInfo, NodeTable
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
@@ -128,7 +128,7 @@ class Session:
         self.unsettled: list[str] = []
         # The jobs this session changed so far, from the cache's change feed (None: not
         # tracked; session close then walks every job for tentative tasks).
-        self.changed_jobs: set[str] | None = None
+        self.changed_jobs: ChangedJobs | None = None
         # Why each job left short is blocked (pyvolcano.diagnosis), by job key; filled at close.
         self.diagnoses: dict[str, Diagnosis] = {}
         self.skip_unchanged = cache.options.skip_unchanged_unschedulable
