@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pyvolcano.api.job import JobInfo, ValidateResult
+from pyvolcano.api.job import ChangedJobs, JobInfo, ValidateResult
 from pyvolcano.api.node import NodeInfo, NodeTable
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
@@ -103,9 +103,7 @@ class Session:
         self.node_list: list[NodeInfo] = cache.node_list
         self.queues: dict[str, QueueInfo] = dict(cache.queues)
         self.priority_classes = cache.priority_classes
-        self.jobs: dict[str, JobInfo] = {
-            uid_: j for uid_, j in cache.sorted_pg_jobs() if j.queue in self.queues
-        }
+        self.jobs: dict[str, JobInfo] = cache.session_jobs()  # with a PodGroup and an existing queue
         self.total_resource = self._total_resource()
         self.enabled_actions = set(config.actions)
         self._callbacks: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in _FLAGS}
@@ -126,6 +124,11 @@ class Session:
         # Jobs session close leaves alone because nothing they derive from changed
         # (framework/job_updater.py); filled at close.
         self.settled: set[str] = set()
+        # Their complement among the jobs with a PodGroup, in uid order; filled at close.
+        self.unsettled: list[str] = []
+        # The jobs this session changed so far, from the cache's change feed (None: not
+        # tracked; session close then walks every job for tentative tasks).
+        self.changed_jobs: ChangedJobs | None = None
         # Why each job left short is blocked (pyvolcano.diagnosis), by job key; filled at close.
         self.diagnoses: dict[str, Diagnosis] = {}
         self.skip_unchanged = cache.options.skip_unchanged_unschedulable
@@ -138,7 +141,7 @@ class Session:
             for t in job.tasks_in(TaskStatus.Pending).values():
                 if t.last_transaction is not None:
                     t.last_transaction = None
-                    job.fit_version += 1
+                    job.bump_fit_version()
         for tier in config.tiers:
             for opt in tier.plugins:
                 factory = plugin_factories[opt.name]

@@ -99,7 +99,7 @@ def _queue_sums(ssn: Session) -> JobSums:
     memo = ssn.cache.plugin_memo
     sums = memo.get(_MEMO)
     if not isinstance(sums, JobSums):
-        sums = memo[_MEMO] = JobSums(4, _job_contribution)
+        sums = memo[_MEMO] = JobSums(4, _job_contribution, changes=ssn.cache.job_changes)
     return sums
 
 
