@@ -23,6 +23,7 @@ from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.framework.session import Session
 
 CONFS = {
     "default": DEFAULT_SCHEDULER_CONF,
@@ -155,3 +156,57 @@ def test_device_sharing_keeps_allocate_on_the_per_pod_path(monkeypatch: Any) -> 
     assert len(res[0][0]) == 3
     with pytest.raises(AssertionError, match="batched placement used"):
         run(docs, DEFAULT_SCHEDULER_CONF, batch=True, seed=0, sessions=1)
+
+
+@pytest.mark.parametrize("projection", [True, False])
+def test_rows_chosen_earlier_are_re_evaluated_when_the_window_comes_back_to_them(
+    projection: bool, monkeypatch: Any
+) -> None:
+    # 240 two-CPU nodes (numNodesToFind 240 * 47% = 112): the window goes round the cluster
+    # about every two replicas, so most selections meet rows the batch chose before (with
+    # their projected values, or dirty without projection); nodes fill up and leave the
+    # feasible set; a second template and a nominated replica of the first one interleave.
+    if not projection:
+        monkeypatch.setattr(Session, "replicas_projectable", lambda _self, _task: False)
+    docs: list[dict[str, Any]] = [queue("q")]
+    docs += [node(f"n{i:03d}", cpu="2", memory="8Gi") for i in range(240)]
+    for j, (cpu, replicas) in enumerate([("1", 150), ("2", 60), ("1", 120)]):
+        docs.append(podgroup(f"g{j}", queue="q", min_member=replicas))
+        docs += [pod(f"g{j}-{r:03d}", f"g{j}", cpu=cpu, memory="1Gi") for r in range(replicas)]
+    docs[-1]["status"]["nominatedNodeName"] = "n007"
+    for conf in ("default", "default+binpack"):
+        per_pod = run(docs, CONFS[conf], batch=False, seed=3, sessions=2)
+        batched = run(docs, CONFS[conf], batch=True, seed=3, sessions=2)
+        assert batched == per_pod
+        assert len(per_pod[0][0]) >= 200
+
+
+def test_host_ports_keep_the_batch_without_projection() -> None:
+    # The ports predicate reads the node's task dict, so these replicas are batched with
+    # dirty rows only; a second replica on the same node conflicts on the port.
+    docs: list[dict[str, Any]] = [queue("q"), *(node(f"n{i:02d}", cpu="8") for i in range(30))]
+    docs.append(podgroup("g", queue="q", min_member=30))
+    for r in range(30):
+        p = pod(f"g-{r:02d}", "g")
+        p["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+        docs.append(p)
+    per_pod = run(docs, CONFS["default+binpack"], batch=False, seed=1, sessions=1)
+    assert per_pod == run(docs, CONFS["default+binpack"], batch=True, seed=1, sessions=1)
+    assert len({node for _pod, node in per_pod[0][0]}) == 30
+
+
+@pytest.mark.parametrize("conf", ["actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n"
+                                  "  - name: binpack\n", CONFS["default+binpack"]])
+def test_replicas_with_one_request_and_different_non_zero_requests_decide_as_the_per_pod_path(conf: str) -> None:
+    # One container without a memory request, or two: the same request, but kube-scheduler's
+    # non-zero memory is 200Mi or 400Mi, so projections made for one do not fit the other.
+    docs: list[dict[str, Any]] = [queue("q"), *(node(f"n{i:02d}", cpu="4", memory="2Gi") for i in range(12))]
+    docs.append(podgroup("g", queue="q", min_member=1))
+    for r in range(40):
+        p = pod(f"g-{r:02d}", "g", cpu="1" if r % 2 else "500m", memory=None)
+        if not r % 2:
+            p["spec"]["containers"].append({"name": "side", "resources": {"requests": {"cpu": "500m"}}})
+        docs.append(p)
+    per_pod = run(docs, conf, batch=False, seed=5, sessions=1)
+    assert per_pod == run(docs, conf, batch=True, seed=5, sessions=1)
+    assert len(per_pod[0][0]) > 12

@@ -50,7 +50,7 @@ def test_job_run_refuses_bad_input_with_one_line_and_exit_2() -> None:
         (["-f", JOB, "--cluster", CASE], "only answers --dry-run"),
         (["--dry-run", "-f", CASE, "--cluster", CASE],
          "queue-top.yaml: document 0: apiVersion/kind scheduling.volcano.sh/v1beta1/Queue is not a job"),
-        (["--dry-run", "-f", JOB], "give exactly one of --cluster FILE"),
+        (["--dry-run", "-f", JOB, "--cluster", CASE, "--context", "c"], "not both"),
         (["--dry-run", "-f", str(DATA / "missing.yaml"), "--cluster", CASE], "missing.yaml"),
     ]:
         proc = run(*args, "-o", "json")

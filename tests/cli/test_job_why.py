@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +13,12 @@ import yaml
 from builders import dump, node, pod, podgroup, queue
 from kube.fakeapi import FakeApiServer
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cli.job import LIVE_KINDS, read_store_objects, resolve_podgroup, why_document
+from pyvolcano.cli.job import resolve_podgroup, why_document
 from pyvolcano.conf import default_configuration
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
+from pyvolcano.operator.state import SCHEDULER_KINDS, state_from_store
+from pyvolcano.runtime.snapshot import config_document
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "cluster.yaml")
@@ -56,11 +59,20 @@ def test_job_why_unknown_job_or_missing_source_exits_2_with_one_line() -> None:
     missing = run("nope", "-n", "team", "--cluster", EXAMPLE)
     assert missing.returncode == 2
     assert missing.stderr.strip() == f"error: {EXAMPLE}: no PodGroup nope in namespace team"
-    neither = run("too-big")
-    assert neither.returncode == 2
-    assert "exactly one of --cluster" in neither.stderr
+    both = run("too-big", "--cluster", EXAMPLE, "--kubeconfig", "kc")
+    assert both.returncode == 2
+    assert both.stderr.strip() == ("error: give --cluster FILE (a snapshot) or a live cluster (--kubeconfig, "
+                                   "--context), not both")
     bad_output = run("too-big", "-n", "team", "--cluster", EXAMPLE, "-o", "wide")
     assert bad_output.returncode == 2 and "Traceback" not in bad_output.stderr
+
+
+def test_without_a_source_the_default_kubeconfig_is_read_as_kubectl_does(tmp_path: Path) -> None:
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "kc"), "HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "pyvolcano", "job", "why", "too-big"], capture_output=True,
+                          text=True, check=False, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: kubeconfig: Configuration file {tmp_path / 'kc'} not found"
 
 
 def test_a_vcjob_name_finds_the_podgroup_it_owns(tmp_path: Path) -> None:
@@ -78,15 +90,43 @@ def test_live_mode_reads_the_cluster_through_the_kubernetes_store_and_writes_not
     api = FakeApiServer()
     for doc in (queue("q"), node("n1", cpu="1"), node("n2", cpu="1"), podgroup("pg"), pod("p-0", "pg", cpu="2")):
         api.store.create(doc)
-    store = KubeStore(api.client(), LIVE_KINDS).start()
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
     try:
-        objs = read_store_objects(store, 5.0, "the test cluster")
+        state = state_from_store(store, 5.0, "the test cluster", 0.0, default_registry())
     finally:
         store.stop()
     writes_before = [r for r in api.requests if r[0] != "GET"]
-    cache = SchedulerCache.from_objects(objs)
+    cache = SchedulerCache.from_objects(state.objects)
     key = resolve_podgroup(cache, "pg", "ns", "the test cluster")
     doc = why_document(cache, key, default_configuration(), default_registry(), sessions=1, seed=0)
     assert doc["diagnosis"]["reason"] == "NodeFit.InsufficientResource"
     assert doc["diagnosis"]["hint"].startswith("needs 2 cpu on one node; the largest free block is 1 on n1")
     assert [r for r in api.requests if r[0] != "GET"] == writes_before == []
+    # no scheduler ConfigMap in this cluster: upstream's default, and a note that says so
+    assert state.config is None
+    assert state.notes and "volcano-system/volcano-scheduler-configmap not read" in state.notes[0]
+
+
+def _live_state(*extra: dict[str, object]) -> object:
+    api = FakeApiServer()
+    for doc in (queue("q"), node("n1", cpu="1"), podgroup("pg"), pod("p-0", "pg", cpu="2"), *extra):
+        api.store.create(doc)
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    try:
+        return state_from_store(store, 5.0, "the test cluster", 0.0, default_registry())
+    finally:
+        store.stop()
+
+
+def test_live_mode_uses_the_clusters_scheduler_config_map() -> None:
+    conf = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n"
+    state = _live_state(config_document(conf))
+    assert state.config is not None and state.notes == ()
+    assert tuple(state.config.actions) == ("enqueue", "allocate")
+    assert [p.name for t in state.config.tiers for p in t.plugins] == ["gang", "predicates"]
+
+
+def test_a_broken_scheduler_config_map_falls_back_to_the_default_with_a_note() -> None:
+    state = _live_state(config_document("actions: \"enqueue, no-such-action\"\n"))
+    assert state.config is None
+    assert len(state.notes) == 1 and "no-such-action" in state.notes[0] and "upstream's default" in state.notes[0]

@@ -51,8 +51,7 @@ def test_queue_top_json_and_yaml_carry_the_same_document() -> None:
 def test_queue_top_refuses_bad_input_with_one_line_and_exit_2() -> None:
     for args, text in [
         (["--cluster", CASE, "--default-runtime", "busy=soon"], "--default-runtime 'busy=soon': got 'soon'"),
-        (["--cluster", CASE, "--kubeconfig", "kc"], "give exactly one of --cluster FILE"),
-        ([], "give exactly one of --cluster FILE"),
+        (["--cluster", CASE, "--kubeconfig", "kc"], "give --cluster FILE (a snapshot) or a live cluster"),
         (["--cluster", CASE, "nosuch"], "no Queue nosuch"),
         (["--cluster", CASE, "--now", "yesterday"], "--now: got 'yesterday'"),
         (["--cluster", CASE, "--horizon", "-1s"], "--horizon:"),

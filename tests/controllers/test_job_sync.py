@@ -8,6 +8,7 @@ import pytest
 from ctrl_harness import Harness, task, vcjob
 
 from pyvolcano.controllers._resources import format_list
+from pyvolcano.controllers.job.actions import canonical
 from pyvolcano.controllers.job.podgroup import _first_count, _min_resources, calc_pg_min_resources
 from pyvolcano.store.memory import InMemoryStore
 
@@ -324,3 +325,17 @@ def test_deleting_job_cascades() -> None:
     assert h.pod_names() == []
     assert h.store.list("PodGroup") == []
     assert h.store.list("Service") == [] and h.store.list("ConfigMap") == []
+
+
+@pytest.mark.parametrize(("value", "want"), [
+    ({"a": 0, "b": 0.0, "c": "", "d": None, "e": {}, "f": [], "g": False, "h": True}, {"g": False, "h": True}),
+    ({"n": {"x": {"y": 0}}, "l": [0, "", None, {"z": ""}], "s": "0", "i": -1, "f": 0.5},
+     {"l": [0, "", None, {}], "s": "0", "i": -1, "f": 0.5}),
+    ({"state": {"phase": "Running", "lastTransitionTime": "t"}, "pending": 0, "running": 1,
+      "taskStatusCount": {"t": {"phase": {"Running": 1}}}, "conditions": []},
+     {"state": {"phase": "Running", "lastTransitionTime": "t"}, "running": 1,
+      "taskStatusCount": {"t": {"phase": {"Running": 1}}}}),
+])
+def test_canonical_drops_what_go_omitempty_drops_at_every_level_of_maps(value: Any, want: Any) -> None:
+    got = canonical(value)
+    assert got == want and repr(got) == repr(want)  # False stays False, 1 stays an int

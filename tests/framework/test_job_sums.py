@@ -1,4 +1,5 @@
-"""JobSums: per-queue sums kept by deltas equal the sums recomputed from scratch."""
+"""JobSums: per-queue sums kept by deltas, walking every job or fed by the cache's change feed,
+equal the sums recomputed from scratch."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from hypothesis import strategies as st
 
 from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.api.job import JobInfo
+from pyvolcano.api.objects import PodGroup, Queue
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskStatus
+from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.framework.job_sums import JobSums
 
 
@@ -108,3 +111,74 @@ def test_job_sums_see_a_job_recreated_under_the_same_uid_between_refreshes() -> 
     fresh.set_podgroup(old.podgroup)
     fresh.version = old.version
     assert _as_dict(sums.refresh({"ns/pg0": fresh}))["a"][1]["cpu"] == 0.0
+
+
+def _session_view(cache: SchedulerCache) -> dict[str, JobInfo]:
+    return {uid: j for uid, j in cache.sorted_pg_jobs() if j.queue in cache.queues}
+
+
+# (op, job index, task index): 0-3 as above, 4 = the job's queue deleted, 5 = created again,
+# 6 = the PodGroup added again (a new JobInfo when the job had gone)
+fed_ops = st.lists(st.tuples(st.integers(0, 6), st.integers(0, 5), st.integers(0, 1)), max_size=40)
+
+
+@settings(max_examples=60)
+@given(fed_ops)
+def test_job_sums_fed_by_the_change_feed_equal_fresh_sums_after_any_mutations(
+    steps: list[tuple[int, int, int]],
+) -> None:
+    cache = _cluster(6)
+    sums = JobSums(2, _allocated_and_pending, changes=cache.job_changes)
+    assert _as_dict(sums.refresh(_session_view(cache))) == _as_dict(_fresh(_session_view(cache)))
+    for op, j, t in steps:
+        job = cache.pg_jobs.get(f"ns/pg{j}")
+        task = None if job is None else next((x for x in job.tasks.values() if x.name == f"p{j}-{t}"), None)
+        if op == 4:
+            cache.delete_queue("ab"[j % 2])
+        elif op == 5:
+            cache.upsert_queue(Queue(name="ab"[j % 2], uid="ab"[j % 2]))
+        elif op == 6:
+            cache.add_podgroup(PodGroup(namespace="ns", name=f"pg{j}", uid=f"pg{j}", queue="ab"[j % 2], min_member=1))
+        elif job is not None and task is not None and op in (0, 1):
+            job.update_task_status(task, TaskStatus.Allocated if op == 0 else TaskStatus.Pending)
+        elif task is not None and op == 2:
+            cache.delete_pod(task.uid)
+        elif job is not None and op == 3:
+            cache.delete_podgroup("ns", f"pg{j}")
+        view = _session_view(cache)
+        assert _as_dict(sums.refresh(view)) == _as_dict(_fresh(view))
+
+
+def test_job_sums_fed_by_the_change_feed_visit_only_the_jobs_it_reported() -> None:
+    cache = _cluster(4)
+    seen: list[str] = []
+
+    def contribution(job: JobInfo) -> tuple[Resource, Resource]:
+        seen.append(job.uid)
+        return _allocated_and_pending(job)
+
+    sums = JobSums(2, contribution, changes=cache.job_changes)
+    sums.refresh(cache.pg_jobs)
+    assert sorted(seen) == [f"ns/pg{j}" for j in range(4)]  # the first refresh walks every job
+    seen.clear()
+    for uid in ("ns/pg3", "ns/pg1"):
+        job = cache.pg_jobs[uid]
+        job.update_task_status(next(iter(job.tasks.values())), TaskStatus.Allocated)
+    sums.refresh(cache.pg_jobs)
+    assert seen == ["ns/pg1", "ns/pg3"]  # in uid order
+    seen.clear()
+    sums.refresh(cache.pg_jobs)
+    assert seen == []
+
+
+def test_job_sums_walk_every_job_once_after_their_subscription_overflowed() -> None:
+    cache = _cluster(6)
+    cache.job_changes.limit = 2
+    sums = JobSums(2, _allocated_and_pending, changes=cache.job_changes)
+    sums.refresh(cache.pg_jobs)
+    for j in (0, 1, 2, 5):  # four jobs reported: more than the limit, so they are dropped
+        job = cache.pg_jobs[f"ns/pg{j}"]
+        job.update_task_status(next(iter(job.tasks.values())), TaskStatus.Allocated)
+    assert sums._changed is not None and sums._changed.overflowed
+    assert _as_dict(sums.refresh(cache.pg_jobs)) == _as_dict(_fresh(cache.pg_jobs))
+    assert not sums._changed.overflowed

@@ -289,15 +289,61 @@ def test_operator_commands_read_the_live_cluster(cluster: Cluster) -> None:
     why = run("job", "why", "too-wide", "-n", "default", "-o", "json")
     assert why.returncode == 0, why.stderr
     doc = json.loads(why.stdout)
-    assert doc["job"].startswith("default/too-wide") and doc["phase"] in ("Pending", "Inqueue")
+    assert doc["job"].startswith("default/too-wide") and doc["phase"] in ("Pending", "Inqueue"), doc
+    assert doc["diagnosis"] is not None, doc
+    assert doc["diagnosis"]["reason"] == "NodeFit.InsufficientResource", doc
+    assert doc["diagnosis"]["resources"][0]["name"] == "cpu" and doc["diagnosis"]["resources"][0]["shortfall"] == 1.0
+    # the bundle's scheduler ConfigMap was read (no note that it fell back to the default)
+    assert "upstream's default" not in why.stderr, why.stderr
+    # the live scheduler wrote the same reason code to the PodGroup's Unschedulable condition
+    def condition() -> dict[str, Any] | None:
+        pgs = (cluster.get("podgroups", "-n", "default") or {"items": []})["items"]
+        conds = [c for p in pgs if p["metadata"]["name"].startswith("too-wide")
+                 for c in (p.get("status") or {}).get("conditions") or [] if c["type"] == "Unschedulable"]
+        return conds[0] if conds else None
+
+    cond = _wait(condition, 30, "the Unschedulable condition")
+    assert cond["status"] == "True" and cond["reason"] == "NodeFit.InsufficientResource", cond
+    table = run("job", "why", "too-wide", "-n", "default", "-o", "table")
+    assert table.returncode == 0 and "NodeFit.InsufficientResource" in table.stdout, table.stderr
     top = run("queue", "top", "default", "-o", "json")
     assert top.returncode == 0, top.stderr
-    assert "too-wide" in top.stdout
+    [entry] = [e for e in json.loads(top.stdout)["pending"] if e["job"].startswith("default/too-wide")]
+    assert entry["position"] >= 1 and entry["reason"] == "NodeFit.InsufficientResource"
+    assert entry["start"] is None and entry["message"].startswith("never"), entry
     job = cluster.workdir / "dry-run-job.yaml"
     job.write_text(_job("dry-run-only", 1, duration="1s"))
     dry = run("job", "run", "--dry-run", "-f", str(job), "-o", "json")
     assert dry.returncode == 0, dry.stderr
+    answer = json.loads(dry.stdout)
+    assert answer["admission"]["allowed"] is True and answer["placed_now"] is True, answer
+    assert answer["diagnosis"] is None and answer["evictions"] == []
     assert cluster.get("vcjob", "dry-run-only", "-n", "default") is None  # nothing was written
+    refused = cluster.workdir / "dry-run-refused.yaml"
+    refused.write_text(_job("dry-run-refused", 1, min_available=3))
+    bad = run("job", "run", "--dry-run", "-f", str(refused), "-o", "json")
+    assert bad.returncode == 1, bad.stderr  # refused by admission, as the webhook would refuse it
+    answer = json.loads(bad.stdout)
+    assert answer["admission"]["allowed"] is False
+    assert "'minAvailable' should not be greater than total replicas" in " ".join(answer["admission"]["errors"])
     vc = subprocess.run([sys.executable, "-m", "pyvolcano.vcctl", "job", "list", "-A", "--kubeconfig", kc],
                         capture_output=True, text=True, timeout=60)
     assert vc.returncode == 0 and "too-wide" in vc.stdout, vc.stderr
+    vq = subprocess.run([sys.executable, "-m", "pyvolcano.vcctl", "queue", "list", "--kubeconfig", kc, "-o", "json"],
+                        capture_output=True, text=True, timeout=60)
+    assert vq.returncode == 0, vq.stderr
+    assert {"root", "default"} <= {q["metadata"]["name"] for q in json.loads(vq.stdout)["items"]}
+    # a gang behind a running job: its PodGroup waits (no pods yet) and the estimate is when the
+    # running job's pods end, from the forecast's job controller creating the gang's pods
+    cluster.kubectl("apply", "-f", "-", input=_job("holder", 3, cpu="6", duration="10m"))
+    _wait(lambda: _phase(cluster, "holder") == "Running", 60, "holder to run")
+    cluster.kubectl("apply", "-f", "-", input=_job("waiter", 4, cpu="4", duration="1s"))
+    _wait(lambda: [p for p in (cluster.get("podgroups", "-n", "default") or {"items": []})["items"]
+                   if p["metadata"]["name"].startswith("waiter-")], 30, "waiter's PodGroup")
+    try:
+        top = run("queue", "top", "-o", "json")
+        assert top.returncode == 0, top.stderr
+        [entry] = [e for e in json.loads(top.stdout)["pending"] if e["job"].startswith("default/waiter-")]
+        assert entry["start"] is not None and 540 <= entry["start_in_seconds"] <= 601, entry
+    finally:
+        cluster.kubectl("delete", "vcjob", "holder", "waiter", "too-wide", "-n", "default", "--wait=false")

@@ -72,6 +72,82 @@ def test_eta_equals_the_simulated_start_of_the_same_state() -> None:
     assert est["ns/b"].message == f"in {format_seconds(started['ns/b'] - 40.0)}"
 
 
+def _vcjob(name: str, replicas: int, cpu: str, duration: str | None) -> dict[str, Any]:
+    template: dict[str, Any] = {"spec": {"containers": [{"name": "c", "image": "busybox",
+                                                         "resources": {"requests": {"cpu": cpu}}}]}}
+    if duration is not None:
+        template["metadata"] = {"annotations": {"pyvolcano.io/duration": duration}}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"minAvailable": replicas, "schedulerName": "volcano", "queue": "q",
+                     "tasks": [{"name": "w", "replicas": replicas, "template": template}]}}
+
+
+def _vcjob_workload(b_duration: str | None = "50s") -> list[Submission]:
+    first = [queue("q"), node("n1"), _vcjob("a", 1, "3", "100s")]
+    return [Submission(at=0.0, document=i, source="first", obj=d) for i, d in enumerate(first)] + [
+        Submission(at=30.0, document=0, source="later", obj=_vcjob("b", 2, "1500m", b_duration))]
+
+
+def _vcjob_starts(sim: Simulation, started: dict[str, float]) -> None:
+    def on_session(t: float, _result: Any) -> None:
+        for key, job in sim.cache.pg_jobs.items():
+            if job.is_ready():
+                started.setdefault(key.split("/")[1].split("-")[0], t)
+
+    sim.on_session = on_session
+
+
+def test_eta_of_a_volcano_job_whose_pods_are_not_created_yet_equals_the_simulated_start() -> None:
+    config, registry = default_configuration(), default_registry()
+    full = Simulation(config=config, registry=registry)
+    full.submit(_vcjob_workload())
+    started: dict[str, float] = {}
+    _vcjob_starts(full, started)
+    full.run()
+    assert started["b"] >= 100.0  # once a's pod (100 s) has ended and b's controller made its pods
+    part = Simulation(config=config, registry=registry)
+    part.submit(_vcjob_workload())
+    part.run(until=40.0)
+    docs = [obj for kind in (*KINDS, "Job") for obj in part.store.list(kind)]
+    [b_group] = [d for d in docs if d["kind"] == "PodGroup" and d["metadata"]["name"].startswith("b-")]
+    assert (b_group.get("status") or {}).get("phase", "Pending") == "Pending"
+    assert not [d for d in docs if d["kind"] == "Pod" and d["metadata"]["name"].startswith("b-")]
+    key = f"ns/{b_group['metadata']['name']}"
+    est = _estimate(docs, [key], now=40.0)
+    assert est[key].start == started["b"], est[key]
+    # without its Job the PodGroup would never get pods: the state must carry it
+    no_jobs = [d for d in docs if d["kind"] != "Job"]
+    assert _estimate(no_jobs, [key], now=40.0)[key].start is None
+
+
+def test_start_behind_a_volcano_job_pod_of_unknown_runtime_is_unknown() -> None:
+    config, registry = default_configuration(), default_registry()
+    part = Simulation(config=config, registry=registry)
+    part.submit([Submission(at=0.0, document=i, source="s", obj=d) for i, d in enumerate(
+        [queue("q"), node("n1"), _vcjob("a", 1, "3", None)])] + [
+        Submission(at=30.0, document=0, source="later", obj=_vcjob("b", 2, "1500m", "50s"))])
+    part.run(until=40.0)
+    docs = [obj for kind in (*KINDS, "Job") for obj in part.store.list(kind)]
+    [b_group] = [d for d in docs if d["kind"] == "PodGroup" and d["metadata"]["name"].startswith("b-")]
+    key = f"ns/{b_group['metadata']['name']}"
+    est = _estimate(docs, [key], now=40.0)[key]
+    assert est.start is None and est.unknown_pods == 1 and "1 running pod" in est.message, est
+
+
+def test_a_plain_podgroup_behind_a_volcano_job_is_estimated_after_the_job_finishes() -> None:
+    config, registry = default_configuration(), default_registry()
+    part = Simulation(config=config, registry=registry)
+    part.submit([Submission(at=0.0, document=i, source="s", obj=d) for i, d in enumerate(
+        [queue("q"), node("n1"), _vcjob("a", 1, "3", "100s")])] + [
+        Submission(at=30.0, document=i, source="later", obj=d) for i, d in enumerate(
+            [podgroup("p", phase="Pending"), _with_duration(pod("p-0", "p", cpu="3"), "10s")])])
+    part.run(until=40.0)
+    docs = [obj for kind in (*KINDS, "Job") for obj in part.store.list(kind)]
+    est = _estimate(docs, ["ns/p"], now=40.0)["ns/p"]
+    # the run does not stop when the last Volcano Job finishes: p starts once a's pod has ended
+    assert est.start is not None and 100.0 <= est.start <= 102.0, est
+
+
 def test_running_pod_runtime_counts_from_its_start_time() -> None:
     docs = [queue("q"), node("n1"), _created(podgroup("a", phase="Running"), 900.0),
             _with_duration(_running("a-0", "a", cpu="4", started=970.0, created=900.0), "100s"),

@@ -1,11 +1,12 @@
 """The simulator's incremental shortcuts change no decision.
 
 Each shortcut (per-queue sums kept by deltas, settled jobs left alone at session close, the
-reused proportion water-filling) is switched back to its from-scratch form and the whole
-simulation — every job's phase and times, every timeline entry, the session count — must
-come out the same. The metrics collector's GPU ledger, kept between samples, must give the
-fragmentation a fresh ledger gives at every sample; and the watch events handed out without
-copies must come back unchanged from every consumer.
+reused proportion water-filling, the predicates' stable filters kept across sessions, the
+passes that visit only the jobs the cache's change feed reported) is switched back to its
+from-scratch form and the whole simulation — every job's phase and times, every timeline
+entry, the session count — must come out the same. The metrics collector's GPU ledger, kept
+between samples, must give the fragmentation a fresh ledger gives at every sample; and the
+watch events handed out without copies must come back unchanged from every consumer.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from tests.simulator.test_runtime import PREEMPT_CONF, job, node
 
+from pyvolcano.api.job import JobChanges
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.simulate import _trace_submissions
 from pyvolcano.conf import default_configuration, load_scheduler_conf
@@ -38,11 +40,14 @@ def _from_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
         return original(self, jobs)
 
     monkeypatch.setattr(job_sums.JobSums, "refresh", refresh)
-    monkeypatch.setattr(job_updater, "settled_jobs", lambda ssn: set())
+    monkeypatch.setattr(job_updater, "unsettled_jobs",
+                        lambda ssn: [uid for uid, job in ssn.jobs.items() if job.podgroup is not None])
+    monkeypatch.setattr(SchedulerCache, "track_session_changes", False)
     run_session = SchedulerCache.run_session
 
     def without_memos(self: SchedulerCache, *args: Any, **kwargs: Any) -> Any:
         self.plugin_memo.pop("proportion/water-filling", None)
+        self.plugin_memo.pop("predicates/stable-failures", None)
         return run_session(self, *args, **kwargs)
 
     monkeypatch.setattr(SchedulerCache, "run_session", without_memos)
@@ -121,3 +126,14 @@ def test_watch_consumers_leave_the_shared_event_objects_unchanged(
     monkeypatch.setattr(InMemoryStore, "_record", keep_a_copy)
     scenario().run()
     assert recorded and all(obj == copy for obj, copy in recorded)
+
+
+def test_an_overflowing_change_feed_falls_back_to_walking_every_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    incremental = _outcome(_philly_slice())
+    init = JobChanges.__init__
+
+    def tiny(self: JobChanges, limit: int = 1) -> None:
+        init(self, 1)  # every subscriber overflows at its second uid
+
+    monkeypatch.setattr(JobChanges, "__init__", tiny)
+    assert _outcome(_philly_slice()) == incremental

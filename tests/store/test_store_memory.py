@@ -14,6 +14,7 @@ from pyvolcano.store import (
     Invalid,
     NotFound,
     Store,
+    clone,
     from_rfc3339,
     json_merge_patch,
     to_rfc3339,
@@ -432,6 +433,33 @@ def test_watch_without_copies_shares_the_recorded_events_and_the_same_filter(sto
         (e.type, e.kind, e.object, e.revision) for e in store.watch(0)]
     assert shared[-1].object is store.peek("Pod", "ns", "p")
     assert [e.revision for e in store.watch(1, ["Pod"], copy=False)] == [2, 3]
+
+def test_status_writes_and_bindings_leave_every_earlier_version_and_each_result_unchanged(
+    store: InMemoryStore, clock: Clock,
+) -> None:
+    store.create(pod("p"))
+    created = clone(store.peek("Pod", "ns", "p"))
+    bound = store.bind("ns", "p", "n1", annotations={"a": "1"})
+    after_bind = clone(store.peek("Pod", "ns", "p"))
+    clock.now = 5.0
+    running = store.patch("Pod", "ns", "p", {"status": {"phase": "Running"}}, subresource="status")
+    after_patch = clone(store.peek("Pod", "ns", "p"))
+    done = store.update_status({**running, "status": {**running["status"], "phase": "Succeeded"}})
+    for result in (bound, running, done):  # the caller's copies: changing them changes nothing stored
+        result["spec"]["containers"][0]["image"] = "changed"
+        result["metadata"]["annotations"]["a"] = "changed"
+        result["status"]["conditions"].append({"type": "X"})
+    events = [e.object for e in store.watch(0, copy=False)]
+    assert events[:3] == [created, after_bind, after_patch]
+    assert created["spec"] == {"containers": [{"name": "c", "image": "busybox"}]}
+    assert after_bind["spec"]["nodeName"] == "n1" and after_bind["metadata"]["annotations"] == {"a": "1"}
+    assert [c["type"] for c in after_bind["status"]["conditions"]] == ["PodScheduled"]
+    assert after_patch["status"]["phase"] == "Running"
+    final = store.get("Pod", "ns", "p")
+    assert final["status"]["phase"] == "Succeeded" and final["spec"] == after_bind["spec"]
+    assert final["metadata"]["annotations"] == {"a": "1"}
+    assert [c["type"] for c in final["status"]["conditions"]] == ["PodScheduled"]
+
 
 # ----------------------------------------------------------------------------- graceful pod deletion
 

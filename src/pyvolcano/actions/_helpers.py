@@ -1,16 +1,69 @@
-"""Helpers shared by actions: the predicate error cache (upstream util/predicate_helper.go)."""
+"""Helpers shared by actions: the predicate error cache (upstream util/predicate_helper.go) and
+the task worksheet.
+
+A worksheet pops tasks in ``Session.task_order_fn`` order. When the session can express that
+order as a sort key (:meth:`Session.task_sort_key`) it is a sorted list; otherwise a heap
+that calls the comparator, as upstream's priority queue does. Both pop the same sequence: the
+order is total (UIDs break every tie), and a heap under a total order always pops its minimum.
+"""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.api.unschedule import FitErrors
 from pyvolcano.framework.session import Session
+from pyvolcano.util.priority_queue import PriorityQueue
 
-__all__ = ["PredicateHelper"]
+__all__ = ["PredicateHelper", "SortedTasks", "TaskQueue", "task_queue"]
+
+
+class TaskQueue(Protocol):
+    def push(self, item: TaskInfo) -> None: ...
+
+    def pop(self) -> TaskInfo: ...
+
+    def __len__(self) -> int: ...
+
+    def __bool__(self) -> bool: ...
+
+
+class SortedTasks:
+    """Tasks popped in ascending ``key`` order (a sorted list and a head position)."""
+
+    __slots__ = ("_head", "_items", "_key")
+
+    def __init__(self, key: Callable[[TaskInfo], Any], items: list[TaskInfo]):
+        self._key = key
+        self._items = sorted(items, key=key)
+        self._head = 0
+
+    def push(self, item: TaskInfo) -> None:
+        bisect.insort(self._items, item, lo=self._head, key=self._key)
+
+    def pop(self) -> TaskInfo:
+        item = self._items[self._head]
+        self._head += 1
+        return item
+
+    def __len__(self) -> int:
+        return len(self._items) - self._head
+
+    def __bool__(self) -> bool:
+        return self._head < len(self._items)
+
+
+def task_queue(ssn: Session, tasks: list[TaskInfo]) -> TaskQueue:
+    """A worksheet of ``tasks`` (see module doc); ``tasks`` in the order upstream pushes them."""
+    key = ssn.task_sort_key(tasks)
+    if key is not None:
+        return SortedTasks(key, tasks)
+    return PriorityQueue(ssn.task_order_fn, tasks)
 
 Predicate = Callable[[TaskInfo, np.ndarray], tuple[np.ndarray, FitErrors]]
 

@@ -11,8 +11,10 @@ it is discarded at once.
 
 Replicas whose predicates and scores are all node-local are placed through a
 :class:`~pyvolcano.actions.replica_batch.ReplicaBatch` (the same window, scores, tie-breaking
-and round-robin index as the per-pod path, updated per placement for the changed node only);
-``SchedulerOptions.batch_replicas=False`` forces the per-pod path.
+and round-robin index as the per-pod path, with the changed nodes' values projected or
+re-evaluated in vectorised rounds); ``SchedulerOptions.batch_replicas=False`` forces the
+per-pod path. A job's worksheet is a sorted list when the task order has a sort key
+(:func:`~pyvolcano.actions._helpers.task_queue`), else upstream's comparator heap.
 
 Not modelled: hard network topology and sub-group policies (the default sub-job path only),
 the nomination fast path of gangpreempt/gangreclaim, and node sharding.
@@ -25,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.actions._helpers import PredicateHelper
+from pyvolcano.actions._helpers import PredicateHelper, TaskQueue, task_queue
 from pyvolcano.actions.replica_batch import BatchKey, ReplicaBatch, batch_key
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
@@ -53,7 +55,7 @@ class Allocate:
         self._batches = {}
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-        worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
+        worksheets: dict[str, TaskQueue] = {}
         for job in ssn.jobs.values():
             if job.is_pending():
                 if "enqueue" in ssn.enabled_actions:
@@ -72,13 +74,11 @@ class Allocate:
                 continue
             if ssn.skip_unchanged and ssn.unchanged_since_failure(job):
                 continue
-            tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
-            for task in sorted(job.tasks_in(TaskStatus.Pending).values(), key=lambda t: t.uid):
-                if task.sch_gated or task.resreq.is_empty():
-                    continue
-                tasks.push(task)
-            if not tasks:
+            pending = [task for task in sorted(job.tasks_in(TaskStatus.Pending).values(), key=lambda t: t.uid)
+                       if not task.sch_gated and not task.resreq.is_empty()]
+            if not pending:
                 continue
+            tasks = task_queue(ssn, pending)
             if job.queue not in jobs_by_queue:
                 jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
                 queues.push(queue)
@@ -105,7 +105,7 @@ class Allocate:
             queues.push(queue)
 
     def allocate_resources_for_tasks(
-        self, ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo]
+        self, ssn: Session, job: JobInfo, tasks: TaskQueue
     ) -> Statement | None:
         queue = ssn.queues[job.queue]
         all_nodes = ssn.all_node_indices()
@@ -115,6 +115,7 @@ class Allocate:
         ph = PredicateHelper(ssn, enable_error_cache=self.enable_predicate_error_cache)
         batching = ssn.cache.options.batch_replicas and ssn.replicas_batchable()
         batch: ReplicaBatch | None = None
+        pre_predicates = ssn.has("pre_predicate")
         while tasks:
             task = tasks.pop()
             if not ssn.allocatable(queue, task):
@@ -126,7 +127,7 @@ class Allocate:
                 fe.set_error(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
                 job.set_task_fit_errors(task, fe)
                 continue
-            st = ssn.pre_predicate(task)
+            st = ssn.pre_predicate(task) if pre_predicates else None
             if st is not None:
                 fe = FitErrors()
                 fe.add(st.reason, st.code, all_nodes)

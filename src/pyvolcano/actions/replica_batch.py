@@ -12,23 +12,39 @@ nodes where it does. For each replica it takes upstream's window (numNodesToFind
 nodes from ``last_processed_node_index``) as a slice, picks the best score among the nodes
 where the request fits Idle (else among all of the window: the pipelining case), breaks
 ties with the session's generator exactly as :meth:`Session.select_best_node` does, and
-moves the round-robin index as :meth:`Session.predicate_nodes` does. After a placement it
-re-evaluates only the rows in the node table's change log (normally the one node that
-received the pod), through the same predicate and scoring callbacks as the per-pod path.
+moves the round-robin index as :meth:`Session.predicate_nodes` does.
+
+After a placement only the chosen row changed. Projection: when every enabled predicate and
+node-order plugin is ``projectable`` for the task (its verdict and score read only the
+node's static attributes and its node-table columns), the batch also keeps, per feasible
+row, the verdict, Idle fit and score *after one more replica* on it, computed for many rows
+in one vectorised call on a trial state (:meth:`NodeTable.trial_add` accounts the
+placement allocate would make, the callbacks run, the rows are put back exactly). The chosen
+row then takes its projected values at once. Otherwise, or when its projection is used up
+(chosen twice between syncs), the chosen row becomes *dirty*: its values are stale, but
+nothing reads them until a later window reaches it (the window moves on by numNodesToFind
+feasible nodes per replica, so that is once per turn around the cluster). A sync
+re-evaluates, in one vectorised call of the same callbacks as the per-pod path, the dirty
+rows and every row in the node table's change log that the batch did not account for (a
+projected row must have changed exactly once), and projects them again.
 
 Everything else stays per pod in allocate: the task queue, the queue-quota check, PrePredicate,
 the statement's allocate or pipeline and the plugins' allocate events, JobReady.
 
 Invariants: the batch is valid only for tasks whose (predicate key, node-order key) equal
-its own; it is brought up to date from the change log before every selection, so placements
-made by the per-pod path in between are seen; it writes the feasibility verdicts back to the
-cache's store, so the per-pod path and later sessions see the same masks. It records no fit
+its own; no selection reads a dirty row or a row changed since the batch's change-log
+position other than by its own accounted placements, so placements made by the per-pod
+path in between are seen; projected values equal the values the callbacks give on the real
+row after the placement, because the trial performs the same float operations on the same
+columns; it writes the feasibility verdicts back to the cache's store, so the per-pod path
+and later sessions see the same masks. It records no fit
 errors: when no node is feasible, :meth:`select` returns None and the per-pod path runs,
 records the errors and leaves the round-robin index where it would.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 
 import numpy as np
@@ -59,8 +75,9 @@ class ReplicaBatch:
     """Feasible nodes and their scores for the replicas of one template (see module doc)."""
 
     __slots__ = (
-        "fidx", "fidx2", "idle2", "idle_all", "key", "mask", "masked2", "n", "position", "scores2", "scores_all",
-        "ssn", "vec",
+        "advanced", "dirty", "fidx", "fidx2", "has_next", "idle2", "idle_all", "idle_next", "key", "mask",
+        "masked2", "member", "n", "need_next", "nonzero", "ok_next", "position", "project", "recheck", "scores2",
+        "scores_all", "scores_next", "ssn", "vec", "want",
     )
 
     def __init__(self, ssn: Session, task: TaskInfo, key: BatchKey):
@@ -68,10 +85,41 @@ class ReplicaBatch:
         self.key = key
         table = ssn.node_table
         self.n = table.n
+        self.want = ssn.num_feasible_nodes_to_find(self.n)
         self.vec = table.task_vector(task)
-        self.mask = ssn.feasibility_mask(task, key[0])
-        self.position = table.change_position
-        self._rebuild(task, np.flatnonzero(self.mask).astype(np.int64))
+        self.project = ssn.replicas_projectable(task)
+        # Projections account this task's request and non-zero request; a replica with another
+        # non-zero request or with inter-pod terms (equal keys need not mean equal ones) is
+        # placed without them.
+        self.nonzero = task.nonzero_request()
+        # Rows this batch chose since its values were last brought up to date, with their
+        # position in ``fidx``: their values are stale until the next _sync.
+        self.dirty: dict[int, int] = {}
+        # Rows chosen whose projected values became their values (one change-log entry each
+        # is expected for them), and rows whose projection is used up.
+        self.advanced: set[int] = set()
+        self.need_next: set[int] = set()
+        # Rows to re-evaluate at the next sync although the change log may not name them.
+        self.recheck: set[int] = set()
+        self._start(task)
+
+    def _start(self, task: TaskInfo) -> None:
+        self.mask = self.ssn.feasibility_mask(task, self.key[0])
+        # The verdicts fidx was built from (the store's mask may be brought up to date by the
+        # per-pod path in between, so it cannot tell which verdicts flipped).
+        self.member = self.mask.copy()
+        self.position = self.ssn.node_table.change_position
+        self.dirty.clear()
+        self.advanced.clear()
+        self.need_next.clear()
+        self.recheck.clear()
+        n = self.n
+        self.has_next = np.zeros(n, dtype=bool)
+        self.ok_next = np.zeros(n, dtype=bool)
+        self.idle_next = np.zeros(n, dtype=bool)
+        self.scores_next = np.zeros(n, dtype=np.float64)
+        self._rebuild(task, np.flatnonzero(self.member).astype(np.int64))
+        self._project(task, self.fidx)
 
     def _rebuild(self, task: TaskInfo, fidx: np.ndarray) -> None:
         ssn = self.ssn
@@ -93,25 +141,74 @@ class ReplicaBatch:
         self.scores2 = np.concatenate([scores, scores])
         self.masked2 = np.where(self.idle2, self.scores2, -np.inf)
 
+    def _project(self, task: TaskInfo, rows: np.ndarray) -> None:
+        """Verdict, Idle fit and score of ``rows`` (feasible ones) after one more replica each.
+
+        The placement allocate would make (allocate where the request fits Idle, else
+        pipeline where it fits FutureIdle, else none) is accounted on the rows with
+        :meth:`NodeTable.trial_add`, the same callbacks run, and the rows are put back.
+        """
+        if not self.project or not len(rows):
+            return
+        table = self.ssn.node_table
+        vec = self.vec
+        alloc = table.fits_rows(vec, rows, future=False)
+        place = alloc | table.fits_rows(vec, rows, future=True)
+        moved = rows[place]
+        stay = rows[~place]
+        if len(stay):
+            # No placement: the row stays as it is.
+            self.ok_next[stay] = True
+            self.idle_next[stay] = self.idle_all[stay]
+            self.scores_next[stay] = self.scores_all[stay]
+        if len(moved):
+            undo = table.trial_add(moved, vec, self.nonzero, alloc[place])
+            try:
+                ok = self._verdicts(task, moved)
+                idle = self._fits_idle(moved)
+                scores = self.ssn.node_local_scores(task, moved)
+            finally:
+                undo()
+            self.ok_next[moved] = ok
+            self.idle_next[moved] = idle
+            self.scores_next[moved] = scores
+        self.has_next[rows] = True
+
     def _sync(self, task: TaskInfo) -> None:
-        """Re-evaluate the rows changed since the batch was last up to date."""
+        """Re-evaluate the rows changed since the batch was last up to date, and the dirty ones."""
         ssn = self.ssn
         table = ssn.node_table
         changed = table.changes_since(self.position)
         if changed is None:
             # The change log no longer reaches back: start again from the store.
-            self.mask = ssn.feasibility_mask(task, self.key[0])
-            self.position = table.change_position
-            self._rebuild(task, np.flatnonzero(self.mask).astype(np.int64))
+            self._start(task)
             return
-        if not len(changed):
-            return
-        ok = self._verdicts(task, changed)
-        mask = self.mask
-        flipped = bool((mask[changed] != ok).any())
-        mask[changed] = ok
+        extra = self.recheck
+        if self.dirty:
+            extra.update(self.dirty)
+            self.dirty.clear()
+        if extra:
+            changed = np.union1d(changed, np.fromiter(extra, dtype=np.int64, count=len(extra)))
+            extra.clear()
         self.position = table.change_position
-        ssn.store_feasibility(self.key[0], mask, self.position)
+        self.advanced.clear()
+        if len(changed):
+            self.has_next[changed] = False
+            self._evaluate(task, changed)
+        if self.need_next:
+            changed = np.union1d(changed, np.fromiter(self.need_next, dtype=np.int64, count=len(self.need_next)))
+            self.need_next.clear()
+        if self.project and len(changed):
+            self._project(task, changed[self.member[changed]])
+
+    def _evaluate(self, task: TaskInfo, changed: np.ndarray) -> None:
+        ssn = self.ssn
+        ok = self._verdicts(task, changed)
+        member = self.member
+        flipped = bool((member[changed] != ok).any())
+        member[changed] = ok
+        self.mask[changed] = ok
+        ssn.store_feasibility(self.key[0], self.mask, self.position)
         rows = changed[ok]
         if len(rows):
             idle = self._fits_idle(rows)
@@ -119,7 +216,7 @@ class ReplicaBatch:
             self.idle_all[rows] = idle
             self.scores_all[rows] = scores
         if flipped:
-            self.fidx = np.flatnonzero(mask).astype(np.int64)
+            self.fidx = np.flatnonzero(member).astype(np.int64)
             self._window_arrays()
             return
         if not len(rows):
@@ -131,6 +228,30 @@ class ReplicaBatch:
             self.idle2[p] = idle
             self.scores2[p] = scores
             self.masked2[p] = masked
+
+    def _advance(self, row: int, p: int) -> None:
+        """Make the projected values of ``row`` (at position ``p`` of ``fidx``) its values."""
+        self.has_next[row] = False
+        self.need_next.add(row)
+        self.advanced.add(row)
+        if not self.ok_next[row]:
+            self.member[row] = False
+            self.mask[row] = False
+            self.fidx = np.flatnonzero(self.member).astype(np.int64)
+            self._window_arrays()
+            fidx = self.fidx
+            for r in self.dirty:
+                self.dirty[r] = int(fidx.searchsorted(r))
+            return
+        idle = bool(self.idle_next[row])
+        score = float(self.scores_next[row])
+        self.idle_all[row] = idle
+        self.scores_all[row] = score
+        masked = score if idle else -np.inf
+        for q in (p, p + len(self.fidx)):
+            self.idle2[q] = idle
+            self.scores2[q] = score
+            self.masked2[q] = masked
 
     def _verdicts(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """:meth:`Session.allocate_predicate`'s pass mask over ``rows`` (its errors unused)."""
@@ -160,34 +281,87 @@ class ReplicaBatch:
 
         Moves the round-robin index and consumes the session's generator as the per-pod path
         does. None (nothing moved, nothing consumed) when no node is feasible or a score is
-        not a finite number.
+        not a finite number. The chosen row takes its projected values (the state the
+        placement leaves) when it has them, else it becomes dirty: re-evaluated only when a
+        later window reaches it or something else changed the node table.
         """
-        self._sync(task)
-        f = len(self.fidx)
-        if f == 0:
-            return None
         ssn = self.ssn
+        table = ssn.node_table
+        if table.change_position != self.position:
+            if self._own_changes(table.rows_changed_since(self.position)):
+                # Only the rows this batch chose changed, once each where it projected them.
+                self.position = table.change_position
+                self.advanced.clear()
+            else:
+                self._sync(task)
         n = self.n
         cache = ssn.cache
         start = cache.last_processed_node_index % n
-        want = ssn.num_feasible_nodes_to_find(n)
-        k = int(np.searchsorted(self.fidx, start))
-        m = want if f >= want else f
+        want = self.want
+        while True:
+            f = len(self.fidx)
+            if f == 0:
+                return None
+            k = int(self.fidx.searchsorted(start))
+            m = want if f >= want else f
+            if not self.dirty or not self._dirty_in(k, m, f):
+                break
+            self._sync(task)
         window = slice(k, k + m)
         idle = self.idle2[window]
         n_idle = int(np.count_nonzero(idle))
         cand = self.masked2[window] if n_idle else self.scores2[window]
         n_cand = n_idle if n_idle else m
         if n_cand == 1:
-            pick = int(np.flatnonzero(idle)[0]) if n_idle else 0
+            pick = int(idle.nonzero()[0][0]) if n_idle else 0
         else:
-            best = cand.max()
-            if not np.isfinite(best):
+            best = float(cand.max())
+            if not math.isfinite(best):
                 return None
-            ties = np.flatnonzero(cand == best)
+            ties = (cand == best).nonzero()[0]
             pick = int(ties[0]) if len(ties) == 1 else int(ties[int(ssn.rng.integers(len(ties)))])
         if f >= want:
             cache.last_processed_node_index = (int(self.fidx2[k + want - 1]) + 1) % n
         else:
             cache.last_processed_node_index = start
-        return int(self.fidx2[k + pick])
+        p = k + pick
+        if p >= f:
+            p -= f
+        chosen = int(self.fidx[p])
+        if self.has_next[chosen] and task.nonzero_request() == self.nonzero and not task.pod.has_pod_affinity:
+            self._advance(chosen, p)
+        else:
+            self.dirty[chosen] = p
+        return chosen
+
+    def _own_changes(self, tail: list[int] | None) -> bool:
+        """Whether the change-log entries ``tail`` are all this batch's placements.
+
+        A dirty row may change any number of times (it is re-evaluated anyway); a row whose
+        projection was used must have changed exactly once, as the projected placement does.
+        Otherwise the advanced rows are marked for re-evaluation by the sync that follows.
+        """
+        advanced = self.advanced
+        dirty = self.dirty
+        if tail is not None and len(tail) == 1 and len(advanced) == 1 and not dirty and tail[0] in advanced:
+            return True  # the usual case: the one placement since the last selection
+        ok = tail is not None
+        if ok and tail is not None:
+            seen: set[int] = set()
+            for r in tail:
+                if r in dirty:
+                    continue
+                if r in advanced and r not in seen:
+                    seen.add(r)
+                    continue
+                ok = False
+                break
+            ok = ok and all(r in seen or r in dirty for r in advanced)
+        if not ok:
+            self.recheck.update(advanced)
+            advanced.clear()
+        return ok
+
+    def _dirty_in(self, k: int, m: int, f: int) -> bool:
+        """Whether a dirty row lies in the window of ``m ≤ f`` positions from ``k`` (cyclic)."""
+        return any((p - k) % f < m for p in self.dirty.values())

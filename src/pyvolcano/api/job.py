@@ -28,7 +28,7 @@ from pyvolcano.api.unschedule import FitErrors
 if TYPE_CHECKING:
     from pyvolcano.diagnosis.model import Diagnosis
 
-__all__ = ["JobInfo", "ValidateResult"]
+__all__ = ["ChangedJobs", "JobChanges", "JobInfo", "ValidateResult"]
 
 _ALLOCATED = ALLOCATED_STATUS._value_
 _N_STATUS = len(TaskStatus)
@@ -54,12 +54,68 @@ class ValidateResult:
     message: str = ""
 
 
+class ChangedJobs(set[str]):
+    """One subscriber's uids, reported by a :class:`JobChanges` feed since it last drained them.
+
+    ``overflowed``: more uids than the feed's limit piled up undrained (a consumer that stopped
+    running, such as a plugin taken out of the configuration), so they were dropped and the
+    consumer must walk every job once instead.
+    """
+
+    __slots__ = ("overflowed",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.overflowed = False
+
+    def take(self) -> list[str] | None:
+        """The reported uids in uid order, drained; None after an overflow (walk every job)."""
+        out = None if self.overflowed else sorted(self)
+        self.overflowed = False
+        self.clear()
+        return out
+
+
+class JobChanges:
+    """The change feed of a scheduler cache's jobs.
+
+    A job attached to the feed (``JobInfo.changes``) reports its uid whenever its ``version``
+    or ``fit_version`` moves; the cache reports the jobs that join or leave the session's view
+    without such a move (PodGroup deleted, queue created or deleted). Each subscriber gets
+    its own :class:`ChangedJobs`, which it drains when it has caught up; so a per-session pass
+    can visit the jobs that changed since it last ran instead of every live job. A subscriber
+    holds at most ``limit`` uids (then it overflows), so one that stops draining costs bounded
+    memory.
+    """
+
+    __slots__ = ("_subscribers", "limit")
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self._subscribers: list[ChangedJobs] = []
+        self.limit = limit
+
+    def subscribe(self) -> ChangedJobs:
+        """A new set that receives every uid reported from now on (the caller drains it)."""
+        got = ChangedJobs()
+        self._subscribers.append(got)
+        return got
+
+    def touch(self, uid: str) -> None:
+        limit = self.limit
+        for got in self._subscribers:
+            got.add(uid)
+            if len(got) > limit:
+                got.clear()
+                got.overflowed = True
+
+
 class JobInfo:
     """A gang: the PodGroup's parameters and its tasks."""
 
     __slots__ = (
         "_min_resources",
         "allocated",
+        "changes",
         "close_key",
         "creation_timestamp",
         "diagnosis",
@@ -130,6 +186,8 @@ class JobInfo:
         # Bumped when the scheduling reasons change: fit errors recorded or reset, or the
         # tasks' last transactions cleared (session close re-derives messages only then).
         self.fit_version = 0
+        # The cache's change feed (None for a job outside a cache).
+        self.changes: JobChanges | None = None
         # The PodGroup status as of the last session close (None: not known yet).
         self.status_key: tuple[object, ...] | None = None
         # What session close last derived the PodGroup status from (framework/job_updater.py).
@@ -139,8 +197,19 @@ class JobInfo:
         self.diagnosis: Diagnosis | None = None
 
     # ------------------------------------------------------------------ podgroup
-    def set_podgroup(self, pg: PodGroup, default_queue: str = "default") -> None:
+    def _moved(self) -> None:
         self.version += 1
+        if self.changes is not None:
+            self.changes.touch(self.uid)
+
+    def bump_fit_version(self) -> None:
+        """The scheduling reasons changed (fit errors, the tasks' last transactions)."""
+        self.fit_version += 1
+        if self.changes is not None:
+            self.changes.touch(self.uid)
+
+    def set_podgroup(self, pg: PodGroup, default_queue: str = "default") -> None:
+        self._moved()
         self.status_key = None
         self.name = pg.name
         self.namespace = pg.namespace
@@ -171,7 +240,7 @@ class JobInfo:
         assert self.podgroup is not None
         if self.podgroup.phase != phase:
             self.podgroup.phase = phase
-            self.version += 1
+            self._moved()
 
     def min_resources(self) -> Resource:
         """The PodGroup's minResources (parsed once per PodGroup version; a fresh copy)."""
@@ -216,7 +285,7 @@ class JobInfo:
 
     # ------------------------------------------------------------------ tasks
     def add_task(self, task: TaskInfo) -> None:
-        self.version += 1
+        self._moved()
         self.tasks[task.uid] = task
         self.task_status_index.setdefault(task.status, {})[task.uid] = task
         self.total_request.add(task.resreq)
@@ -236,7 +305,7 @@ class JobInfo:
         t = self.tasks.pop(task.uid, None)
         if t is None:
             return
-        self.version += 1
+        self._moved()
         bucket = self.task_status_index.get(t.status)
         if bucket is not None:
             bucket.pop(t.uid, None)
@@ -258,7 +327,7 @@ class JobInfo:
         old = task.status
         if old == status:
             return
-        self.version += 1
+        self._moved()
         bucket = self.task_status_index.get(old)
         if bucket is not None:
             bucket.pop(task.uid, None)
@@ -411,12 +480,12 @@ class JobInfo:
 
     def reset_fit_err(self) -> None:
         if self.nodes_fit_errors or self.job_fit_errors:
-            self.fit_version += 1
+            self.bump_fit_version()
             self.job_fit_errors = ""
             self.nodes_fit_errors = {}
 
     def set_task_fit_errors(self, task: TaskInfo, errors: FitErrors) -> None:
-        self.fit_version += 1
+        self.bump_fit_version()
         self.nodes_fit_errors[task.uid] = errors
 
     def task_scheduling_reason(self, task: TaskInfo) -> tuple[str, str, str]:

@@ -22,6 +22,7 @@ so per-task caches can find the stale rows without rescanning the cluster.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -146,6 +147,15 @@ class NodeTable:
         """Position in the change log; pass it to :meth:`changes_since` later."""
         return self._change_base + len(self._changes)
 
+    def rows_changed_since(self, position: int) -> list[int] | None:
+        """The change log's entries since ``position`` (rows, repeats kept), or None if it no longer reaches back.
+
+        For callers that expect a handful of entries and want no numpy work.
+        """
+        if position < self._change_base:
+            return None
+        return self._changes[position - self._change_base :]
+
     def changes_since(self, position: int) -> np.ndarray | None:
         """Rows changed since ``position`` (unique), or None if the log no longer reaches back."""
         if position < self._change_base:
@@ -181,6 +191,51 @@ class NodeTable:
             arrs[d][i] += sign * v
             if fsign is not None:
                 future[d][i] += fsign * sign * v
+
+    def fits_rows(self, vec: RequestVector, idx: np.ndarray, *, future: bool = True) -> np.ndarray:
+        """:meth:`fits_row` over ``idx`` (the same comparison per row, vectorised)."""
+        arrs = self.future if future else self.idle
+        ok = np.ones(len(idx), dtype=bool)
+        for d, v in vec:
+            ok &= v < arrs[d][idx] + MIN_RESOURCE
+        return ok
+
+    def trial_add(
+        self, idx: np.ndarray, vec: RequestVector, nonzero: tuple[float, float], allocated: np.ndarray
+    ) -> Callable[[], None]:
+        """Account one more task of request ``vec`` on each of the rows ``idx`` (unique), as
+        :meth:`NodeInfo.add_task` would: allocated where ``allocated``, pipelined elsewhere.
+
+        For evaluating predicates and scores on the state a placement would leave. Writes no
+        change-log entry and touches no task dict; returns the function that puts the rows'
+        values back exactly (saved copies, not arithmetic), to be called before anything
+        else reads the table.
+        """
+        dims = [d for d, _v in vec]
+        cols = [self.idle, self.used, self.pipelined, self.future]
+        saved = [[col[d][idx] for d in dims] for col in cols]
+        saved_nz = (self.nonzero_cpu[idx], self.nonzero_mem[idx], self.task_count[idx])
+        rows_a = idx[allocated]
+        rows_p = idx[~allocated]
+        for d, v in vec:
+            self.idle[d][rows_a] += -1.0 * v
+            self.future[d][rows_a] += -1.0 * v
+            self.used[d][rows_a] += v
+            self.pipelined[d][rows_p] += 1.0 * v
+            self.future[d][rows_p] += -1.0 * 1.0 * v
+        self.nonzero_cpu[idx] += nonzero[0]
+        self.nonzero_mem[idx] += nonzero[1]
+        self.task_count[idx] += 1
+
+        def undo() -> None:
+            for col, values in zip(cols, saved, strict=True):
+                for d, v in zip(dims, values, strict=True):
+                    col[d][idx] = v
+            self.nonzero_cpu[idx] = saved_nz[0]
+            self.nonzero_mem[idx] = saved_nz[1]
+            self.task_count[idx] = saved_nz[2]
+
+        return undo
 
     def resource(self, field: str, i: int) -> Resource:
         arrs = getattr(self, field)
@@ -259,11 +314,17 @@ class NodeInfo:
         status = task.status
         if status == TaskStatus.Pipelined:
             t.add_vec("pipelined", i, vec)
-        else:
+        elif status == TaskStatus.Releasing:
             t.add_vec("idle", i, vec, -1.0)
             t.add_vec("used", i, vec)
-            if status == TaskStatus.Releasing:
-                t.add_vec("releasing", i, vec)
+            t.add_vec("releasing", i, vec)
+        else:
+            # add_vec("idle", -1) and add_vec("used") inlined: the same operations per column.
+            idle, used, future = t.idle, t.used, t.future
+            for d, v in vec:
+                idle[d][i] += -1.0 * v
+                future[d][i] += -1.0 * v
+                used[d][i] += v
         nz_cpu, nz_mem = task.nonzero_request()
         t.nonzero_cpu[i] += nz_cpu
         t.nonzero_mem[i] += nz_mem

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.api.job import JobInfo
+from pyvolcano.api.job import JobChanges, JobInfo
 from pyvolcano.api.manifest import ClusterObjects
 from pyvolcano.api.node import NodeInfo, NodeTable
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
@@ -98,6 +98,10 @@ class SessionResult:
 
 
 class SchedulerCache:
+    # The per-session passes visit only the jobs the change feed reported (False: every job,
+    # the from-scratch form the equivalence tests compare with).
+    track_session_changes = True
+
     def __init__(self, options: SchedulerOptions | None = None):
         self.options = options or SchedulerOptions()
         self.node_table = NodeTable()
@@ -107,6 +111,9 @@ class SchedulerCache:
         # Jobs that have a PodGroup: the only ones a session looks at.
         self.pg_jobs: dict[str, JobInfo] = {}
         self._pg_jobs_sorted: list[tuple[str, JobInfo]] | None = None
+        # The jobs a session visits (session_jobs), kept until the set of PodGroups, their
+        # queues or the set of queues changes.
+        self._session_view: dict[str, JobInfo] | None = None
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pods: dict[str, Pod] = {}
@@ -131,6 +138,13 @@ class SchedulerCache:
         # Jobs that lost finished pods since the last session: they matter only while the
         # job still has its PodGroup (see take_status_changes).
         self.status_only_changes: set[str] = set()
+        # Every job's changes (api/job.py); the per-session passes subscribe to it.
+        self.job_changes = JobChanges()
+        # Jobs changed since the current (or last) session started: status keys to take at
+        # the start, pipelined and tentative tasks at the end (see run_session).
+        self._session_changes = self.job_changes.subscribe()
+        # Jobs changed since the last session close (framework/job_updater.unsettled_jobs).
+        self.close_changes = self.job_changes.subscribe()
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -153,6 +167,9 @@ class SchedulerCache:
         return cache
 
     def add_queue(self, q: Queue) -> None:
+        if q.name not in self.queues:
+            self._session_view = None
+            self._touch_queue_jobs(q.name)  # they join the sessions' view
         self.queues[q.name] = QueueInfo(q)
 
     def add_node(self, n: Node) -> NodeInfo:
@@ -165,13 +182,21 @@ class SchedulerCache:
         uid = f"{pg.namespace}/{pg.name}"
         job = self.jobs.get(uid)
         if job is None:
-            job = JobInfo(uid)
-            self.jobs[uid] = job
+            job = self._new_job(uid)
+        queue = job.queue
         job.set_podgroup(pg, self.options.default_queue)
         job.priority = self._job_priority(pg)
         if uid not in self.pg_jobs:
             self.pg_jobs[uid] = job
             self._pg_jobs_sorted = None
+            self._session_view = None
+        elif job.queue != queue:
+            self._session_view = None
+        return job
+
+    def _new_job(self, uid: str) -> JobInfo:
+        job = self.jobs[uid] = JobInfo(uid)
+        job.changes = self.job_changes
         return job
 
     def sorted_pg_jobs(self) -> list[tuple[str, JobInfo]]:
@@ -179,6 +204,15 @@ class SchedulerCache:
         if self._pg_jobs_sorted is None:
             self._pg_jobs_sorted = sorted(self.pg_jobs.items())
         return self._pg_jobs_sorted
+
+    def session_jobs(self) -> dict[str, JobInfo]:
+        """The jobs a session visits: those with a PodGroup whose queue exists, in uid order
+        (a new dict on every call)."""
+        view = self._session_view
+        if view is None:
+            queues = self.queues
+            view = self._session_view = {uid: j for uid, j in self.sorted_pg_jobs() if j.queue in queues}
+        return dict(view)
 
     def _job_priority(self, pg: PodGroup) -> int:
         if pg.priority_class_name and pg.priority_class_name in self.priority_classes:
@@ -202,8 +236,7 @@ class SchedulerCache:
         if task.job:
             job = self.jobs.get(task.job)
             if job is None:
-                job = JobInfo(task.job)
-                self.jobs[task.job] = job
+                job = self._new_job(task.job)
             job.add_task(task)
         if pod.node_name and task.status not in (TaskStatus.Succeeded, TaskStatus.Failed):
             node = self.nodes.get(pod.node_name)
@@ -295,9 +328,18 @@ class SchedulerCache:
         ssn = self.open_session(config, plugins, now=now, rng=rng, observer=observer)
         if observer is not None:
             observer.session_opened(observer.timer() - t0)
-        for job in ssn.jobs.values():
+        changed = self._session_changes
+        # Only a job the change feed reported can lack its status key (set_podgroup clears it).
+        reported = changed.take()
+        if reported is None or not self.track_session_changes:
+            visit: Iterable[JobInfo] = ssn.jobs.values()
+        else:
+            visit = (ssn.jobs[uid] for uid in reported if uid in ssn.jobs)
+        for job in visit:
             if job.status_key is None and job.podgroup is not None:
                 job.status_key = _pg_status_key(job.podgroup)
+        # From here on: the jobs this session changes.
+        ssn.changed_jobs = changed if self.track_session_changes else None
         for name in config.actions:
             action = actions[name](config.action_arguments(name))
             if observer is None:
@@ -307,7 +349,11 @@ class SchedulerCache:
                 action.execute(ssn)
                 observer.action_done(name, observer.timer() - t0)
         result = SessionResult()
-        for job in ssn.jobs.values():
+        # Only a job this session changed can hold pipelined tasks (the last close reverted them).
+        tracked = ssn.changed_jobs
+        if tracked is not None and tracked.overflowed:
+            tracked = None
+        for job in ssn.jobs.values() if tracked is None else (ssn.jobs[u] for u in sorted(tracked) if u in ssn.jobs):
             if job.count(TaskStatus.Pipelined):
                 for t in job.tasks_in(TaskStatus.Pipelined).values():
                     result.pipelined[t.key] = t.node_name
@@ -330,12 +376,11 @@ class SchedulerCache:
             result.evictions.append(task.key)
             result.evict_requests.append((task.namespace, task.name, reason))
             self.evict(task, now)
-        settled = ssn.settled
-        for uid, job in ssn.jobs.items():
+        result.podgroup_phases = {uid: job.podgroup.phase for uid, job in ssn.jobs.items()
+                                  if job.podgroup is not None}
+        for uid in ssn.unsettled:  # close left the others' status as it was
+            job = ssn.jobs[uid]
             if job.podgroup is not None:
-                result.podgroup_phases[job.uid] = job.podgroup.phase
-                if uid in settled:
-                    continue  # close left its status as it was
                 key = _pg_status_key(job.podgroup)
                 if key != job.status_key:
                     job.status_key = key
@@ -364,11 +409,18 @@ class SchedulerCache:
 
     def upsert_queue(self, q: Queue) -> None:
         self.capacity_epoch += 1
-        self.queues[q.name] = QueueInfo(q)
+        self.add_queue(q)
 
     def delete_queue(self, name: str) -> None:
         self.capacity_epoch += 1
-        self.queues.pop(name, None)
+        if self.queues.pop(name, None) is not None:
+            self._session_view = None
+            self._touch_queue_jobs(name)  # they leave the sessions' view
+
+    def _touch_queue_jobs(self, queue: str) -> None:
+        for uid, job in self.pg_jobs.items():
+            if job.queue == queue:
+                self.job_changes.touch(uid)
 
     def upsert_priority_class(self, pc: PriorityClass) -> None:
         self.priority_classes[pc.name] = pc
@@ -384,6 +436,8 @@ class SchedulerCache:
         job.podgroup = None
         if self.pg_jobs.pop(uid, None) is not None:
             self._pg_jobs_sorted = None
+            self._session_view = None
+            self.job_changes.touch(uid)
         if not job.tasks:
             del self.jobs[uid]
 

@@ -154,7 +154,8 @@ def validate(
 @app.command()
 def simulate(
     cluster: Annotated[Path | None, typer.Option("--cluster", metavar="FILE",
-                                                 help="CLUSTER.yaml: Nodes, Queues, PriorityClasses")] = None,
+                                                 help="CLUSTER.yaml: Nodes, Queues, PriorityClasses; or a "
+                                                      "snapshot, run forward from its instant")] = None,
     workload: Annotated[Path | None, typer.Option("--workload", metavar="FILE",
                                                   help="WORKLOAD.yaml: Jobs, PodGroups, Pods, ...")] = None,
     trace: Annotated[Path | None, typer.Option("--trace", metavar="FILE",

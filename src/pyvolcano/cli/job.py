@@ -6,8 +6,10 @@ sub-app.
 
 ``job why NAME`` runs scheduling sessions offline on the cluster's scheduler inputs — a
 snapshot file (``--cluster``) or a live cluster read through the Kubernetes store
-(``--kubeconfig``) — and prints the job's diagnosis (docs/reasons.md). It is read-only: the
-sessions run on an in-memory cache and nothing is written back.
+(``--kubeconfig``) — and prints the job's diagnosis (docs/reasons.md), with the scheduler
+configuration ``--config`` names, else the snapshot's or the cluster's scheduler ConfigMap,
+else upstream's default. It is read-only: the sessions run on an in-memory cache and nothing
+is written back.
 """
 
 from __future__ import annotations
@@ -21,18 +23,15 @@ from pyvolcano.cli import options
 from pyvolcano.cli.options import Group
 
 if TYPE_CHECKING:
-    from pyvolcano.api.manifest import ClusterObjects
     from pyvolcano.cache.cache import SchedulerCache
     from pyvolcano.conf.schema import SchedulerConfiguration
     from pyvolcano.framework.registry import Registry
 
-__all__ = ["job_app", "load_live_objects", "read_store_objects", "resolve_podgroup", "run_why", "why_document"]
+__all__ = ["job_app", "resolve_podgroup", "run_why", "why_document"]
 
 job_app = typer.Typer(help="Jobs: why one is pending; what running one would do.", no_args_is_help=True, cls=Group)
 
 WHY_FORMATS = ("json", "yaml", "table")
-# What the scheduler reads from a live cluster.
-LIVE_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
 
 
 class JobError(Exception):
@@ -45,7 +44,8 @@ def why(
     namespace: Annotated[str, typer.Option("--namespace", "-n", help="The job's namespace")] = "default",
     cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
                                                 "(as `schedule` reads)")] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only)")]
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="The live cluster's kubeconfig (default: "
+                                                  "in-cluster, $KUBECONFIG, ~/.kube/config); read-only")]
     = None,
     context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf "
@@ -67,32 +67,20 @@ def why(
 
 def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str | None, context: str | None,
             config_path: Path | None, sessions: int, output: str, seed: int, timeout: float) -> int:
-    from pyvolcano.api.manifest import ManifestError, check_queue_parents
+    from pyvolcano.api.manifest import ManifestError
     from pyvolcano.cache.cache import SchedulerCache
     from pyvolcano.cli.output import emit, error
-    from pyvolcano.cli.schedule import load_config, load_snapshot
+    from pyvolcano.cli.queue import load_state
     from pyvolcano.conf import ConfigError
     from pyvolcano.framework.arguments import ArgumentError
     from pyvolcano.framework.registry import default_registry
 
     registry = default_registry()
     try:
-        if (cluster is None) == (kubeconfig is None):
-            raise JobError("give exactly one of --cluster FILE (a snapshot) or --kubeconfig FILE (a live cluster)")
-        config = load_config(config_path, registry)
-        for tier in config.tiers:
-            for opt in tier.plugins:
-                registry.plugin(opt.name)(opt.arguments)
-        for action in config.actions:
-            registry.action(action)(config.action_arguments(action))
-        if cluster is not None:
-            objs, source = load_snapshot([cluster]), cluster
-            check_queue_parents(objs, source)
-        else:
-            assert kubeconfig is not None
-            objs, source = load_live_objects(kubeconfig, context, timeout), f"the cluster of {kubeconfig}"
-        cache = SchedulerCache.from_objects(objs)
-        key = resolve_podgroup(cache, name, namespace, source)
+        state, config = load_state(cluster=cluster, kubeconfig=kubeconfig, context=context, config_path=config_path,
+                                   registry=registry, timeout=timeout, now=None, user_agent="pyvolcano-job-why")
+        cache = SchedulerCache.from_objects(state.objects)
+        key = resolve_podgroup(cache, name, namespace, state.source)
     except (JobError, ManifestError, ConfigError, ArgumentError, ValueError) as e:
         error(str(e))
         return 2
@@ -123,27 +111,6 @@ def why_document(cache: SchedulerCache, key: str, config: SchedulerConfiguration
 
 class LiveReadError(Exception):
     """The live cluster could not be read (exit status 1)."""
-
-
-def load_live_objects(kubeconfig: str, context: str | None, timeout: float) -> ClusterObjects:
-    """The scheduler's inputs from a live cluster, read once through the Kubernetes store."""
-    from pyvolcano.kube import connect
-
-    store = connect(kubeconfig=kubeconfig, context=context, kinds=LIVE_KINDS, user_agent="pyvolcano-job-why")
-    try:
-        return read_store_objects(store, timeout, f"the cluster of {kubeconfig}")
-    finally:
-        store.stop()
-
-
-def read_store_objects(store: Any, timeout: float, source: str) -> ClusterObjects:
-    """Every object of :data:`LIVE_KINDS` in ``store`` (a synced Store), parsed."""
-    from pyvolcano.api.manifest import parse_objects
-
-    if not store.wait_for_sync(timeout):
-        raise LiveReadError(f"{source}: the objects were not listed within {timeout:g}s")
-    docs = [obj for kind in LIVE_KINDS for obj in store.list(kind)]
-    return parse_objects(list(enumerate(docs)), source)
 
 
 def resolve_podgroup(cache: SchedulerCache, name: str, namespace: str, source: str) -> str:

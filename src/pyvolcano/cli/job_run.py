@@ -28,7 +28,8 @@ def run(
                                           "`vcctl job run` submits)")] = False,
     cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
                                                 "(as `schedule` reads)")] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only)")] = None,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="The live cluster's kubeconfig (default: "
+                                                  "in-cluster, $KUBECONFIG, ~/.kube/config); read-only")] = None,
     context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf (default: the "
                                                 "snapshot's, else upstream's built-in)")] = None,

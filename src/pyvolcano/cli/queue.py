@@ -8,6 +8,7 @@ estimate. The helpers here (:func:`load_state`, :func:`runtime_policy`) are shar
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,14 +65,16 @@ def runtime_policy(values: list[str] | None) -> RuntimePolicy:
 def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | None, config_path: Path | None,
                registry: Registry, timeout: float, now: str | None, user_agent: str
                ) -> tuple[ClusterState, SchedulerConfiguration]:
-    """The state and the configuration to run it with (``--config``, else the snapshot's, else upstream's)."""
+    """The state and the configuration to run it with: ``--config``, else the snapshot's or the live
+    cluster's scheduler ConfigMap, else upstream's default."""
     from pyvolcano.cli.job import JobError
+    from pyvolcano.cli.output import note
     from pyvolcano.cli.schedule import load_config
     from pyvolcano.operator.state import state_from_snapshot, state_from_store
     from pyvolcano.store.base import EPOCH, from_rfc3339
 
-    if (cluster is None) == (kubeconfig is None):
-        raise JobError("give exactly one of --cluster FILE (a snapshot) or --kubeconfig FILE (a live cluster)")
+    if cluster is not None and (kubeconfig is not None or context is not None):
+        raise JobError("give --cluster FILE (a snapshot) or a live cluster (--kubeconfig, --context), not both")
     at: float | None = None
     if now is not None:
         try:
@@ -81,25 +84,34 @@ def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | No
     config = load_config(config_path, registry)
     if cluster is not None:
         state = state_from_snapshot([cluster], registry, at)
-        if config_path is None and state.config is not None:
-            config = state.config
     else:
         from pyvolcano.kube import connect
 
-        assert kubeconfig is not None
         store = connect(kubeconfig=kubeconfig, context=context, kinds=("Node", "Pod", "PodGroup", "Queue",
                                                                         "PriorityClass"), user_agent=user_agent)
         try:
-            wall = time.time() - EPOCH.timestamp()
-            state = state_from_store(store, timeout, f"the cluster of {kubeconfig}", wall if at is None else at)
+            wall = float(math.floor(time.time() - EPOCH.timestamp()))  # whole seconds, as timestamps are
+            state = state_from_store(store, timeout, live_source(kubeconfig, context), wall if at is None else at,
+                                     None if config_path is not None else registry)
         finally:
             store.stop()
+        for text in state.notes:
+            note(text)
+    if config_path is None and state.config is not None:
+        config = state.config
     for tier in config.tiers:
         for opt in tier.plugins:
             registry.plugin(opt.name)(opt.arguments)
     for action in config.actions:
         registry.action(action)(config.action_arguments(action))
     return state, config
+
+
+def live_source(kubeconfig: str | None, context: str | None) -> str:
+    """How messages name the live cluster: its kubeconfig, else the current context (kubectl's
+    default: in-cluster, ``$KUBECONFIG``, ``~/.kube/config``)."""
+    where = f"the cluster of {kubeconfig}" if kubeconfig else "the current cluster"
+    return f"{where} (context {context})" if context else where
 
 
 def duration_option(value: str) -> float:
@@ -119,7 +131,8 @@ def top(
     queue: Annotated[str | None, typer.Argument(help="Only this queue's jobs (positions stay global)")] = None,
     cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
                                                 "(as `schedule` reads)")] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only)")] = None,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="The live cluster's kubeconfig (default: "
+                                                  "in-cluster, $KUBECONFIG, ~/.kube/config); read-only")] = None,
     context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf (default: the "
                                                 "snapshot's, else upstream's built-in)")] = None,

@@ -161,8 +161,10 @@ def run_simulate_command(
     if workload is not None and cluster is None:
         error("--workload needs --cluster (the Nodes to run on)")
         return 2
-    if cluster is not None and workload is None and trace is None:
-        error("--cluster needs --workload (the Jobs, PodGroups or Pods to run)")
+    snapshot = cluster is not None and trace is None and _is_snapshot(cluster)
+    if cluster is not None and workload is None and trace is None and not snapshot:
+        error("--cluster needs --workload (the Jobs, PodGroups or Pods to run), unless it is a snapshot "
+              "(`pyvolcano snapshot`) that holds them")
         return 2
     if trace is not None and (cluster is not None or workload is not None):
         error("--trace replaces --cluster/--workload; use --nodes for the trace's machines")
@@ -175,6 +177,7 @@ def run_simulate_command(
         return 2
     registry = default_registry()
     default_label = "default"
+    state = None
     try:
         horizon = parse_until(until)
         check_run_parameters(seed=seed, schedule_period=schedule_period)
@@ -199,6 +202,20 @@ def run_simulate_command(
             events: list[ClusterEvent] = []
             notes = list(tr.notes)
             manifest_mode = False
+        elif snapshot:
+            from pyvolcano.operator.state import state_from_snapshot
+
+            state = state_from_snapshot([cluster], registry)
+            if config is None and state.config is not None:
+                configs[0] = (None, state.config)  # the snapshot's scheduler ConfigMap
+                default_label = "snapshot.conf"
+            scenario = Path(cluster).stem
+            cluster_subs = []
+            work_subs, events = load_workload(workload) if workload is not None else ([], [])
+            if not state.objects.nodes and not any(sub.kind == "Node" for sub in work_subs):
+                raise ManifestError(f"{cluster}: no Node objects; a simulation needs at least one Node")
+            notes = []
+            manifest_mode = True
         else:
             assert workload is not None
             scenario = Path(workload).stem
@@ -220,11 +237,15 @@ def run_simulate_command(
         label = path.name if path is not None else default_label
         res, metrics = _run_once(conf, registry, seed, cluster_subs, work_subs, events, horizon, console,
                                  label=label, show=console.is_terminal, period=schedule_period,
-                                 default_duration=pod_duration)
+                                 default_duration=pod_duration, state=state)
         metrics.name = scenario
         metrics.config_name = label
         metrics.notes = notes
         bad = [r for r in res.rejected if cluster is not None and r.get("file") == str(cluster)]
+        if state is not None and res.rejected and res.rejected[0].get("file") == str(cluster):
+            r = res.rejected[0]
+            error(f"{cluster}: {r['kind']} {r['name']}: {r['error']}")
+            return 2
         if bad:
             r = bad[0]
             error(f"{r['file']}: document {r['document']} ({r['kind']} {r['name']}): {r['error']}")
@@ -276,9 +297,29 @@ def _trace_submissions(tr: Any) -> list[Submission]:
     return subs
 
 
+def _is_snapshot(path: Path) -> bool:
+    """Whether a ``--cluster`` file is a snapshot: it holds workload objects or the scheduler
+    ConfigMap besides the cluster's Nodes, Queues and PriorityClasses (unreadable files are left
+    to the loader to report)."""
+    from pyvolcano.api.manifest import iter_documents
+    from pyvolcano.cli.inputs import read_inputs
+
+    try:
+        for source, text in read_inputs([path]):
+            if isinstance(text, ManifestError):
+                return False
+            for _i, doc in iter_documents(text, source):
+                if isinstance(doc, dict) and doc.get("kind") in ("Pod", "PodGroup", "Job", "ConfigMap"):
+                    return True
+    except ManifestError:
+        return False
+    return False
+
+
 def _run_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work_subs: list[Any], events: list[Any],
               horizon: float, console: Console, *, label: str, show: bool,
-              period: float = 1.0, default_duration: float | None = None) -> tuple[SimulationResult, Any]:
+              period: float = 1.0, default_duration: float | None = None,
+              state: Any = None) -> tuple[SimulationResult, Any]:
     progress = Progress(TextColumn(f"[bold]{label}[/bold] virtual {{task.fields[vt]}}"), BarColumn(),
                         TextColumn("{task.fields[jobs]}"), TimeElapsedColumn(),
                         console=console, disable=not show, transient=True)
@@ -295,8 +336,17 @@ def _run_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work
 
         sim = Simulation(config=conf, registry=registry, seed=seed, progress=on_progress, schedule_period=period,
                          default_duration=default_duration)
+        rejected: list[dict[str, Any]] = []
+        if state is not None:
+            from pyvolcano.operator.eta import RuntimePolicy, restore_state
+
+            rejected = restore_state(sim, state.docs, now=state.now, policy=RuntimePolicy(default=default_duration),
+                                     at_timestamps=False)
+            for r in rejected:
+                r["file"] = state.source
         sim.submit(cluster_subs)
         sim.submit(work_subs)
         sim.cluster_events(events)
         res = sim.run(until=horizon)
+    res.rejected[:0] = rejected
     return res, sim.metrics

@@ -11,6 +11,12 @@ PodGroup, a phase change through ``JobInfo.set_phase`` and every task change mov
 refresh only jobs whose key differs, new jobs and departed jobs are touched: their old
 contribution is subtracted from its group and the new one added.
 
+With the cache's change feed (``changes``, :class:`~pyvolcano.api.job.JobChanges`) and the
+default key, a refresh does not even walk the jobs: it visits only the uids reported since
+the previous refresh (every move of a job's version, and every job that joined or left the
+mapping), in uid order; the first refresh, any refresh with nothing seen yet, and one after
+the subscription overflowed walk them all. Either way the result is the one the walk over every job gives.
+
 Invariants, after :meth:`JobSums.refresh`:
 
 * ``sums[g][i]`` equals Σ ``contribution(job)[i]`` over the jobs of group ``g`` (exactly
@@ -23,9 +29,9 @@ Invariants, after :meth:`JobSums.refresh`:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 
-from pyvolcano.api.job import JobInfo
+from pyvolcano.api.job import ChangedJobs, JobChanges, JobInfo
 from pyvolcano.api.resource import Resource
 
 __all__ = ["JobSums", "job_state_key"]
@@ -58,6 +64,7 @@ class JobSums:
         contribution: Callable[[JobInfo], Contribution],
         group: Callable[[JobInfo], str] = lambda job: job.queue,
         key: Callable[[JobInfo], Hashable] = job_state_key,
+        changes: JobChanges | None = None,
     ):
         self.width = width
         self._contribution = contribution
@@ -68,16 +75,29 @@ class JobSums:
         # two refreshes is a new object whose counter starts over.
         self._seen: dict[str, tuple[JobInfo, Hashable, str, Contribution]] = {}
         self._groups: dict[str, _Group] = {}
+        # uids reported by the change feed since the last refresh (None: walk every job).
+        self._changed: ChangedJobs | None = (changes.subscribe() if changes is not None and key is job_state_key
+                                             else None)
 
     def refresh(self, jobs: Mapping[str, JobInfo]) -> dict[str, list[Resource]]:
         """Bring the sums up to date with ``jobs``; returns group → sums (do not mutate)."""
         seen = self._seen
-        for uid in [u for u in seen if u not in jobs]:
-            _job, _key, group, contrib = seen.pop(uid)
-            self._remove(group, contrib)
+        changed = self._changed
+        visit = changed.take() if changed is not None else None
+        if visit is not None and seen:
+            for uid in visit:
+                if uid not in jobs and uid in seen:
+                    _job, _key, group, contrib = seen.pop(uid)
+                    self._remove(group, contrib)
+            items: Iterable[tuple[str, JobInfo]] = [(uid, jobs[uid]) for uid in visit if uid in jobs]
+        else:
+            for uid in [u for u in seen if u not in jobs]:
+                _job, _key, group, contrib = seen.pop(uid)
+                self._remove(group, contrib)
+            items = jobs.items()
         key_of, group_of, contribution = self._key, self._group, self._contribution
         by_version = key_of is job_state_key
-        for uid, job in jobs.items():
+        for uid, job in items:
             key = job.version if by_version else key_of(job)
             old = seen.get(uid)
             if old is not None:

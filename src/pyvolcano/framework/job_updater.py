@@ -19,7 +19,10 @@ errors and its tasks' last transactions. A job whose ``close_key`` (task/PodGrou
 fit-error version, PodGroup identity, phase and minMember) equals the one of the previous
 close would come out exactly as it did then, so close leaves it alone: the phase function
 is idempotent on unchanged input, and the conditions differ only in their transition id and
-time, which are not part of the status written back. This keeps close O(changed jobs).
+time, which are not part of the status written back. This keeps close O(changed jobs):
+only the jobs the cache's change feed reported since the previous close can have a new
+``close_key`` (every input of it moves the job's version or fit version, or replaces its
+PodGroup, which moves the version too), so only they are compared (``unsettled_jobs``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from pyvolcano.framework.observer import ON_SESSION_CLOSE
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["close_key", "close_session", "podgroup_phase", "settled_jobs"]
+__all__ = ["close_key", "close_session", "podgroup_phase", "settled_jobs", "unsettled_jobs"]
 
 _TENTATIVE = TaskStatus.Allocated | TaskStatus.Pipelined
 
@@ -60,7 +63,8 @@ def close_key(job: JobInfo) -> tuple[object, ...]:
 
 def settled_jobs(ssn: Session) -> set[str]:
     """Jobs whose close output would equal the previous close's (see the module docstring);
-    the others get their ``close_key`` updated, for the next close to compare against."""
+    the others get their ``close_key`` updated, for the next close to compare against.
+    Walks every job: the from-scratch form of :func:`unsettled_jobs`."""
     settled = set()
     for uid, job in ssn.jobs.items():
         if job.podgroup is None:
@@ -73,8 +77,28 @@ def settled_jobs(ssn: Session) -> set[str]:
     return settled
 
 
+def unsettled_jobs(ssn: Session) -> list[str]:
+    """The jobs with a PodGroup that are not settled, in uid order, their ``close_key``
+    updated: :func:`settled_jobs`' complement, visiting only the jobs the cache's change feed
+    reported since the previous close."""
+    visit = ssn.cache.close_changes.take()  # None after an overflow: every job
+    out = []
+    jobs = ssn.jobs
+    for uid in list(jobs) if visit is None else visit:
+        job = jobs.get(uid)
+        if job is None or job.podgroup is None:
+            continue
+        key = close_key(job)
+        if job.close_key != key:
+            job.close_key = key
+            out.append(uid)
+    return out
+
+
 def close_session(ssn: Session) -> None:
-    ssn.settled = settled = settled_jobs(ssn)
+    unsettled = unsettled_jobs(ssn)
+    ssn.unsettled = unsettled
+    ssn.settled = settled = ssn.jobs.keys() - set(unsettled)
     if ssn.cache.options.diagnose:
         # Before the plugins close: the diagnosis reads their quotas and predicates.
         ssn.diagnoses = diagnose_session(ssn)
@@ -89,10 +113,10 @@ def close_session(ssn: Session) -> None:
     for uid, diag in ssn.diagnoses.items():
         if uid not in settled:
             amend_condition(ssn.jobs[uid], diag, ssn.uid)
-    for uid, job in ssn.jobs.items():
+    for uid in unsettled:
+        job = ssn.jobs[uid]
         pg = job.podgroup
-        if pg is None or uid in settled:
-            continue
+        assert pg is not None
         unschedulable = any(
             c.type == "Unschedulable" and c.status == "True" and c.transition_id == ssn.uid for c in pg.conditions
         )
@@ -103,7 +127,11 @@ def close_session(ssn: Session) -> None:
         _record_task_conditions(ssn, job)
     for stmt in reversed(list(ssn._open_statements)):
         stmt.discard()
-    for job in ssn.jobs.values():
+    changed = ssn.changed_jobs
+    if changed is not None and changed.overflowed:
+        changed = None
+    for job in ssn.jobs.values() if changed is None else (ssn.jobs[u] for u in sorted(changed) if u in ssn.jobs):
+        # Only a job changed in this session can hold tentative tasks (a close returns them all).
         if not job.count(_TENTATIVE):
             continue
         for status in (TaskStatus.Allocated, TaskStatus.Pipelined):

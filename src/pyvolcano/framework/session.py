@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pyvolcano.api.job import JobInfo, ValidateResult
+from pyvolcano.api.job import ChangedJobs, JobInfo, ValidateResult
 from pyvolcano.api.node import NodeInfo, NodeTable
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
@@ -103,9 +103,7 @@ class Session:
         self.node_list: list[NodeInfo] = cache.node_list
         self.queues: dict[str, QueueInfo] = dict(cache.queues)
         self.priority_classes = cache.priority_classes
-        self.jobs: dict[str, JobInfo] = {
-            uid_: j for uid_, j in cache.sorted_pg_jobs() if j.queue in self.queues
-        }
+        self.jobs: dict[str, JobInfo] = cache.session_jobs()  # with a PodGroup and an existing queue
         self.total_resource = self._total_resource()
         self.enabled_actions = set(config.actions)
         self._callbacks: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in _FLAGS}
@@ -126,6 +124,11 @@ class Session:
         # Jobs session close leaves alone because nothing they derive from changed
         # (framework/job_updater.py); filled at close.
         self.settled: set[str] = set()
+        # Their complement among the jobs with a PodGroup, in uid order; filled at close.
+        self.unsettled: list[str] = []
+        # The jobs this session changed so far, from the cache's change feed (None: not
+        # tracked; session close then walks every job for tentative tasks).
+        self.changed_jobs: ChangedJobs | None = None
         # Why each job left short is blocked (pyvolcano.diagnosis), by job key; filled at close.
         self.diagnoses: dict[str, Diagnosis] = {}
         self.skip_unchanged = cache.options.skip_unchanged_unschedulable
@@ -138,16 +141,19 @@ class Session:
             for t in job.tasks_in(TaskStatus.Pending).values():
                 if t.last_transaction is not None:
                     t.last_transaction = None
-                    job.fit_version += 1
+                    job.bump_fit_version()
         for tier in config.tiers:
             for opt in tier.plugins:
                 factory = plugin_factories[opt.name]
                 plugin = factory(opt.arguments)
                 self.plugins.append((opt, plugin))
         self._tier_cache: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
+        self._key_fn_cache: dict[str, list[tuple[str, Callable[[TaskInfo], Hashable | None]]] | None] = {}
         self._predicate_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self._node_order_cache_keys: dict[str, Callable[[TaskInfo], Hashable | None]] = {}
         self._not_batchable: set[str] = set()
+        self._task_order_keys: dict[str, Callable[[TaskInfo], Any]] = {}
+        self._projectable: dict[str, Callable[[TaskInfo], bool]] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
@@ -162,6 +168,7 @@ class Session:
                 plugin.on_session_open(self)
                 obs.plugin_done(opt.name, ON_SESSION_OPEN, obs.timer() - t0)
         self._tier_cache.clear()
+        self._key_fn_cache.clear()
 
     def _total_resource(self) -> Resource:
         t = self.node_table
@@ -176,6 +183,7 @@ class Session:
     def _add(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
         self._callbacks[kind][name] = fn
         self._tier_cache.pop(kind, None)
+        self._key_fn_cache.clear()
 
     def add_job_order_fn(self, name: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
         self._add("job_order", name, fn)
@@ -186,12 +194,24 @@ class Session:
     def add_victim_queue_order_fn(self, name: str, fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]) -> None:
         self._add("victim_queue_order", name, fn)
 
-    def add_task_order_fn(self, name: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
+    def add_task_order_fn(
+        self, name: str, fn: Callable[[TaskInfo, TaskInfo], int], *, key: Callable[[TaskInfo], Any] | None = None
+    ) -> None:
+        """Register a task comparator.
+
+        ``key`` (optional) declares that ``fn(l, r)`` is negative, zero or positive exactly as
+        ``key(l)`` is less than, equal to or greater than ``key(r)``; when every enabled task
+        comparator declares one, :meth:`task_sort_key` can order tasks by sorting.
+        """
         self._add("task_order", name, fn)
+        if key is not None:
+            self._task_order_keys[name] = key
+        else:
+            self._task_order_keys.pop(name, None)
 
     def add_predicate_fn(
         self, name: str, fn: PredicateFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None,
-        batchable: bool = True,
+        batchable: bool = True, projectable: Callable[[TaskInfo], bool] | None = None,
     ) -> None:
         """Register a vectorised predicate.
 
@@ -203,19 +223,27 @@ class Session:
         ``batchable=False`` keeps allocate's batched replica placement off while the plugin is
         enabled (actions/replica_batch.py), for plugins whose allocate events hold per-device
         state (GPU sharing and placement policies).
+        ``projectable(task)`` (optional) declares, for a task with a cache key, that the
+        verdict on a node depends only on the key, the node's labels, taints and
+        unschedulable flag and the node table's columns of that row (not on the node's task
+        dict, nor on state the plugin's event handlers keep): the replica batch may then
+        evaluate it on a row state set up by :meth:`NodeTable.trial_add`.
         """
         self._add("predicate", name, fn)
         if cache_key is not None:
             self._predicate_cache_keys[name] = cache_key
+            self._key_fn_cache.clear()
         if not batchable:
             self._not_batchable.add(name)
+        if projectable is not None:
+            self._projectable[name] = projectable
 
     def add_pre_predicate_fn(self, name: str, fn: Callable[[TaskInfo], Status | None]) -> None:
         self._add("pre_predicate", name, fn)
 
     def add_node_order_fn(
         self, name: str, fn: NodeOrderFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None,
-        batchable: bool = True,
+        batchable: bool = True, projectable: Callable[[TaskInfo], bool] | None = None,
     ) -> None:
         """Register a vectorised node-order (scoring) callback.
 
@@ -223,13 +251,16 @@ class Session:
         score on a node depends only on the node's own state — no normalisation across the
         candidate set. Scores are then cached per key in the scheduler cache and recomputed
         only for nodes whose row changed. Return None when that does not hold for a task.
-        ``batchable`` as in :meth:`add_predicate_fn`.
+        ``batchable`` and ``projectable`` as in :meth:`add_predicate_fn`.
         """
         self._add("node_order", name, fn)
         if cache_key is not None:
             self._node_order_cache_keys[name] = cache_key
+            self._key_fn_cache.clear()
         if not batchable:
             self._not_batchable.add(name)
+        if projectable is not None:
+            self._projectable[name] = projectable
 
     def add_preemptable_fn(
         self, name: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
@@ -331,6 +362,28 @@ class Session:
         if res != 0:
             return res < 0
         return compare_task(l, r)
+
+    def task_sort_key(self, tasks: list[TaskInfo]) -> Callable[[TaskInfo], tuple[Any, ...]] | None:
+        """A sort key that orders ``tasks`` exactly as :meth:`task_order_fn` does, or None.
+
+        Not None when every enabled task comparator declared a key and :func:`compare_task`,
+        the tie-break, is lexicographic on ``tasks`` (all or none of them have a pod index;
+        with a mix it is not transitive). UIDs are unique, so the order is total and a heap
+        pops ``tasks`` in this sorted order whatever its internal layout.
+        """
+        keys: list[Callable[[TaskInfo], Any]] = []
+        for tier in self._tiers("task_order"):
+            for name, _fn in tier:
+                k = self._task_order_keys.get(name)
+                if k is None:
+                    return None
+                keys.append(k)
+        indexed = sum(1 for t in tasks if t.index is not None)
+        if indexed == 0:
+            return lambda t: (*(k(t) for k in keys), t.creation_timestamp, t.uid)
+        if indexed == len(tasks):
+            return lambda t: (*(k(t) for k in keys), t.index, t.creation_timestamp, t.uid)
+        return None
 
     def job_ready(self, job: JobInfo) -> bool:
         return ep.walk_and(self._tiers("job_ready"), job)
@@ -522,18 +575,37 @@ class Session:
         feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
         return feasible, errors
 
+    def _key_fns(self, kind: str) -> list[tuple[str, Callable[[TaskInfo], Hashable | None]]] | None:
+        """The enabled plugins' cache-key functions of ``kind`` in tier order; None if one has none."""
+        cached = self._key_fn_cache.get(kind, False)
+        if cached is not False:
+            return cached  # type: ignore[return-value]
+        keys = self._predicate_cache_keys if kind == "predicate" else self._node_order_cache_keys
+        out: list[tuple[str, Callable[[TaskInfo], Hashable | None]]] | None = []
+        for tier in self._tiers(kind):
+            for name, _fn in tier:
+                key_fn = keys.get(name)
+                if key_fn is None:
+                    out = None
+                    break
+                assert out is not None
+                out.append((name, key_fn))
+            if out is None:
+                break
+        self._key_fn_cache[kind] = out
+        return out
+
     def predicate_cache_key(self, task: TaskInfo) -> Hashable | None:
         """A key under which the allocate predicate's verdicts for ``task`` may be shared."""
+        fns = self._key_fns("predicate")
+        if fns is None:
+            return None
         parts: list[Hashable] = [self.node_table.task_vector(task)]
-        for tier in self._tiers("predicate"):
-            for name, _fn in tier:
-                key_fn = self._predicate_cache_keys.get(name)
-                if key_fn is None:
-                    return None
-                k = key_fn(task)
-                if k is None:
-                    return None
-                parts.append((name, k))
+        for name, key_fn in fns:
+            k = key_fn(task)
+            if k is None:
+                return None
+            parts.append((name, k))
         return tuple(parts)
 
     def feasible_nodes(self, task: TaskInfo, key: Hashable) -> np.ndarray:
@@ -593,6 +665,22 @@ class Session:
             for name, _fn in tier
         )
 
+    def replicas_projectable(self, task: TaskInfo) -> bool:
+        """Whether every enabled predicate and node-order plugin is projectable for ``task``.
+
+        See ``projectable`` in :meth:`add_predicate_fn`. A pod with inter-pod affinity terms
+        never is: placing it changes a count the node table keeps for the whole cluster.
+        """
+        if task.pod.has_pod_affinity:
+            return False
+        for kind in ("predicate", "node_order"):
+            for tier in self._tiers(kind):
+                for name, _fn in tier:
+                    fn = self._projectable.get(name)
+                    if fn is None or not fn(task):
+                        return False
+        return True
+
     def node_order_cache_key(self, task: TaskInfo) -> Hashable | None:
         """A key under which every node-order score for ``task`` is node-local, or None.
 
@@ -600,16 +688,15 @@ class Session:
         one for ``task`` (see :meth:`add_node_order_fn`): the summed score of a node then
         depends only on the key and that node's own state.
         """
+        fns = self._key_fns("node_order")
+        if fns is None:
+            return None
         parts: list[Hashable] = []
-        for tier in self._tiers("node_order"):
-            for name, _fn in tier:
-                key_fn = self._node_order_cache_keys.get(name)
-                if key_fn is None:
-                    return None
-                k = key_fn(task)
-                if k is None:
-                    return None
-                parts.append((name, k))
+        for name, key_fn in fns:
+            k = key_fn(task)
+            if k is None:
+                return None
+            parts.append((name, k))
         return tuple(parts)
 
     def allocate_predicate(self, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, FitErrors]:

@@ -43,12 +43,14 @@ __all__ = [
     "estimate_starts",
     "forecast",
     "format_seconds",
+    "restore_state",
     "runtime_of",
 ]
 
 DEFAULT_HORIZON = 30 * 86400.0
 """How far ahead the simulation looks (seconds) unless told otherwise."""
 GROUP_NAME = "scheduling.k8s.io/group-name"
+JOB_API = "batch.volcano.sh/v1alpha1"
 Tracker = Callable[[Any], Mapping[str, str]]
 """Given the simulation's scheduler cache: job name → PodGroup key of the jobs to follow."""
 # Creation order for objects without a creationTimestamp (and ties): what must exist first.
@@ -167,12 +169,18 @@ def _is_running(pod: Mapping[str, Any]) -> bool:
 
 
 def assumptions(docs: Sequence[Mapping[str, Any]], policy: RuntimePolicy, now: float) -> list[RuntimeAssumption]:
-    """The runtime assumption of every pod in ``docs`` (running pods carry their end time)."""
+    """The runtime assumption of every pod in ``docs`` (running pods carry their end time), and
+    of every pod a Volcano Job of ``docs`` has still to create (named as its controller names
+    them, ``<job>-<task>-<index>``; they are not running)."""
     pg_queues = {_key(d): str((d.get("spec") or {}).get("queue") or "default")
                  for d in docs if d.get("kind") == "PodGroup"}
     out = []
+    pods: set[str] = set()
     for d in docs:
-        if d.get("kind") != "Pod" or (d.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if d.get("kind") != "Pod":
+            continue
+        pods.add(_key(d))
+        if (d.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         job, queue = _pod_queue(d, pg_queues)
         source, seconds = runtime_of(d, queue, policy)
@@ -181,7 +189,42 @@ def assumptions(docs: Sequence[Mapping[str, Any]], policy: RuntimePolicy, now: f
             started = _timestamp(d, ("status", "startTime")) or _timestamp(d, ("metadata", "creationTimestamp"))
             ends_at = max(now, (started if started is not None else now) + seconds)
         out.append(RuntimeAssumption(_key(d), job, queue, source, seconds, ends_at))
+    for d in docs:
+        if not _is_live_vcjob(d):
+            continue
+        md, spec = _md(d), d.get("spec") or {}
+        ns, queue = str(md.get("namespace") or "default"), str(spec.get("queue") or "default")
+        group = f"{ns}/{md.get('name')}-{md.get('uid')}"
+        for task in _tasks(d):
+            template = task.get("template")
+            source, seconds = runtime_of(template if isinstance(template, dict) else {}, queue, policy)
+            for i in range(_replicas(task)):
+                key = f"{ns}/{md.get('name')}-{task.get('name')}-{i}"
+                if key not in pods:
+                    out.append(RuntimeAssumption(key, group, queue, source, seconds, None))
     return out
+
+
+# Volcano Job phases after which its controller creates no more pods.
+_FINISHED_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
+
+
+def _is_live_vcjob(doc: Mapping[str, Any]) -> bool:
+    """A Volcano Job that still has pods to create or run (not finished, and with a uid)."""
+    if doc.get("kind") != "Job" or doc.get("apiVersion") != JOB_API or not _md(doc).get("uid"):
+        return False
+    phase = ((doc.get("status") or {}).get("state") or {}).get("phase")
+    return phase not in _FINISHED_JOB_PHASES
+
+
+def _tasks(job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    tasks = (job.get("spec") or {}).get("tasks")
+    return [t for t in tasks if isinstance(t, dict)] if isinstance(tasks, list) else []
+
+
+def _replicas(task: Mapping[str, Any]) -> int:
+    n = task.get("replicas", 1)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
 
 
 def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, registry: Registry, *,
@@ -198,36 +241,8 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
     from pyvolcano.simulator.workload import Submission
 
     sim = Simulation(config=config, registry=registry, seed=seed)
-    plan = {a.pod: a for a in assumptions(docs, policy, now)}
-    created: list[tuple[float, int, str, dict[str, Any]]] = []
-    for d in docs:
-        ts = _timestamp(d, ("metadata", "creationTimestamp"))
-        created.append((min(ts if ts is not None else -math.inf, now), _KIND_RANK.get(str(d.get("kind")), 9),
-                        _key(d), dict(d)))
-    created.sort(key=lambda c: (c[0], c[1], c[2]))
-    start = next((c[0] for c in created if math.isfinite(c[0])), now)
-    sim.loop.advance_to(start)
-    exits: list[tuple[str, str, str, float]] = []
-    rejected: list[dict[str, Any]] = []
-    for ts, _rank, key, doc in created:
-        if math.isfinite(ts) and ts > sim.loop.now:
-            sim.loop.advance_to(ts)
-        doc = _prepared(doc, None if freeze else plan.get(key), unknown_end_now, freeze)
-        try:
-            obj = sim.store.restore(doc)
-        except StoreError as e:
-            rejected.append({"kind": doc.get("kind"), "name": key, "error": str(e)})
-            continue
-        a = plan.get(key)
-        if doc.get("kind") == "Pod" and _is_running(doc) and not freeze:
-            end = now if unknown_end_now and a is not None and a.source == "unknown" else (
-                a.ends_at if a is not None else None)
-            if end is not None:
-                md = _md(obj)
-                exits.append((str(md.get("namespace") or "default"), str(md["name"]), str(md.get("uid")), end))
-    sim.loop.advance_to(max(now, sim.loop.now))
-    for ns, name, uid, end in exits:
-        sim.kubelets.adopt_running(ns, name, uid, end)
+    sim.stop_when_done = False  # plain PodGroups and Volcano Jobs may both be waiting
+    rejected = restore_state(sim, docs, now=now, policy=policy, unknown_end_now=unknown_end_now, freeze=freeze)
     if extra:
         sim.submit([Submission(at=sim.loop.now, document=i, source="dry-run", obj=dict(d))
                     for i, d in enumerate(extra)])
@@ -253,15 +268,69 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
                     end_reason=res.end_reason, first_diagnoses=diagnoses)
 
 
+def restore_state(sim: Any, docs: Sequence[Mapping[str, Any]], *, now: float, policy: RuntimePolicy,
+                  unknown_end_now: bool = False, freeze: bool = False, at_timestamps: bool = True
+                  ) -> list[dict[str, Any]]:
+    """Create the state ``docs`` (taken at ``now``) in the simulation ``sim`` as objects that
+    already exist, and return those its store refused.
+
+    With ``at_timestamps`` the virtual clock moves to each object's ``creationTimestamp`` before
+    it is created (job-order ties break as on the cluster) and ends at ``now``; without it,
+    everything is created at the clock's current instant (time 0 of a ``simulate`` run), in
+    creation order, and every time of the state moves with it: a running pod ends after the
+    runtime it has left. Runtimes follow :func:`runtime_of` (see the module docstring)."""
+    plan = {a.pod: a for a in assumptions(docs, policy, now)}
+    job_uids = {str(_md(d)["uid"]) for d in docs if _is_live_vcjob(d)}
+    created: list[tuple[float, int, str, dict[str, Any]]] = []
+    for d in docs:
+        ts = _timestamp(d, ("metadata", "creationTimestamp"))
+        created.append((min(ts if ts is not None else -math.inf, now), _KIND_RANK.get(str(d.get("kind")), 9),
+                        _key(d), dict(d)))
+    created.sort(key=lambda c: (c[0], c[1], c[2]))
+    offset = 0.0 if at_timestamps else sim.loop.now - now
+    if at_timestamps:
+        sim.loop.advance_to(next((c[0] for c in created if math.isfinite(c[0])), now))
+    exits: list[tuple[str, str, str, float]] = []
+    rejected: list[dict[str, Any]] = []
+    for ts, _rank, key, doc in created:
+        if at_timestamps and math.isfinite(ts) and ts > sim.loop.now:
+            sim.loop.advance_to(ts)
+        if doc.get("kind") == "Job" and str(_md(doc).get("uid")) not in job_uids:
+            continue  # a finished Volcano Job: its controller has nothing left to do
+        doc = _prepared(doc, None if freeze else plan.get(key), unknown_end_now, freeze, job_uids)
+        if doc.get("kind") == "Job":
+            doc = _prepared_job(doc, policy, unknown_end_now, freeze)
+        try:
+            obj = sim.restore(doc)
+        except StoreError as e:
+            rejected.append({"kind": doc.get("kind"), "name": key, "error": str(e)})
+            continue
+        a = plan.get(key)
+        if doc.get("kind") == "Pod" and _is_running(doc) and not freeze:
+            end = now if unknown_end_now and a is not None and a.source == "unknown" else (
+                a.ends_at if a is not None else None)
+            if end is not None:
+                md = _md(obj)
+                exits.append((str(md.get("namespace") or "default"), str(md["name"]), str(md.get("uid")),
+                              end + offset))
+    if at_timestamps:
+        sim.loop.advance_to(max(now, sim.loop.now))
+    for ns, name, uid, end in exits:
+        sim.kubelets.adopt_running(ns, name, uid, end)
+    return rejected
+
+
 def _prepared(doc: dict[str, Any], a: RuntimeAssumption | None, unknown_end_now: bool,
-              freeze: bool = False) -> dict[str, Any]:
-    """The document as the simulation creates it: owners it does not hold dropped, runtimes written
-    (with ``unknown_end_now``, a pending pod of unknown runtime ends as soon as it starts; with
+              freeze: bool = False, job_uids: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+    """The document as the simulation creates it: owners it does not hold dropped (a Volcano Job
+    owner is kept when the state has the Job, ``job_uids``), runtimes written (with
+    ``unknown_end_now``, a pending pod of unknown runtime ends as soon as it starts; with
     ``freeze``, no pod of the state ends)."""
     md = dict(_md(doc))
     if freeze and DURATION in (md.get("annotations") or {}):
         md["annotations"] = {k: v for k, v in md["annotations"].items() if k != DURATION}
-    refs = [r for r in md.get("ownerReferences") or [] if isinstance(r, dict) and r.get("kind") != "Job"]
+    refs = [r for r in md.get("ownerReferences") or []
+            if isinstance(r, dict) and (r.get("kind") != "Job" or str(r.get("uid")) in job_uids)]
     if refs:
         md["ownerReferences"] = refs
     else:
@@ -271,6 +340,30 @@ def _prepared(doc: dict[str, Any], a: RuntimeAssumption | None, unknown_end_now:
         if runtime is not None:
             md["annotations"] = {**(md.get("annotations") or {}), DURATION: _go_duration(runtime)}
     return {**doc, "metadata": md}
+
+
+def _prepared_job(doc: dict[str, Any], policy: RuntimePolicy, unknown_end_now: bool, freeze: bool
+                  ) -> dict[str, Any]:
+    """A Volcano Job as the simulation creates it: each task template carries the runtime its
+    pods are assumed to run (as :func:`_prepared` writes it on pending pods), or none with
+    ``freeze``."""
+    queue = str((doc.get("spec") or {}).get("queue") or "default")
+    tasks = []
+    for task in _tasks(doc):
+        template = dict(task.get("template") or {}) if isinstance(task.get("template"), dict) else {}
+        tmd = dict(_md(template))
+        ann = {k: v for k, v in (tmd.get("annotations") or {}).items() if not (freeze and k == DURATION)}
+        if not freeze and DURATION not in ann:
+            _source, seconds = runtime_of(template, queue, policy)
+            runtime = 0.0 if seconds is None and unknown_end_now else seconds
+            if runtime is not None:
+                ann[DURATION] = _go_duration(runtime)
+        if ann:
+            tmd["annotations"] = ann
+        else:
+            tmd.pop("annotations", None)
+        tasks.append({**task, "template": {**template, "metadata": tmd}})
+    return {**doc, "spec": {**(doc.get("spec") or {}), "tasks": tasks}}
 
 
 def estimate_starts(docs: Sequence[Mapping[str, Any]], keys: Sequence[str], config: SchedulerConfiguration,

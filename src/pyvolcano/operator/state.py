@@ -1,28 +1,33 @@
 """The cluster's current state as a forecast reads it: raw documents plus their typed objects.
 
 :class:`ClusterState` holds the scheduler's inputs twice: the manifests (``docs``, what a
-forward simulation loads into its store) and their parsed :class:`ClusterObjects` (what a
-scheduler cache is built from), with the scheduler configuration a snapshot carries and the
-instant the state was taken (``now``, virtual seconds). :func:`state_from_snapshot` reads
-files as ``pyvolcano schedule`` does; :func:`state_from_store` reads a synced Kubernetes store
-(read-only). ``now`` of a snapshot is its newest timestamp unless given.
+forward simulation loads into its store, with the Volcano Jobs so that their controller can
+create the pods they still need) and their parsed :class:`ClusterObjects` (what a scheduler
+cache is built from), with the scheduler configuration the state carries and the instant it
+was taken (``now``, virtual seconds). :func:`state_from_snapshot` reads files as ``pyvolcano
+schedule`` does; :func:`state_from_store` reads a synced Kubernetes store (read-only), with
+the configuration of the cluster's ``volcano-system/volcano-scheduler-configmap`` ConfigMap
+when it can be read and loads (else ``config`` is None and ``notes`` says why). ``now`` of a
+snapshot is its newest timestamp unless given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pyvolcano.api.manifest import ClusterObjects, ManifestError, check_queue_parents, iter_documents, parse_objects
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.registry import Registry
-from pyvolcano.store.base import from_rfc3339
+from pyvolcano.store.base import StoreError, from_rfc3339
 
-__all__ = ["SCHEDULER_KINDS", "ClusterState", "newest_timestamp", "state_from_snapshot", "state_from_store"]
+__all__ = ["SCHEDULER_KINDS", "ClusterState", "live_scheduler_config", "newest_timestamp", "state_from_snapshot",
+           "state_from_store"]
 
 SCHEDULER_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+JOB_API = "batch.volcano.sh/v1alpha1"
 
 
 @dataclass(slots=True)
@@ -32,6 +37,7 @@ class ClusterState:
     config: SchedulerConfiguration | None
     now: float
     source: str
+    notes: tuple[str, ...] = field(default=())
 
 
 def newest_timestamp(docs: Sequence[dict[str, Any]]) -> float:
@@ -59,13 +65,14 @@ def state_from_snapshot(sources: Sequence[str | Path], registry: Registry, now: 
     for source, text in read_inputs(sources):
         if isinstance(text, ManifestError):
             raise text
-        docs += [d for _i, d in iter_documents(text, source) if isinstance(d, dict) and d.get("kind") in SCHEDULER_KINDS
-                 and d.get("apiVersion") != "batch.volcano.sh/v1alpha1"]
+        docs += [d for _i, d in iter_documents(text, source) if isinstance(d, dict) and _is_state_doc(d)]
     return ClusterState(docs, objs, config, newest_timestamp(docs) if now is None else now, where)
 
 
-def state_from_store(store: Any, timeout: float, source: str, now: float) -> ClusterState:
-    """Every scheduler input a synced store lists (``store.list`` only: nothing is written)."""
+def state_from_store(store: Any, timeout: float, source: str, now: float, registry: Registry | None = None
+                     ) -> ClusterState:
+    """Every scheduler input a synced store lists, and the cluster's scheduler configuration when
+    ``registry`` is given (reads only: nothing is written)."""
     from pyvolcano.cli.job import LiveReadError
 
     if not store.wait_for_sync(timeout):
@@ -73,4 +80,37 @@ def state_from_store(store: Any, timeout: float, source: str, now: float) -> Clu
     docs = [obj for kind in SCHEDULER_KINDS for obj in store.list(kind)]
     objs = parse_objects(list(enumerate(docs)), source)
     check_queue_parents(objs, source)
-    return ClusterState(docs, objs, None, now, source)
+    config, notes = (None, ()) if registry is None else live_scheduler_config(store, registry)
+    try:
+        docs += [{**job, "apiVersion": JOB_API, "kind": "Job"} for job in store.list("Job")]
+    except StoreError as e:
+        notes += (f"Volcano Jobs not read ({e}); forecasts will not create the pods they have still to create",)
+    return ClusterState(docs, objs, config, now, source, notes)
+
+
+def _is_state_doc(doc: dict[str, Any]) -> bool:
+    kind, api = doc.get("kind"), doc.get("apiVersion")
+    return (kind in SCHEDULER_KINDS and api != JOB_API) or (kind == "Job" and api == JOB_API)
+
+
+def live_scheduler_config(store: Any, registry: Registry) -> tuple[SchedulerConfiguration | None, tuple[str, ...]]:
+    """The configuration in the cluster's scheduler ConfigMap, or None with a note saying why
+    (not there, not readable, no ``volcano-scheduler.conf`` key, or it does not load): the
+    answer then uses upstream's built-in default, as the scheduler itself would not start."""
+    from pyvolcano.conf import ConfigError, load_scheduler_conf
+    from pyvolcano.runtime.snapshot import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE
+
+    where = f"ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP}"
+    fallback = "using upstream's default scheduler configuration"
+    try:
+        cm = store.get("ConfigMap", CONFIG_NAMESPACE, CONFIG_MAP)
+    except StoreError as e:
+        return None, (f"{where} not read ({e}); {fallback}",)
+    text = (cm.get("data") or {}).get(CONFIG_KEY)
+    if not isinstance(text, str):
+        return None, (f"{where} has no {CONFIG_KEY} key; {fallback}",)
+    try:
+        return load_scheduler_conf(text, source=f"{where}: data.{CONFIG_KEY}", known_actions=registry.action_names,
+                                   known_plugins=registry.plugin_names), ()
+    except ConfigError as e:
+        return None, (f"{e}; {fallback}",)

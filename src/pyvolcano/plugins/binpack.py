@@ -132,7 +132,7 @@ class Binpack:
             # The score depends only on the node's own used/allocatable: cacheable per request.
             return (config_key, table.task_vector(task))
 
-        ssn.add_node_order_fn(NAME, node_order, cache_key=cache_key)
+        ssn.add_node_order_fn(NAME, node_order, cache_key=cache_key, projectable=lambda _task: True)
 
     def on_session_close(self, ssn: Session) -> None:
         return None

@@ -26,7 +26,9 @@ tracked by this plugin's own event handlers as a per-node delta. A task evicted 
 session is one in status Releasing whose pod has no deletion timestamp.
 
 Vectorisation and caches. LeastAllocated, MostAllocated and BalancedAllocation are a handful
-of numpy operations over the candidate indices. NodeAffinity evaluates a pod's preferred
+of numpy operations over the candidate indices; for a task whose normalising scorers are
+all constant (the node-order cache key is not None) only these node-local scorers run, in
+plain Python for a few nodes and with reduced kernels otherwise. NodeAffinity evaluates a pod's preferred
 terms once per node per distinct set of terms and session (node labels do not change within a
 session); a pod without preferred terms scores 0 without touching nodes. TaintToleration
 finds the nodes carrying PreferNoSchedule taints once per session; all other nodes count 0
@@ -389,6 +391,64 @@ class _Scorers:
                 total += w.balanced_resource * math.trunc((1 - std) * float(MAX_NODE_SCORE))
         return total
 
+    def local_vector(self, task: TaskInfo, idx: np.ndarray, w: Weights) -> FloatArray:
+        """:meth:`local_scalar` over many nodes: the weighted least/most/balanced scores.
+
+        Where every node of ``idx`` has non-zero allocatable cpu and memory (and GPU when
+        the pod requests it), the kernels reduce to fewer numpy operations with the same
+        results (non-negative integers divide the same way in Go and Python, and every
+        resource counts in the weighted mean); otherwise the general kernels run.
+        """
+        v = self._view
+        total = np.zeros(len(idx), dtype=np.float64)
+        if w.least_requested or w.most_requested:
+            cap_cpu = np.rint(v.allocatable(CPU, idx)).astype(np.int64)
+            cap_mem = np.rint(v.allocatable(MEMORY, idx)).astype(np.int64)
+            if not ((cap_cpu > 0).all() and (cap_mem > 0).all()):
+                if w.least_requested:
+                    total += self.least_allocated(task, idx) * float(w.least_requested)
+                if w.most_requested:
+                    total += self.most_allocated(task, idx) * float(w.most_requested)
+            else:
+                pod_cpu, pod_mem = task.nonzero_request()
+                node_cpu, node_mem = v.nonzero_requested(idx)
+                req_cpu = np.rint(node_cpu + pod_cpu).astype(np.int64)
+                req_mem = np.rint(node_mem + pod_mem).astype(np.int64)
+                if w.least_requested:
+                    wc, wm = LEAST_ALLOCATED_WEIGHTS
+                    s_cpu = np.where(req_cpu <= cap_cpu, ((cap_cpu - req_cpu) * MAX_NODE_SCORE) // cap_cpu, 0)
+                    s_mem = np.where(req_mem <= cap_mem, ((cap_mem - req_mem) * MAX_NODE_SCORE) // cap_mem, 0)
+                    total += ((s_cpu * wc + s_mem * wm) // (wc + wm)) * float(w.least_requested)
+                if w.most_requested:
+                    wc, wm = MOST_ALLOCATED_WEIGHTS
+                    s_cpu = (np.minimum(req_cpu, cap_cpu) * MAX_NODE_SCORE) // cap_cpu
+                    s_mem = (np.minimum(req_mem, cap_mem) * MAX_NODE_SCORE) // cap_mem
+                    total += ((s_cpu * wc + s_mem * wm) // (wc + wm)) * float(w.most_requested)
+        if w.balanced_resource:
+            total += self._balanced_local(task, idx) * float(w.balanced_resource)
+        return total
+
+    def _balanced_local(self, task: TaskInfo, idx: np.ndarray) -> IntArray:
+        req = task.resreq
+        pod = (req.milli_cpu, req.memory, req.scalars.get(GPU, 0.0))
+        if not any(pod):
+            return np.zeros(len(idx), dtype=np.int64)
+        v = self._view
+        names = (CPU, MEMORY, GPU) if pod[2] else (CPU, MEMORY)
+        allocatable = [v.allocatable(name, idx) for name in names]
+        if not all(a.all() for a in allocatable):
+            return self.balanced_allocation(task, idx)
+        fracs = [np.minimum((v.requested(name, idx) + amount) / alloc, 1.0)
+                 for name, amount, alloc in zip(names, pod, allocatable)]
+        if len(fracs) == 2:
+            std = np.abs((fracs[0] - fracs[1]) / 2)
+        else:
+            mean = ((fracs[0] + fracs[1]) + fracs[2]) / 3
+            sq = ((fracs[0] - mean) * (fracs[0] - mean) + (fracs[1] - mean) * (fracs[1] - mean)) \
+                + (fracs[2] - mean) * (fracs[2] - mean)
+            std = np.sqrt(sq / 3)
+        return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
     # ------------------------------------------------------------------ BalancedAllocation
     def balanced_allocation(self, task: TaskInfo, idx: np.ndarray) -> IntArray:
         req = task.resreq
@@ -540,9 +600,11 @@ class NodeOrder:
             total = np.zeros(len(idx), dtype=np.float64)
             if len(idx) == 0:
                 return total
-            key = cache_key(task) if len(idx) <= _SCALAR_MAX_NODES else None
+            key = cache_key(task)
             if key is not None:
-                # Every non-local scorer is constant for this task: score few nodes in Python.
+                # Every non-local scorer is constant for this task: score the node-local part
+                # only (few nodes in plain Python). Scores are integers, so the sum is exact
+                # in any order.
                 const = constant_part.get(key)
                 if const is None:
                     const = 0.0
@@ -550,6 +612,8 @@ class NodeOrder:
                         if fn not in local_fns:
                             const += float(fn(task, idx[:1])[0]) * float(weight)
                     constant_part[key] = const
+                if len(idx) > _SCALAR_MAX_NODES:
+                    return scorers.local_vector(task, idx, w) + const
                 for k, i in enumerate(idx.tolist()):
                     total[k] = const + scorers.local_scalar(task, i, w)
                 return total
@@ -557,16 +621,24 @@ class NodeOrder:
                 total += fn(task, idx) * float(weight)
             return total
 
-        key_memo: dict[tuple[str, int], tuple[object, ...] | None] = {}
+        key_memo: dict[int, dict[str, tuple[object, ...] | None]] = {}
+        canonical: dict[tuple[object, ...], tuple[object, ...]] = {}
 
         def cache_key(task: TaskInfo) -> tuple[object, ...] | None:
             # Memoised per task; the one session-dependent input, the pods with preferred
-            # affinity terms, is part of the memo key through their count.
-            mk = (task.uid, len(view.affinity_pods()) if w.pod_affinity else 0)
-            if mk in key_memo:
-                return key_memo[mk]
+            # affinity terms, is part of the memo key through their count. Equal keys share
+            # one tuple (replicas have equal keys; fewer long-lived objects for the collector).
+            count = len(view.affinity_pods()) if w.pod_affinity else 0
+            memo = key_memo.get(count)
+            if memo is None:
+                memo = key_memo[count] = {}
+            uid = task.uid
+            if uid in memo:
+                return memo[uid]
             key = _cache_key(task)
-            key_memo[mk] = key
+            if key is not None:
+                key = canonical.setdefault(key, key)
+            memo[uid] = key
             return key
 
         def _cache_key(task: TaskInfo) -> tuple[object, ...] | None:
@@ -586,7 +658,9 @@ class NodeOrder:
                 return None
             return (w, ssn.node_table.task_vector(task), task.nonzero_request())
 
-        ssn.add_node_order_fn(NAME, node_order, cache_key=cache_key)
+        # Node-local scores read the table's columns and the in-session eviction delta, which
+        # placing a pending task does not change.
+        ssn.add_node_order_fn(NAME, node_order, cache_key=cache_key, projectable=lambda _task: True)
 
     def on_session_close(self, ssn: Session) -> None:
         return None

@@ -112,7 +112,8 @@ def _initial_inqueue(ssn: Session) -> Resource:
     memo = ssn.cache.plugin_memo
     sums = memo.get(_MEMO)
     if not isinstance(sums, JobSums):
-        sums = memo[_MEMO] = JobSums(1, _job_reservation, group=lambda job: "")
+        sums = memo[_MEMO] = JobSums(1, _job_reservation, group=lambda job: "",
+                                        changes=ssn.cache.job_changes)
     total = sums.refresh(ssn.jobs).get("")
     return total[0].clone() if total is not None else Resource()
 

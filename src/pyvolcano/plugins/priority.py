@@ -58,7 +58,7 @@ class Priority:
         def job_starving(job: JobInfo) -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
-        ssn.add_task_order_fn(NAME, task_order)
+        ssn.add_task_order_fn(NAME, task_order, key=lambda t: -t.priority)
         ssn.add_job_order_fn(NAME, job_order)
         ssn.add_preemptable_fn(NAME, preemptable)
         ssn.add_job_starving_fn(NAME, job_starving)

@@ -41,16 +41,20 @@ INF = DimensionDefault.INFINITY
 
 
 class QueueAttr:
+    """A queue's proportion state. ``share`` is computed on first read after
+    :meth:`update_share` (a pure function of ``allocated`` and ``deserved``, so reading it
+    later gives the value an eager update would have stored)."""
+
     __slots__ = (
-        "allocated", "capability", "deserved", "elastic", "guarantee", "inqueue", "name", "queue_id",
-        "real_capability", "request", "share", "weight",
+        "_share", "allocated", "capability", "deserved", "elastic", "guarantee", "inqueue", "name", "queue_id",
+        "real_capability", "request", "weight",
     )
 
     def __init__(self, queue: QueueInfo):
         self.queue_id = queue.uid
         self.name = queue.name
         self.weight = queue.weight
-        self.share = 0.0
+        self._share: float | None = 0.0
         self.deserved = Resource()
         self.guarantee = _EMPTY
         self.capability: Resource | None = None
@@ -62,12 +66,19 @@ class QueueAttr:
         self.real_capability: Resource
 
     def update_share(self) -> None:
-        res = 0.0
-        for rn in self.deserved.resource_names():
-            s = share(self.allocated.get(rn), self.deserved.get(rn))
-            if s > res:
-                res = s
-        self.share = res
+        self._share = None
+
+    @property
+    def share(self) -> float:
+        res = self._share
+        if res is None:
+            res = 0.0
+            for rn in self.deserved.resource_names():
+                s = share(self.allocated.get(rn), self.deserved.get(rn))
+                if s > res:
+                    res = s
+            self._share = res
+        return res
 
 
 def _job_contribution(job: JobInfo) -> tuple[Resource, Resource, Resource, Resource]:
@@ -88,7 +99,7 @@ def _queue_sums(ssn: Session) -> JobSums:
     memo = ssn.cache.plugin_memo
     sums = memo.get(_MEMO)
     if not isinstance(sums, JobSums):
-        sums = memo[_MEMO] = JobSums(4, _job_contribution)
+        sums = memo[_MEMO] = JobSums(4, _job_contribution, changes=ssn.cache.job_changes)
     return sums
 
 

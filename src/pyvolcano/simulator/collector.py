@@ -10,6 +10,7 @@ either a vcjob (Job objects) or, for workloads of plain PodGroups, the PodGroup 
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.job import JobInfo
@@ -52,8 +53,7 @@ def fragmentation(cache: SchedulerCache) -> float:
 
 
 def _pending_tasks(cache: SchedulerCache) -> list[TaskInfo]:
-    return [t for job in cache.pg_jobs.values() if job.count(TaskStatus.Pending)
-            for t in job.tasks_in(TaskStatus.Pending).values()]
+    return [t for job in cache.pg_jobs.values() for t in job.tasks_in(TaskStatus.Pending).values()]
 
 
 class FragmentationTracker:
@@ -64,7 +64,8 @@ class FragmentationTracker:
     (:func:`~pyvolcano.gpu.session.assign_node_tasks`). The whole ledger is rebuilt when a
     node was added, when the change log no longer reaches back, or when a changed node's GPU
     inventory differs (its row width or model vocabulary may change). GPU demands are
-    parsed once per pod object.
+    parsed once per pod object. With no row in the change log and the same pod objects
+    pending as at the last value, the value itself is reused.
     """
 
     def __init__(self, cache: SchedulerCache):
@@ -74,6 +75,9 @@ class FragmentationTracker:
         self._row_uids: list[list[str]] = []
         self._position = 0
         self._demands: dict[str, tuple[Pod, GpuDemand]] = {}
+        # The last value, with the change-log position and the pending pods it was computed
+        # for: with no node row changed and the same pod objects pending, it is still the value.
+        self._last: tuple[int, list[Pod], float] | None = None
 
     def _demand_of(self, task: TaskInfo) -> GpuDemand:
         memo = self._demands.get(task.uid)
@@ -120,14 +124,22 @@ class FragmentationTracker:
         if not pending or not cache.node_list:
             return 0.0
         nodes = cache.node_list
+        pods = [t.pod for t in pending]
+        last = self._last
+        if (last is not None and last[0] == cache.node_table.change_position and len(last[1]) == len(pods)
+                and all(map(operator.is_, pods, last[1]))):
+            return last[2]
         ledger = self.ledger()
         typ = workload_typical_pods(pending, self._demand_of)
         if typ is None or ledger.n == 0:
-            return 0.0
-        table = nodes[0].table
-        cpu = table.idle[table.dim_index["cpu"]][[n.index for n in nodes]]
-        terms = node_terms(typ, typ.accessible(ledger.models), ledger.free, cpu, ledger.model)
-        return int(terms.frag.sum()) / typ.total / 1000.0
+            value = 0.0
+        else:
+            table = nodes[0].table
+            cpu = table.idle[table.dim_index["cpu"]][[n.index for n in nodes]]
+            terms = node_terms(typ, typ.accessible(ledger.models), ledger.free, cpu, ledger.model)
+            value = int(terms.frag.sum()) / typ.total / 1000.0
+        self._last = (cache.node_table.change_position, pods, value)
+        return value
 
 
 def _allocated(job: JobInfo) -> tuple[Resource]:
@@ -145,7 +157,7 @@ class MetricsCollector:
         # Jobs not finished yet, by whether they have started: O(1) pending/running counts.
         self._waiting: set[str] = set()
         self._started: set[str] = set()
-        self._alloc = JobSums(1, _allocated)
+        self._alloc = JobSums(1, _allocated, changes=cache.job_changes)
         # Set when the pending/running counts moved since the last sample.
         self.counts_changed = False
         self._fragmentation = FragmentationTracker(cache)

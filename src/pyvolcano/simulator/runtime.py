@@ -172,6 +172,8 @@ class Simulation:
         self._wakeups: dict[int, float] = {}
         self._progress = progress
         self.on_session: Callable[[float, SessionResult], None] | None = None
+        # False: run until nothing is left to happen (or ``until``), not until the jobs finish.
+        self.stop_when_done = True
         self.metrics = RunMetrics(name="simulation", config_name="default", seed=seed)
         self.collector = MetricsCollector(self.cache, self.metrics)
         self._unsampled: SessionResult | None = None
@@ -182,6 +184,25 @@ class Simulation:
         for sub in sorted(subs, key=lambda s: (s.at, s.source, s.document)):
             self._outstanding += 1
             self.loop.at(sub.at, _bind(self._create, sub), f"submit {sub.kind} {sub.key}")
+
+    def restore(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Create ``doc`` now as an object that already exists on a cluster (a snapshot's; see
+        :meth:`InMemoryStore.restore`). A Volcano Job is followed as a submitted one is, so the
+        run lasts until it finishes. Raises StoreError."""
+        try:
+            obj = self.store.restore(doc)
+        except AlreadyExists:
+            if doc.get("kind") != "Queue":
+                raise
+            # root/default exist from the start (queue controller); the state's own replace them.
+            current = self.store.get("Queue", None, doc["metadata"]["name"])
+            current["spec"] = dict(doc.get("spec") or {})
+            obj = self.store.update(current)
+        if obj.get("kind") == "Job":
+            md = obj["metadata"]
+            key = f"{md.get('namespace', 'default')}/{md['name']}"
+            self.jobs[key] = JobRecord(key, self.loop.now, queue=str((obj.get("spec") or {}).get("queue", "")))
+        return obj
 
     def cluster_events(self, events: Sequence[ClusterEvent]) -> None:
         for ev in sorted(events, key=lambda e: (e.at, e.document)):
@@ -369,7 +390,7 @@ class Simulation:
                 self._unsampled = None
             elif self.collector.counts_changed and not (self.dirty and self._next_tick() <= self.loop.now + 1e-9):
                 self.collector.sample(self.loop.now)  # a session due now samples after itself
-            if self._all_done():
+            if self.stop_when_done and self._all_done():
                 self.end_reason = "finished"
                 break
             next_times = [t for t in (self.loop.next_time(), *self._wakeups.values()) if t is not None]

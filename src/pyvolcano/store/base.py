@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import datetime as _dt
+import functools
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -236,6 +237,7 @@ def json_merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+@functools.lru_cache(maxsize=4096)  # the writes of one virtual instant stamp the same time
 def to_rfc3339(seconds: float) -> str:
     """RFC 3339 UTC text of ``EPOCH + seconds``; fractional seconds only when present (µs precision)."""
     micros = round(seconds * 1_000_000)

@@ -18,7 +18,8 @@ What it reproduces (``k8s.io/apiserver/pkg/registry/generic/registry/store.go``,
   collector's work being done synchronously inside the call that triggered it.
 
 Stored dicts are never mutated in place (every write builds a new dict), so watch history can
-share them; everything handed out is a deep copy.
+share them, and a write copies only the parts it changes (a status write shares the stored
+spec; a binding copies the spec's top level); everything handed out is a deep copy.
 
 Deliberate simplifications: status given on create is kept (so Nodes and Pods can be loaded with
 their status); every dependent blocks a foreground deletion (as if ``blockOwnerDeletion`` were
@@ -79,6 +80,7 @@ class InMemoryStore:
         self._dependents: dict[str, set[_Key]] = {}
         self._propagation: dict[_Key, str] = {}
         self._sorted_keys: dict[str, builtins.list[tuple[str, str]]] = {}  # per kind; dropped on add/remove
+        self._restore_uid: str | None = None  # the uid restore() keeps for the create it runs
 
     # ------------------------------------------------------------------------- reads
 
@@ -190,7 +192,10 @@ class InMemoryStore:
             if not ns:
                 md.pop("namespace", None)
         rev = self._rev + 1
-        md["uid"] = f"uid-{rev}"
+        uid = self._restore_uid or f"uid-{rev}"
+        while uid in self._uids:  # a restored object may hold the generated name
+            uid += "x"
+        md["uid"] = uid
         md["creationTimestamp"] = to_rfc3339(self._clock())
         md["generation"] = 1
         self._commit(key, new, "ADDED")
@@ -198,12 +203,18 @@ class InMemoryStore:
 
     def restore(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create ``obj`` as an object that already exists on a cluster (a snapshot's): without
-        admission, which admitted it there already; otherwise as :meth:`create`."""
+        admission, which admitted it there already, and with its ``metadata.uid`` kept (owner
+        references and the names controllers derive from uids, such as a vcjob's PodGroup
+        ``<job>-<uid>``, stay valid; a uid restored twice is replaced); otherwise as :meth:`create`."""
         admission, self._admission = self._admission, None
+        uid = (obj.get("metadata") or {}).get("uid")
+        self._restore_uid = uid if isinstance(uid, str) and uid and uid not in self._uids else None
         try:
-            return self.create(obj)
+            out = self.create(obj)
         finally:
             self._admission = admission
+            self._restore_uid = None
+        return out
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         key, cur = self._current_for_write(obj)
@@ -214,9 +225,7 @@ class InMemoryStore:
 
     def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
         key, cur = self._current_for_write(obj)
-        new = clone(cur)
-        self._copy_status(obj, new)
-        return self._update(key, cur, new, admit=False)
+        return self._update(key, cur, self._with_status(cur, obj), admit=False)
 
     def patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any], *,
               subresource: str | None = None) -> dict[str, Any]:
@@ -231,9 +240,7 @@ class InMemoryStore:
             self._check_preconditions(key, cur, pmd)
         merged = json_merge_patch(cur, patch)
         if subresource == "status":
-            new = clone(cur)
-            self._copy_status(merged, new)
-            return self._update(key, cur, new, admit=False)
+            return self._update(key, cur, self._with_status(cur, merged), admit=False)
         if not isinstance(merged.get("metadata"), dict):
             merged["metadata"] = {}
         if kind in STATUS_SUBRESOURCE_KINDS:
@@ -252,18 +259,14 @@ class InMemoryStore:
         bound = spec.get("nodeName")
         if bound:
             raise Conflict("Pod", where, f"pod {pod_name} is already assigned to node {bound!r}")
-        new = clone(cur)
-        if not isinstance(new.get("spec"), dict):
-            new["spec"] = {}
-        new["spec"]["nodeName"] = node_name
+        # Only what the binding writes is copied; the rest is shared with the stored object.
+        new = dict(cur)
+        new["metadata"] = dict(md)
+        new["spec"] = {**spec, "nodeName": node_name}
         if annotations:
-            ann = new["metadata"].get("annotations")
-            if not isinstance(ann, dict):
-                ann = new["metadata"]["annotations"] = {}
-            ann.update(annotations)
-        status = new.get("status")
-        if not isinstance(status, dict):
-            status = new["status"] = {}
+            ann = md.get("annotations")
+            new["metadata"]["annotations"] = {**(ann if isinstance(ann, dict) else {}), **annotations}
+        status = new["status"] = dict(_sub(cur, "status"))
         conditions = [c for c in status.get("conditions") or [] if not (isinstance(c, Mapping)
                                                                         and c.get("type") == "PodScheduled")]
         conditions.append({"type": "PodScheduled", "status": "True",
@@ -278,7 +281,8 @@ class InMemoryStore:
         key = self._key(kind, namespace, name)
         cur = self._stored(key)
         if self._admission is not None:
-            self._admission.admit("DELETE", clone(cur), clone(cur), self)
+            gone = clone(cur)  # the object and the old object of a deletion are the same
+            self._admission.admit("DELETE", gone, gone, self)
         return self._delete(key, grace_period_seconds, propagation)
 
     # ------------------------------------------------------------------------- internals: lookup
@@ -328,6 +332,15 @@ class InMemoryStore:
             if (ns, name) not in bucket:
                 return name
             attempt += 1
+
+    @staticmethod
+    def _with_status(cur: Mapping[str, Any], src: Mapping[str, Any]) -> dict[str, Any]:
+        """A status write's new object: ``src``'s status copied, ``cur``'s other fields shared
+        (stored dicts are never mutated in place) except its metadata, which the write stamps."""
+        new = dict(cur)
+        new["metadata"] = dict(cur["metadata"])
+        InMemoryStore._copy_status(src, new)
+        return new
 
     @staticmethod
     def _copy_status(src: Mapping[str, Any], dst: dict[str, Any]) -> None:
@@ -437,8 +450,8 @@ class InMemoryStore:
             finalizers.append(_FOREGROUND)
         if grace_s == 0 and not finalizers:
             return self._remove(key)
-        new = clone(cur)
-        nmd = new["metadata"]
+        new = dict(cur)
+        nmd = new["metadata"] = dict(md)
         nmd["deletionTimestamp"] = to_rfc3339(self._clock() + grace_s)
         nmd["deletionGracePeriodSeconds"] = _num(grace_s)
         if finalizers:
@@ -488,7 +501,8 @@ class InMemoryStore:
         cur = self._stored(key)
         if self._admission is not None:
             try:
-                self._admission.admit("DELETE", clone(cur), clone(cur), self)
+                gone = clone(cur)
+                self._admission.admit("DELETE", gone, gone, self)
             except StoreError:
                 return  # the garbage collector would retry forever; the dependent stays
         self._delete(key, None, propagation)

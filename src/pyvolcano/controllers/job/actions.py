@@ -93,6 +93,18 @@ def canonical(value: Any) -> Any:
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
+            t = type(v)
+            # Every sync compares two statuses this way: plain scalars are decided inline.
+            if t is str:
+                if v:
+                    out[k] = v
+                continue
+            if t is int or t is float:
+                if v != 0:
+                    out[k] = v
+                continue
+            if v is None:
+                continue
             c = canonical(v)
             if c is None or c == "" or c == {} or c == []:
                 continue
@@ -113,6 +125,20 @@ def _append_condition(st: dict[str, Any], phase: str, stamp: str) -> None:
 
 def _phase(st: Mapping[str, Any]) -> str:
     return str((st.get("state") or {}).get("phase") or "")
+
+
+def _working_copy(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The copy of a cached job that a sync may change: its metadata and status are copied;
+    its spec is shared, as nothing but job plugins and volume claims (``_create_job_io``)
+    writes into it, and a job with either is copied whole."""
+    sp = job.get("spec")
+    if not isinstance(sp, dict) or sp.get("plugins") or sp.get("volumes"):
+        return clone(job)
+    out = dict(job)
+    for part in ("metadata", "status"):
+        if part in out:
+            out[part] = clone(out[part])
+    return out
 
 
 _MEMO_LOCK = threading.Lock()
@@ -173,7 +199,7 @@ class JobActions:
         assert info.job is not None
         if meta(info.job).get("deletionTimestamp"):
             return
-        job = clone(info.job)
+        job = _working_copy(info.job)
         queue_name = str(spec(job).get("queue") or "")
         try:
             queue = peek(self.store, "Queue", None, queue_name)  # only spec.extendClusters is read
@@ -340,8 +366,7 @@ class JobActions:
             st["state"] = {**(st.get("state") or {}), "phase": "Pending", "lastTransitionTime": stamp}
             st["minAvailable"] = int(spec(job).get("minAvailable") or 0)
             _append_condition(st, "Pending", stamp)
-            job = self._write_status(job)
-            job = clone(job)
+            job = _working_copy(self._write_status(job))
         self._run_plugins("on_job_add", job)
         job = self._create_job_io(job)
         self._create_or_update_pod_group(job)

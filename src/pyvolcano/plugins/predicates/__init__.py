@@ -8,8 +8,9 @@ the node at once; plain Unschedulable statuses accumulate.
 
 Vectorisation. The stable filters depend only on the pod's template and the node's labels,
 taints and unschedulable flag, so they are evaluated once per distinct node *signature*
-(nodes with equal labels/taints share a result) and memoised per pod template for the
-session. Host ports, inter-pod affinity and topology spread run only for pods that use them
+(nodes with equal labels/taints share a result) and memoised per pod template, in the
+cache, until a node's labels, taints or schedulability change or a node is added (the same
+key as the signatures). Host ports, inter-pod affinity and topology spread run only for pods that use them
 (or, for anti-affinity, when some running pod declares required anti-affinity).
 
 Arguments (upstream keys): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from pyvolcano.framework.session import NodeFailures, Session
 
 NAME = "predicates"
+_STABLE_MEMO = "predicates/stable-failures"
+_STABLE_MEMO_LIMIT = 4096  # distinct pod templates kept before the memo starts over
 
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -160,7 +163,11 @@ class Predicates:
     def on_session_open(self, ssn: Session) -> None:
         nodes = ssn.node_list
         self._sig_ids, self._reps = _signatures_for(ssn)
-        self._stable_cache = {}
+        memo_key = (ssn.cache.node_generation, len(nodes), self.node_affinity_enable, self.taint_toleration_enable)
+        stable = ssn.cache.plugin_memo.get(_STABLE_MEMO)
+        if stable is None or stable[0] != memo_key or len(stable[1]) >= _STABLE_MEMO_LIMIT:
+            stable = ssn.cache.plugin_memo[_STABLE_MEMO] = (memo_key, {})
+        self._stable_cache = stable[1]
         table = ssn.node_table
         pods_dim = table.dim_index.get("pods")
         anti_affinity_pods: list[TaskInfo] | None = None
@@ -231,7 +238,11 @@ class Predicates:
             ports = pod_host_ports(pod.containers) if self.node_ports_enable else []
             return f"{self._template_key(task)}|{ports}"
 
-        ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key)
+        def projectable(task: TaskInfo) -> bool:
+            # Host ports are checked against the node's task dict, not its table columns.
+            return not (self.node_ports_enable and pod_host_ports(task.pod.containers))
+
+        ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key, projectable=projectable)
 
     @staticmethod
     def _stale_removed(ssn: Session) -> list[TaskInfo]:
