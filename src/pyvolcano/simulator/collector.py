@@ -64,8 +64,9 @@ class FragmentationTracker:
     (:func:`~pyvolcano.gpu.session.assign_node_tasks`). The whole ledger is rebuilt when a
     node was added, when the change log no longer reaches back, or when a changed node's GPU
     inventory differs (its row width or model vocabulary may change). GPU demands are
-    parsed once per pod object. With no row in the change log and the same pod objects
-    pending as at the last value, the value itself is reused.
+    parsed once per pod object. With no row in the change log and no job reported by the
+    cache's change feed since the last value (or the same pod objects pending), the value
+    itself is reused without walking the jobs.
     """
 
     def __init__(self, cache: SchedulerCache):
@@ -78,6 +79,9 @@ class FragmentationTracker:
         # The last value, with the change-log position and the pending pods it was computed
         # for: with no node row changed and the same pod objects pending, it is still the value.
         self._last: tuple[int, list[Pod], float] | None = None
+        # Jobs reported since the last value (the cache's change feed): a pending task can
+        # appear, leave or change only in a reported job.
+        self._changed = cache.job_changes.subscribe()
 
     def _demand_of(self, task: TaskInfo) -> GpuDemand:
         memo = self._demands.get(task.uid)
@@ -120,14 +124,21 @@ class FragmentationTracker:
     def value(self) -> float:
         """Whole-GPU fragmentation now (as :func:`fragmentation`)."""
         cache = self.cache
+        last = self._last
+        changed = self._changed
+        position = cache.node_table.change_position
+        if last is not None and last[0] == position and not changed and not changed.overflowed:
+            return last[2]  # no node row and no job changed: the same pending tasks on the same nodes
+        changed.take()
         pending = _pending_tasks(cache)
         if not pending or not cache.node_list:
+            self._last = (position, [], 0.0)
             return 0.0
         nodes = cache.node_list
         pods = [t.pod for t in pending]
-        last = self._last
-        if (last is not None and last[0] == cache.node_table.change_position and len(last[1]) == len(pods)
+        if (last is not None and last[0] == position and len(last[1]) == len(pods)
                 and all(map(operator.is_, pods, last[1]))):
+            self._last = (position, pods, last[2])
             return last[2]
         ledger = self.ledger()
         typ = workload_typical_pods(pending, self._demand_of)
