@@ -19,8 +19,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pyvolcano.cli import options
 from pyvolcano.cli.options import Group
+from pyvolcano.cli.queue import (
+    ClusterOption,
+    ConfigOption,
+    ContextOption,
+    KubeconfigOption,
+    OutputOption,
+    SeedOption,
+    TimeoutOption,
+)
 
 if TYPE_CHECKING:
     from pyvolcano.cache.cache import SchedulerCache
@@ -31,7 +39,6 @@ __all__ = ["job_app", "resolve_podgroup", "run_why", "why_document"]
 
 job_app = typer.Typer(help="Jobs: why one is pending; what running one would do.", no_args_is_help=True, cls=Group)
 
-WHY_FORMATS = ("json", "yaml", "table")
 
 
 class JobError(Exception):
@@ -42,22 +49,14 @@ class JobError(Exception):
 def why(
     name: Annotated[str, typer.Argument(help="The job: its PodGroup's name, or a vcjob's name")],
     namespace: Annotated[str, typer.Option("--namespace", "-n", help="The job's namespace")] = "default",
-    cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
-                                                "(as `schedule` reads)")] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="The live cluster's kubeconfig (default: "
-                                                  "in-cluster, $KUBECONFIG, ~/.kube/config); read-only")]
-    = None,
-    context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf "
-                                                "(default: upstream's built-in)")] = None,
+    cluster: ClusterOption = None,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    config: ConfigOption = None,
     sessions: Annotated[int, typer.Option("--sessions", min=1, help="Sessions to run before answering")] = 1,
-    output: Annotated[str | None, typer.Option("--output", "-o", callback=options.output_format(WHY_FORMATS),
-                                               help="table, json or yaml (default: table on a terminal, "
-                                                    "else json)")] = None,
-    seed: Annotated[int, typer.Option("--seed", callback=options.seed,
-                                      help="Seed for random tie-breaking between equal nodes")] = 0,
-    timeout: Annotated[float, typer.Option("--request-timeout", help="Seconds to wait for the live cluster")]
-    = 30.0,
+    output: OutputOption = None,
+    seed: SeedOption = 0,
+    timeout: TimeoutOption = 30.0,
 ) -> None:
     """Why a job is pending: the stage, reason code, figures and the change that would unblock it."""
     assert output is not None  # set by the callback

@@ -13,11 +13,21 @@ from typing import Annotated, Any
 
 import typer
 
-from pyvolcano.cli import options
+from pyvolcano.cli.queue import (
+    ClusterOption,
+    ConfigOption,
+    ContextOption,
+    DefaultRuntimeOption,
+    HorizonOption,
+    KubeconfigOption,
+    NowOption,
+    OutputOption,
+    SeedOption,
+    TimeoutOption,
+)
 
 __all__ = ["read_job_file", "render_dry_run", "run"]
 
-FORMATS = ("json", "yaml", "table")
 JOB_KINDS = {("batch.volcano.sh/v1alpha1", "Job"), ("scheduling.volcano.sh/v1beta1", "PodGroup"), ("v1", "Pod")}
 
 
@@ -26,26 +36,16 @@ def run(
                                           "PodGroup with its Pods), YAML; - reads stdin")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would happen; submit nothing (required: "
                                           "`vcctl job run` submits)")] = False,
-    cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
-                                                "(as `schedule` reads)")] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="The live cluster's kubeconfig (default: "
-                                                  "in-cluster, $KUBECONFIG, ~/.kube/config); read-only")] = None,
-    context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf (default: the "
-                                                "snapshot's, else upstream's built-in)")] = None,
-    default_runtime: Annotated[list[str] | None, typer.Option("--default-runtime", metavar="[QUEUE=]DURATION",
-                                                              help="Runtime of a pod that declares none: "
-                                                                   "QUEUE=DURATION or DURATION (repeatable)")] = None,
-    horizon: Annotated[str, typer.Option("--horizon", help="How far ahead to simulate")] = "720h",
-    now: Annotated[str | None, typer.Option("--now", help="The state's instant, RFC 3339 (default: a snapshot's "
-                                            "newest timestamp; live: the clock)")] = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", callback=options.output_format(FORMATS),
-                                               help="table, json or yaml (default: table on a terminal, "
-                                                    "else json)")] = None,
-    seed: Annotated[int, typer.Option("--seed", callback=options.seed,
-                                      help="Seed for random tie-breaking between equal nodes")] = 0,
-    timeout: Annotated[float, typer.Option("--request-timeout", help="Seconds to wait for the live cluster")]
-    = 30.0,
+    cluster: ClusterOption = None,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    config: ConfigOption = None,
+    default_runtime: DefaultRuntimeOption = None,
+    horizon: HorizonOption = "720h",
+    now: NowOption = None,
+    output: OutputOption = None,
+    seed: SeedOption = 0,
+    timeout: TimeoutOption = 30.0,
 ) -> None:
     """Dry run: admission, whether the job would be placed now, why not, when, and what it would evict."""
     assert output is not None

@@ -33,6 +33,28 @@ FORMATS = ("json", "yaml", "table")
 RUNTIME_HELP = ("Runtime of a pod that declares none: QUEUE=DURATION for one queue, DURATION for every other "
                 "(repeatable; default: unknown)")
 
+# The options of every command that reads the cluster's state through :func:`load_state`
+# (``queue top``, ``job why``, ``job run --dry-run``).
+ClusterOption = Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
+                                                   "(as `schedule` reads)")]
+KubeconfigOption = Annotated[str | None, typer.Option("--kubeconfig", help="The live cluster's kubeconfig (default: "
+                                                      "in-cluster, $KUBECONFIG, ~/.kube/config); read-only")]
+ContextOption = Annotated[str | None, typer.Option("--context", help="The kubeconfig context")]
+ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf (default: the "
+                                                   "snapshot's or the live cluster's scheduler ConfigMap, else "
+                                                   "upstream's built-in)")]
+OutputOption = Annotated[str | None, typer.Option("--output", "-o", callback=options.output_format(FORMATS),
+                                                  help="table, json or yaml (default: table on a terminal, "
+                                                       "else json)")]
+SeedOption = Annotated[int, typer.Option("--seed", callback=options.seed,
+                                         help="Seed for random tie-breaking between equal nodes")]
+TimeoutOption = Annotated[float, typer.Option("--request-timeout", help="Seconds to wait for the live cluster")]
+DefaultRuntimeOption = Annotated[list[str] | None, typer.Option("--default-runtime", metavar="[QUEUE=]DURATION",
+                                                                help=RUNTIME_HELP)]
+HorizonOption = Annotated[str, typer.Option("--horizon", help="How far ahead to simulate")]
+NowOption = Annotated[str | None, typer.Option("--now", help="The state's instant, RFC 3339 (default: a snapshot's "
+                                               "newest timestamp; live: the clock)")]
+
 
 class StateError(Exception):
     """A user mistake on the command line (exit status 2)."""
@@ -129,25 +151,16 @@ def duration_option(value: str) -> float:
 @queue_app.command("top")
 def top(
     queue: Annotated[str | None, typer.Argument(help="Only this queue's jobs (positions stay global)")] = None,
-    cluster: Annotated[str | None, typer.Option("--cluster", help="A snapshot: YAML file, directory or - "
-                                                "(as `schedule` reads)")] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="The live cluster's kubeconfig (default: "
-                                                  "in-cluster, $KUBECONFIG, ~/.kube/config); read-only")] = None,
-    context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="volcano-scheduler.conf (default: the "
-                                                "snapshot's, else upstream's built-in)")] = None,
-    default_runtime: Annotated[list[str] | None, typer.Option("--default-runtime", metavar="[QUEUE=]DURATION",
-                                                              help=RUNTIME_HELP)] = None,
-    horizon: Annotated[str, typer.Option("--horizon", help="How far ahead to simulate")] = "720h",
-    now: Annotated[str | None, typer.Option("--now", help="The state's instant, RFC 3339 (default: a snapshot's "
-                                            "newest timestamp; live: the clock)")] = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", callback=options.output_format(FORMATS),
-                                               help="table, json or yaml (default: table on a terminal, "
-                                                    "else json)")] = None,
-    seed: Annotated[int, typer.Option("--seed", callback=options.seed,
-                                      help="Seed for random tie-breaking between equal nodes")] = 0,
-    timeout: Annotated[float, typer.Option("--request-timeout", help="Seconds to wait for the live cluster")]
-    = 30.0,
+    cluster: ClusterOption = None,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    config: ConfigOption = None,
+    default_runtime: DefaultRuntimeOption = None,
+    horizon: HorizonOption = "720h",
+    now: NowOption = None,
+    output: OutputOption = None,
+    seed: SeedOption = 0,
+    timeout: TimeoutOption = 30.0,
 ) -> None:
     """Pending jobs in the order the scheduler considers them: position, reason code, estimated start."""
     assert output is not None
