@@ -6,7 +6,8 @@ collection whenever the long-lived objects have grown by a quarter, so building 
 walks it several times over (about a second of a 50,000-pod ``pyvolcano schedule``) and finds
 no garbage. :func:`bulk_build` turns the collector off for the block and, when the block
 completes, moves everything alive into the permanent generation (``gc.freeze``), so that the
-collections the session's own allocations trigger do not walk the snapshot either.
+collections the session's own allocations trigger do not walk the snapshot either;
+:func:`collector_paused` is the pause alone.
 
 Invariants: reference counting still frees every object that is not part of a cycle, inside
 the block and after it; the collector's on/off state after the block is what it was before,
@@ -22,20 +23,28 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["bulk_build", "frozen_scope"]
+__all__ = ["bulk_build", "collector_paused", "frozen_scope"]
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Collector off while the block builds many acyclic objects (nothing is frozen: for state
+    that does not live as long as the command, such as a trace's documents)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @contextmanager
 def bulk_build() -> Iterator[None]:
     """Collector off while the block builds; what it built is frozen when it completes."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         yield
         gc.freeze()
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @contextmanager

@@ -26,10 +26,8 @@ loads the shipped trace of that format.
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +36,7 @@ from typing import Any, Final
 from pyvolcano.simulator.traces import csv_format, dlrm, kalos, openb, philly
 from pyvolcano.simulator.traces._common import Trace, TraceError, display_name, open_rows, packaged
 from pyvolcano.simulator.traces.nodes import load_nodes
+from pyvolcano.util.bulk_build import collector_paused
 
 __all__ = [
     "BUILTIN_CONFIG",
@@ -117,18 +116,6 @@ tiers:
 """
 
 
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building ~10^6 acyclic dicts (4× faster)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def packaged_trace(fmt: str) -> Any:
     """The shipped trace file of a format (an importlib Traversable)."""
     f = FORMATS.get(fmt)
@@ -189,7 +176,7 @@ def load_trace(path: str | os.PathLike[str] | Any, fmt: str | None = None, *,
             raise TraceError(f"window {window!r} is empty", file=display_name(path),
                              expected="(start, end) seconds with end > start")
         window = (start, end)
-    with _no_gc():
+    with collector_paused():
         return f.load(path, nodes=nodes, window=window, limit=limit, seed=seed)
 
 
@@ -207,7 +194,7 @@ def builtin_scenario(days: int = BUILTIN_DAYS, gpus: int | None = BUILTIN_GPUS,
     GPUs (if every job started on arrival). See docs/traces.md."""
     if days < 1:
         raise TraceError(f"days {days} is below 1", expected="a positive number of days")
-    with _no_gc():
+    with collector_paused():
         fname, recs = philly.read(packaged_trace("philly"))
         start, end, stats = philly.busiest_window(recs, days, score=score)
         day = datetime.fromtimestamp(stats["start_epoch"], tz=UTC).strftime("%Y-%m-%d")
