@@ -39,7 +39,7 @@ from typing import Any
 
 from pyvolcano.kube.client import ApiError, Expired, KubeClient
 from pyvolcano.kube.resources import Resource, resource_for
-from pyvolcano.store.base import Conflict, NotFound, StoreError, WatchEvent, clone, object_key
+from pyvolcano.store.base import Conflict, NotFound, StoreError, WatchEvent, call_each, clone, object_key
 
 __all__ = ["KubeStore", "Reflector"]
 
@@ -245,13 +245,7 @@ class KubeStore:
         of the pool's own workers (a job synced concurrently creating its pods), the calls run
         inline: waiting on the pool from inside it could deadlock."""
         if getattr(_worker, "active", False):
-            out: builtins.list[Any] = []
-            for call in calls:
-                try:
-                    out.append(call())
-                except StoreError as e:
-                    out.append(e)
-            return out
+            return call_each(calls)
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kube-write")

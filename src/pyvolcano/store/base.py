@@ -39,6 +39,7 @@ __all__ = [
     "StoreError",
     "WatchEvent",
     "call_all",
+    "call_each",
     "clone",
     "from_rfc3339",
     "is_namespaced",
@@ -179,6 +180,12 @@ def call_all(store: Any, calls: builtins.list[Callable[[], Any]]) -> builtins.li
     if concurrent is not None and len(calls) > 1:
         results: builtins.list[Any] = concurrent(calls)
         return results
+    return call_each(calls)
+
+
+def call_each(calls: builtins.list[Callable[[], Any]]) -> builtins.list[Any]:
+    """The calls one after the other: each one's result or its :class:`StoreError`, in order
+    (any other exception propagates at once)."""
     out: builtins.list[Any] = []
     for call in calls:
         try:
