@@ -597,16 +597,7 @@ class Session:
 
     def predicate_cache_key(self, task: TaskInfo) -> Hashable | None:
         """A key under which the allocate predicate's verdicts for ``task`` may be shared."""
-        fns = self._key_fns("predicate")
-        if fns is None:
-            return None
-        parts: list[Hashable] = [self.node_table.task_vector(task)]
-        for name, key_fn in fns:
-            k = key_fn(task)
-            if k is None:
-                return None
-            parts.append((name, k))
-        return tuple(parts)
+        return self._combined_key("predicate", task, [self.node_table.task_vector(task)])
 
     def feasible_nodes(self, task: TaskInfo, key: Hashable) -> np.ndarray:
         """Fast path of :meth:`predicate_nodes` with :meth:`allocate_predicate` over all nodes.
@@ -688,10 +679,14 @@ class Session:
         one for ``task`` (see :meth:`add_node_order_fn`): the summed score of a node then
         depends only on the key and that node's own state.
         """
-        fns = self._key_fns("node_order")
+        return self._combined_key("node_order", task, [])
+
+    def _combined_key(self, kind: str, task: TaskInfo, parts: list[Hashable]) -> Hashable | None:
+        """``parts`` followed by every enabled ``kind`` plugin's ``(name, key)`` for ``task``;
+        None when one of them has no key function or no key for it."""
+        fns = self._key_fns(kind)
         if fns is None:
             return None
-        parts: list[Hashable] = []
         for name, key_fn in fns:
             k = key_fn(task)
             if k is None:
