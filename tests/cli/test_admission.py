@@ -21,6 +21,7 @@ from pyvolcano.cli.app import app
 from pyvolcano.cli.kube import normalize_go_bools
 from pyvolcano.store import InMemoryStore
 from pyvolcano.webhooks import WebhookServer
+from waiting import free_port
 from webhooks.webhook_client import Certs, Client, make_certs, queue_obj, review
 
 
@@ -34,11 +35,6 @@ def tls_args(certs: Certs) -> list[str]:
             "--ca-cert-file", str(certs.ca)]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def invoke(args: list[str]) -> Any:

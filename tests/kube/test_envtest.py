@@ -18,7 +18,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import pytest
 import yaml
 
 from pyvolcano.kube.envtest import ASSETS_ENV, ControlPlane, assets_dir, issue_cert
+from waiting import free_port, wait_for
 
 pytestmark = [
     pytest.mark.skipif(assets_dir() is None, reason=f"no real kube-apiserver: set {ASSETS_ENV} to a directory "
@@ -36,15 +38,8 @@ pytestmark = [
 NS = "volcano-system"
 
 
-def _wait(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.25)
+# Each try runs kubectl or reads the API server: a quarter of a second between tries.
+_wait = partial(wait_for, interval=0.25)
 
 
 class Cluster:
@@ -108,7 +103,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         for sa in ("volcano-scheduler", "volcano-controllers", "volcano-admission", "volcano-fake-nodes"):
             c.kubeconfigs[sa] = cp.service_account_kubeconfig(NS, sa, workdir / f"{sa}.kubeconfig")
-        port = _free_port()
+        port = free_port()
         c.start("admission", "admission", "--tls-cert-file", str(certs / "tls.crt"), "--tls-private-key-file",
                 str(certs / "tls.key"), "--ca-cert-file", str(certs / "ca.crt"), "--listen-address", "127.0.0.1",
                 "--port", str(port), "--webhook-url", f"https://127.0.0.1:{port}", sa="volcano-admission")
@@ -134,12 +129,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             c.stop_all()
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _scheduler_conf(workdir: Path) -> Path:

@@ -10,14 +10,7 @@ import pytest
 from kube.fakeapi import FakeApiServer
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.runtime.fake_nodes import FakeNodes, make_nodes
-
-
-def _wait(cond, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
+from waiting import wait_for
 
 
 def _pod(name: str, node: str, annotations: dict[str, str] | None = None) -> dict:
@@ -74,8 +67,8 @@ def test_bound_pod_runs_for_its_duration_scaled_by_speed(running):
     running(api, make_nodes(1), speed=100.0)
     with api.lock:
         api.store.create(_pod("p", "fake-node-0", {"pyvolcano.io/duration": "2s", "pyvolcano.io/exit-code": "3"}))
-    _wait(lambda: _phase(api, "p") == "Running")
-    _wait(lambda: _phase(api, "p") == "Failed", timeout=3)  # 2 s / 100
+    wait_for(lambda: _phase(api, "p") == "Running")
+    wait_for(lambda: _phase(api, "p") == "Failed", timeout=3)  # 2 s / 100
     with api.lock:
         st = api.store.get("Pod", "ns", "p")["status"]
     assert st["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
@@ -95,7 +88,7 @@ def test_default_duration_applies_to_pods_without_the_annotation(running):
     running(api, make_nodes(1), speed=100.0, default_duration="1s")
     with api.lock:
         api.store.create(_pod("p", "fake-node-0"))
-    _wait(lambda: _phase(api, "p") == "Succeeded", timeout=3)
+    wait_for(lambda: _phase(api, "p") == "Succeeded", timeout=3)
 
 
 def test_deleted_pod_terminates_after_its_grace_period(running):
@@ -103,11 +96,11 @@ def test_deleted_pod_terminates_after_its_grace_period(running):
     running(api, make_nodes(1), speed=100.0)
     with api.lock:
         api.store.create(_pod("p", "fake-node-0"))
-    _wait(lambda: _phase(api, "p") == "Running")
+    wait_for(lambda: _phase(api, "p") == "Running")
     with api.lock:
         api.store.delete("Pod", "ns", "p")  # grace 30 s -> 0.3 s at speed 100
         assert api.store.get("Pod", "ns", "p")["metadata"]["deletionTimestamp"]
-    _wait(lambda: _phase(api, "p") is None, timeout=3)
+    wait_for(lambda: _phase(api, "p") is None, timeout=3)
 
 
 def test_restarted_fake_nodes_adopts_running_pods_and_ends_them_on_time(running):
@@ -117,7 +110,7 @@ def test_restarted_fake_nodes_adopts_running_pods_and_ends_them_on_time(running)
         api.store.patch("Pod", "ns", "p", {"status": {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"}},
                         subresource="status")
     running(api, make_nodes(1))  # long past its end: it finishes at once
-    _wait(lambda: _phase(api, "p") == "Succeeded", timeout=3)
+    wait_for(lambda: _phase(api, "p") == "Succeeded", timeout=3)
 
 
 def test_make_nodes_rejects_absurd_counts():

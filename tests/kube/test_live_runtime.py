@@ -11,14 +11,7 @@ from kube.fakeapi import FakeApiServer
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, LiveControllerManager, build_controllers
 from pyvolcano.runtime.scheduler import SCHEDULER_KINDS, LiveScheduler
-
-
-def _wait(cond, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
+from waiting import wait_for
 
 
 def _cluster(api: FakeApiServer, *, nodes: int = 2, pods: int = 2) -> None:
@@ -59,7 +52,7 @@ def test_live_scheduler_binds_a_gang_through_pods_binding():
     try:
         for _ in range(3):  # enqueue, then allocate
             sched.run_once()
-        _wait(lambda: sched.inflight_binds == 0)
+        wait_for(lambda: sched.inflight_binds == 0)
         assert sorted(_bound(api).values()) == ["n0", "n1"]
         assert any(p.endswith("/binding") for _m, p in api.requests)
         with api.lock:
@@ -88,7 +81,7 @@ def test_refused_bind_drops_the_assumption_and_the_pod_is_scheduled_again():
         for _ in range(20):
             report = sched.run_once()
             failures += [key for key, _why in report.bind_failures]
-            _wait(lambda: sched.inflight_binds == 0)
+            wait_for(lambda: sched.inflight_binds == 0)
             if _bound(api)["p1"] and failures:
                 break
         # the refusal came back to the loop, p1 went Pending again and was placed anew
@@ -129,7 +122,7 @@ def test_controller_manager_creates_the_podgroup_and_pods_of_a_vcjob():
     try:
         with api.lock:
             api.store.create(_vcjob("j", 3))
-        _wait(lambda: (cm.step(), _enqueue_podgroups(api))[1] == 3)
+        wait_for(lambda: (cm.step(), _enqueue_podgroups(api))[1] == 3)
         with api.lock:
             names = sorted(p["metadata"]["name"] for p in api.store.list("Pod", "ns"))
             assert names == ["j-worker-0", "j-worker-1", "j-worker-2"]
@@ -144,7 +137,7 @@ def test_restarted_controller_manager_adopts_existing_pods_and_creates_no_duplic
     store, cm = _manager(api)
     with api.lock:
         api.store.create(_vcjob("j", 2))
-    _wait(lambda: (cm.step(), _enqueue_podgroups(api))[1] == 2)
+    wait_for(lambda: (cm.step(), _enqueue_podgroups(api))[1] == 2)
     store.stop()  # the process dies here
     with api.lock:
         before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in api.store.list("Pod", "ns")}
@@ -182,7 +175,7 @@ def test_scheduler_records_upstreams_events_and_the_pending_pods_condition():
     try:
         for _ in range(3):
             sched.run_once()
-        _wait(lambda: sched.inflight_binds == 0)
+        wait_for(lambda: sched.inflight_binds == 0)
         events.flush()
         with api.lock:
             evs = api.store.list("Event", "ns")

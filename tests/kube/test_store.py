@@ -10,6 +10,7 @@ from kube.fakeapi import FakeApiServer
 from pyvolcano.kube.client import Expired
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.store.base import AlreadyExists, Conflict, NotFound
+from waiting import wait_for
 
 
 def _node(name: str, cpu: str = "4") -> dict:
@@ -22,12 +23,6 @@ def _pod(name: str, ns: str = "default") -> dict:
             "spec": {"containers": [{"name": "c", "image": "x"}], "schedulerName": "volcano"}}
 
 
-def _wait(cond, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
 
 
 @pytest.fixture
@@ -59,7 +54,7 @@ def test_objects_written_elsewhere_arrive_through_the_watch(api, store):
     with api.lock:
         api.store.create(_pod("p2"))
         api.store.patch("Pod", "default", "p2", {"metadata": {"labels": {"a": "b"}}})
-    _wait(lambda: len(store.watch(rev)) == 2)
+    wait_for(lambda: len(store.watch(rev)) == 2)
     assert [e.type for e in store.watch(rev)] == ["ADDED", "MODIFIED"]
     assert store.get("Pod", "default", "p2")["metadata"]["labels"] == {"a": "b"}
 
@@ -114,7 +109,7 @@ def test_reflector_thread_relists_by_itself_on_410(api):
         api.compacted = api.store.revision + 1
     s.start()
     try:
-        _wait(lambda: r.relists >= 3)
+        wait_for(lambda: r.relists >= 3)
         assert not s.list("Pod")
     finally:
         s.stop()
@@ -153,7 +148,7 @@ def test_binding_reply_is_a_status_and_a_second_bind_conflicts(api, store):
     store.create(_pod("p"))
     reply = store.bind("default", "p", "n1")
     assert reply["kind"] == "Status" and reply["code"] == 201
-    _wait(lambda: store.get("Pod", "default", "p")["spec"].get("nodeName") == "n1")
+    wait_for(lambda: store.get("Pod", "default", "p")["spec"].get("nodeName") == "n1")
     with pytest.raises(Conflict):
         store.bind("default", "p", "n1")
 

@@ -15,14 +15,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from pyvolcano.kube.envtest import ASSETS_ENV, ControlPlane, assets_dir, issue_cert
+from waiting import free_port, wait_for
 
 pytestmark = [
     pytest.mark.skipif(assets_dir() is None, reason=f"no real kube-apiserver: set {ASSETS_ENV} to a directory "
@@ -30,24 +31,8 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH"),
 ]
 
-
-def _wait(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.25)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# Each try runs kubectl or reads the API server: a quarter of a second between tries.
+_wait = partial(wait_for, interval=0.25)
 
 
 class Live:
@@ -105,7 +90,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         (certs / "tls.crt").write_bytes(cert)
         (certs / "tls.key").write_bytes(key)
         (certs / "ca.crt").write_bytes(cp.ca.ca_cert)
-        port = _free_port()
+        port = free_port()
         c.start("admission", "admission", "--tls-cert-file", str(certs / "tls.crt"), "--tls-private-key-file",
                 str(certs / "tls.key"), "--ca-cert-file", str(certs / "ca.crt"), "--listen-address", "127.0.0.1",
                 "--port", str(port), "--webhook-url", f"https://127.0.0.1:{port}")

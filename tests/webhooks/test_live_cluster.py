@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -27,6 +26,7 @@ from webhook_client import Certs
 from pyvolcano.cli.admission import ADMISSION_KINDS, AdmissionOptions, run_admission
 from pyvolcano.store.base import NotFound, Store, StoreError
 from pyvolcano.webhooks import SERVICES, WebhookServer
+from waiting import free_port
 
 KUBECONFIG = os.environ.get("PYVOLCANO_TEST_KUBECONFIG", "")
 
@@ -90,11 +90,6 @@ def _ensure_crds(kubeconfig: str) -> None:
         store.stop()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture
@@ -109,7 +104,7 @@ def live(kubeconfig: str, certs: Certs) -> Iterator[tuple[Store, Callable[[], No
     with contextlib.suppress(StoreError):  # AlreadyExists on a shared cluster
         store.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
                       "spec": {"weight": 1, "reclaimable": True}})
-    port = _free_port()
+    port = free_port()
     opts = AdmissionOptions(tls_cert_file=str(certs.cert), tls_private_key_file=str(certs.key),
                             ca_cert_file=str(certs.ca), listen_address="127.0.0.1", port=port,
                             webhook_url=f"https://127.0.0.1:{port}")
