@@ -80,7 +80,6 @@ class InMemoryStore:
         self._dependents: dict[str, set[_Key]] = {}
         self._propagation: dict[_Key, str] = {}
         self._sorted_keys: dict[str, builtins.list[tuple[str, str]]] = {}  # per kind; dropped on add/remove
-        self._restore_uid: str | None = None  # the uid restore() keeps for the create it runs
 
     # ------------------------------------------------------------------------- reads
 
@@ -145,6 +144,10 @@ class InMemoryStore:
     # ------------------------------------------------------------------------- writes
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return self._create(obj, admit=True, uid=None)
+
+    def _create(self, obj: dict[str, Any], *, admit: bool, uid: str | None) -> dict[str, Any]:
+        """:meth:`create`, through admission if ``admit``, with ``uid`` when given and not taken."""
         kind = obj.get("kind") if isinstance(obj, Mapping) else None
         if not isinstance(kind, str) or not kind:
             raise Invalid("object", "?", "kind", "Required value: every object needs a kind")
@@ -185,16 +188,17 @@ class InMemoryStore:
             if not isinstance(status, dict):
                 status = new["status"] = {}
             status.setdefault("phase", "Pending")
-        if self._admission is not None:
+        if admit and self._admission is not None:
             new = self._admission.admit("CREATE", new, None, self)
             md = new["metadata"]
             md["name"], md["namespace"] = name, ns  # admission may not rename or move the object
             if not ns:
                 md.pop("namespace", None)
         rev = self._rev + 1
-        uid = self._restore_uid or f"uid-{rev}"
-        while uid in self._uids:  # a restored object may hold the generated name
-            uid += "x"
+        if uid is None or uid in self._uids:
+            uid = f"uid-{rev}"
+            while uid in self._uids:  # a restored object may hold the generated name
+                uid += "x"
         md["uid"] = uid
         md["creationTimestamp"] = to_rfc3339(self._clock())
         md["generation"] = 1
@@ -206,15 +210,9 @@ class InMemoryStore:
         admission, which admitted it there already, and with its ``metadata.uid`` kept (owner
         references and the names controllers derive from uids, such as a vcjob's PodGroup
         ``<job>-<uid>``, stay valid; a uid restored twice is replaced); otherwise as :meth:`create`."""
-        admission, self._admission = self._admission, None
-        uid = (obj.get("metadata") or {}).get("uid")
-        self._restore_uid = uid if isinstance(uid, str) and uid and uid not in self._uids else None
-        try:
-            out = self.create(obj)
-        finally:
-            self._admission = admission
-            self._restore_uid = None
-        return out
+        md = obj.get("metadata") if isinstance(obj, Mapping) else None
+        uid = md.get("uid") if isinstance(md, Mapping) else None
+        return self._create(obj, admit=False, uid=uid if isinstance(uid, str) and uid else None)
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         key, cur = self._current_for_write(obj)
