@@ -189,20 +189,29 @@ class Simulation:
         """Create ``doc`` now as an object that already exists on a cluster (a snapshot's; see
         :meth:`InMemoryStore.restore`). A Volcano Job is followed as a submitted one is, so the
         run lasts until it finishes. Raises StoreError."""
+        obj = self._put(doc, self.store.restore)
+        if obj.get("kind") == "Job":
+            self._record_job(obj)
+        return obj
+
+    def _put(self, doc: dict[str, Any], create: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """``create(doc)``; root and default exist from the start (queue controller), so a Queue
+        that exists already takes ``doc``'s spec instead. Raises StoreError."""
         try:
-            obj = self.store.restore(doc)
+            return create(doc)
         except AlreadyExists:
             if doc.get("kind") != "Queue":
                 raise
-            # root/default exist from the start (queue controller); the state's own replace them.
             current = self.store.get("Queue", None, doc["metadata"]["name"])
             current["spec"] = dict(doc.get("spec") or {})
-            obj = self.store.update(current)
-        if obj.get("kind") == "Job":
-            md = obj["metadata"]
-            key = f"{md.get('namespace', 'default')}/{md['name']}"
-            self.jobs[key] = JobRecord(key, self.loop.now, queue=str((obj.get("spec") or {}).get("queue", "")))
-        return obj
+            return self.store.update(current)
+
+    def _record_job(self, obj: dict[str, Any]) -> str:
+        """Follow the Volcano Job ``obj`` from now (a fresh :class:`JobRecord`); returns its key."""
+        md = obj["metadata"]
+        key = f"{md.get('namespace', 'default')}/{md['name']}"
+        self.jobs[key] = JobRecord(key, self.loop.now, queue=str((obj.get("spec") or {}).get("queue", "")))
+        return key
 
     def cluster_events(self, events: Sequence[ClusterEvent]) -> None:
         for ev in sorted(events, key=lambda e: (e.at, e.document)):
@@ -211,15 +220,7 @@ class Simulation:
     def _create(self, sub: Submission) -> None:
         self._outstanding -= 1
         try:
-            try:
-                obj = self.store.create(sub.obj)
-            except AlreadyExists:
-                if sub.kind != "Queue":
-                    raise
-                # root/default exist from the start (queue controller); a file may redefine them.
-                current = self.store.get("Queue", None, sub.obj["metadata"]["name"])
-                current["spec"] = dict(sub.obj.get("spec") or {})
-                obj = self.store.update(current)
+            obj = self._put(sub.obj, self.store.create)
         except StoreError as e:
             self.rejected.append({"document": sub.document, "kind": sub.kind, "name": sub.key, "error": str(e),
                                   "file": sub.source, "at": sub.at})
@@ -227,11 +228,10 @@ class Simulation:
             return
         if sub.kind == "Job":
             md = obj["metadata"]
-            key = f"{md.get('namespace', 'default')}/{md['name']}"
-            replaced = self.jobs.get(key)
+            replaced = self.jobs.get(f"{md.get('namespace', 'default')}/{md['name']}")
             if replaced is not None and replaced.phase in FINAL_JOB_PHASES:
                 self._finished_jobs -= 1  # a job of the same name, created again after deletion
-            self.jobs[key] = JobRecord(key, self.loop.now, queue=str((obj.get("spec") or {}).get("queue", "")))
+            key = self._record_job(obj)
             self.timeline.append((self.loop.now, f"job {key} submitted"))
 
     def _cluster_event(self, ev: ClusterEvent) -> None:
