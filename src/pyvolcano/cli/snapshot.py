@@ -37,7 +37,7 @@ class SnapshotError(ValueError):
 def _config_text(store: Any, path: Path | None, notes: list[str]) -> str | None:
     from pyvolcano.conf import ConfigError, load_scheduler_conf
     from pyvolcano.framework.registry import default_registry
-    from pyvolcano.runtime.snapshot import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE
+    from pyvolcano.runtime.snapshot import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE, read_config_text
     from pyvolcano.store.base import StoreError
 
     registry = default_registry()
@@ -48,13 +48,11 @@ def _config_text(store: Any, path: Path | None, notes: list[str]) -> str | None:
             raise SnapshotError(f"--scheduler-conf {path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
         source = str(path)
     else:
-        try:
-            cm = store.get("ConfigMap", CONFIG_NAMESPACE, CONFIG_MAP)
-        except StoreError as e:
-            notes.append(f"no scheduler configuration in the snapshot ({e}); schedule will use upstream's default")
+        value = read_config_text(store)
+        if isinstance(value, StoreError):
+            notes.append(f"no scheduler configuration in the snapshot ({value}); schedule will use upstream's default")
             return None
-        value = (cm.get("data") or {}).get(CONFIG_KEY)
-        if not isinstance(value, str):
+        if value is None:
             notes.append(f"ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP} has no {CONFIG_KEY} key; schedule will use "
                          "upstream's default")
             return None

@@ -98,16 +98,14 @@ def live_scheduler_config(store: Any, registry: Registry) -> tuple[SchedulerConf
     (not there, not readable, no ``volcano-scheduler.conf`` key, or it does not load): the
     answer then uses upstream's built-in default, as the scheduler itself would not start."""
     from pyvolcano.conf import ConfigError, load_scheduler_conf
-    from pyvolcano.runtime.snapshot import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE
+    from pyvolcano.runtime.snapshot import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE, read_config_text
 
     where = f"ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP}"
     fallback = "using upstream's default scheduler configuration"
-    try:
-        cm = store.get("ConfigMap", CONFIG_NAMESPACE, CONFIG_MAP)
-    except StoreError as e:
-        return None, (f"{where} not read ({e}); {fallback}",)
-    text = (cm.get("data") or {}).get(CONFIG_KEY)
-    if not isinstance(text, str):
+    text = read_config_text(store)
+    if isinstance(text, StoreError):
+        return None, (f"{where} not read ({text}); {fallback}",)
+    if text is None:
         return None, (f"{where} has no {CONFIG_KEY} key; {fallback}",)
     try:
         return load_scheduler_conf(text, source=f"{where}: data.{CONFIG_KEY}", known_actions=registry.action_names,

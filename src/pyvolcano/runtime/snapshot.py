@@ -22,10 +22,10 @@ from typing import Any, Final
 
 import yaml
 
-from pyvolcano.store.base import clone
+from pyvolcano.store.base import StoreError, clone
 
 __all__ = ["CONFIG_KEY", "CONFIG_MAP", "CONFIG_NAMESPACE", "SCHEDULER_INPUT_KINDS", "SNAPSHOT_KINDS", "clean",
-           "config_document", "dump_documents", "dump_json_documents", "snapshot_documents"]
+           "config_document", "dump_documents", "dump_json_documents", "read_config_text", "snapshot_documents"]
 
 CONFIG_NAMESPACE: Final = "volcano-system"
 CONFIG_MAP: Final = "volcano-scheduler-configmap"
@@ -52,6 +52,17 @@ def clean(obj: Mapping[str, Any]) -> dict[str, Any]:
             if not annotations:
                 del md["annotations"]
     return out
+
+
+def read_config_text(store: Any) -> str | StoreError | None:
+    """The ``volcano-scheduler.conf`` text of the cluster's scheduler ConfigMap in ``store``; the
+    StoreError when the ConfigMap cannot be read; None when it has no such key."""
+    try:
+        cm = store.get("ConfigMap", CONFIG_NAMESPACE, CONFIG_MAP)
+    except StoreError as e:
+        return e
+    text = (cm.get("data") or {}).get(CONFIG_KEY)
+    return text if isinstance(text, str) else None
 
 
 def config_document(text: str) -> dict[str, Any]:
