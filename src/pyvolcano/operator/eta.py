@@ -336,10 +336,17 @@ def _prepared(doc: dict[str, Any], a: RuntimeAssumption | None, unknown_end_now:
     else:
         md.pop("ownerReferences", None)
     if doc.get("kind") == "Pod" and a is not None and a.source != "duration" and not _is_running(doc):
-        runtime = 0.0 if a.runtime is None and unknown_end_now else a.runtime
-        if runtime is not None:
-            md["annotations"] = {**(md.get("annotations") or {}), DURATION: _go_duration(runtime)}
+        duration = _assumed_duration(a.runtime, unknown_end_now)
+        if duration is not None:
+            md["annotations"] = {**(md.get("annotations") or {}), DURATION: duration}
     return {**doc, "metadata": md}
+
+
+def _assumed_duration(seconds: float | None, unknown_end_now: bool) -> str | None:
+    """The duration annotation of a pod assumed to run ``seconds`` (None: unknown, so none, or
+    ``0s`` with ``unknown_end_now``)."""
+    runtime = 0.0 if seconds is None and unknown_end_now else seconds
+    return None if runtime is None else _go_duration(runtime)
 
 
 def _prepared_job(doc: dict[str, Any], policy: RuntimePolicy, unknown_end_now: bool, freeze: bool
@@ -354,10 +361,9 @@ def _prepared_job(doc: dict[str, Any], policy: RuntimePolicy, unknown_end_now: b
         tmd = dict(_md(template))
         ann = {k: v for k, v in (tmd.get("annotations") or {}).items() if not (freeze and k == DURATION)}
         if not freeze and DURATION not in ann:
-            _source, seconds = runtime_of(template, queue, policy)
-            runtime = 0.0 if seconds is None and unknown_end_now else seconds
-            if runtime is not None:
-                ann[DURATION] = _go_duration(runtime)
+            duration = _assumed_duration(runtime_of(template, queue, policy)[1], unknown_end_now)
+            if duration is not None:
+                ann[DURATION] = duration
         if ann:
             tmd["annotations"] = ann
         else:
