@@ -13,6 +13,7 @@ from typing import Any
 
 from pyvolcano.admission import VolcanoAdmission
 from pyvolcano.controllers import GarbageCollector, JobController, PodGroupController, QueueController
+from pyvolcano.simulator.seeded_entropy import SeededEntropy
 from pyvolcano.store.base import WatchEvent
 from pyvolcano.store.memory import InMemoryStore
 
@@ -22,10 +23,10 @@ class Harness:
         self.now = 0.0
         self.store = InMemoryStore(clock=lambda: self.now, admission=VolcanoAdmission() if admission else None)
         self.rng = random.Random(seed)
-        self.queues = QueueController(store=self.store, rng=self.rng)
-        self.jobs = JobController(store=self.store, rng=self.rng, max_requeue=max_requeue)
-        self.podgroups = PodGroupController(store=self.store, rng=self.rng)
-        self.gc = GarbageCollector(store=self.store, rng=self.rng)
+        self.queues = QueueController(store=self.store)
+        self.jobs = JobController(store=self.store, entropy=SeededEntropy(self.rng), max_requeue=max_requeue)
+        self.podgroups = PodGroupController(store=self.store)
+        self.gc = GarbageCollector(store=self.store)
         self.controllers: list[Any] = [self.queues, self.jobs, self.podgroups, self.gc]
         self.revision = 0
         self.events: list[WatchEvent] = []

@@ -66,9 +66,10 @@ def test_default_controllers_create_builtin_queues() -> None:
     import random
 
     from pyvolcano.controllers import default_controllers
+    from pyvolcano.simulator.seeded_entropy import SeededEntropy
     from pyvolcano.store.memory import InMemoryStore
 
     store = InMemoryStore()
-    names = [c.name for c in default_controllers(store=store, rng=random.Random(0))]
+    names = [c.name for c in default_controllers(store=store, entropy=SeededEntropy(random.Random(0)))]
     assert names == ["queue-controller", "job-controller", "pg-controller", "gc-controller"]
     assert [q["metadata"]["name"] for q in store.list("Queue")] == ["default", "root"]

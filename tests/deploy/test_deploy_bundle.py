@@ -185,6 +185,9 @@ def test_default_image_is_the_package_version() -> None:
     (["--namespace", "x" * 64], "error: --namespace: got"),
     (["--image", "py volcano"], "error: --image: got 'py volcano'; expected an image reference"),
     (["--crds-only", "--skip-crds"], "error: --crds-only and --skip-crds"),
+    (["--admission-certs", ".", "--generate-admission-certs"],
+     "error: --admission-certs and --generate-admission-certs: expected at most one of them"),
+    (["--generate-admission-certs", "--namespace", "Ünï"], "error: --namespace: got 'Ünï'; expected a DNS-1123"),
 ])
 def test_install_rejects_bad_options_with_one_line_and_exit_2(args: list[str], message: str) -> None:
     code, out, err = _install(*args)
@@ -248,3 +251,30 @@ def test_install_output_does_not_depend_on_the_hash_seed() -> None:
                              capture_output=True, text=True, timeout=120, check=True)
         outs.append(res.stdout)
     assert outs[0] == outs[1] == dump_documents(build_bundle(fake_nodes=True))
+
+
+def test_generated_admission_certs_are_a_fresh_ca_and_a_serving_certificate_for_the_service() -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+    def secret(*args: str) -> dict[str, bytes]:
+        code, out, _ = _install("--generate-admission-certs", *args)
+        assert code == 0
+        data = _by(_docs(out), "Secret", "volcano-admission-secret")["data"]
+        return {k: base64.b64decode(v) for k, v in data.items()}
+
+    first, second = secret("-n", "batch"), secret("-n", "batch")
+    assert first["tls.key"] != second["tls.key"] and first["ca.crt"] != second["ca.crt"]
+    ca = x509.load_pem_x509_certificate(first["ca.crt"])
+    tls = x509.load_pem_x509_certificate(first["tls.crt"])
+    key = serialization.load_pem_private_key(first["tls.key"], password=None)
+    assert isinstance(key, rsa.RSAPrivateKey) and key.key_size == 2048
+    assert key.public_key().public_numbers() == tls.public_key().public_numbers()
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    san = tls.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.DNSName) == [
+        "volcano-admission-service", "volcano-admission-service.batch", "volcano-admission-service.batch.svc"]
+    assert tls.issuer == ca.subject
+    ca.public_key().verify(tls.signature, tls.tbs_certificate_bytes, padding.PKCS1v15(),
+                           tls.signature_hash_algorithm)

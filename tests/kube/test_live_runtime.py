@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import time
 
 import httpx2
@@ -113,7 +112,7 @@ def _enqueue_podgroups(api: FakeApiServer) -> int:
 def _manager(api: FakeApiServer) -> tuple[KubeStore, LiveControllerManager]:
     store = KubeStore(api.client(), CONTROLLER_KINDS).start()
     assert store.wait_for_sync(5)
-    return store, LiveControllerManager(store, build_controllers(store, random.Random(0)))
+    return store, LiveControllerManager(store, build_controllers(store))
 
 
 def test_controller_manager_creates_the_podgroup_and_pods_of_a_vcjob():

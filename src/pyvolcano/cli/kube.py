@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import signal
 import sys
 import threading
@@ -415,7 +414,8 @@ def controller_manager(
     listen_address: Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /metrics")] = ":8081",
     kube_api_qps: Annotated[float, typer.Option(metavar="QPS", help="QPS towards the API server")] = 50.0,
     kube_api_burst: Annotated[int, typer.Option(metavar="N", help="Burst towards the API server")] = 100,
-    seed: Annotated[int, typer.Option(metavar="N", help="Seed for the controllers' random choices")] = 0,
+    seed: Annotated[int | None, typer.Option(metavar="N", hidden=True,
+                                             help="No longer used: keys and names come from the OS")] = None,
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
     version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
@@ -429,6 +429,9 @@ def controller_manager(
     )
 
     _setup_logging(v)
+    if seed is not None:
+        logger.warning("--seed is ignored: the controller-manager's SSH keys and generated names come from "
+                       "the operating system's randomness")
     try:
         enabled = _parse_controllers(controllers, CONTROLLERS)
         if worker_threads < 1:
@@ -444,9 +447,7 @@ def controller_manager(
         return store
 
     def run(store: Any, stop_: threading.Event) -> None:
-        ctrls = build_controllers(
-            store, random.Random(seed), enabled, scheduler_names=tuple(scheduler_name or ("volcano",))
-        )
+        ctrls = build_controllers(store, enabled, scheduler_names=tuple(scheduler_name or ("volcano",)))
         try:
             LiveControllerManager(store, ctrls, metrics=state.get("metrics")).run(stop_)
         finally:

@@ -4,15 +4,17 @@ Every controller follows one small protocol so that the runtime can drive them o
 clock: :meth:`Controller.on_event` takes a store watch event and only records work;
 :meth:`Controller.run` does all queued work at a virtual instant, writing through the store,
 and returns the next virtual time it needs to run again (retries, policy timeouts, TTLs) or
-``None``. Controllers read objects as plain manifest-shaped dicts, take the store and a
-seeded ``random.Random`` by keyword, and never read a wall clock.
+``None``. Controllers read objects as plain manifest-shaped dicts, take the store by keyword,
+and never read a wall clock; the job controller also takes the runtime's
+:class:`~pyvolcano.controllers.entropy.Entropy` (generated names and SSH keys), which the
+runtime chooses: the operating system's randomness live, a seeded generator in the simulator.
 """
 
 from __future__ import annotations
 
-import random
 from typing import Protocol
 
+from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.controllers.gc import GarbageCollector
 from pyvolcano.controllers.job.controller import JobController
 from pyvolcano.controllers.podgroup import PodGroupController
@@ -38,15 +40,15 @@ class Controller(Protocol):
     def run(self, now: float) -> float | None: ...
 
 
-def default_controllers(*, store: Store, rng: random.Random) -> list[Controller]:
+def default_controllers(*, store: Store, entropy: Entropy) -> list[Controller]:
     """The controllers ``vc-controller-manager`` runs by default, in a fixed order.
 
     The queue controller comes first: its constructor creates the ``root`` and ``default``
     queues that job and PodGroup admission look up.
     """
     return [
-        QueueController(store=store, rng=rng),
-        JobController(store=store, rng=rng),
-        PodGroupController(store=store, rng=rng),
-        GarbageCollector(store=store, rng=rng),
+        QueueController(store=store),
+        JobController(store=store, entropy=entropy),
+        PodGroupController(store=store),
+        GarbageCollector(store=store),
     ]

@@ -10,7 +10,6 @@ for the moment it expires, which :meth:`GarbageCollector.run` reports as its nex
 from __future__ import annotations
 
 import logging
-import random
 from typing import Any
 
 from pyvolcano.controllers._common import WorkQueue, meta, name_of, namespace_of, spec, status
@@ -36,7 +35,7 @@ class _TTLError(Exception):
 class GarbageCollector:
     name = "gc-controller"
 
-    def __init__(self, *, store: Store, rng: random.Random | None = None):
+    def __init__(self, *, store: Store):
         self.store = store
         self.queue: WorkQueue[str] = WorkQueue(dedup=True, max_delay=1000.0)
         self._jobs: dict[str, dict[str, Any]] = {}

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -74,7 +73,6 @@ class PodGroupController:
 
     Args:
         store: the object store.
-        rng: unused (accepted for a uniform constructor).
         scheduler_names: pods with one of these ``schedulerName`` s are handled.
         inherit_owner_annotations: ``--inherit-owner-annotations`` (default true).
     """
@@ -85,7 +83,6 @@ class PodGroupController:
         self,
         *,
         store: Store,
-        rng: random.Random | None = None,
         scheduler_names: Sequence[str] = ("volcano",),
         inherit_owner_annotations: bool = True,
     ):

@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,7 +98,6 @@ class QueueController:
 
     Args:
         store: the object store.
-        rng: unused (accepted for a uniform constructor).
         max_requeue: ``--max-requeue-num`` (15; -1 = unlimited).
         create_default_queues: create ``root`` and ``default_queue`` now.
     """
@@ -110,7 +108,6 @@ class QueueController:
         self,
         *,
         store: Store,
-        rng: random.Random | None = None,
         max_requeue: int = 15,
         default_queue: str = "default",
         create_default_queues: bool = True,

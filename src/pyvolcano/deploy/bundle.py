@@ -18,7 +18,8 @@ Object names follow upstream's chart installed as release ``volcano``.
 
 The admission server needs a TLS Secret (``volcano-admission-secret`` with ``tls.crt``,
 ``tls.key`` and ``ca.crt``); it is part of the bundle only when its files are given
-(``Certificates``), because a generated key would make the output differ on every run.
+(``Certificates``: read from files, or made by :mod:`pyvolcano.deploy.certs`, which the
+builder never calls itself, because generated keys make the output differ on every run).
 
 Invariants: the output depends only on the arguments (no clock, no randomness, fixed order);
 the namespace and image appear wherever a namespace or image is named.
@@ -50,6 +51,7 @@ __all__ = [
     "BundleError",
     "Certificates",
     "build_bundle",
+    "check_namespace",
     "default_queues",
     "dump_documents",
 ]
@@ -83,10 +85,15 @@ class Certificates:
     ca_crt: str
 
 
-def _check_options(namespace: str, image: str) -> None:
+def check_namespace(namespace: str) -> None:
+    """Raise :class:`BundleError` unless ``namespace`` is a DNS-1123 label."""
     if len(namespace) > 63 or not _DNS1123_LABEL.match(namespace):
         raise BundleError(f"--namespace: got {namespace!r}; expected a DNS-1123 label such as volcano-system "
                           "(lower-case letters, digits and '-', at most 63 characters)")
+
+
+def _check_options(namespace: str, image: str) -> None:
+    check_namespace(namespace)
     if not _IMAGE.match(image):
         raise BundleError(f"--image: got {image!r}; expected an image reference such as pyvolcano:{__version__}")
 

@@ -16,7 +16,6 @@ existing pod is refused by the API server as AlreadyExists.
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -36,15 +35,20 @@ CONTROLLERS = ("queue-controller", "job-controller", "pg-controller", "gc-contro
 """Upstream's controller names (``--controllers``), in the order they run."""
 
 
-def build_controllers(store: Store, rng: random.Random, enabled: Collection[str] = CONTROLLERS,
+def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
                       *, scheduler_names: Collection[str] = ("volcano",)) -> list[Any]:
+    """The enabled controllers, in upstream's order. Their generated names and SSH keys come
+    from the operating system's randomness (:class:`SystemEntropy`); nothing here is seeded."""
     from pyvolcano.controllers import GarbageCollector, JobController, PodGroupController, QueueController
+    from pyvolcano.controllers.system_entropy import SystemEntropy
+
+    entropy = SystemEntropy()
 
     factories: dict[str, Callable[[], Any]] = {
-        "queue-controller": lambda: QueueController(store=store, rng=rng),
-        "job-controller": lambda: JobController(store=store, rng=rng),
-        "pg-controller": lambda: PodGroupController(store=store, rng=rng, scheduler_names=tuple(scheduler_names)),
-        "gc-controller": lambda: GarbageCollector(store=store, rng=rng),
+        "queue-controller": lambda: QueueController(store=store),
+        "job-controller": lambda: JobController(store=store, entropy=entropy),
+        "pg-controller": lambda: PodGroupController(store=store, scheduler_names=tuple(scheduler_names)),
+        "gc-controller": lambda: GarbageCollector(store=store),
     }
     unknown = [c for c in enabled if c not in factories]
     if unknown:

@@ -42,12 +42,14 @@ from pyvolcano.api.duration import MAX_DURATION_SECONDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions, SessionResult
 from pyvolcano.cache.ingest import apply_event, podgroup_status, resync_pod
 from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.registry import Registry
 from pyvolcano.simulator.collector import MetricsCollector
 from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.simulator.kubelet import DURATION, Kubelets
 from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
+from pyvolcano.simulator.seeded_entropy import SeededEntropy
 from pyvolcano.simulator.workload import ClusterEvent, Submission
 from pyvolcano.store.base import AlreadyExists, StoreError, WatchEvent
 
@@ -158,7 +160,7 @@ class Simulation:
         self.kubelets = Kubelets(self.store, self.loop, termination_seconds=termination_seconds,
                                  default_duration=default_duration)
         factory = controllers_factory or _default_controllers
-        self.controllers = factory(store=self.store, rng=random.Random(seed))
+        self.controllers = factory(store=self.store, entropy=SeededEntropy(random.Random(seed)))
         self.revision = 0
         self.dirty = True
         self.last_session: float | None = None
@@ -522,8 +524,8 @@ def _bind(fn: Callable[[Any], None], arg: Any) -> Callable[[], None]:
     return call
 
 
-def _default_controllers(*, store: Any, rng: random.Random) -> list[Any]:
+def _default_controllers(*, store: Any, entropy: Entropy) -> list[Any]:
     from pyvolcano.controllers import default_controllers
 
-    return list(default_controllers(store=store, rng=rng))
+    return list(default_controllers(store=store, entropy=entropy))
 

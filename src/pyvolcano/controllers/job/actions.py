@@ -28,7 +28,6 @@ import contextlib
 import copy
 import functools
 import logging
-import random
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -43,6 +42,7 @@ from pyvolcano.controllers._common import (
     spec,
     status,
 )
+from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.controllers.job.cache import JobCache, JobInfo
 from pyvolcano.controllers.job.plugins.base import JobPlugin, PluginBuilder, PluginContext, make_pod_name
 from pyvolcano.controllers.job.podgroup import (
@@ -59,7 +59,6 @@ from pyvolcano.controllers.job.pods import (
     count_task_status,
     create_job_pod,
     pod_phase,
-    random_suffix,
 )
 from pyvolcano.controllers.job.policies import Target
 from pyvolcano.controllers.job.states import RETAIN_SOFT, UpdateStatusFn
@@ -152,18 +151,18 @@ class JobActions:
         *,
         store: Store,
         cache: JobCache,
-        rng: random.Random,
+        entropy: Entropy,
         now: Callable[[], float],
         plugins: Mapping[str, PluginBuilder],
     ):
         self.store = store
         self.cache = cache
-        self.rng = rng
+        self.entropy = entropy
         self.min_resources_memo = MinResourcesMemo()
         self._pg_in_sync: dict[str, tuple[Any, ...]] = {}
         self.now = now
         self.plugin_builders = plugins
-        self.plugin_ctx = PluginContext(store=store, rng=rng)
+        self.plugin_ctx = PluginContext(store=store, entropy=entropy)
 
     # ------------------------------------------------------------------ helpers
     def _stamp(self) -> str:
@@ -251,7 +250,7 @@ class JobActions:
             for i in range(int(ts.get("replicas") or 0)):
                 pod = existing.pop(make_pod_name(job_name, task_name, i), None)
                 if pod is None:
-                    new_pod = create_job_pod(job, ts, i, forwarding=forwarding, rng=self.rng)
+                    new_pod = create_job_pod(job, ts, i, forwarding=forwarding, entropy=self.entropy)
                     for plugin in plugins:
                         plugin.on_pod_create(new_pod, job)
                     creates.append(new_pod)
@@ -386,7 +385,7 @@ class JobActions:
             claim = str(volume.get("volumeClaimName") or "")
             if not claim:
                 while True:
-                    claim = f"{name_of(job)}-pvc-{random_suffix(self.rng)}"
+                    claim = f"{name_of(job)}-pvc-{self.entropy.name_suffix()}"
                     if not self._pvc_exists(ns, claim):
                         break
                 volume["volumeClaimName"] = claim

@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-import random
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from pyvolcano.controllers._common import (
     status,
     uid_of,
 )
+from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.controllers.job import policies as P
 from pyvolcano.controllers.job.actions import JobActions, SyncError
 from pyvolcano.controllers.job.cache import JOB_NAME_KEY, JOB_VERSION_KEY, PARTITION_ID_KEY, TASK_SPEC_KEY, JobCache
@@ -80,7 +80,8 @@ class JobController:
 
     Args:
         store: the object store.
-        rng: seeded randomness (volume names, PVC names, SSH keys).
+        entropy: where generated names and SSH keys come from, chosen by the runtime
+            (:mod:`pyvolcano.controllers.entropy`).
         max_requeue: ``--max-requeue-num``.
         plugins: job plugin builders by name (defaults to the built-in ones).
     """
@@ -91,12 +92,11 @@ class JobController:
         self,
         *,
         store: Store,
-        rng: random.Random,
+        entropy: Entropy,
         max_requeue: int = 15,
         plugins: Mapping[str, PluginBuilder] | None = None,
     ):
         self.store = store
-        self.rng = rng
         self.max_requeue = -1 if max_requeue < 0 else max_requeue
         self.cache = JobCache()
         self._lock = threading.RLock()  # shared bookkeeping when jobs are synced concurrently
@@ -105,7 +105,7 @@ class JobController:
         self._cmd_seq = itertools.count()
         self.now = 0.0
         self.actions = JobActions(
-            store=store, cache=self.cache, rng=rng, now=lambda: self.now,
+            store=store, cache=self.cache, entropy=entropy, now=lambda: self.now,
             plugins=BUILTIN_JOB_PLUGINS if plugins is None else plugins,
         )
         # Informer view: the last watched version of each Job / Pod / PodGroup.

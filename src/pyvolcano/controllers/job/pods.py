@@ -17,12 +17,11 @@ that their later events are recognised as its own doing.
 from __future__ import annotations
 
 import copy
-import random
-import string
 from collections.abc import Mapping
 from typing import Any
 
 from pyvolcano.controllers._common import annotations_of, controller_ref, labels_of, name_of, namespace_of, spec, uid_of
+from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.controllers.job.plugins.base import make_pod_name
 
 __all__ = [
@@ -55,12 +54,6 @@ JDB_MIN_AVAILABLE_KEY = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE_KEY = "volcano.sh/jdb-max-unavailable"
 DEFAULT_TASK_SPEC = "default"
 
-_RANDOM_ALPHABET = string.digits + string.ascii_lowercase
-
-
-def random_suffix(rng: random.Random, length: int = 12) -> str:
-    """``jobhelpers.GenRandomStr`` drawn from the controller's seeded generator."""
-    return "".join(rng.choice(_RANDOM_ALPHABET) for _ in range(length))
 
 
 def pod_group_name(job: Mapping[str, Any]) -> str:
@@ -102,7 +95,7 @@ def create_job_pod(
     index: int,
     *,
     forwarding: bool,
-    rng: random.Random,
+    entropy: Entropy,
 ) -> dict[str, Any]:
     """Build pod ``index`` of ``task`` (the template name is the task name)."""
     template = copy.deepcopy(task.get("template") or {})
@@ -126,7 +119,7 @@ def create_job_pod(
         if not isinstance(volume, dict):
             continue
         claim = str(volume.get("volumeClaimName") or "")
-        vol_name = f"{job_name}-{random_suffix(rng)}"
+        vol_name = f"{job_name}-{entropy.name_suffix()}"
         if claim in mounted:
             continue
         pod_spec["volumes"] = [

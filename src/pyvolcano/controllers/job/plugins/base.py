@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pyvolcano.controllers._common import annotations_of, controller_ref, name_of, namespace_of, spec
+from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.store.base import NotFound, Store
 
 __all__ = [
@@ -48,10 +48,11 @@ logger = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class PluginContext:
-    """What plugins may touch: the store (to create Services, ConfigMaps, Secrets) and randomness."""
+    """What plugins may touch: the store (to create Services, ConfigMaps, Secrets) and the
+    runtime's entropy (SSH keys)."""
 
     store: Store
-    rng: random.Random
+    entropy: Entropy
 
 
 class JobPlugin(Protocol):

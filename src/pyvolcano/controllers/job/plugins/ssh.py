@@ -8,9 +8,10 @@ port). Every container and init container mounts it at ``--ssh-key-file-path``
 Flags: ``--ssh-key-file-path``, ``--ssh-private-key``/``--ssh-public-key`` (use these keys
 instead of generating), ``--ssh-port`` (default 22; an out-of-range port falls back to 22).
 
-Deviation: the generated key is a deterministic Ed25519 key drawn from the controller's
-seeded generator (see :mod:`._ed25519`), not a random 2048-bit RSA key; the Secret keeps
-upstream's key names. Secret ``data`` values are base64, as in a Secret manifest.
+The generated key comes from the runtime's entropy (:mod:`pyvolcano.controllers.entropy`):
+on a real cluster upstream's 2048-bit RSA key from the operating system's randomness; in the
+simulator a reproducible Ed25519 key (docs/differences.md). Secret ``data`` values are
+base64, as in a Secret manifest.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyvolcano.controllers._common import name_of, namespace_of
-from pyvolcano.controllers.job.plugins._ed25519 import generate_openssh_ed25519
 from pyvolcano.controllers.job.plugins.base import (
     FlagSet,
     PluginContext,
@@ -110,13 +110,14 @@ class SSHPlugin:
         config = _b64(generate_ssh_config(job, self.port))
         if self._secret_config(job) == config:
             # Upstream would generate a key and then leave the Secret alone (same config);
-            # skipping the generation saves the work and the random draws.
+            # skipping the generation saves the work and the draws.
             cr[f"plugin-{self.name}"] = self.name
             return
         if self.private_key:
             private, public = self.private_key.encode(), self.public_key.encode()
         else:
-            private, public = generate_openssh_ed25519(self.ctx.rng)
+            pair = self.ctx.entropy.ssh_key_pair()
+            private, public = pair.private_key, pair.public_key
         data = {
             SSH_PRIVATE_KEY: _b64(private),
             SSH_PUBLIC_KEY: _b64(public),

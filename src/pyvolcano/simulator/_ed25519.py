@@ -1,12 +1,13 @@
-"""Deterministic OpenSSH Ed25519 key pairs in pure Python (for the ``ssh`` job plugin).
+"""Deterministic OpenSSH Ed25519 key pairs in pure Python, for simulated ``ssh`` job plugins.
 
-Upstream generates a fresh 2048-bit RSA key with the operating system's randomness. A
-simulator must be reproducible, so the key here is an Ed25519 key whose 32-byte seed comes
-from the job controller's seeded ``random.Random``: the same seed and the same sequence of
-jobs give the same keys on any machine, with or without the ``cryptography`` package. The
-public key is derived with the RFC 8032 arithmetic, so the pair is a genuine, usable key in
-OpenSSH's formats (``openssh-key-v1`` private key, ``ssh-ed25519`` public key line) — but it
-is simulation-grade: its seed is predictable and it must not protect anything real.
+Upstream generates a fresh 2048-bit RSA key with the operating system's randomness, and so
+does the live controller-manager (:mod:`pyvolcano.controllers.system_entropy`). A simulator
+must be reproducible, so its key is an Ed25519 key whose 32-byte seed comes from the
+simulation's seeded ``random.Random`` (:mod:`pyvolcano.simulator.seeded_entropy`): the same
+seed and the same sequence of jobs give the same keys on any machine. The public key is
+derived with the RFC 8032 arithmetic, so the pair is a genuine, usable key in OpenSSH's
+formats (``openssh-key-v1`` private key, ``ssh-ed25519`` public key line) — but it is
+simulation-grade: its seed is predictable and it must not protect anything real.
 """
 
 from __future__ import annotations
