@@ -127,6 +127,26 @@ def test_queue_over_its_deserved_share() -> None:
         assert figure(out[key], "cpu")["free_in_queue"] == 0.5
 
 
+def test_a_deserved_share_capped_by_the_queue_capability_names_the_capability() -> None:
+    # Alone on an 8-CPU node the queue would deserve its whole 2-CPU request, but proportion caps
+    # the share at the 1-CPU capability: a larger weight cannot help, a larger capability can.
+    d = diagnoses(queue("q", capability={"cpu": "1"}), node("n1", cpu="8"),
+                  podgroup("pg"), pod("p-0", "pg", cpu="2"))["ns/pg"]
+    assert (d["stage"], d["reason"]) == ("queue-capability", "Queue.OverCapability")
+    assert d["message"] == "queue q would exceed its capability on cpu"
+    cpu = figure(d, "cpu")
+    assert (cpu["requested"], cpu["free_in_queue"], cpu["shortfall"]) == (2.0, 1.0, 1.0)
+    assert "within its capability of 1 cpu, which caps its deserved share; raise its capability on cpu" in d["hint"]
+    assert "weight" not in d["hint"]
+
+
+def test_a_share_below_the_capability_is_still_over_deserved() -> None:
+    out = diagnoses(queue("a", capability={"cpu": "4"}), queue("b"), node("n1", cpu="1"),
+                    podgroup("a", queue="a"), podgroup("b", queue="b"), pod("a-0", "a"), pod("b-0", "b"))
+    assert out["ns/a"]["reason"] == "Queue.OverDeserved"
+    assert "raise its weight" in out["ns/a"]["hint"]
+
+
 def test_a_request_larger_than_the_whole_cluster_says_so() -> None:
     d = diagnoses(queue("q"), node("n1", cpu="1"), podgroup("pg"), pod("p-0", "pg", cpu="2"))["ns/pg"]
     assert d["reason"] == "Queue.OverDeserved"

@@ -301,7 +301,21 @@ class _Context:
         name = dims[0]
         fig = next(f for f in figures if f.name == name)
         left = _fmt_user(name, max(fig.free_in_queue or 0.0, 0.0))
-        if quota.limit_kind == "deserved":
+        q = self.ssn.queues.get(job.queue)
+        qcap = q.capability() if q is not None else None
+        capped = (quota.limit_kind == "deserved" and qcap is not None and qcap.get(name) > 0
+                  and quota.deserved.get(name) >= qcap.get(name) - _EPS)
+        if capped:
+            # proportion caps a queue's deserved share at its capability: once the share reaches
+            # it, a larger weight or deserved cannot raise it, so the capability is the limit.
+            assert qcap is not None
+            reason = Reason.QUEUE_OVER_CAPABILITY
+            msg = f"queue {job.queue} would exceed its capability on {', '.join(dims)}"
+            hint = (f"{len(needed)} pod(s) need {format_amount(name, req.get(name))} {name} but queue "
+                    f"{job.queue} has {left} left within its capability of {format_amount(name, qcap.get(name))} "
+                    f"{name}, which caps its deserved share; raise its capability on {name}, or wait for its "
+                    f"running jobs to finish")
+        elif quota.limit_kind == "deserved":
             reason = Reason.QUEUE_OVER_DESERVED
             msg = f"queue {job.queue} would exceed its deserved share on {', '.join(dims)}"
             hint = (f"{len(needed)} pod(s) need {format_amount(name, req.get(name))} {name} but queue "
