@@ -116,3 +116,31 @@ def test_restarted_fake_nodes_adopts_running_pods_and_ends_them_on_time(running)
 def test_make_nodes_rejects_absurd_counts():
     with pytest.raises(ValueError, match="--count"):
         make_nodes(0)
+
+
+def test_a_pod_that_ends_while_the_api_server_is_down_finishes_once_it_is_back(running):
+    """The status write a refused API server drops is kept and re-sent: the pod does not stay
+    Running forever (the lost kubelet write of a real-API-server restart)."""
+    import httpx2
+
+    api = FakeApiServer()
+    outage = threading.Event()
+
+    def unavailable(request: httpx2.Request) -> httpx2.Response | None:
+        if outage.is_set() and request.method != "GET":
+            return httpx2.Response(503, json={"kind": "Status", "status": "Failure", "code": 503,
+                                              "reason": "ServiceUnavailable", "message": "etcd is down"})
+        return None
+
+    api.faults.append(unavailable)
+    fake = running(api, make_nodes(1), speed=10.0)
+    with api.lock:
+        api.store.create(_pod("p", "fake-node-0", {"pyvolcano.io/duration": "5s"}))
+    wait_for(lambda: _phase(api, "p") == "Running")
+    outage.set()
+    wait_for(lambda: fake.kubelets.write_retries >= 2, timeout=10)
+    assert _phase(api, "p") == "Running"  # the end of its run was refused, not lost
+    assert fake.kubelets.unwritten() == 1
+    outage.clear()
+    wait_for(lambda: _phase(api, "p") == "Succeeded", timeout=30)
+    wait_for(lambda: fake.kubelets.unwritten() == 0)

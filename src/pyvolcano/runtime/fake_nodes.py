@@ -20,7 +20,7 @@ from typing import Any
 
 from pyvolcano.api.duration import parse_duration
 from pyvolcano.runtime.clock import WallLoop, wall_seconds
-from pyvolcano.simulator.kubelet import DURATION, Kubelets
+from pyvolcano.simulator.kubelet import DURATION, RETRY_FIRST, RETRY_MAX, Kubelets
 from pyvolcano.store.base import (
     AlreadyExists,
     Conflict,
@@ -153,11 +153,16 @@ class FakeNodes:
             "phase": "Running",
         }
 
-    def _write_node_status(self, name: str, manifest: dict[str, Any]) -> None:
+    def _write_node_status(self, name: str, manifest: dict[str, Any], attempts: int = 0) -> None:
+        """The node's whole status (capacity, allocatable, Ready); re-sent with back-off until
+        accepted, since the heartbeats that follow only refresh the Ready condition."""
         try:
             self.store.patch("Node", None, name, {"status": self._ready_status(manifest)}, subresource="status")
         except StoreError as e:
-            logger.warning("node %s status: %s", name, e)
+            delay = min(RETRY_FIRST * 2.0 ** min(attempts, 16), RETRY_MAX)
+            logger.warning("node %s status: %s; again in %.1fs", name, e, delay)
+            self.loop.after(delay, lambda: self._write_node_status(name, manifest, attempts + 1),
+                            f"node status {name} (retry)")
 
     def heartbeat(self, *, force: bool = False) -> None:
         now = self.clock()

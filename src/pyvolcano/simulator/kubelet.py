@@ -12,6 +12,14 @@ A pod being deleted (evicted, or killed by its controller) terminates after
 ``termination_seconds`` and is then removed from the store. A node that goes down fails
 every pod on it (exit code 137, reason ``NodeLost``) and is tainted
 ``node.kubernetes.io/unreachable:NoSchedule`` until it comes back up.
+
+Writes are not lost, as a real kubelet's are not: the status a kubelet wants a pod to have is
+kept until the store accepts it, and a write the store refuses for any reason but the pod's
+absence (the API server or etcd unavailable, a timeout, 429, 5xx) is sent again after a
+back-off that doubles from :data:`RETRY_FIRST` to :data:`RETRY_MAX` seconds; the same holds for
+the final delete of a terminated pod. A watch event that shows the wanted phase already stored
+ends the retries early. The in-memory store of a simulation refuses no such write, so a
+simulation never retries and its timeline is unchanged.
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ EXIT_CODE = "pyvolcano.io/exit-code"
 FAILING_ATTEMPTS = "pyvolcano.io/failing-attempts"
 RETRY_COUNT = "volcano.sh/job-retry-count"
 UNREACHABLE_TAINT = {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}
+RETRY_FIRST = 0.5
+RETRY_MAX = 30.0
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -51,6 +61,11 @@ class Kubelets:
         self._terminating: set[str] = set()
         self._down: set[str] = set()
         self.finished_pods = 0
+        # Statuses the store has not accepted yet, by pod uid: (namespace, name, status, attempts).
+        self._unwritten: dict[str, tuple[str, str, dict[str, Any], int]] = {}
+        # Terminated pods whose delete the store has not accepted yet, by uid: attempts so far.
+        self._undeleted: dict[str, int] = {}
+        self.write_retries = 0
 
     # ------------------------------------------------------------------ events
     def on_event(self, ev: WatchEvent) -> None:
@@ -62,9 +77,14 @@ class Kubelets:
         if ev.type == "DELETED":
             self._started.discard(uid)
             self._terminating.discard(uid)
+            self._unwritten.pop(uid, None)
+            self._undeleted.pop(uid, None)
             return
         spec = pod.get("spec") or {}
         phase = (pod.get("status") or {}).get("phase", "Pending")
+        wanted = self._unwritten.get(uid)
+        if wanted is not None and wanted[2].get("phase") == phase:
+            del self._unwritten[uid]
         if md.get("deletionTimestamp"):
             if uid not in self._terminating:
                 self._terminating.add(uid)
@@ -155,19 +175,54 @@ class Kubelets:
 
     def _finalise(self, ns: str, name: str, uid: str) -> None:
         if self._get(ns, name, uid) is None:
+            self._undeleted.pop(uid, None)
             return
         try:
             self.store.delete("Pod", ns, name, grace_period_seconds=0)
+        except NotFound:
+            self._undeleted.pop(uid, None)
         except StoreError as e:
-            logger.debug("finalising %s/%s: %s", ns, name, e)
+            attempts = self._undeleted.get(uid, 0)
+            self._undeleted[uid] = attempts + 1
+            self.write_retries += 1
+            delay = _backoff(attempts)
+            logger.info("kubelet: deleting %s/%s failed (%s); again in %.1fs", ns, name, e, delay)
+            self.loop.after(delay, lambda: self._finalise(ns, name, uid), f"terminate {ns}/{name} (retry)")
+        else:
+            self._undeleted.pop(uid, None)
 
     def _write_status(self, pod: dict[str, Any]) -> None:
         md = _meta(pod)
+        uid = str(md.get("uid", ""))
+        self._unwritten[uid] = (str(md.get("namespace", "default")), str(md["name"]), pod["status"], 0)
+        self._send_status(uid)
+
+    def _send_status(self, uid: str) -> None:
+        wanted = self._unwritten.get(uid)
+        if wanted is None:
+            return
+        ns, name, status, attempts = wanted
         try:
-            self.store.patch("Pod", md.get("namespace", "default"), md["name"], {"status": pod["status"]},
-                             subresource="status")
+            self.store.patch("Pod", ns, name, {"status": status}, subresource="status")
+        except NotFound:
+            del self._unwritten[uid]
         except StoreError as e:
-            logger.debug("kubelet status write for %s failed: %s", md.get("name"), e)
+            if self._get(ns, name, uid) is None:  # deleted, or replaced by a pod of the same name
+                del self._unwritten[uid]
+                return
+            self._unwritten[uid] = (ns, name, status, attempts + 1)
+            self.write_retries += 1
+            delay = _backoff(attempts)
+            logger.info("kubelet: status %s of %s/%s not written (%s); again in %.1fs",
+                        status.get("phase"), ns, name, e, delay)
+            self.loop.after(delay, lambda: self._send_status(uid), f"status {ns}/{name} (retry)")
+        else:
+            if self._unwritten.get(uid) == wanted:
+                del self._unwritten[uid]
+
+    def unwritten(self) -> int:
+        """How many pod statuses and deletes still wait for the store to accept them."""
+        return len(self._unwritten) + len(self._undeleted)
 
     # ------------------------------------------------------------------ nodes
     def node_down(self, node_name: str) -> None:
@@ -200,6 +255,10 @@ class Kubelets:
         self.store.patch("Node", None, node_name, {"spec": spec})
         self.store.patch("Node", None, node_name,
                          {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}, subresource="status")
+
+
+def _backoff(attempts: int) -> float:
+    return min(RETRY_FIRST * 2.0 ** min(attempts, 16), RETRY_MAX)
 
 
 def _int(text: object, default: int) -> int:
