@@ -42,9 +42,8 @@ import numpy as np
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import BindRequest, SchedulerCache, SchedulerOptions, SessionResult
 from pyvolcano.cache.ingest import apply_event, podgroup_status, resync_pod
-from pyvolcano.conf import ConfigError, default_configuration, load_scheduler_conf, load_scheduler_conf_file
+from pyvolcano.conf import ConfigError, default_configuration, load_configuration
 from pyvolcano.conf.schema import SchedulerConfiguration
-from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry, default_registry
 from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.clock import wall_seconds
@@ -131,26 +130,14 @@ class LiveScheduler:
             return
         try:
             text = None
-            if self.conf_path is None:
-                config = default_configuration()
-            else:
+            if self.conf_path is not None:
                 with contextlib.suppress(OSError, UnicodeDecodeError):
                     text = Path(self.conf_path).read_text(encoding="utf-8")
-                if text is None:  # let the file loader say why it cannot be read
-                    config = load_scheduler_conf_file(self.conf_path, known_actions=self.registry.action_names,
-                                                      known_plugins=self.registry.plugin_names)
-                else:
-                    config = load_scheduler_conf(text, source=str(self.conf_path),
-                                                 known_actions=self.registry.action_names,
-                                                 known_plugins=self.registry.plugin_names)
+            # Without the text, the file loader says why the file cannot be read.
+            config = load_configuration(self.registry, self.conf_path, text=text)
             plugins = self.registry.plugin_factories(config.plugin_names())
             actions = self.registry.action_factories(config.actions)
-            for tier in config.tiers:
-                for opt in tier.plugins:
-                    self.registry.plugin(opt.name)(opt.arguments)
-            for name in config.actions:
-                self.registry.action(name)(config.action_arguments(name))
-        except (ConfigError, ArgumentError, OSError) as e:
+        except (ConfigError, OSError) as e:
             if initial:
                 raise
             logger.error("scheduler configuration %s not reloaded: %s", self.conf_path, e)

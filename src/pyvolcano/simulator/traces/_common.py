@@ -19,9 +19,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from pyvolcano.api.duration import parse_duration_strict
 from pyvolcano.gpu.devices import GPU_MILLI_ANNOTATION, GPU_MODELS_ANNOTATION, GPU_PRODUCT_LABEL, NVIDIA_GPU
 from pyvolcano.simulator.kubelet import DURATION, EXIT_CODE
-from pyvolcano.simulator.workload import SUBMIT_AT
+from pyvolcano.simulator.workload import SUBMIT_AT, Submission
 from pyvolcano.util.numbers import parse_float
 
 __all__ = [
@@ -128,6 +129,17 @@ class Trace:
     def objects(self) -> list[dict[str, Any]]:
         """Every manifest: cluster objects first (PriorityClasses, Queues, Nodes), then Jobs."""
         return [*self.priority_classes, *self.queues, *self.nodes, *self.jobs]
+
+    def submissions(self) -> list[Submission]:
+        """What a simulation is given: the cluster objects at time 0, then each Job at its
+        submit-at time, numbered in that order (the tie-break between equal times)."""
+        source = f"trace:{self.name}"
+        subs = [Submission(0.0, i, source, obj) for i, obj in enumerate([*self.priority_classes, *self.queues,
+                                                                          *self.nodes])]
+        for obj in self.jobs:
+            ann = (obj.get("metadata") or {}).get("annotations") or {}
+            subs.append(Submission(parse_duration_strict(str(ann.get(SUBMIT_AT, "0s"))), len(subs), source, obj))
+        return subs
 
 
 # --------------------------------------------------------------------------- files
