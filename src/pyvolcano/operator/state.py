@@ -32,7 +32,7 @@ from pyvolcano.runtime.snapshot import (
     load_snapshot_and_config,
     read_config_text,
 )
-from pyvolcano.store.base import StoreError, from_rfc3339
+from pyvolcano.store.base import Store, StoreError, Synced, from_rfc3339
 
 __all__ = ["SCHEDULER_KINDS", "ClusterState", "LiveReadError", "live_scheduler_config", "live_source", "load_state",
            "newest_timestamp", "state_from_snapshot", "state_from_store"]
@@ -81,11 +81,11 @@ def state_from_snapshot(sources: Sequence[str | Path], registry: Registry, now: 
     return ClusterState(docs, objs, config, newest_timestamp(docs) if now is None else now, where)
 
 
-def state_from_store(store: Any, timeout: float, source: str, now: float, registry: Registry | None = None
+def state_from_store(store: Store, timeout: float, source: str, now: float, registry: Registry | None = None
                      ) -> ClusterState:
     """Every scheduler input a synced store lists, and the cluster's scheduler configuration when
     ``registry`` is given (reads only: nothing is written)."""
-    if not store.wait_for_sync(timeout):
+    if isinstance(store, Synced) and not store.wait_for_sync(timeout):
         raise LiveReadError(f"{source}: the objects were not listed within {timeout:g}s")
     docs = [obj for kind in SCHEDULER_KINDS for obj in store.list(kind)]
     objs = parse_objects(list(enumerate(docs)), source)
@@ -103,7 +103,7 @@ def _is_state_doc(doc: dict[str, Any]) -> bool:
     return (kind in SCHEDULER_KINDS and api != JOB_API) or (kind == "Job" and api == JOB_API)
 
 
-def live_scheduler_config(store: Any, registry: Registry) -> tuple[SchedulerConfiguration | None, tuple[str, ...]]:
+def live_scheduler_config(store: Store, registry: Registry) -> tuple[SchedulerConfiguration | None, tuple[str, ...]]:
     """The configuration in the cluster's scheduler ConfigMap, or None with a note saying why
     (not there, not readable, no ``volcano-scheduler.conf`` key, or it does not load): the
     answer then uses upstream's built-in default, as the scheduler itself would not start."""

@@ -47,7 +47,7 @@ from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.registry import Registry, default_registry
 from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.clock import wall_seconds
-from pyvolcano.store.base import Store, StoreError, to_rfc3339
+from pyvolcano.store.base import Compactable, Store, StoreError, to_rfc3339
 
 __all__ = ["SCHEDULER_KINDS", "LiveScheduler", "SessionReport"]
 
@@ -158,9 +158,8 @@ class LiveScheduler:
                 self.recorder.observe(ev.type, ev.kind, ev.object)
             apply_event(self.cache, ev.type, ev.kind, ev.object)
         self.revision = max(self.revision, self.store.revision if not events else events[-1].revision)
-        compact = getattr(self.store, "compact", None)
-        if compact is not None:
-            compact(self.revision)
+        if isinstance(self.store, Compactable):
+            self.store.compact(self.revision)
         return len(events)
 
     def _selected(self, node: Mapping[str, Any]) -> bool:

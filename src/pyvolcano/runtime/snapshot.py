@@ -32,7 +32,7 @@ import yaml
 from pyvolcano.api.inputs import read_inputs
 from pyvolcano.api.manifest import ClusterObjects, ManifestError, load_manifest_text
 from pyvolcano.conf.checked import load_configuration
-from pyvolcano.store.base import StoreError, clone
+from pyvolcano.store.base import Store, StoreError, clone
 
 if TYPE_CHECKING:
     from pyvolcano.conf.schema import SchedulerConfiguration
@@ -74,7 +74,7 @@ def clean(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def read_config_text(store: Any) -> str | StoreError | None:
+def read_config_text(store: Store) -> str | StoreError | None:
     """The ``volcano-scheduler.conf`` text of the cluster's scheduler ConfigMap in ``store``; the
     StoreError when the ConfigMap cannot be read; None when it has no such key."""
     try:

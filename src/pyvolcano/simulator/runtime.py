@@ -49,7 +49,7 @@ from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.simulator.kubelet import DURATION, Kubelets
 from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
 from pyvolcano.simulator.workload import ClusterEvent, Submission
-from pyvolcano.store.base import AlreadyExists, StoreError, WatchEvent
+from pyvolcano.store.base import AlreadyExists, Compactable, StoreError, WatchEvent
 
 __all__ = ["JobRecord", "Simulation", "SimulationResult"]
 
@@ -277,9 +277,8 @@ class Simulation:
 
     def _compact(self) -> None:
         # Everything up to self.revision has been dispatched: the store need not keep it.
-        compact = getattr(self.store, "compact", None)
-        if compact is not None:
-            compact(self.revision)
+        if isinstance(self.store, Compactable):
+            self.store.compact(self.revision)
 
     def _schedule(self) -> None:
         t0 = time.perf_counter()
