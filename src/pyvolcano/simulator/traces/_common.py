@@ -74,7 +74,6 @@ PACKAGE_DATA: Final = ("data", "traces")
 DEFAULT_QUEUE: Final = "default"
 """Volcano creates this queue itself; adapters never emit a Queue manifest for it."""
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 MAX_REPLICAS: Final = 10_000
 """The most pods one trace row may ask for. Real traces stay far below (Philly's largest job has
@@ -317,10 +316,6 @@ def dns_label(text: str) -> str:
     """A DNS-1123 label made from ``text`` (lower case, ``_``/``.``/space → ``-``)."""
     s = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
     return s[:63].rstrip("-") or "x"
-
-
-def is_dns_label(text: str) -> bool:
-    return len(text) <= 63 and _DNS_LABEL.match(text) is not None
 
 
 # --------------------------------------------------------------------------- manifests
