@@ -54,3 +54,9 @@ def test_label_value(text: str, valid: bool) -> None:
 
 def test_the_scheduler_watches_its_five_kinds_once_each() -> None:
     assert sorted(SCHEDULER_KINDS) == ["Node", "Pod", "PodGroup", "PriorityClass", "Queue"]
+
+
+def test_a_snapshot_lists_every_kind_the_scheduler_watches() -> None:
+    from pyvolcano.runtime.snapshot import SNAPSHOT_KINDS
+
+    assert sorted(SNAPSHOT_KINDS) == sorted((*SCHEDULER_KINDS, "Job"))

@@ -41,7 +41,6 @@ __all__ = ["job_app", "resolve_podgroup", "run_why", "why_document"]
 job_app = typer.Typer(help="Jobs: why one is pending; what running one would do.", no_args_is_help=True, cls=Group)
 
 
-
 @job_app.command("why")
 def why(
     name: Annotated[str, typer.Argument(help="The job: its PodGroup's name, or a vcjob's name")],

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from pyvolcano.api.names import JOB_API_VERSION, SCHEDULING_API_VERSION
 from pyvolcano.cli.queue import (
     ClusterOption,
     ConfigOption,
@@ -28,7 +29,7 @@ from pyvolcano.cli.queue import (
 
 __all__ = ["read_job_file", "render_dry_run", "run"]
 
-JOB_KINDS = {("batch.volcano.sh/v1alpha1", "Job"), ("scheduling.volcano.sh/v1beta1", "PodGroup"), ("v1", "Pod")}
+JOB_KINDS = {(JOB_API_VERSION, "Job"), (SCHEDULING_API_VERSION, "PodGroup"), ("v1", "Pod")}
 
 
 def run(

@@ -29,6 +29,7 @@ from pyvolcano.util.bulk_build import bulk_build, frozen_scope
 
 __all__ = ["run_schedule"]
 
+
 def run_schedule(sources: Sequence[str | Path] | str | Path, config_path: Path | None, *, sessions: int,
                  output: str, seed: int, timings: bool = False) -> int:
     with frozen_scope():

@@ -229,4 +229,3 @@ def _expand(where: str, doc: Any) -> Iterator[tuple[str, Any]]:
             yield f"{where} items[{k}]", item
         return
     yield where, doc
-

@@ -115,4 +115,3 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
         r["ends_in_seconds"] = None if end is None or r["ends_in_seconds"] is None else max(r["ends_in_seconds"], end)
     return {"now": to_rfc3339(state.now), "queue": queue, "pending": pending,
             "running": [running[k] for k in sorted(running)]}
-

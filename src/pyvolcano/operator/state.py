@@ -22,6 +22,7 @@ from typing import Any
 
 from pyvolcano.api.inputs import read_inputs
 from pyvolcano.api.manifest import ClusterObjects, ManifestError, check_queue_parents, iter_documents, parse_objects
+from pyvolcano.api.names import JOB_API_VERSION, SCHEDULER_KINDS
 from pyvolcano.conf import ConfigError, load_configuration
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.registry import Registry
@@ -34,11 +35,8 @@ from pyvolcano.runtime.snapshot import (
 )
 from pyvolcano.store.base import Store, StoreError, Synced, from_rfc3339
 
-__all__ = ["SCHEDULER_KINDS", "ClusterState", "LiveReadError", "live_scheduler_config", "live_source", "load_state",
+__all__ = ["ClusterState", "LiveReadError", "live_scheduler_config", "live_source", "load_state",
            "newest_timestamp", "state_from_snapshot", "state_from_store"]
-
-SCHEDULER_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
-JOB_API = "batch.volcano.sh/v1alpha1"
 
 
 class LiveReadError(Exception):
@@ -92,7 +90,7 @@ def state_from_store(store: Store, timeout: float, source: str, now: float, regi
     check_queue_parents(objs, source)
     config, notes = (None, ()) if registry is None else live_scheduler_config(store, registry)
     try:
-        docs += [{**job, "apiVersion": JOB_API, "kind": "Job"} for job in store.list("Job")]
+        docs += [{**job, "apiVersion": JOB_API_VERSION, "kind": "Job"} for job in store.list("Job")]
     except StoreError as e:
         notes += (f"Volcano Jobs not read ({e}); forecasts will not create the pods they have still to create",)
     return ClusterState(docs, objs, config, now, source, notes)
@@ -100,7 +98,7 @@ def state_from_store(store: Store, timeout: float, source: str, now: float, regi
 
 def _is_state_doc(doc: dict[str, Any]) -> bool:
     kind, api = doc.get("kind"), doc.get("apiVersion")
-    return (kind in SCHEDULER_KINDS and api != JOB_API) or (kind == "Job" and api == JOB_API)
+    return (kind in SCHEDULER_KINDS and api != JOB_API_VERSION) or (kind == "Job" and api == JOB_API_VERSION)
 
 
 def live_scheduler_config(store: Store, registry: Registry) -> tuple[SchedulerConfiguration | None, tuple[str, ...]]:

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import BindRequest, SchedulerCache, SchedulerOptions, SessionResult
 from pyvolcano.cache.ingest import apply_event, podgroup_status, resync_pod
@@ -49,12 +50,9 @@ from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.clock import wall_seconds
 from pyvolcano.store.base import Compactable, Store, StoreError, to_rfc3339
 
-__all__ = ["SCHEDULER_KINDS", "LiveScheduler", "SessionReport"]
+__all__ = ["LiveScheduler", "SessionReport"]
 
 logger = logging.getLogger(__name__)
-
-SCHEDULER_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod")
-"""What vc-scheduler's informers watch (in this order: nodes and queues before the pods on them)."""
 
 
 @dataclass(slots=True)

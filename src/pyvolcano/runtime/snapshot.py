@@ -31,6 +31,7 @@ import yaml
 
 from pyvolcano.api.inputs import read_inputs
 from pyvolcano.api.manifest import ClusterObjects, ManifestError, load_manifest_text
+from pyvolcano.api.names import BUS_API_VERSION, JOB_API_VERSION
 from pyvolcano.conf.checked import load_configuration
 from pyvolcano.store.base import Store, StoreError, clone
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from pyvolcano.conf.schema import SchedulerConfiguration
     from pyvolcano.framework.registry import Registry
 
-__all__ = ["CONFIG_KEY", "CONFIG_MAP", "CONFIG_NAMESPACE", "SCHEDULER_INPUT_KINDS", "SNAPSHOT_KINDS", "clean",
+__all__ = ["CONFIG_KEY", "CONFIG_MAP", "CONFIG_NAMESPACE", "SNAPSHOT_KINDS", "clean",
            "config_document", "dump_documents", "dump_json_documents", "load_snapshot", "load_snapshot_and_config",
            "read_config_text", "snapshot_documents"]
 
@@ -46,12 +47,12 @@ CONFIG_NAMESPACE: Final = "volcano-system"
 CONFIG_MAP: Final = "volcano-scheduler-configmap"
 CONFIG_KEY: Final = "volcano-scheduler.conf"
 
-SCHEDULER_INPUT_KINDS: Final = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
-"""What the scheduler's cache reads, in the order a snapshot lists them."""
-SNAPSHOT_KINDS: Final = (*SCHEDULER_INPUT_KINDS, "Job")
+SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "Job")
+"""The kinds a snapshot lists, in its document order: every kind of
+:data:`pyvolcano.api.names.SCHEDULER_KINDS`, the cluster-scoped ones first, then Volcano Jobs."""
 
 # Kinds a snapshot may hold besides the scheduler's inputs: skipped by the reader (vcctl reads them).
-_SKIPPED_KINDS = {("batch.volcano.sh/v1alpha1", "Job"), ("bus.volcano.sh/v1alpha1", "Command")}
+_SKIPPED_KINDS = {(JOB_API_VERSION, "Job"), (BUS_API_VERSION, "Command")}
 _SCHEDULER_KINDS_TEXT = ("v1 Pod, v1 Node, scheduling.volcano.sh/v1beta1 PodGroup, "
                          "scheduling.volcano.sh/v1beta1 Queue, scheduling.k8s.io/v1 PriorityClass")
 

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.duration import MAX_DURATION_SECONDS
+from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY, SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions, SessionResult
 from pyvolcano.cache.ingest import apply_event, podgroup_status, resync_pod
 from pyvolcano.conf.schema import SchedulerConfiguration
@@ -56,9 +57,7 @@ __all__ = ["JobRecord", "Simulation", "SimulationResult"]
 logger = logging.getLogger(__name__)
 
 FINAL_JOB_PHASES = {"Completed", "Failed", "Terminated", "Aborted"}
-SCHEDULER_KINDS = {"Pod", "Node", "PodGroup", "Queue", "PriorityClass"}
-JOB_NAME = "volcano.sh/job-name"
-GROUP_NAME = "scheduling.k8s.io/group-name"
+_SCHEDULER_KIND_SET = frozenset(SCHEDULER_KINDS)
 MAX_SEED = 2**64 - 1  # numpy's default_rng takes any non-negative int; keep seeds printable and portable
 
 
@@ -243,7 +242,7 @@ class Simulation:
 
     # ------------------------------------------------------------------ the loop
     def _dispatch(self, ev: WatchEvent) -> None:
-        if ev.kind in SCHEDULER_KINDS and apply_event(self.cache, ev.type, ev.kind, ev.object):
+        if ev.kind in _SCHEDULER_KIND_SET and apply_event(self.cache, ev.type, ev.kind, ev.object):
             self.dirty = True
         self.kubelets.on_event(ev)
         self.collector.on_event(ev, self.loop.now)
@@ -476,8 +475,8 @@ class Simulation:
                 md = pod.get("metadata") or {}
                 ann = md.get("annotations") or {}
                 if (pod.get("status") or {}).get("phase") == "Running" and DURATION not in ann:
-                    owner = (ann.get(JOB_NAME) or (md.get("labels") or {}).get(JOB_NAME)
-                             or ann.get(GROUP_NAME))
+                    owner = (ann.get(JOB_NAME_KEY) or (md.get("labels") or {}).get(JOB_NAME_KEY)
+                             or ann.get(GROUP_NAME_KEY))
                     if owner:
                         endless.add(f"{md.get('namespace', 'default')}/{owner}")
         groups: dict[str, dict[str, Any]] = {}
@@ -525,4 +524,3 @@ def _default_controllers(*, store: Any, rng: random.Random) -> list[Any]:
     from pyvolcano.controllers import default_controllers
 
     return list(default_controllers(store=store, rng=rng))
-

@@ -293,4 +293,3 @@ def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[s
     malformed selector.
     """
     return compile_label_selector(selector).matches(labels)
-

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pyvolcano.api.names import JOB_API_VERSION, JOB_NAME_KEY, JOB_VERSION_KEY, PARTITION_ID_KEY, TASK_SPEC_KEY
 from pyvolcano.controllers._common import (
     WorkQueue,
     annotations_of,
@@ -50,7 +51,7 @@ from pyvolcano.controllers._common import (
 )
 from pyvolcano.controllers.job import policies as P
 from pyvolcano.controllers.job.actions import JobActions, SyncError
-from pyvolcano.controllers.job.cache import JOB_NAME_KEY, JOB_VERSION_KEY, PARTITION_ID_KEY, TASK_SPEC_KEY, JobCache
+from pyvolcano.controllers.job.cache import JobCache
 from pyvolcano.controllers.job.plugins import BUILTIN_JOB_PLUGINS
 from pyvolcano.controllers.job.plugins.base import PluginBuilder, PluginError
 from pyvolcano.controllers.job.pods import is_out_of_sync, pod_phase
@@ -62,7 +63,6 @@ __all__ = ["JobController"]
 
 logger = logging.getLogger(__name__)
 
-JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 _FAILURES = (StoreError, SyncError, PluginError)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from pyvolcano.api.duration import parse_duration_strict
+from pyvolcano.api.names import JOB_API_VERSION
 from pyvolcano.gpu.devices import GPU_MILLI_ANNOTATION, GPU_MODELS_ANNOTATION, GPU_PRODUCT_LABEL, NVIDIA_GPU
 from pyvolcano.simulator.kubelet import DURATION, EXIT_CODE
 from pyvolcano.simulator.workload import SUBMIT_AT, Submission
@@ -37,7 +38,6 @@ __all__ = [
     "IMAGE",
     "MAX_REPLICAS",
     "NVIDIA_GPU",
-    "PREEMPTABLE",
     "SUBMIT_AT",
     "TRACE_LABEL",
     "TRACE_LINE",
@@ -61,7 +61,6 @@ __all__ = [
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 TRACE_LABEL: Final = "pyvolcano.io/trace"
 TRACE_LINE: Final = "pyvolcano.io/trace-line"
-PREEMPTABLE: Final = "volcano.sh/preemptable"
 IMAGE: Final = "pyvolcano/trace-replay:latest"
 """Image name put in every generated container (the simulator never pulls it)."""
 
@@ -396,7 +395,7 @@ def job_manifest(name: str, *, trace: str, submit: float, queue: str,
     }
     if priority_class:
         spec["priorityClassName"] = priority_class
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+    return {"apiVersion": JOB_API_VERSION, "kind": "Job",
             "metadata": {"name": name, "namespace": "default", "labels": lab, "annotations": ann},
             "spec": spec}
 
