@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 
-from pyvolcano.cli.simulate import _trace_submissions
 from pyvolcano.conf import default_configuration
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation
@@ -40,7 +39,7 @@ def main() -> None:
                   f"{last[0] - t0:.0f}s wall", file=sys.stderr, flush=True)
 
     sim = Simulation(config=default_configuration(), registry=default_registry(), seed=0, progress=progress)
-    sim.submit(_trace_submissions(trace))
+    sim.submit(trace.submissions())
     t1 = time.perf_counter()
     res = sim.run()
     wall = time.perf_counter() - t1

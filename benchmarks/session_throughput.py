@@ -104,8 +104,8 @@ def whole_command(n_nodes: int, n_jobs: int, pods_per_job: int, repeat: int) -> 
 
     from pyvolcano.api.manifest import iter_documents, parse_objects, read_manifest_text
     from pyvolcano.cli.output import strip_timings
-    from pyvolcano.cli.schedule import schedule_objects
     from pyvolcano.conf import default_configuration
+    from pyvolcano.runtime.schedule import schedule_objects
 
     try:
         from pyvolcano.util.bulk_build import bulk_build

@@ -9,10 +9,10 @@ import yaml
 
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cli.schedule import schedule_objects
 from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
+from pyvolcano.runtime.schedule import schedule_objects
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110", labels: dict[str, str] | None = None,

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.api.resource import Resource
-from pyvolcano.cli.schedule import schedule_objects
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.schedule import schedule_objects
 
 CONF = DEFAULT_SCHEDULER_CONF + "  - name: binpack\n"  # upstream's default plus binpack
 

@@ -23,12 +23,12 @@ from pyvolcano.actions import BUILTIN_ACTIONS, preempt
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.resource import MIN_RESOURCE
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cli.schedule import schedule_objects
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry, default_registry
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins import BUILTIN_PLUGINS
+from pyvolcano.runtime.schedule import schedule_objects
 
 
 def priority_class(name: str, value: int) -> dict[str, Any]:

@@ -13,9 +13,9 @@ from typing import Any
 from builders import dump, node, pod, podgroup, queue
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cli.schedule import schedule_objects
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.schedule import schedule_objects
 
 PREEMPTABLE = {"volcano.sh/preemptable": "true"}
 

@@ -14,11 +14,11 @@ from pyvolcano.actions import BUILTIN_ACTIONS
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cli.schedule import schedule_objects
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import Registry
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins import BUILTIN_PLUGINS
+from pyvolcano.runtime.schedule import schedule_objects
 
 LOW, HIGH = 1, 10
 

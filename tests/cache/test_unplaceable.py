@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.cache.unplaceable import unplaceable_reason, unplaceable_resources
-from pyvolcano.cli.schedule import schedule_objects
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.schedule import schedule_objects
 
 
 def _pod_with(name: str, group: str, **requests: str) -> dict:

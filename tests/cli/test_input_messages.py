@@ -74,8 +74,8 @@ def test_bad_plugin_argument_names_the_configuration_file_and_field(tmp_path: Pa
                  ["simulate", "--cluster", str(EX / "cluster.yaml"), "--workload", str(EX / "jobs.yaml")]):
         code, _, err = invoke(*args, "--config", str(conf), "-o", "json")
         assert code == 2
-        assert one_error_line(err) == (f"error: {conf}: tiers[0].plugins[1].arguments: plugin binpack: argument "
-                                       "binpack.weight: got 'lots' (str); expected an integer")
+        assert one_error_line(err) == (f"error: {conf}: tiers[0].plugins[1].arguments.binpack.weight: got 'lots' "
+                                       "(str); expected an integer")
 
 
 def test_a_value_with_line_breaks_does_not_split_the_error(tmp_path: Path) -> None:

@@ -12,12 +12,13 @@ import yaml
 
 from builders import dump, node, pod, podgroup, queue
 from kube.fakeapi import FakeApiServer
+from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.job import resolve_podgroup, why_document
 from pyvolcano.conf import default_configuration
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
-from pyvolcano.operator.state import SCHEDULER_KINDS, state_from_store
+from pyvolcano.operator.state import state_from_store
 from pyvolcano.runtime.snapshot import config_document
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,9 +7,10 @@ import time
 import httpx2
 
 from kube.fakeapi import FakeApiServer
+from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, LiveControllerManager, build_controllers
-from pyvolcano.runtime.scheduler import SCHEDULER_KINDS, LiveScheduler
+from pyvolcano.runtime.scheduler import LiveScheduler
 from waiting import wait_for
 
 

@@ -10,12 +10,13 @@ import pytest
 from builders import dump, node, pod, podgroup, queue
 from kube.fakeapi import FakeApiServer
 from pyvolcano.api.manifest import load_manifest_text
+from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.operator.dryrun import DryRunError, dry_run_document, job_of
 from pyvolcano.operator.eta import RuntimePolicy
-from pyvolcano.operator.state import SCHEDULER_KINDS, ClusterState, state_from_store
+from pyvolcano.operator.state import ClusterState, state_from_store
 from pyvolcano.store.memory import InMemoryStore
 
 PREEMPT_CONF = """

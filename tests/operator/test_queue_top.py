@@ -7,12 +7,13 @@ from typing import Any
 from builders import dump, node, pod, podgroup, queue
 from kube.fakeapi import FakeApiServer
 from pyvolcano.api.manifest import load_manifest_text
+from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.conf import default_configuration
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.operator.eta import RuntimePolicy
 from pyvolcano.operator.queue_top import pending_order, queue_top_document
-from pyvolcano.operator.state import SCHEDULER_KINDS, ClusterState, state_from_store
+from pyvolcano.operator.state import ClusterState, state_from_store
 from pyvolcano.store.base import to_rfc3339
 from pyvolcano.store.memory import InMemoryStore
 

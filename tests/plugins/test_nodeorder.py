@@ -15,10 +15,10 @@ from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.matching import count_intolerable_prefer_no_schedule, preferred_node_affinity_score
 from pyvolcano.api.quantity import milli_value, value
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cli.schedule import schedule_objects
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
+from pyvolcano.runtime.schedule import schedule_objects
 
 GI = 1024**3
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"

@@ -11,10 +11,11 @@ import pytest
 
 from builders import node, pod, podgroup, queue
 from kube.fakeapi import FakeApiServer
+from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.cli.app import run as pyvolcano
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.runtime.recorder import SessionRecorder, load_session, replay_session
-from pyvolcano.runtime.scheduler import SCHEDULER_KINDS, LiveScheduler
+from pyvolcano.runtime.scheduler import LiveScheduler
 from pyvolcano.store.memory import InMemoryStore
 
 PREEMPT_CONF = """actions: "enqueue, allocate, preempt, backfill"

@@ -12,12 +12,12 @@ from builders import node, pod, podgroup, queue
 from kube.fakeapi import FakeApiServer
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.app import run as pyvolcano
-from pyvolcano.cli.schedule import load_snapshot, load_snapshot_and_config, schedule_objects
 from pyvolcano.cli.snapshot import SnapshotError, take_snapshot
 from pyvolcano.conf import default_configuration
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
-from pyvolcano.runtime.snapshot import CONFIG_KEY, clean, dump_documents
+from pyvolcano.runtime.schedule import schedule_objects
+from pyvolcano.runtime.snapshot import CONFIG_KEY, clean, dump_documents, load_snapshot, load_snapshot_and_config
 from pyvolcano.store.memory import InMemoryStore
 
 BINPACK = """actions: "enqueue, allocate, backfill"

@@ -10,7 +10,6 @@ import statistics
 
 import pytest
 
-from pyvolcano.cli.simulate import _trace_submissions
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.report import summarize
@@ -25,7 +24,7 @@ def first_hours() -> tuple[SimulationResult, dict]:
     tr = builtin_scenario()
     assert tr.config is not None
     sim = Simulation(config=load_scheduler_conf(tr.config), registry=default_registry())
-    sim.submit(_trace_submissions(tr))
+    sim.submit(tr.submissions())
     res = sim.run(until=HORIZON)
     return res, summarize(sim.metrics)
 

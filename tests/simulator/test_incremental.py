@@ -19,7 +19,6 @@ from tests.simulator.test_runtime import PREEMPT_CONF, job, node
 
 from pyvolcano.api.job import JobChanges
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cli.simulate import _trace_submissions
 from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.framework import job_sums, job_updater
 from pyvolcano.framework.registry import default_registry
@@ -64,7 +63,7 @@ def _outcome(sim: Simulation) -> str:
 
 def _philly_slice() -> Simulation:
     sim = Simulation(config=default_configuration(), registry=default_registry(), seed=0)
-    sim.submit(_trace_submissions(load_trace("philly", limit=150)))
+    sim.submit(load_trace("philly", limit=150).submissions())
     return sim
 
 

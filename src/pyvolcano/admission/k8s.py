@@ -13,13 +13,27 @@ probes, security contexts, the extended-resource limit rules, per-volume-source 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any, Final
 
 from pyvolcano.admission._common import Problems, ShapeChecker, quote, sub
 from pyvolcano.api import matching
+from pyvolcano.api.names import (
+    DNS1035_LABEL_FMT,
+    DNS1123_LABEL_FMT,
+    DNS1123_LABEL_MAX_LENGTH,
+    DNS1123_SUBDOMAIN_FMT,
+    DNS1123_SUBDOMAIN_MAX_LENGTH,
+    LABEL_VALUE_FMT,
+    QUALIFIED_NAME_FMT,
+    QUALIFIED_NAME_MAX_LENGTH,
+    dns1035_label_matches,
+    dns1123_label_matches,
+    dns1123_subdomain_matches,
+    label_value_matches,
+    qualified_name_part_matches,
+)
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 
 __all__ = [
@@ -37,42 +51,30 @@ __all__ = [
     "validate_resource_list",
 ]
 
-_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT: Final = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1035_LABEL_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_QUALIFIED_NAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE_FMT: Final = "(" + _QUALIFIED_NAME_FMT + ")?"
-
-_DNS1123_LABEL_RE: Final = re.compile(_DNS1123_LABEL_FMT)
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_DNS1035_LABEL_RE: Final = re.compile(_DNS1035_LABEL_FMT)
-_QUALIFIED_NAME_RE: Final = re.compile(_QUALIFIED_NAME_FMT)
-_LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE_FMT)
-
 _DNS1123_LABEL_MSG: Final = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
     "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-    f"'{_DNS1123_LABEL_FMT}')"
+    f"'{DNS1123_LABEL_FMT}')"
 )
 _DNS1123_SUBDOMAIN_MSG: Final = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
     "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-    f"'{_DNS1123_SUBDOMAIN_FMT}')"
+    f"'{DNS1123_SUBDOMAIN_FMT}')"
 )
 _DNS1035_LABEL_MSG: Final = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
     "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
-    f"validation is '{_DNS1035_LABEL_FMT}')"
+    f"validation is '{DNS1035_LABEL_FMT}')"
 )
 _QUALIFIED_NAME_MSG: Final = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
     "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    f"'{_QUALIFIED_NAME_FMT}')"
+    f"'{QUALIFIED_NAME_FMT}')"
 )
 _LABEL_VALUE_MSG: Final = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
     "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
-    f"for validation is '{_LABEL_VALUE_FMT}')"
+    f"for validation is '{LABEL_VALUE_FMT}')"
 )
 _QUANTITY_MSG: Final = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
@@ -87,27 +89,27 @@ def go_list(items: list[str]) -> str:
 
 def dns1123_label_errors(value: str) -> list[str]:
     errs = []
-    if len(value) > 63:
+    if len(value) > DNS1123_LABEL_MAX_LENGTH:
         errs.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL_RE.fullmatch(value):
+    if not dns1123_label_matches(value):
         errs.append(_DNS1123_LABEL_MSG)
     return errs
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
     errs = []
-    if len(value) > 253:
+    if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
         errs.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+    if not dns1123_subdomain_matches(value):
         errs.append(_DNS1123_SUBDOMAIN_MSG)
     return errs
 
 
 def dns1035_label_errors(value: str) -> list[str]:
     errs = []
-    if len(value) > 63:
+    if len(value) > DNS1123_LABEL_MAX_LENGTH:
         errs.append("must be no more than 63 characters")
-    if not _DNS1035_LABEL_RE.fullmatch(value):
+    if not dns1035_label_matches(value):
         errs.append(_DNS1035_LABEL_MSG)
     return errs
 
@@ -129,18 +131,18 @@ def qualified_name_errors(value: str) -> list[str]:
                 "(e.g. 'example.com/MyName')"]
     if not name:
         errs.append("name part must be non-empty")
-    elif len(name) > 63:
+    elif len(name) > QUALIFIED_NAME_MAX_LENGTH:
         errs.append("name part must be no more than 63 characters")
-    if name and not _QUALIFIED_NAME_RE.fullmatch(name):
+    if name and not qualified_name_part_matches(name):
         errs.append("name part " + _QUALIFIED_NAME_MSG)
     return errs
 
 
 def label_value_errors(value: str) -> list[str]:
     errs = []
-    if len(value) > 63:
+    if len(value) > QUALIFIED_NAME_MAX_LENGTH:
         errs.append("must be no more than 63 characters")
-    if not _LABEL_VALUE_RE.fullmatch(value):
+    if not label_value_matches(value):
         errs.append(_LABEL_VALUE_MSG)
     return errs
 

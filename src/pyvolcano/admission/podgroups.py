@@ -17,11 +17,11 @@ from typing import Any, Final
 
 from pyvolcano.admission._common import Problems, ShapeChecker, quote, sub
 from pyvolcano.admission.k8s import dns1123_subdomain_errors, validate_resource_list
+from pyvolcano.api.names import QUEUE_NAME_ANNOTATION
 from pyvolcano.store.base import NotFound, Store
 
-__all__ = ["QUEUE_NAME_ANNOTATION", "check_shape", "mutate_podgroup", "validate_podgroup"]
+__all__ = ["check_shape", "mutate_podgroup", "validate_podgroup"]
 
-QUEUE_NAME_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
 _DEFAULT_QUEUE: Final = "default"
 
 

@@ -16,11 +16,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pyvolcano.admission._common import AdmissionConfig, Problems, quote, sub
+from pyvolcano.api.names import JDB_MAX_UNAVAILABLE_KEY, JDB_MIN_AVAILABLE_KEY
 
-__all__ = ["JDB_MAX_UNAVAILABLE", "JDB_MIN_AVAILABLE", "validate_pod"]
+__all__ = ["validate_pod"]
 
-JDB_MIN_AVAILABLE: Final = "volcano.sh/jdb-min-available"
-JDB_MAX_UNAVAILABLE: Final = "volcano.sh/jdb-max-unavailable"
 _GO_INT_RE: Final = re.compile(r"[+-]?[0-9]+")
 
 
@@ -31,7 +30,7 @@ def validate_pod(pod: Mapping[str, Any], cfg: AdmissionConfig, p: Problems) -> N
     annotations = pod["metadata"].get("annotations")
     if not isinstance(annotations, Mapping) or not annotations:
         return
-    keys = (JDB_MIN_AVAILABLE, JDB_MAX_UNAVAILABLE)
+    keys = (JDB_MIN_AVAILABLE_KEY, JDB_MAX_UNAVAILABLE_KEY)
     present = 0
     for key in keys:
         if key not in annotations:

@@ -31,20 +31,17 @@ from typing import Any, Final
 
 from pyvolcano.admission._common import AdmissionConfig, Problems, ShapeChecker, quote, sub
 from pyvolcano.admission.k8s import dns1123_subdomain_errors, parse_quantity_or_none, validate_resource_list
+from pyvolcano.api.names import GROUP_NAME_KEY, HIERARCHY_KEY, HIERARCHY_WEIGHTS_KEY
 from pyvolcano.api.resource import PODS, Resource
 from pyvolcano.store.base import Forbidden, NotFound, Store
 
 __all__ = [
-    "HIERARCHY_ANNOTATION",
-    "HIERARCHY_WEIGHTS_ANNOTATION",
     "check_queue_delete",
     "check_shape",
     "mutate_queue",
     "validate_queue",
 ]
 
-HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"
-HIERARCHY_WEIGHTS_ANNOTATION: Final = "volcano.sh/hierarchy-weights"
 _VALID_SUBMITTED_STATES: Final = ("Open", "Closed")
 _GO_FLOAT_RE: Final = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?(?i:inf|infinity|nan)")
 
@@ -74,11 +71,11 @@ def mutate_queue(queue: dict[str, Any]) -> None:
     md = queue["metadata"]
     ann = md.get("annotations") if isinstance(md.get("annotations"), dict) else None
     if ann is not None:
-        hierarchy = ann.get(HIERARCHY_ANNOTATION) or ""
-        weights = ann.get(HIERARCHY_WEIGHTS_ANNOTATION) or ""
+        hierarchy = ann.get(HIERARCHY_KEY) or ""
+        weights = ann.get(HIERARCHY_WEIGHTS_KEY) or ""
         if hierarchy and weights and not hierarchy.startswith("root"):
-            ann[HIERARCHY_ANNOTATION] = f"root/{hierarchy}"
-            ann[HIERARCHY_WEIGHTS_ANNOTATION] = f"1/{weights}"
+            ann[HIERARCHY_KEY] = f"root/{hierarchy}"
+            ann[HIERARCHY_WEIGHTS_KEY] = f"1/{weights}"
     spec = queue.get("spec")
     if not isinstance(spec, dict):
         spec = queue["spec"] = {}
@@ -179,16 +176,16 @@ def _validate_fields(queue: Mapping[str, Any], p: Problems) -> None:
 def _validate_hierarchy_annotations(queue: Mapping[str, Any], store: Store, p: Problems) -> None:
     md = queue["metadata"]
     ann = sub(md, "annotations")
-    hierarchy = ann.get(HIERARCHY_ANNOTATION) or ""
-    weights = ann.get(HIERARCHY_WEIGHTS_ANNOTATION) or ""
+    hierarchy = ann.get(HIERARCHY_KEY) or ""
+    weights = ann.get(HIERARCHY_WEIGHTS_KEY) or ""
     if not hierarchy and not weights:
         return
     path = "metadata.annotations"
     paths = hierarchy.split("/")
     weight_list = weights.split("/")
     if len(paths) != len(weight_list):
-        p.add(path, f"Invalid value: {quote(hierarchy)}: {HIERARCHY_ANNOTATION} must have the same length with "
-                    f"{HIERARCHY_WEIGHTS_ANNOTATION}")
+        p.add(path, f"Invalid value: {quote(hierarchy)}: {HIERARCHY_KEY} must have the same length with "
+                    f"{HIERARCHY_WEIGHTS_KEY}")
         return
     for w in weight_list:
         if not _GO_FLOAT_RE.fullmatch(w):
@@ -203,7 +200,7 @@ def _validate_hierarchy_annotations(queue: Mapping[str, Any], store: Store, p: P
         if other["metadata"]["name"] == name:
             continue
         oann = other["metadata"].get("annotations") or {}
-        in_tree = oann.get(HIERARCHY_ANNOTATION) or ""
+        in_tree = oann.get(HIERARCHY_KEY) or ""
         if in_tree and in_tree.startswith(hierarchy + "/"):
             p.add(path, f"Invalid value: {quote(hierarchy)}: {hierarchy} is not allowed to be in the sub path of "
                         f"{in_tree} of queue {other['metadata']['name']}")
@@ -284,7 +281,7 @@ def _allocated_pods(store: Store, queue_name: str) -> int:
     if groups:
         for pod in store.list("Pod"):
             md = pod["metadata"]
-            group = (md.get("annotations") or {}).get("scheduling.k8s.io/group-name")
+            group = (md.get("annotations") or {}).get(GROUP_NAME_KEY)
             if (md.get("namespace", ""), group) not in groups:
                 continue
             spec = pod.get("spec") or {}

@@ -14,7 +14,8 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyvolcano.api.objects import PREEMPTABLE_KEY, PodGroup
+from pyvolcano.api.names import PREEMPTABLE_KEY
+from pyvolcano.api.objects import PodGroup
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import (
     ALLOCATED_STATUS,
@@ -38,6 +39,7 @@ _EMPTY = Resource()
 @functools.lru_cache(maxsize=256)
 def _bits(mask: int) -> tuple[int, ...]:
     return tuple(i for i in range(_N_STATUS) if mask >> i & 1)
+
 
 _VALID = ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined | TaskStatus.Pending
 _OCCUPIED_PIPELINED = ALLOCATED_STATUS | TaskStatus.Succeeded | TaskStatus.Pipelined

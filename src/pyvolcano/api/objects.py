@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyvolcano.api.names import GROUP_NAME_KEY
+
 __all__ = [
-    "GROUP_NAME_ANNOTATION",
     "Container",
     "Node",
     "OwnerReference",
@@ -28,11 +29,6 @@ __all__ = [
     "PriorityClass",
     "Queue",
 ]
-
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
-TASK_SPEC_KEY = "volcano.sh/task-spec"
-TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
-PREEMPTABLE_KEY = "volcano.sh/preemptable"
 
 
 @dataclass(slots=True)
@@ -86,7 +82,7 @@ class Pod:
 
     @property
     def group_name(self) -> str:
-        return self.annotations.get(GROUP_NAME_ANNOTATION, "")
+        return self.annotations.get(GROUP_NAME_KEY, "")
 
     @property
     def has_pod_affinity(self) -> bool:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+from pyvolcano.api.names import HIERARCHY_KEY, HIERARCHY_WEIGHTS_KEY
 from pyvolcano.api.objects import Queue
 from pyvolcano.api.resource import Resource
 
 __all__ = ["QueueInfo"]
-
-HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
-HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 
 
 class QueueInfo:
@@ -19,8 +17,8 @@ class QueueInfo:
         self.uid = queue.name
         self.name = queue.name
         self.weight = queue.weight
-        self.hierarchy = queue.annotations.get(HIERARCHY_ANNOTATION, "")
-        self.weights = queue.annotations.get(HIERARCHY_WEIGHTS_ANNOTATION, "")
+        self.hierarchy = queue.annotations.get(HIERARCHY_KEY, "")
+        self.weights = queue.annotations.get(HIERARCHY_WEIGHTS_KEY, "")
 
     @property
     def reclaimable(self) -> bool:

@@ -14,13 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pyvolcano.api.objects import (
-    GROUP_NAME_ANNOTATION,
-    PREEMPTABLE_KEY,
-    TASK_PRIORITY_ANNOTATION,
-    TASK_SPEC_KEY,
-    Pod,
-)
+from pyvolcano.api.names import GROUP_NAME_KEY, PREEMPTABLE_KEY, TASK_PRIORITY_KEY, TASK_SPEC_KEY
+from pyvolcano.api.objects import Pod
 from pyvolcano.api.quantity import milli_value, value
 from pyvolcano.api.resource import CPU, MEMORY, PODS, Resource
 from pyvolcano.util.numbers import parse_int
@@ -217,7 +212,7 @@ class TaskInfo:
         self.uid = pod.uid
         self.name = pod.name
         self.namespace = pod.namespace
-        group = pod.annotations.get(GROUP_NAME_ANNOTATION, "")
+        group = pod.annotations.get(GROUP_NAME_KEY, "")
         self.job = f"{pod.namespace}/{group}" if group else ""
         self.role = pod.labels.get(TASK_SPEC_KEY) or pod.annotations.get(TASK_SPEC_KEY) or ""
         req = resreq if resreq is not None else pod_resource_request(pod)
@@ -227,7 +222,7 @@ class TaskInfo:
         self.preemptable = self._preemptable(pod)
         self.sch_gated = bool(pod.scheduling_gates)
         self.priority = pod.priority if pod.priority is not None else 1
-        prio = pod.annotations.get(TASK_PRIORITY_ANNOTATION)
+        prio = pod.annotations.get(TASK_PRIORITY_KEY)
         if prio is not None:
             with contextlib.suppress(ValueError):
                 self.priority = parse_int(prio.strip())

@@ -99,7 +99,7 @@ def _read(flag: str, path: str) -> bytes:
 def run_admission(opts: AdmissionOptions, *, store: Store | None = None, stop: threading.Event | None = None,
                   on_ready: Callable[[WebhookServer], None] | None = None) -> int:
     """Run the webhook server until ``stop`` is set (or SIGTERM/SIGINT); return the exit code."""
-    from pyvolcano.store.base import StoreError
+    from pyvolcano.store.base import StoreError, Synced
 
     try:
         prepared = _prepare(opts)
@@ -125,9 +125,8 @@ def run_admission(opts: AdmissionOptions, *, store: Store | None = None, stop: t
         typer.echo(f"error: {e}", err=True)
         return 1
     finally:
-        close = getattr(store, "stop", None) if owned else None
-        if close is not None:
-            close()  # the informers of a store this call connected
+        if owned and isinstance(store, Synced):
+            store.stop()  # the informers of a store this call connected
 
 
 @dataclass(frozen=True)
@@ -185,6 +184,7 @@ _SYNC_TIMEOUT: Final = 60.0
 
 def _connect(opts: AdmissionOptions) -> Store:
     from pyvolcano.kube import connect
+    from pyvolcano.store.base import Synced
 
     try:
         store: Store = connect(kubeconfig=opts.kubeconfig or None, master=opts.master or None,
@@ -192,9 +192,8 @@ def _connect(opts: AdmissionOptions) -> Store:
                                user_agent="volcano-admission")
     except (OSError, ValueError) as e:
         raise UsageError(f"unable to build k8s config: {e}") from None
-    wait = getattr(store, "wait_for_sync", None)
-    if wait is not None and not wait(_SYNC_TIMEOUT):
-        getattr(store, "stop", lambda: None)()
+    if isinstance(store, Synced) and not store.wait_for_sync(_SYNC_TIMEOUT):
+        store.stop()
         raise _StartError(f"informers ({', '.join(ADMISSION_KINDS)}) did not sync within {_SYNC_TIMEOUT:.0f}s")
     return store
 

@@ -27,6 +27,7 @@ from pyvolcano.cli.queue import (
     KubeconfigOption,
     OutputOption,
     SeedOption,
+    StateError,
     TimeoutOption,
 )
 
@@ -38,11 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["job_app", "resolve_podgroup", "run_why", "why_document"]
 
 job_app = typer.Typer(help="Jobs: why one is pending; what running one would do.", no_args_is_help=True, cls=Group)
-
-
-
-class JobError(Exception):
-    """A user mistake on the command line (exit status 2)."""
 
 
 @job_app.command("why")
@@ -73,6 +69,7 @@ def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str |
     from pyvolcano.conf import ConfigError
     from pyvolcano.framework.arguments import ArgumentError
     from pyvolcano.framework.registry import default_registry
+    from pyvolcano.operator.state import LiveReadError
 
     registry = default_registry()
     try:
@@ -80,7 +77,7 @@ def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str |
                                    registry=registry, timeout=timeout, now=None, user_agent="pyvolcano-job-why")
         cache = SchedulerCache.from_objects(state.objects)
         key = resolve_podgroup(cache, name, namespace, state.source)
-    except (JobError, ManifestError, ConfigError, ArgumentError, ValueError) as e:
+    except (StateError, ManifestError, ConfigError, ArgumentError, ValueError) as e:
         error(str(e))
         return 2
     except LiveReadError as e:
@@ -100,16 +97,12 @@ def why_document(cache: SchedulerCache, key: str, config: SchedulerConfiguration
                  sessions: int, seed: int) -> dict[str, Any]:
     """Run ``sessions`` sessions on ``cache`` and return ``job why``'s document for PodGroup ``key``:
     ``{"job", "phase", "queue", "diagnosis"}`` (``diagnosis`` null when nothing is pending)."""
-    from pyvolcano.cli.schedule import schedule_objects
+    from pyvolcano.runtime.schedule import schedule_objects
 
     result = schedule_objects(cache, config, registry, sessions=sessions, seed=seed)
     job = cache.pg_jobs[key]
     assert job.podgroup is not None
     return {"job": key, "phase": job.podgroup.phase, "queue": job.queue, "diagnosis": result["diagnoses"].get(key)}
-
-
-class LiveReadError(Exception):
-    """The live cluster could not be read (exit status 1)."""
 
 
 def resolve_podgroup(cache: SchedulerCache, name: str, namespace: str, source: str) -> str:
@@ -122,9 +115,9 @@ def resolve_podgroup(cache: SchedulerCache, name: str, namespace: str, source: s
     if len(owned) == 1:
         return owned[0]
     if owned:
-        raise JobError(f"{source}: {len(owned)} PodGroups in namespace {namespace} start with {name}- "
+        raise StateError(f"{source}: {len(owned)} PodGroups in namespace {namespace} start with {name}- "
                        f"({', '.join(k.partition('/')[2] for k in owned)}); name one of them")
-    raise JobError(f"{source}: no PodGroup {name} in namespace {namespace}")
+    raise StateError(f"{source}: no PodGroup {name} in namespace {namespace}")
 
 
 def render_why(doc: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from pyvolcano.api.names import JOB_API_VERSION, SCHEDULING_API_VERSION
 from pyvolcano.cli.queue import (
     ClusterOption,
     ConfigOption,
@@ -28,7 +29,7 @@ from pyvolcano.cli.queue import (
 
 __all__ = ["read_job_file", "render_dry_run", "run"]
 
-JOB_KINDS = {("batch.volcano.sh/v1alpha1", "Job"), ("scheduling.volcano.sh/v1beta1", "PodGroup"), ("v1", "Pod")}
+JOB_KINDS = {(JOB_API_VERSION, "Job"), (SCHEDULING_API_VERSION, "PodGroup"), ("v1", "Pod")}
 
 
 def run(
@@ -56,8 +57,8 @@ def run(
 
 def read_job_file(path: str) -> list[dict[str, Any]]:
     """The job file's documents (Job, PodGroup, Pod); raises ManifestError naming file and document."""
+    from pyvolcano.api.inputs import read_inputs
     from pyvolcano.api.manifest import ManifestError, iter_documents
-    from pyvolcano.cli.inputs import read_inputs
 
     docs: list[dict[str, Any]] = []
     for source, text in read_inputs([path]):
@@ -80,25 +81,25 @@ def run_dry(filename: str, *, dry_run: bool, cluster: str | None, kubeconfig: st
             config_path: Path | None, default_runtime: list[str] | None, horizon: str, now: str | None, output: str,
             seed: int, timeout: float) -> int:
     from pyvolcano.api.manifest import ManifestError
-    from pyvolcano.cli.job import JobError, LiveReadError
     from pyvolcano.cli.output import console, emit, error
     from pyvolcano.cli.queue import StateError, _horizon, load_state, runtime_policy
     from pyvolcano.conf import ConfigError
     from pyvolcano.framework.arguments import ArgumentError
     from pyvolcano.framework.registry import default_registry
     from pyvolcano.operator.dryrun import DryRunError, dry_run_document, job_of
+    from pyvolcano.operator.state import LiveReadError
 
     registry = default_registry()
     try:
         if not dry_run:
-            raise JobError("pyvolcano job run only answers --dry-run; submit with `vcctl job run -f FILE`")
+            raise StateError("pyvolcano job run only answers --dry-run; submit with `vcctl job run -f FILE`")
         policy = runtime_policy(default_runtime)
         ahead = _horizon(horizon)
         docs = read_job_file(filename)
         job_of(docs, filename)
         state, config = load_state(cluster=cluster, kubeconfig=kubeconfig, context=context, config_path=config_path,
                                    registry=registry, timeout=timeout, now=now, user_agent="pyvolcano-job-run")
-    except (StateError, JobError, DryRunError, ManifestError, ConfigError, ArgumentError, ValueError) as e:
+    except (StateError, DryRunError, ManifestError, ConfigError, ArgumentError, ValueError) as e:
         error(str(e))
         return 2
     except LiveReadError as e:

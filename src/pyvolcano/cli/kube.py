@@ -271,10 +271,11 @@ def scheduler(
 ) -> None:
     """vc-scheduler: a scheduling session every period on a real cluster."""
     _print_version_and_exit(version)
+    from pyvolcano.api.names import SCHEDULER_KINDS
     from pyvolcano.cache.cache import SchedulerOptions
     from pyvolcano.conf import ConfigError
     from pyvolcano.framework.arguments import ArgumentError
-    from pyvolcano.runtime.scheduler import SCHEDULER_KINDS, LiveScheduler
+    from pyvolcano.runtime.scheduler import LiveScheduler
 
     _setup_logging(v)
     try:

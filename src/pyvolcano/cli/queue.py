@@ -8,8 +8,6 @@ estimate. The helpers here (:func:`load_state`, :func:`runtime_policy`) are shar
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -87,53 +85,28 @@ def runtime_policy(values: list[str] | None) -> RuntimePolicy:
 def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | None, config_path: Path | None,
                registry: Registry, timeout: float, now: str | None, user_agent: str
                ) -> tuple[ClusterState, SchedulerConfiguration]:
-    """The state and the configuration to run it with: ``--config``, else the snapshot's or the live
-    cluster's scheduler ConfigMap, else upstream's default."""
-    from pyvolcano.cli.job import JobError
+    """The options' state and configuration (:func:`pyvolcano.operator.state.load_state`), the
+    live cluster's notes printed."""
     from pyvolcano.cli.output import note
-    from pyvolcano.cli.schedule import load_config
-    from pyvolcano.operator.state import state_from_snapshot, state_from_store
-    from pyvolcano.store.base import EPOCH, from_rfc3339
+    from pyvolcano.operator import state as cluster_state
+    from pyvolcano.runtime.clock import wall_seconds
+    from pyvolcano.store.base import from_rfc3339
 
     if cluster is not None and (kubeconfig is not None or context is not None):
-        raise JobError("give --cluster FILE (a snapshot) or a live cluster (--kubeconfig, --context), not both")
+        raise StateError("give --cluster FILE (a snapshot) or a live cluster (--kubeconfig, --context), not both")
     at: float | None = None
     if now is not None:
         try:
             at = from_rfc3339(now)
         except ValueError as e:
-            raise JobError(f"--now: {e}") from None
-    config = load_config(config_path, registry)
-    if cluster is not None:
-        state = state_from_snapshot([cluster], registry, at)
-    else:
-        from pyvolcano.kube import connect
-
-        store = connect(kubeconfig=kubeconfig, context=context, kinds=("Node", "Pod", "PodGroup", "Queue",
-                                                                        "PriorityClass"), user_agent=user_agent)
-        try:
-            wall = float(math.floor(time.time() - EPOCH.timestamp()))  # whole seconds, as timestamps are
-            state = state_from_store(store, timeout, live_source(kubeconfig, context), wall if at is None else at,
-                                     None if config_path is not None else registry)
-        finally:
-            store.stop()
+            raise StateError(f"--now: {e}") from None
+    state, config = cluster_state.load_state(registry, cluster=cluster, kubeconfig=kubeconfig, context=context,
+                                             config_path=config_path, timeout=timeout, now=at,
+                                             user_agent=user_agent, wall_clock=wall_seconds)
+    if cluster is None:
         for text in state.notes:
             note(text)
-    if config_path is None and state.config is not None:
-        config = state.config
-    for tier in config.tiers:
-        for opt in tier.plugins:
-            registry.plugin(opt.name)(opt.arguments)
-    for action in config.actions:
-        registry.action(action)(config.action_arguments(action))
     return state, config
-
-
-def live_source(kubeconfig: str | None, context: str | None) -> str:
-    """How messages name the live cluster: its kubeconfig, else the current context (kubectl's
-    default: in-cluster, ``$KUBECONFIG``, ``~/.kube/config``)."""
-    where = f"the cluster of {kubeconfig}" if kubeconfig else "the current cluster"
-    return f"{where} (context {context})" if context else where
 
 
 def duration_option(value: str) -> float:
@@ -173,12 +146,12 @@ def run_top(queue: str | None, *, cluster: str | None, kubeconfig: str | None, c
             config_path: Path | None, default_runtime: list[str] | None, horizon: str, now: str | None,
             output: str, seed: int, timeout: float) -> int:
     from pyvolcano.api.manifest import ManifestError
-    from pyvolcano.cli.job import JobError, LiveReadError
     from pyvolcano.cli.output import console, emit, error
     from pyvolcano.conf import ConfigError
     from pyvolcano.framework.arguments import ArgumentError
     from pyvolcano.framework.registry import default_registry
     from pyvolcano.operator.queue_top import queue_top_document
+    from pyvolcano.operator.state import LiveReadError
 
     registry = default_registry()
     try:
@@ -187,8 +160,8 @@ def run_top(queue: str | None, *, cluster: str | None, kubeconfig: str | None, c
         state, config = load_state(cluster=cluster, kubeconfig=kubeconfig, context=context, config_path=config_path,
                                    registry=registry, timeout=timeout, now=now, user_agent="pyvolcano-queue-top")
         if queue is not None and queue not in {q.name for q in state.objects.queues} | {"default"}:
-            raise JobError(f"{state.source}: no Queue {queue}")
-    except (StateError, JobError, ManifestError, ConfigError, ArgumentError, ValueError) as e:
+            raise StateError(f"{state.source}: no Queue {queue}")
+    except (StateError, ManifestError, ConfigError, ArgumentError, ValueError) as e:
         error(str(e))
         return 2
     except LiveReadError as e:

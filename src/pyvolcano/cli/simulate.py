@@ -23,8 +23,7 @@ from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.manifest import ManifestError
 from pyvolcano.cli.output import console as make_console
 from pyvolcano.cli.output import emit, error, note, strip_timings
-from pyvolcano.cli.schedule import load_config
-from pyvolcano.conf import ConfigError, load_scheduler_conf
+from pyvolcano.conf import ConfigError, load_configuration
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult, check_run_parameters
@@ -182,22 +181,17 @@ def run_simulate_command(
         horizon = parse_until(until)
         check_run_parameters(seed=seed, schedule_period=schedule_period)
         pod_duration = parse_default_duration(default_duration)
-        configs = [(config, load_config(config, registry))]
+        configs = [(config, load_configuration(registry, config))]
         if compare is not None:
-            configs.append((compare, load_config(compare, registry)))
-        for _path, conf in configs:
-            for tier in conf.tiers:
-                for opt in tier.plugins:
-                    registry.plugin(opt.name)(opt.arguments)
-            for name in conf.actions:
-                registry.action(name)(conf.action_arguments(name))
+            configs.append((compare, load_configuration(registry, compare)))
         if trace is not None or cluster is None:
             tr = load_trace(trace, trace_format, nodes=nodes, seed=seed) if trace is not None else builtin_scenario()
             if config is None and tr.config is not None:
-                configs[0] = (None, load_scheduler_conf(tr.config))  # the scenario's own configuration
+                # the scenario's own configuration
+                configs[0] = (None, load_configuration(registry, text=tr.config, source=f"scenario {tr.name}"))
                 default_label = "builtin.conf"
             scenario = tr.name
-            cluster_subs = _trace_submissions(tr)
+            cluster_subs = tr.submissions()
             work_subs: list[Submission] = []
             events: list[ClusterEvent] = []
             notes = list(tr.notes)
@@ -283,26 +277,12 @@ def run_simulate_command(
     return 0
 
 
-def _trace_submissions(tr: Any) -> list[Submission]:
-    subs = []
-    i = 0
-    for obj in [*tr.priority_classes, *tr.queues, *tr.nodes]:
-        subs.append(Submission(0.0, i, f"trace:{tr.name}", obj))
-        i += 1
-    for obj in tr.jobs:
-        ann = (obj.get("metadata") or {}).get("annotations") or {}
-        at = parse_duration_strict(str(ann.get("pyvolcano.io/submit-at", "0s")))
-        subs.append(Submission(at, i, f"trace:{tr.name}", obj))
-        i += 1
-    return subs
-
-
 def _is_snapshot(path: Path) -> bool:
     """Whether a ``--cluster`` file is a snapshot: it holds workload objects or the scheduler
     ConfigMap besides the cluster's Nodes, Queues and PriorityClasses (unreadable files are left
     to the loader to report)."""
+    from pyvolcano.api.inputs import read_inputs
     from pyvolcano.api.manifest import iter_documents
-    from pyvolcano.cli.inputs import read_inputs
 
     try:
         for source, text in read_inputs([path]):

@@ -35,7 +35,7 @@ class SnapshotError(ValueError):
 
 
 def _config_text(store: Any, path: Path | None, notes: list[str]) -> str | None:
-    from pyvolcano.conf import ConfigError, load_scheduler_conf
+    from pyvolcano.conf import ConfigError, load_configuration
     from pyvolcano.framework.registry import default_registry
     from pyvolcano.runtime.snapshot import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE, read_config_text
     from pyvolcano.store.base import StoreError
@@ -58,8 +58,7 @@ def _config_text(store: Any, path: Path | None, notes: list[str]) -> str | None:
             return None
         text, source = value, f"ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP}"
     try:
-        load_scheduler_conf(text, source=source, known_actions=registry.action_names,
-                            known_plugins=registry.plugin_names)
+        load_configuration(registry, text=text, source=source)
     except ConfigError as e:
         if path is not None:
             raise SnapshotError(str(e)) from None

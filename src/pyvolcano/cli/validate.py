@@ -27,7 +27,7 @@ Exit code 0 when every object is valid or not checked (warnings included), 2 oth
 unreadable files and YAML errors, and no object at all: "no objects passed to validate", as
 ``kubectl apply`` says of an empty input).
 
-Inputs are files, directories and ``-`` (:mod:`pyvolcano.cli.inputs`). ``-o wide`` prefixes
+Inputs are files, directories and ``-`` (:mod:`pyvolcano.api.inputs`). ``-o wide`` prefixes
 every line with its file and document. ``-o json|yaml`` prints the admitted objects instead,
 with the defaults admission filled in (one object, or a ``v1 List`` of several, as
 ``kubectl create --dry-run=server -o yaml`` does), and the error lines on stderr.
@@ -44,9 +44,9 @@ from pyvolcano.admission import VolcanoAdmission
 from pyvolcano.admission._common import quote
 from pyvolcano.admission.priority import find_priority_class
 from pyvolcano.api.fields import unknown_fields
+from pyvolcano.api.inputs import read_inputs
 from pyvolcano.api.kinds import KindStatus, resolve
 from pyvolcano.api.manifest import ManifestError, iter_documents
-from pyvolcano.cli.inputs import read_inputs
 from pyvolcano.cli.output import emit, error, one_line
 from pyvolcano.store import CLUSTER_SCOPED_KINDS, InMemoryStore, StoreError, clone, object_key
 
@@ -229,4 +229,3 @@ def _expand(where: str, doc: Any) -> Iterator[tuple[str, Any]]:
             yield f"{where} items[{k}]", item
         return
     yield where, doc
-

@@ -1,5 +1,6 @@
-"""Scheduler configuration: schema, YAML loader and upstream's built-in default."""
+"""Scheduler configuration: schema, YAML loader, upstream's built-in default and the checked loader."""
 
+from pyvolcano.conf.checked import load_configuration
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF, default_configuration
 from pyvolcano.conf.loader import ConfigError, load_scheduler_conf, load_scheduler_conf_file
 from pyvolcano.conf.schema import (
@@ -23,6 +24,7 @@ __all__ = [
     "Tier",
     "apply_flag_defaults",
     "default_configuration",
+    "load_configuration",
     "load_scheduler_conf",
     "load_scheduler_conf_file",
 ]

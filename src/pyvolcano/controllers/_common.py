@@ -22,6 +22,8 @@ from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from pyvolcano.store.base import can_peek
+
 __all__ = [
     "WorkQueue",
     "annotations_of",
@@ -46,10 +48,12 @@ T = TypeVar("T", bound=Hashable)
 
 # ---------------------------------------------------------------------- object accessors
 def peek(store: Any, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
-    """The stored object itself when the store offers that (``InMemoryStore.peek``), else a
-    copy from ``get``. Read-only: the caller must not mutate it. NotFound as ``get``."""
-    read = getattr(store, "peek", None) or store.get
-    return read(kind, namespace, name)
+    """The stored object itself when the store is :class:`~pyvolcano.store.base.Peekable`, else
+    a copy from ``get``. Read-only: the caller must not mutate it. NotFound as ``get``."""
+    if can_peek(store):
+        return store.peek(kind, namespace, name)
+    result: dict[str, Any] = store.get(kind, namespace, name)
+    return result
 
 
 def meta(obj: Mapping[str, Any]) -> dict[str, Any]:

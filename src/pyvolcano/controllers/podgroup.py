@@ -28,6 +28,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pyvolcano.api.names import (
+    COOLDOWN_KEY,
+    GROUP_MIN_MEMBER_KEY,
+    GROUP_NAME_KEY,
+    JDB_MAX_UNAVAILABLE_KEY,
+    JDB_MIN_AVAILABLE_KEY,
+    NETWORK_TOPOLOGY_MODE_KEY,
+    NETWORK_TOPOLOGY_TIER_KEY,
+    PREEMPTABLE_KEY,
+    QUEUE_NAME_ANNOTATION,
+    REVOCABLE_ZONE_KEY,
+)
 from pyvolcano.controllers._common import WorkQueue, annotations_of, controller_of, labels_of, meta, spec, uid_of
 from pyvolcano.controllers._resources import format_list, pod_quota_usage, scale_list
 from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, WatchEvent
@@ -37,17 +49,7 @@ __all__ = ["PodGroupController", "pod_group_name_for"]
 
 logger = logging.getLogger(__name__)
 
-GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
-GROUP_MIN_MEMBER_KEY = "scheduling.volcano.sh/group-min-member"
-QUEUE_NAME_KEY = "scheduling.volcano.sh/queue-name"
 ANNOTATION_PREFIX = "volcano.sh/"
-PREEMPTABLE_KEY = "volcano.sh/preemptable"
-COOLDOWN_KEY = "volcano.sh/cooldown-time"
-REVOCABLE_ZONE_KEY = "volcano.sh/revocable-zone"
-JDB_MIN_AVAILABLE_KEY = "volcano.sh/jdb-min-available"
-JDB_MAX_UNAVAILABLE_KEY = "volcano.sh/jdb-max-unavailable"
-NETWORK_TOPOLOGY_MODE_KEY = "volcano.sh/network-topology-mode"
-NETWORK_TOPOLOGY_TIER_KEY = "volcano.sh/network-topology-highest-tier"
 PODGROUP_PREFIX = "podgroup-"
 
 # Owner kinds whose annotations are inherited, with the API group each must come from.
@@ -182,8 +184,8 @@ class PodGroupController:
         }
         if spec(pod).get("priorityClassName"):
             pg_spec["priorityClassName"] = spec(pod)["priorityClassName"]
-        if QUEUE_NAME_KEY in pod_ann:
-            pg_spec["queue"] = pod_ann[QUEUE_NAME_KEY]
+        if QUEUE_NAME_ANNOTATION in pod_ann:
+            pg_spec["queue"] = pod_ann[QUEUE_NAME_ANNOTATION]
         for key in (PREEMPTABLE_KEY, COOLDOWN_KEY, REVOCABLE_ZONE_KEY):
             if key in pod_ann:
                 pg_ann[key] = pod_ann[key]

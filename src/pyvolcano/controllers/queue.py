@@ -40,15 +40,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from pyvolcano.api.names import CLOSED_BY_PARENT_KEY, SCHEDULING_API_VERSION
 from pyvolcano.controllers._common import WorkQueue, annotations_of, name_of, namespace_of, spec, status
 from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, WatchEvent
 
-__all__ = ["CLOSED_BY_PARENT", "QueueController", "ensure_default_queues"]
+__all__ = ["QueueController", "ensure_default_queues"]
 
 logger = logging.getLogger(__name__)
-
-CLOSED_BY_PARENT = "volcano.sh/closed-by-parent"
-QUEUE_API_VERSION = "scheduling.volcano.sh/v1beta1"
 
 OPEN, CLOSING, CLOSED, UNKNOWN = "Open", "Closing", "Closed", "Unknown"
 OPEN_QUEUE, CLOSE_QUEUE, SYNC_QUEUE = "OpenQueue", "CloseQueue", "SyncQueue"
@@ -66,7 +64,7 @@ def ensure_default_queues(store: Store, default_queue: str = "default") -> None:
             pass
         with contextlib.suppress(AlreadyExists):
             store.create({
-                "apiVersion": QUEUE_API_VERSION,
+                "apiVersion": SCHEDULING_API_VERSION,
                 "kind": "Queue",
                 "metadata": {"name": name},
                 "spec": {"reclaimable": reclaimable, "weight": 1},
@@ -164,7 +162,7 @@ class QueueController:
             target = obj.get("target")
             if (
                 isinstance(target, dict)
-                and target.get("apiVersion") == QUEUE_API_VERSION
+                and target.get("apiVersion") == SCHEDULING_API_VERSION
                 and target.get("kind") == "Queue"
             ):
                 self.commands.add(_Command(next(self._seq), namespace_of(obj), name_of(obj),
@@ -291,9 +289,10 @@ class QueueController:
         return self.store.patch("Queue", None, name_of(queue), {"spec": {"parent": "root"}})
 
     def _annotate(self, queue: dict[str, Any], value: str) -> dict[str, Any]:
-        if annotations_of(queue).get(CLOSED_BY_PARENT) == value:
+        if annotations_of(queue).get(CLOSED_BY_PARENT_KEY) == value:
             return queue
-        return self.store.patch("Queue", None, name_of(queue), {"metadata": {"annotations": {CLOSED_BY_PARENT: value}}})
+        return self.store.patch("Queue", None, name_of(queue),
+                                {"metadata": {"annotations": {CLOSED_BY_PARENT_KEY: value}}})
 
     def _children(self, parent: str) -> list[dict[str, Any]]:
         return [q for q in self.store.list("Queue") if spec(q).get("parent") == parent]
@@ -315,7 +314,7 @@ class QueueController:
         elif (
             parent_state == OPEN
             and state in (CLOSED, CLOSING)
-            and annotations_of(queue).get(CLOSED_BY_PARENT) == "true"
+            and annotations_of(queue).get(CLOSED_BY_PARENT_KEY) == "true"
         ):
             self._enqueue(name_of(queue), OPEN_QUEUE)
 
@@ -334,7 +333,7 @@ class QueueController:
                         "Open the parent queue first."
                     )
             for child in self._children(name):
-                if annotations_of(child).get(CLOSED_BY_PARENT) == "true":
+                if annotations_of(child).get(CLOSED_BY_PARENT_KEY) == "true":
                     self._enqueue(name_of(child), OPEN_QUEUE)
         if str(status(queue).get("state") or "") != OPEN:
             queue = self._patch_state(queue, OPEN)

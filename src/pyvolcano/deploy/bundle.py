@@ -37,6 +37,7 @@ from typing import Any, Final
 import yaml
 
 from pyvolcano import __version__
+from pyvolcano.api.names import is_dns1123_label
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
 from pyvolcano.deploy.crds import custom_resource_definitions
 from pyvolcano.deploy.rbac import COMPONENTS, rbac_objects
@@ -68,7 +69,6 @@ ADMISSION_PORT: Final = 8443
 HEALTHZ_PORT: Final = 11251  # upstream's default --healthz-address :11251
 METRICS_PORTS: Final = {"scheduler": 8080, "controller-manager": 8081}  # upstream's --listen-address defaults
 
-_DNS1123_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _IMAGE: Final = re.compile(r"^[^\s]+$")
 
 
@@ -87,7 +87,7 @@ class Certificates:
 
 def check_namespace(namespace: str) -> None:
     """Raise :class:`BundleError` unless ``namespace`` is a DNS-1123 label."""
-    if len(namespace) > 63 or not _DNS1123_LABEL.match(namespace):
+    if not is_dns1123_label(namespace):
         raise BundleError(f"--namespace: got {namespace!r}; expected a DNS-1123 label such as volcano-system "
                           "(lower-case letters, digits and '-', at most 63 characters)")
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pyvolcano.api.names import DNS1123_LABEL_FMT, DNS1123_SUBDOMAIN_FMT
+
 __all__ = ["CRD_SPECS", "CrdSpec", "custom_resource_definitions", "schema_for"]
 
 Schema = dict[str, Any]
@@ -34,8 +36,8 @@ Schema = dict[str, Any]
 QUANTITY_PATTERN: Final = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
-DNS1123_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-DNS1123_LABEL: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS1123_SUBDOMAIN: Final = f"^{DNS1123_SUBDOMAIN_FMT}$"
+DNS1123_LABEL: Final = f"^{DNS1123_LABEL_FMT}$"
 
 JOB_EVENTS: Final = ("*", "PodPending", "PodRunning", "PodFailed", "PodEvicted", "Unknown", "TaskCompleted",
                      "OutOfSync", "CommandIssued", "JobUpdated", "TaskFailed")

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pyvolcano.api.names import JOB_API_VERSION, SCHEDULING_API_VERSION
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.registry import Registry
 from pyvolcano.operator.eta import DEFAULT_HORIZON, RuntimePolicy, estimate_starts, forecast
@@ -31,8 +32,6 @@ __all__ = ["NOW_WINDOW", "DryRunError", "dry_run_document", "job_of"]
 
 NOW_WINDOW = 10.0
 """Seconds of a frozen state within which a job that starts counts as placed now."""
-JOB_API = "batch.volcano.sh/v1alpha1"
-PG_API = "scheduling.volcano.sh/v1beta1"
 
 
 class DryRunError(Exception):
@@ -41,10 +40,11 @@ class DryRunError(Exception):
 
 def job_of(docs: Sequence[Mapping[str, Any]], source: str) -> tuple[str, str]:
     """``(kind, ns/name)`` of the one Job (or PodGroup) in ``docs``; raises :class:`DryRunError`."""
-    jobs = [d for d in docs if (d.get("apiVersion"), d.get("kind")) in ((JOB_API, "Job"), (PG_API, "PodGroup"))]
+    kinds = ((JOB_API_VERSION, "Job"), (SCHEDULING_API_VERSION, "PodGroup"))
+    jobs = [d for d in docs if (d.get("apiVersion"), d.get("kind")) in kinds]
     if len(jobs) != 1:
-        raise DryRunError(f"{source}: expected one {JOB_API} Job (or one {PG_API} PodGroup with its Pods); "
-                          f"found {len(jobs)}")
+        raise DryRunError(f"{source}: expected one {JOB_API_VERSION} Job (or one {SCHEDULING_API_VERSION} PodGroup "
+                          f"with its Pods); found {len(jobs)}")
     md = jobs[0].get("metadata") or {}
     if not isinstance(md, dict) or not isinstance(md.get("name"), str) or not md["name"]:
         raise DryRunError(f"{source}: {jobs[0].get('kind')}: metadata.name: expected the job's name")

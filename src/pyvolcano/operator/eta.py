@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyvolcano.api.duration import parse_duration
+from pyvolcano.api.names import GROUP_NAME_KEY, JOB_API_VERSION
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.registry import Registry
 from pyvolcano.simulator.kubelet import DURATION
@@ -49,8 +50,6 @@ __all__ = [
 
 DEFAULT_HORIZON = 30 * 86400.0
 """How far ahead the simulation looks (seconds) unless told otherwise."""
-GROUP_NAME = "scheduling.k8s.io/group-name"
-JOB_API = "batch.volcano.sh/v1alpha1"
 Tracker = Callable[[Any], Mapping[str, str]]
 """Given the simulation's scheduler cache: job name → PodGroup key of the jobs to follow."""
 # Creation order for objects without a creationTimestamp (and ties): what must exist first.
@@ -128,7 +127,7 @@ def _key(doc: Mapping[str, Any]) -> str:
 
 def _pod_queue(pod: Mapping[str, Any], pg_queues: Mapping[str, str]) -> tuple[str, str]:
     md = _md(pod)
-    group = str((md.get("annotations") or {}).get(GROUP_NAME, ""))
+    group = str((md.get("annotations") or {}).get(GROUP_NAME_KEY, ""))
     job = f"{md.get('namespace') or 'default'}/{group}" if group else _key(pod)
     return job, pg_queues.get(job, "default")
 
@@ -211,7 +210,7 @@ _FINISHED_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated", "Aborted"
 
 def _is_live_vcjob(doc: Mapping[str, Any]) -> bool:
     """A Volcano Job that still has pods to create or run (not finished, and with a uid)."""
-    if doc.get("kind") != "Job" or doc.get("apiVersion") != JOB_API or not _md(doc).get("uid"):
+    if doc.get("kind") != "Job" or doc.get("apiVersion") != JOB_API_VERSION or not _md(doc).get("uid"):
         return False
     phase = ((doc.get("status") or {}).get("state") or {}).get("phase")
     return phase not in _FINISHED_JOB_PHASES

@@ -80,7 +80,7 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
                        horizon: float = DEFAULT_HORIZON) -> dict[str, Any]:
     """``queue top``'s document: ``now``, ``pending`` (in order) and ``running`` (runtime assumptions)."""
     from pyvolcano.cache.cache import SchedulerCache
-    from pyvolcano.cli.schedule import schedule_objects
+    from pyvolcano.runtime.schedule import schedule_objects
 
     order = pending_order(state, config, registry, seed=seed)
     diagnoses = schedule_objects(SchedulerCache.from_objects(state.objects), config, registry, sessions=1,
@@ -115,4 +115,3 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
         r["ends_in_seconds"] = None if end is None or r["ends_in_seconds"] is None else max(r["ends_in_seconds"], end)
     return {"now": to_rfc3339(state.now), "queue": queue, "pending": pending,
             "running": [running[k] for k in sorted(running)]}
-

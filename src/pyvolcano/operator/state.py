@@ -8,26 +8,39 @@ was taken (``now``, virtual seconds). :func:`state_from_snapshot` reads files as
 schedule`` does; :func:`state_from_store` reads a synced Kubernetes store (read-only), with
 the configuration of the cluster's ``volcano-system/volcano-scheduler-configmap`` ConfigMap
 when it can be read and loads (else ``config`` is None and ``notes`` says why). ``now`` of a
-snapshot is its newest timestamp unless given.
+snapshot is its newest timestamp unless given. :func:`load_state` is what the commands call:
+the state of a snapshot or a live cluster, and the configuration to run it with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyvolcano.api.inputs import read_inputs
 from pyvolcano.api.manifest import ClusterObjects, ManifestError, check_queue_parents, iter_documents, parse_objects
+from pyvolcano.api.names import JOB_API_VERSION, SCHEDULER_KINDS
+from pyvolcano.conf import ConfigError, load_configuration
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.registry import Registry
-from pyvolcano.store.base import StoreError, from_rfc3339
+from pyvolcano.runtime.snapshot import (
+    CONFIG_KEY,
+    CONFIG_MAP,
+    CONFIG_NAMESPACE,
+    load_snapshot_and_config,
+    read_config_text,
+)
+from pyvolcano.store.base import Store, StoreError, Synced, from_rfc3339
 
-__all__ = ["SCHEDULER_KINDS", "ClusterState", "live_scheduler_config", "newest_timestamp", "state_from_snapshot",
-           "state_from_store"]
+__all__ = ["ClusterState", "LiveReadError", "live_scheduler_config", "live_source", "load_state",
+           "newest_timestamp", "state_from_snapshot", "state_from_store"]
 
-SCHEDULER_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
-JOB_API = "batch.volcano.sh/v1alpha1"
+
+class LiveReadError(Exception):
+    """The live cluster could not be read."""
 
 
 @dataclass(slots=True)
@@ -55,9 +68,6 @@ def newest_timestamp(docs: Sequence[dict[str, Any]]) -> float:
 
 def state_from_snapshot(sources: Sequence[str | Path], registry: Registry, now: float | None = None) -> ClusterState:
     """Read a snapshot (files, directories, ``-``); raises ManifestError or ConfigError."""
-    from pyvolcano.cli.inputs import read_inputs
-    from pyvolcano.cli.schedule import load_snapshot_and_config
-
     objs, config = load_snapshot_and_config(sources, registry)
     where = ", ".join(str(s) for s in sources)
     check_queue_parents(objs, where)
@@ -69,20 +79,18 @@ def state_from_snapshot(sources: Sequence[str | Path], registry: Registry, now: 
     return ClusterState(docs, objs, config, newest_timestamp(docs) if now is None else now, where)
 
 
-def state_from_store(store: Any, timeout: float, source: str, now: float, registry: Registry | None = None
+def state_from_store(store: Store, timeout: float, source: str, now: float, registry: Registry | None = None
                      ) -> ClusterState:
     """Every scheduler input a synced store lists, and the cluster's scheduler configuration when
     ``registry`` is given (reads only: nothing is written)."""
-    from pyvolcano.cli.job import LiveReadError
-
-    if not store.wait_for_sync(timeout):
+    if isinstance(store, Synced) and not store.wait_for_sync(timeout):
         raise LiveReadError(f"{source}: the objects were not listed within {timeout:g}s")
     docs = [obj for kind in SCHEDULER_KINDS for obj in store.list(kind)]
     objs = parse_objects(list(enumerate(docs)), source)
     check_queue_parents(objs, source)
     config, notes = (None, ()) if registry is None else live_scheduler_config(store, registry)
     try:
-        docs += [{**job, "apiVersion": JOB_API, "kind": "Job"} for job in store.list("Job")]
+        docs += [{**job, "apiVersion": JOB_API_VERSION, "kind": "Job"} for job in store.list("Job")]
     except StoreError as e:
         notes += (f"Volcano Jobs not read ({e}); forecasts will not create the pods they have still to create",)
     return ClusterState(docs, objs, config, now, source, notes)
@@ -90,16 +98,13 @@ def state_from_store(store: Any, timeout: float, source: str, now: float, regist
 
 def _is_state_doc(doc: dict[str, Any]) -> bool:
     kind, api = doc.get("kind"), doc.get("apiVersion")
-    return (kind in SCHEDULER_KINDS and api != JOB_API) or (kind == "Job" and api == JOB_API)
+    return (kind in SCHEDULER_KINDS and api != JOB_API_VERSION) or (kind == "Job" and api == JOB_API_VERSION)
 
 
-def live_scheduler_config(store: Any, registry: Registry) -> tuple[SchedulerConfiguration | None, tuple[str, ...]]:
+def live_scheduler_config(store: Store, registry: Registry) -> tuple[SchedulerConfiguration | None, tuple[str, ...]]:
     """The configuration in the cluster's scheduler ConfigMap, or None with a note saying why
     (not there, not readable, no ``volcano-scheduler.conf`` key, or it does not load): the
     answer then uses upstream's built-in default, as the scheduler itself would not start."""
-    from pyvolcano.conf import ConfigError, load_scheduler_conf
-    from pyvolcano.runtime.snapshot import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE, read_config_text
-
     where = f"ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP}"
     fallback = "using upstream's default scheduler configuration"
     text = read_config_text(store)
@@ -108,7 +113,38 @@ def live_scheduler_config(store: Any, registry: Registry) -> tuple[SchedulerConf
     if text is None:
         return None, (f"{where} has no {CONFIG_KEY} key; {fallback}",)
     try:
-        return load_scheduler_conf(text, source=f"{where}: data.{CONFIG_KEY}", known_actions=registry.action_names,
-                                   known_plugins=registry.plugin_names), ()
+        return load_configuration(registry, text=text, source=f"{where}: data.{CONFIG_KEY}"), ()
     except ConfigError as e:
         return None, (f"{e}; {fallback}",)
+
+
+def load_state(registry: Registry, *, cluster: str | None, kubeconfig: str | None, context: str | None,
+               config_path: Path | None, timeout: float, now: float | None, user_agent: str,
+               wall_clock: Callable[[], float]) -> tuple[ClusterState, SchedulerConfiguration]:
+    """The state of the snapshot ``cluster`` (else of the live cluster, read at ``now`` or the
+    whole second of ``wall_clock``) and the configuration to run it with: ``config_path``, else
+    the snapshot's or the live cluster's scheduler ConfigMap, else upstream's default. Raises
+    ManifestError, ConfigError or LiveReadError; notes on a live cluster are in ``state.notes``."""
+    config = load_configuration(registry, config_path)
+    if cluster is not None:
+        state = state_from_snapshot([cluster], registry, now)
+    else:
+        from pyvolcano.kube import connect
+
+        store = connect(kubeconfig=kubeconfig, context=context, kinds=SCHEDULER_KINDS, user_agent=user_agent)
+        try:
+            at = float(math.floor(wall_clock())) if now is None else now  # whole seconds, as timestamps are
+            state = state_from_store(store, timeout, live_source(kubeconfig, context), at,
+                                     None if config_path is not None else registry)
+        finally:
+            store.stop()
+    if config_path is None and state.config is not None:
+        config = state.config
+    return state, config
+
+
+def live_source(kubeconfig: str | None, context: str | None) -> str:
+    """How messages name the live cluster: its kubeconfig, else the current context (kubectl's
+    default: in-cluster, ``$KUBECONFIG``, ``~/.kube/config``)."""
+    where = f"the cluster of {kubeconfig}" if kubeconfig else "the current cluster"
+    return f"{where} (context {context})" if context else where

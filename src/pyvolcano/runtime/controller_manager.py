@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from pyvolcano.runtime.clock import wall_seconds
-from pyvolcano.store.base import Store
+from pyvolcano.store.base import Compactable, Store, Waitable
 
 __all__ = ["CONTROLLERS", "CONTROLLER_KINDS", "LiveControllerManager", "build_controllers"]
 
@@ -79,9 +79,8 @@ class LiveControllerManager:
                     c.on_event(ev)
                 except Exception:
                     logger.exception("%s: event %s %s", getattr(c, "name", c), ev.type, ev.kind)
-        compact = getattr(self.store, "compact", None)
-        if compact is not None:
-            compact(self.revision)
+        if isinstance(self.store, Compactable):
+            self.store.compact(self.revision)
         now = self.clock()
         for i, c in enumerate(self.controllers):
             try:
@@ -105,7 +104,7 @@ class LiveControllerManager:
             return None
 
     def run(self, stop: threading.Event, *, leading: Callable[[], bool] | None = None) -> None:
-        wait = getattr(self.store, "wait", None)
+        wait = self.store.wait if isinstance(self.store, Waitable) else None
         while not stop.is_set():
             if leading is not None and not leading():
                 stop.wait(0.2)

@@ -23,10 +23,12 @@ from pyvolcano.runtime.clock import WallLoop, wall_seconds
 from pyvolcano.simulator.kubelet import DURATION, RETRY_FIRST, RETRY_MAX, Kubelets
 from pyvolcano.store.base import (
     AlreadyExists,
+    Compactable,
     Conflict,
     NotFound,
     Store,
     StoreError,
+    Waitable,
     WatchEvent,
     from_rfc3339,
     to_rfc3339,
@@ -196,14 +198,13 @@ class FakeNodes:
         for ev in self.store.watch(self.revision, ("Pod",)):
             self.revision = ev.revision
             self.kubelets.on_event(ev)
-        compact = getattr(self.store, "compact", None)
-        if compact is not None:
-            compact(self.revision)
+        if isinstance(self.store, Compactable):
+            self.store.compact(self.revision)
         self.loop.fire_due()
         self.heartbeat()
 
     def run(self, stop: threading.Event) -> None:
-        wait = getattr(self.store, "wait", None)
+        wait = self.store.wait if isinstance(self.store, Waitable) else None
         while not stop.is_set():
             self.step()
             nxt = self.loop.next_time()

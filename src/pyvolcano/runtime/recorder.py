@@ -251,16 +251,13 @@ def load_session(path: str | os.PathLike[str]) -> RecordedSession:
 
 def replay_session(rec: RecordedSession, registry: Any = None) -> dict[str, Any]:
     """Re-run a recorded session; returns its decisions in :func:`result_record`'s form."""
-    from pyvolcano.conf import default_configuration, load_scheduler_conf
+    from pyvolcano.conf import load_configuration
     from pyvolcano.framework.registry import default_registry
 
     registry = registry or default_registry()
     source = str(rec.path / "cluster.yaml")
-    if rec.config_text is None:
-        config = default_configuration()
-    else:
-        config = load_scheduler_conf(rec.config_text, source=f"{source}: ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP}",
-                                     known_actions=registry.action_names, known_plugins=registry.plugin_names)
+    config = load_configuration(registry, text=rec.config_text,
+                                source=f"{source}: ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP}")
     opts = dict(rec.session["options"])
     opts["scheduler_names"] = tuple(opts.get("scheduler_names") or ("volcano",))
     try:

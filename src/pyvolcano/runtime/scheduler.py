@@ -39,23 +39,20 @@ from typing import Any
 
 import numpy as np
 
+from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import BindRequest, SchedulerCache, SchedulerOptions, SessionResult
 from pyvolcano.cache.ingest import apply_event, podgroup_status, resync_pod
-from pyvolcano.conf import ConfigError, default_configuration, load_scheduler_conf, load_scheduler_conf_file
+from pyvolcano.conf import ConfigError, default_configuration, load_configuration
 from pyvolcano.conf.schema import SchedulerConfiguration
-from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry, default_registry
 from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.clock import wall_seconds
-from pyvolcano.store.base import Store, StoreError, to_rfc3339
+from pyvolcano.store.base import Compactable, Store, StoreError, to_rfc3339
 
-__all__ = ["SCHEDULER_KINDS", "LiveScheduler", "SessionReport"]
+__all__ = ["LiveScheduler", "SessionReport"]
 
 logger = logging.getLogger(__name__)
-
-SCHEDULER_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod")
-"""What vc-scheduler's informers watch (in this order: nodes and queues before the pods on them)."""
 
 
 @dataclass(slots=True)
@@ -131,26 +128,14 @@ class LiveScheduler:
             return
         try:
             text = None
-            if self.conf_path is None:
-                config = default_configuration()
-            else:
+            if self.conf_path is not None:
                 with contextlib.suppress(OSError, UnicodeDecodeError):
                     text = Path(self.conf_path).read_text(encoding="utf-8")
-                if text is None:  # let the file loader say why it cannot be read
-                    config = load_scheduler_conf_file(self.conf_path, known_actions=self.registry.action_names,
-                                                      known_plugins=self.registry.plugin_names)
-                else:
-                    config = load_scheduler_conf(text, source=str(self.conf_path),
-                                                 known_actions=self.registry.action_names,
-                                                 known_plugins=self.registry.plugin_names)
+            # Without the text, the file loader says why the file cannot be read.
+            config = load_configuration(self.registry, self.conf_path, text=text)
             plugins = self.registry.plugin_factories(config.plugin_names())
             actions = self.registry.action_factories(config.actions)
-            for tier in config.tiers:
-                for opt in tier.plugins:
-                    self.registry.plugin(opt.name)(opt.arguments)
-            for name in config.actions:
-                self.registry.action(name)(config.action_arguments(name))
-        except (ConfigError, ArgumentError, OSError) as e:
+        except (ConfigError, OSError) as e:
             if initial:
                 raise
             logger.error("scheduler configuration %s not reloaded: %s", self.conf_path, e)
@@ -171,9 +156,8 @@ class LiveScheduler:
                 self.recorder.observe(ev.type, ev.kind, ev.object)
             apply_event(self.cache, ev.type, ev.kind, ev.object)
         self.revision = max(self.revision, self.store.revision if not events else events[-1].revision)
-        compact = getattr(self.store, "compact", None)
-        if compact is not None:
-            compact(self.revision)
+        if isinstance(self.store, Compactable):
+            self.store.compact(self.revision)
         return len(events)
 
     def _selected(self, node: Mapping[str, Any]) -> bool:

@@ -7,6 +7,12 @@ namespace and name, so the same cluster state gives the same bytes. Jobs are not
 inputs (their pods and PodGroups are); they are kept for ``vcctl job list|view --cluster``,
 and ``schedule`` skips them.
 
+Reading (:func:`load_snapshot_and_config`) takes files, directories and ``-``
+(:mod:`pyvolcano.api.inputs`) and merges their objects in order; an object defined twice, in
+one file or two, is an error, and so is any kind besides the scheduler's inputs, the
+scheduler ConfigMap (at most one, its configuration loaded with
+:func:`pyvolcano.conf.load_configuration`), Volcano Jobs and Commands.
+
 Invariants: every object keeps what the manifest parser reads (spec, status, labels,
 annotations, uid, creationTimestamp, deletionTimestamp, ownerReferences); server bookkeeping
 that no reader needs is dropped (``managedFields``, ``resourceVersion``, ``generation``,
@@ -18,22 +24,37 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
-from pyvolcano.store.base import StoreError, clone
+from pyvolcano.api.inputs import read_inputs
+from pyvolcano.api.manifest import ClusterObjects, ManifestError, load_manifest_text
+from pyvolcano.api.names import BUS_API_VERSION, JOB_API_VERSION
+from pyvolcano.conf.checked import load_configuration
+from pyvolcano.store.base import Store, StoreError, clone
 
-__all__ = ["CONFIG_KEY", "CONFIG_MAP", "CONFIG_NAMESPACE", "SCHEDULER_INPUT_KINDS", "SNAPSHOT_KINDS", "clean",
-           "config_document", "dump_documents", "dump_json_documents", "read_config_text", "snapshot_documents"]
+if TYPE_CHECKING:
+    from pyvolcano.conf.schema import SchedulerConfiguration
+    from pyvolcano.framework.registry import Registry
+
+__all__ = ["CONFIG_KEY", "CONFIG_MAP", "CONFIG_NAMESPACE", "SNAPSHOT_KINDS", "clean",
+           "config_document", "dump_documents", "dump_json_documents", "load_snapshot", "load_snapshot_and_config",
+           "read_config_text", "snapshot_documents"]
 
 CONFIG_NAMESPACE: Final = "volcano-system"
 CONFIG_MAP: Final = "volcano-scheduler-configmap"
 CONFIG_KEY: Final = "volcano-scheduler.conf"
 
-SCHEDULER_INPUT_KINDS: Final = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
-"""What the scheduler's cache reads, in the order a snapshot lists them."""
-SNAPSHOT_KINDS: Final = (*SCHEDULER_INPUT_KINDS, "Job")
+SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "Job")
+"""The kinds a snapshot lists, in its document order: every kind of
+:data:`pyvolcano.api.names.SCHEDULER_KINDS`, the cluster-scoped ones first, then Volcano Jobs."""
+
+# Kinds a snapshot may hold besides the scheduler's inputs: skipped by the reader (vcctl reads them).
+_SKIPPED_KINDS = {(JOB_API_VERSION, "Job"), (BUS_API_VERSION, "Command")}
+_SCHEDULER_KINDS_TEXT = ("v1 Pod, v1 Node, scheduling.volcano.sh/v1beta1 PodGroup, "
+                         "scheduling.volcano.sh/v1beta1 Queue, scheduling.k8s.io/v1 PriorityClass")
 
 _NOISE: Final = ("managedFields", "resourceVersion", "generation", "selfLink")
 _LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
@@ -54,7 +75,7 @@ def clean(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def read_config_text(store: Any) -> str | StoreError | None:
+def read_config_text(store: Store) -> str | StoreError | None:
     """The ``volcano-scheduler.conf`` text of the cluster's scheduler ConfigMap in ``store``; the
     StoreError when the ConfigMap cannot be read; None when it has no such key."""
     try:
@@ -98,3 +119,57 @@ def dump_documents(docs: Iterable[Mapping[str, Any]]) -> str:
     """Multi-document YAML, keys in the objects' own order (the C emitter when there is one)."""
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     return yaml.dump_all(list(docs), Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+def load_snapshot(sources: Sequence[str | Path]) -> ClusterObjects:
+    """The objects of every source, merged in order; raises :class:`ManifestError`."""
+    return _load(sources)[0]
+
+
+def load_snapshot_and_config(sources: Sequence[str | Path], registry: Registry
+                             ) -> tuple[ClusterObjects, SchedulerConfiguration | None]:
+    """The objects of every source and the configuration their scheduler ConfigMap carries (or None)."""
+    objs, embedded = _load(sources)
+    if embedded is None:
+        return objs, None
+    where, doc = embedded
+    text = (doc.get("data") or {}).get(CONFIG_KEY)
+    if not isinstance(text, str):
+        raise ManifestError(f"{where}: data.{CONFIG_KEY}: expected the configuration text")
+    return objs, load_configuration(registry, text=text, source=f"{where}: data.{CONFIG_KEY}")
+
+
+def _is_config_map(doc: dict[str, Any]) -> bool:
+    md = doc.get("metadata") or {}
+    return (doc.get("apiVersion"), doc.get("kind")) == ("v1", "ConfigMap") and md.get("name") == CONFIG_MAP \
+        and (md.get("namespace") or "default") == CONFIG_NAMESPACE
+
+
+def _load(sources: Sequence[str | Path]) -> tuple[ClusterObjects, tuple[str, dict[str, Any]] | None]:
+    merged = ClusterObjects()
+    embedded: tuple[str, dict[str, Any]] | None = None
+    first: dict[tuple[str, str], str] = {}
+    for source, text in read_inputs(sources):
+        if isinstance(text, ManifestError):
+            raise text
+        objs = load_manifest_text(text, source, allow_other=True)
+        for i, doc in objs.other:
+            where = f"{source}: document {i}"
+            if _is_config_map(doc):
+                if embedded is not None:
+                    raise ManifestError(f"{where}: a second ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP} (the first is "
+                                        f"{embedded[0]})")
+                embedded = (f"{where} (ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP})", doc)
+            elif (doc.get("apiVersion"), doc.get("kind")) not in _SKIPPED_KINDS:
+                raise ManifestError(f"{where}: apiVersion/kind {doc.get('apiVersion')}/{doc.get('kind')} is not "
+                                    f"supported; expected one of {_SCHEDULER_KINDS_TEXT}, the {CONFIG_NAMESPACE}/"
+                                    f"{CONFIG_MAP} ConfigMap, batch.volcano.sh/v1alpha1 Job")
+            merged.other.append((i, doc))
+        for attr in ("nodes", "pods", "podgroups", "queues", "priority_classes"):
+            for obj in getattr(objs, attr):
+                key = (type(obj).__name__, f"{getattr(obj, 'namespace', '') or ''}/{obj.name}".lstrip("/"))
+                if key in first:
+                    raise ManifestError(f"{source}: duplicate {key[0]} {key[1]} (first defined in {first[key]})")
+                first[key] = source
+                getattr(merged, attr).append(obj)
+    return merged, embedded

@@ -14,6 +14,7 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.job import JobInfo
+from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY
 from pyvolcano.api.objects import Pod
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
@@ -31,7 +32,6 @@ __all__ = ["FragmentationTracker", "MetricsCollector", "fragmentation"]
 
 GPU = "nvidia.com/gpu"
 FINAL = {"Completed", "Failed", "Terminated", "Aborted"}
-JOB_NAME_KEY = "volcano.sh/job-name"
 
 
 def fragmentation(cache: SchedulerCache) -> float:
@@ -197,7 +197,7 @@ class MetricsCollector:
         name = ann.get(JOB_NAME_KEY) or labels.get(JOB_NAME_KEY)
         if name:
             return self.jobs.get(f"{ns}/{name}")
-        group = ann.get("scheduling.k8s.io/group-name")
+        group = ann.get(GROUP_NAME_KEY)
         if group:
             return self.jobs.get(self._pg_to_job.get(f"{ns}/{group}", f"{ns}/{group}"))
         return None

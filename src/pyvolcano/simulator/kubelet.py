@@ -28,6 +28,7 @@ import logging
 from typing import Any
 
 from pyvolcano.api.duration import parse_duration
+from pyvolcano.api.names import RETRY_COUNT_KEY
 from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.store.base import NotFound, Store, StoreError, WatchEvent, to_rfc3339
 from pyvolcano.util.numbers import parse_int
@@ -39,7 +40,6 @@ logger = logging.getLogger(__name__)
 DURATION = "pyvolcano.io/duration"
 EXIT_CODE = "pyvolcano.io/exit-code"
 FAILING_ATTEMPTS = "pyvolcano.io/failing-attempts"
-RETRY_COUNT = "volcano.sh/job-retry-count"
 UNREACHABLE_TAINT = {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}
 RETRY_FIRST = 0.5
 RETRY_MAX = 30.0
@@ -147,7 +147,7 @@ class Kubelets:
         code = _int(ann.get(EXIT_CODE), 0)
         attempts = _int(ann.get(FAILING_ATTEMPTS), -1)
         if attempts >= 0:
-            retry = _int(ann.get(RETRY_COUNT), 0)
+            retry = _int(ann.get(RETRY_COUNT_KEY), 0)
             code = (code or 1) if retry < attempts else 0
         if code == 0:
             self._terminate(pod, "Succeeded", 0, "Completed")

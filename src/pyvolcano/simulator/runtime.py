@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.duration import MAX_DURATION_SECONDS
+from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY, SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions, SessionResult
 from pyvolcano.cache.ingest import apply_event, podgroup_status, resync_pod
 from pyvolcano.conf.schema import SchedulerConfiguration
@@ -51,16 +52,14 @@ from pyvolcano.simulator.kubelet import DURATION, Kubelets
 from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
 from pyvolcano.simulator.seeded_entropy import SeededEntropy
 from pyvolcano.simulator.workload import ClusterEvent, Submission
-from pyvolcano.store.base import AlreadyExists, StoreError, WatchEvent
+from pyvolcano.store.base import AlreadyExists, Compactable, StoreError, WatchEvent
 
 __all__ = ["JobRecord", "Simulation", "SimulationResult"]
 
 logger = logging.getLogger(__name__)
 
 FINAL_JOB_PHASES = {"Completed", "Failed", "Terminated", "Aborted"}
-SCHEDULER_KINDS = {"Pod", "Node", "PodGroup", "Queue", "PriorityClass"}
-JOB_NAME = "volcano.sh/job-name"
-GROUP_NAME = "scheduling.k8s.io/group-name"
+_SCHEDULER_KIND_SET = frozenset(SCHEDULER_KINDS)
 MAX_SEED = 2**64 - 1  # numpy's default_rng takes any non-negative int; keep seeds printable and portable
 
 
@@ -245,7 +244,7 @@ class Simulation:
 
     # ------------------------------------------------------------------ the loop
     def _dispatch(self, ev: WatchEvent) -> None:
-        if ev.kind in SCHEDULER_KINDS and apply_event(self.cache, ev.type, ev.kind, ev.object):
+        if ev.kind in _SCHEDULER_KIND_SET and apply_event(self.cache, ev.type, ev.kind, ev.object):
             self.dirty = True
         self.kubelets.on_event(ev)
         self.collector.on_event(ev, self.loop.now)
@@ -279,9 +278,8 @@ class Simulation:
 
     def _compact(self) -> None:
         # Everything up to self.revision has been dispatched: the store need not keep it.
-        compact = getattr(self.store, "compact", None)
-        if compact is not None:
-            compact(self.revision)
+        if isinstance(self.store, Compactable):
+            self.store.compact(self.revision)
 
     def _schedule(self) -> None:
         t0 = time.perf_counter()
@@ -479,8 +477,8 @@ class Simulation:
                 md = pod.get("metadata") or {}
                 ann = md.get("annotations") or {}
                 if (pod.get("status") or {}).get("phase") == "Running" and DURATION not in ann:
-                    owner = (ann.get(JOB_NAME) or (md.get("labels") or {}).get(JOB_NAME)
-                             or ann.get(GROUP_NAME))
+                    owner = (ann.get(JOB_NAME_KEY) or (md.get("labels") or {}).get(JOB_NAME_KEY)
+                             or ann.get(GROUP_NAME_KEY))
                     if owner:
                         endless.add(f"{md.get('namespace', 'default')}/{owner}")
         groups: dict[str, dict[str, Any]] = {}

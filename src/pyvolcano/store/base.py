@@ -9,6 +9,15 @@ Time is virtual seconds (a float) read from a ``clock`` callable. Timestamps wri
 objects are RFC 3339 strings of :data:`EPOCH` plus those seconds (:func:`to_rfc3339`,
 :func:`from_rfc3339`).
 
+Capabilities beyond :class:`Store` are declared as their own protocols, each one method (or
+two) that some stores have: :class:`Peekable` (read without a copy), :class:`Compactable`
+(forget watched history), :class:`Waitable` (block until the next event),
+:class:`ConcurrentCalls` (run independent writes in parallel), :class:`Synced` (informers that
+list before they are read, and stop), :class:`ServerBacked` (the API client behind the store).
+Callers test them with ``isinstance``; the hot paths use :func:`can_peek` and
+:func:`calls_concurrently`, which decide once per store class (a capability is a method of the
+class, never of one instance).
+
 Semantics follow the Kubernetes API server (``k8s.io/apiserver/pkg/registry/generic/registry``):
 a global revision counter; every successful write bumps it and stamps the object's
 ``metadata.resourceVersion``; a write that changes nothing is a no-op and bumps nothing; a write
@@ -23,7 +32,10 @@ import functools
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, runtime_checkable
+
+if TYPE_CHECKING:
+    from pyvolcano.kube.client import KubeClient
 
 __all__ = [
     "CLUSTER_SCOPED_KINDS",
@@ -31,15 +43,23 @@ __all__ = [
     "STATUS_SUBRESOURCE_KINDS",
     "Admission",
     "AlreadyExists",
+    "Compactable",
+    "ConcurrentCalls",
     "Conflict",
     "Forbidden",
     "Invalid",
     "NotFound",
+    "Peekable",
+    "ServerBacked",
     "Store",
     "StoreError",
+    "Synced",
+    "Waitable",
     "WatchEvent",
     "call_all",
     "call_each",
+    "calls_concurrently",
+    "can_peek",
     "clone",
     "from_rfc3339",
     "is_namespaced",
@@ -155,6 +175,72 @@ class Store(Protocol):
     def watch(self, since_revision: int, kinds: Collection[str] | None = None) -> builtins.list[WatchEvent]: ...
 
 
+@runtime_checkable
+class Peekable(Protocol):
+    """Reads the stored object itself, without a copy (read-only for the caller); NotFound as get."""
+
+    def peek(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Compactable(Protocol):
+    """Forgets watch history up to ``revision`` (every consumer has read it); returns how many
+    events were dropped."""
+
+    def compact(self, revision: int) -> int: ...
+
+
+@runtime_checkable
+class Waitable(Protocol):
+    """Blocks until there is an event after ``since_revision`` (True) or ``timeout`` passes (False)."""
+
+    def wait(self, since_revision: int, timeout: float) -> bool: ...
+
+
+@runtime_checkable
+class ConcurrentCalls(Protocol):
+    """Runs independent store calls concurrently: each call's result or StoreError, in order."""
+
+    def map_concurrently(self, calls: builtins.list[Callable[[], Any]]) -> builtins.list[Any]: ...
+
+
+@runtime_checkable
+class Synced(Protocol):
+    """A store fed by informers: read it once they have listed, stop them when done."""
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool: ...
+
+    def stop(self) -> None: ...
+
+
+@runtime_checkable
+class ServerBacked(Protocol):
+    """A store in front of an API server, whose client can be asked directly."""
+
+    @property
+    def client(self) -> KubeClient: ...
+
+
+_CLASS_HAS: dict[tuple[type, type], bool] = {}
+
+
+def _class_has(cls: type, capability: type) -> bool:
+    found = _CLASS_HAS.get((cls, capability))
+    if found is None:
+        found = _CLASS_HAS[(cls, capability)] = issubclass(cls, capability)
+    return found
+
+
+def can_peek(store: object) -> TypeGuard[Peekable]:
+    """Whether ``store`` is :class:`Peekable` (decided once per class: the hot-path check)."""
+    return _class_has(type(store), Peekable)
+
+
+def calls_concurrently(store: object) -> TypeGuard[ConcurrentCalls]:
+    """Whether ``store`` is :class:`ConcurrentCalls` (decided once per class)."""
+    return _class_has(type(store), ConcurrentCalls)
+
+
 class Admission(Protocol):
     """Mutating + validating admission, called by the store before it commits a write.
 
@@ -173,13 +259,11 @@ class Admission(Protocol):
 def call_all(store: Any, calls: builtins.list[Callable[[], Any]]) -> builtins.list[Any]:
     """Run independent store calls and return each one's result or its :class:`StoreError`, in order.
 
-    A remote store may run them concurrently (``map_concurrently``; upstream's job controller
+    A remote store may run them concurrently (:class:`ConcurrentCalls`; upstream's job controller
     creates a job's pods in parallel goroutines); otherwise they run one after the other, and
     an exception that is not a StoreError propagates at once, as a plain loop would."""
-    concurrent = getattr(store, "map_concurrently", None)
-    if concurrent is not None and len(calls) > 1:
-        results: builtins.list[Any] = concurrent(calls)
-        return results
+    if len(calls) > 1 and calls_concurrently(store):
+        return store.map_concurrently(calls)
     return call_each(calls)
 
 

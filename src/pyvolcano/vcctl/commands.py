@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["command_for", "controller_ref"]
+from pyvolcano.api.names import BUS_API_VERSION
 
-COMMAND_API_VERSION = "bus.volcano.sh/v1alpha1"
+__all__ = ["command_for", "controller_ref"]
 
 
 def controller_ref(obj: dict[str, Any]) -> dict[str, Any]:
@@ -26,7 +26,7 @@ def controller_ref(obj: dict[str, Any]) -> dict[str, Any]:
 def command_for(target: dict[str, Any], action: str, namespace: str) -> dict[str, Any]:
     ref = controller_ref(target)
     return {
-        "apiVersion": COMMAND_API_VERSION,
+        "apiVersion": BUS_API_VERSION,
         "kind": "Command",
         "metadata": {"generateName": f"{ref['name']}-{action.lower()}-", "namespace": namespace,
                      "ownerReferences": [ref]},

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
+from pyvolcano.api.names import JOB_API_VERSION, JOB_TYPE_KEY
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 from pyvolcano.cli.options import UsageError
 from pyvolcano.vcctl.commands import command_for
@@ -37,9 +38,6 @@ from pyvolcano.vcctl.printing import age, creation_date, print_objects, print_ta
 __all__ = ["job_app"]
 
 job_app = typer.Typer(help="vcctl command line operation job", no_args_is_help=True)
-
-JOB_TYPE_KEY = "volcano.sh/job-type"
-JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 
 Namespace = Annotated[str | None, typer.Option("--namespace", "-n", metavar="NAMESPACE",
                                                help="the namespace of job (default: the context's, else default)")]

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from pyvolcano.api.names import JOB_NAME_KEY, QUEUE_NAME_ANNOTATION, QUEUE_NAME_KEY
 from pyvolcano.cli.options import UsageError
 from pyvolcano.vcctl.common import (
     AllNamespaces,
@@ -35,10 +36,6 @@ from pyvolcano.vcctl.selector import SelectorError, parse_selector
 __all__ = ["pod_app", "pod_row"]
 
 pod_app = typer.Typer(help="vcctl command line operation pod", no_args_is_help=True)
-
-JOB_NAME_KEY = "volcano.sh/job-name"
-QUEUE_NAME_KEY = "volcano.sh/queue-name"
-QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 
 def _restartable(c: dict[str, Any] | None) -> bool:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from pyvolcano.api.names import SCHEDULING_API_VERSION
 from pyvolcano.cli.options import UsageError
 from pyvolcano.vcctl.commands import command_for
 from pyvolcano.vcctl.common import (
@@ -34,7 +35,6 @@ __all__ = ["queue_app"]
 
 queue_app = typer.Typer(help="Queue Operations", no_args_is_help=True)
 
-QUEUE_API_VERSION = "scheduling.volcano.sh/v1beta1"
 PHASES = ("Inqueue", "Pending", "Running", "Unknown", "Completed")
 COLUMNS = [("Name", 25), ("Weight", 8), ("State", 8), ("Parent", 8), ("Inqueue", 8), ("Pending", 8),
            ("Running", 8), ("Unknown", 8), ("Completed", 8)]
@@ -155,7 +155,7 @@ def create_queue(
         raise UsageError(f"got the queue name {queue!r} and --name {name!r}; give one")
     queue_name = queue or name or "test"  # upstream's default name
     src = open_source(ctx, kubeconfig, master, context, cluster, verb="queue create")
-    writer(src).create({"apiVersion": QUEUE_API_VERSION, "kind": "Queue", "metadata": {"name": queue_name},
+    writer(src).create({"apiVersion": SCHEDULING_API_VERSION, "kind": "Queue", "metadata": {"name": queue_name},
                         "spec": {"weight": weight}, "status": {"state": state}})
 
 

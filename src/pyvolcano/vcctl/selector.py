@@ -3,6 +3,9 @@
 The grammar is apimachinery's ``labels.Parse``: requirements separated by commas, each one of
 ``key``, ``!key``, ``key=value``, ``key==value``, ``key!=value``, ``key in (v1,v2)`` and
 ``key notin (v1,v2)``. ``!=`` and ``notin`` match objects without the key, as upstream.
+Each one is a :class:`pyvolcano.api.matching.labels.Requirement` (``key=value`` is ``In``,
+``key!=value`` ``NotIn``, ``!key`` ``DoesNotExist``), the requirement of label selectors in
+manifests.
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["Requirement", "Selector", "SelectorError", "parse_selector"]
+from pyvolcano.api.matching.labels import Requirement
+from pyvolcano.api.names import label_value_matches
+
+__all__ = ["Selector", "SelectorError", "parse_selector"]
 
 
 class SelectorError(ValueError):
@@ -23,23 +29,6 @@ _VALUE = r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
 _SET = re.compile(rf"^(?P<key>{_KEY})\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)$")
 _EQ = re.compile(rf"^(?P<key>{_KEY})\s*(?P<op>==|=|!=)\s*(?P<value>{_VALUE})$")
 _EXISTS = re.compile(rf"^(?P<neg>!)?\s*(?P<key>{_KEY})$")
-_VALUE_RE = re.compile(rf"^{_VALUE}$")
-
-
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    key: str
-    op: str  # "exists", "!exists", "in", "notin"
-    values: frozenset[str] = frozenset()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if self.op == "exists":
-            return self.key in labels
-        if self.op == "!exists":
-            return self.key not in labels
-        if self.op == "in":
-            return labels.get(self.key) in self.values
-        return self.key not in labels or labels[self.key] not in self.values
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,16 +64,16 @@ def parse_selector(text: str) -> Selector:
     for part in _split(text):
         if m := _SET.match(part):
             values = [v.strip() for v in m["values"].split(",")]
-            bad = [v for v in values if not _VALUE_RE.match(v)]
+            bad = [v for v in values if not label_value_matches(v)]
             if bad or values == [""]:
                 raise SelectorError(f"got {part!r}: expected values in (a,b,...) made of letters, digits, '-', "
                                     "'_' and '.'")
-            reqs.append(Requirement(m["key"], m["op"], frozenset(values)))
+            reqs.append(Requirement(m["key"], "In" if m["op"] == "in" else "NotIn", frozenset(values)))
         elif m := _EQ.match(part):
-            op = "notin" if m["op"] == "!=" else "in"
+            op = "NotIn" if m["op"] == "!=" else "In"
             reqs.append(Requirement(m["key"], op, frozenset({m["value"]})))
         elif m := _EXISTS.match(part):
-            reqs.append(Requirement(m["key"], "!exists" if m["neg"] else "exists"))
+            reqs.append(Requirement(m["key"], "DoesNotExist" if m["neg"] else "Exists", frozenset()))
         else:
             raise SelectorError(f"got {part!r}; expected key, !key, key=value, key!=value, key in (a,b) or "
                                 "key notin (a,b)")

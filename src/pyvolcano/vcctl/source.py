@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from pyvolcano.api.manifest import ManifestError, iter_documents
 from pyvolcano.kube.resources import RESOURCES, resource_for
-from pyvolcano.store.base import NotFound, Store, object_key
+from pyvolcano.store.base import NotFound, ServerBacked, Store, object_key
 from pyvolcano.vcctl.selector import Selector
 
 __all__ = ["LiveSource", "SnapshotSource", "Source", "load_snapshot_objects"]
@@ -55,10 +55,10 @@ class LiveSource:
 
     def list(self, kind: str, namespace: str | None = None, selector: Selector | None = None) -> list[dict[str, Any]]:
         res = resource_for(kind)
-        client = getattr(self.store, "client", None)
         ns = namespace if res.namespaced else None
-        if client is not None:
-            items, _ = client.list(res, ns, label_selector=selector.text if selector and selector.text else None)
+        if isinstance(self.store, ServerBacked):
+            text = selector.text if selector and selector.text else None
+            items, _ = self.store.client.list(res, ns, label_selector=text)
         else:
             items = self.store.list(kind, ns)
         out = [o for o in items if selector is None or selector.matches(_labels(o))]

@@ -28,6 +28,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from pyvolcano.api.matching.errors import fail, show
+from pyvolcano.api.names import (
+    QUALIFIED_NAME_MAX_LENGTH,
+    is_dns1123_subdomain,
+    is_label_value,
+    qualified_name_part_matches,
+)
 
 __all__ = [
     "EMPTY_LABELS",
@@ -54,9 +60,6 @@ _IN, _NOT_IN, _EXISTS, _DOES_NOT_EXIST, _GT, _LT = range(6)
 _OP_CODES: Final = {"In": _IN, "NotIn": _NOT_IN, "Exists": _EXISTS, "DoesNotExist": _DOES_NOT_EXIST,
                     "Gt": _GT, "Lt": _LT}
 
-_NAME_RE: Final = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_DNS_LABEL: Final = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN_RE: Final = re.compile(rf"{_DNS_LABEL}(?:\.{_DNS_LABEL})*")
 _INT_RE: Final = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
@@ -79,9 +82,9 @@ def qualified_name_problem(key: object) -> str | None:
         prefix = parts[0]
         if not prefix:
             return f"got {key!r}; the prefix before '/' must not be empty"
-        if len(prefix) > 253 or not _DNS_SUBDOMAIN_RE.fullmatch(prefix):
+        if not is_dns1123_subdomain(prefix):
             return f"got {key!r}; the prefix must be a DNS subdomain (lower-case alphanumerics, '-', '.')"
-    if not name or len(name) > 63 or not _NAME_RE.fullmatch(name):
+    if not name or len(name) > QUALIFIED_NAME_MAX_LENGTH or not qualified_name_part_matches(name):
         return (f"got {key!r}; the name part must be 1-63 alphanumerics, '-', '_' or '.', "
                 "starting and ending with an alphanumeric")
     return None
@@ -91,7 +94,7 @@ def label_value_problem(value: object) -> str | None:
     """Why ``value`` is not a valid label value (may be empty), or ``None`` if it is."""
     if not isinstance(value, str):
         return f"got {show(value)}; expected a string"
-    if value and (len(value) > 63 or not _NAME_RE.fullmatch(value)):
+    if not is_label_value(value):
         return (f"got {value!r}; a label value must be at most 63 alphanumerics, '-', '_' or '.', "
                 "starting and ending with an alphanumeric")
     return None
@@ -290,4 +293,3 @@ def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[s
     malformed selector.
     """
     return compile_label_selector(selector).matches(labels)
-

@@ -22,13 +22,13 @@ Deliberate differences from the API server:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypeGuard
 
 from pyvolcano.api.matching.errors import fail, show
 from pyvolcano.api.matching.labels import compile_label_selector, label_value_problem, qualified_name_problem
 from pyvolcano.api.matching.nodeaffinity import compile_node_selector_term
+from pyvolcano.api.names import is_dns1123_label
 
 __all__ = [
     "validate_label_selector",
@@ -39,7 +39,6 @@ __all__ = [
 ]
 
 TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_DNS_LABEL_RE: Final = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?")
 
 
 def _mapping(value: Any, path: str, what: str) -> Mapping[str, Any]:
@@ -122,7 +121,7 @@ def _validate_pod_affinity_term(term: Any, path: str) -> None:
     validate_label_selector(label_selector, f"{path}.labelSelector")
     validate_label_selector(t.get("namespaceSelector"), f"{path}.namespaceSelector")
     for i, ns in enumerate(_list(t.get("namespaces"), f"{path}.namespaces", "namespace names")):
-        if not isinstance(ns, str) or len(ns) > 63 or not _DNS_LABEL_RE.fullmatch(ns):
+        if not isinstance(ns, str) or not is_dns1123_label(ns):
             raise fail(f"{path}.namespaces[{i}]", f"got {show(ns)}; expected a namespace name (DNS label)")
     topology_key = t.get("topologyKey")
     if topology_key is None or topology_key == "":

@@ -32,6 +32,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pyvolcano.api.names import JOB_API_VERSION, JOB_FORWARDING_KEY, OUT_OF_SYNC_KEY
 from pyvolcano.controllers._common import (
     annotations_of,
     go_duration,
@@ -52,14 +53,7 @@ from pyvolcano.controllers.job.podgroup import (
     task_priority_values,
     update_pod_group_spec,
 )
-from pyvolcano.controllers.job.pods import (
-    JOB_FORWARDING_KEY,
-    OUT_OF_SYNC_KEY,
-    classify,
-    count_task_status,
-    create_job_pod,
-    pod_phase,
-)
+from pyvolcano.controllers.job.pods import classify, count_task_status, create_job_pod, pod_phase
 from pyvolcano.controllers.job.policies import Target
 from pyvolcano.controllers.job.states import RETAIN_SOFT, UpdateStatusFn
 from pyvolcano.store.base import (
@@ -419,7 +413,7 @@ class JobActions:
             "metadata": {
                 "namespace": namespace_of(job),
                 "name": name,
-                "ownerReferences": [controller_ref(job, "batch.volcano.sh/v1alpha1", "Job")],
+                "ownerReferences": [controller_ref(job, JOB_API_VERSION, "Job")],
             },
             "spec": copy.deepcopy(dict(claim_spec)),
         })

@@ -15,14 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyvolcano.api.names import JOB_NAME_KEY, JOB_VERSION_KEY, PARTITION_ID_KEY, TASK_SPEC_KEY
 from pyvolcano.controllers._common import annotations_of, labels_of, name_of, namespace_of, resource_version, spec
 
-__all__ = ["JOB_NAME_KEY", "JOB_VERSION_KEY", "PARTITION_ID_KEY", "TASK_SPEC_KEY", "JobCache", "JobInfo", "job_key"]
-
-TASK_SPEC_KEY = "volcano.sh/task-spec"
-JOB_NAME_KEY = "volcano.sh/job-name"
-JOB_VERSION_KEY = "volcano.sh/job-version"
-PARTITION_ID_KEY = "volcano.sh/partition-id"
+__all__ = ["JobCache", "JobInfo", "job_key"]
 
 
 def job_key(namespace: str, name: str) -> str:

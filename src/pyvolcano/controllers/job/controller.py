@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pyvolcano.api.names import JOB_API_VERSION, JOB_NAME_KEY, JOB_VERSION_KEY, PARTITION_ID_KEY, TASK_SPEC_KEY
 from pyvolcano.controllers._common import (
     WorkQueue,
     annotations_of,
@@ -50,19 +51,18 @@ from pyvolcano.controllers._common import (
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.controllers.job import policies as P
 from pyvolcano.controllers.job.actions import JobActions, SyncError
-from pyvolcano.controllers.job.cache import JOB_NAME_KEY, JOB_VERSION_KEY, PARTITION_ID_KEY, TASK_SPEC_KEY, JobCache
+from pyvolcano.controllers.job.cache import JobCache
 from pyvolcano.controllers.job.plugins import BUILTIN_JOB_PLUGINS
 from pyvolcano.controllers.job.plugins.base import PluginBuilder, PluginError
 from pyvolcano.controllers.job.pods import is_out_of_sync, pod_phase
 from pyvolcano.controllers.job.policies import DelayAction, Request, StateAction
 from pyvolcano.controllers.job.states import execute
-from pyvolcano.store.base import NotFound, Store, StoreError, WatchEvent
+from pyvolcano.store.base import NotFound, Store, StoreError, WatchEvent, calls_concurrently
 
 __all__ = ["JobController"]
 
 logger = logging.getLogger(__name__)
 
-JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 _FAILURES = (StoreError, SyncError, PluginError)
 
 
@@ -298,8 +298,7 @@ class JobController:
         return worked
 
     def _process_requests(self, reqs: list[Request]) -> None:
-        concurrent = getattr(self.store, "map_concurrently", None)
-        if concurrent is None or len(reqs) < 2:
+        if len(reqs) < 2 or not calls_concurrently(self.store):
             for req in reqs:
                 self._process_request(req)
             return
@@ -320,7 +319,7 @@ class JobController:
                     with self._lock:
                         self.queue.add_rate_limited(req, self.now)
 
-        for result in concurrent([functools.partial(work, g) for g in by_job.values()]):
+        for result in self.store.map_concurrently([functools.partial(work, g) for g in by_job.values()]):
             if isinstance(result, Exception):
                 logger.error("job request failed: %s", result)
 

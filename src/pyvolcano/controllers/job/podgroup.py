@@ -23,6 +23,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from pyvolcano.api.names import JOB_API_VERSION, PARTITION_ID_KEY, TASK_SPEC_KEY
 from pyvolcano.controllers._common import (
     annotations_of,
     controller_ref,
@@ -41,13 +42,11 @@ from pyvolcano.controllers._resources import (
     pod_quota_usage,
     scale_list,
 )
-from pyvolcano.controllers.job.pods import PARTITION_ID_KEY, TASK_SPEC_KEY, pod_group_name
+from pyvolcano.controllers.job.pods import pod_group_name
 from pyvolcano.store.base import NotFound, Store
 
 __all__ = ["MinResourcesMemo", "build_pod_group", "calc_pg_min_resources", "min_task_member",
            "task_priority_values", "update_pod_group_spec"]
-
-JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 
 
 def min_task_member(task: Mapping[str, Any]) -> int:

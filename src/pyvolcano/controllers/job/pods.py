@@ -20,12 +20,32 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from pyvolcano.api.names import (
+    COOLDOWN_KEY,
+    GROUP_NAME_KEY,
+    JDB_MAX_UNAVAILABLE_KEY,
+    JDB_MIN_AVAILABLE_KEY,
+    JOB_API_VERSION,
+    JOB_FORWARDING_KEY,
+    JOB_NAME_KEY,
+    JOB_NAMESPACE_KEY,
+    JOB_VERSION_KEY,
+    NUMA_POLICY_KEY,
+    OUT_OF_SYNC_KEY,
+    PARTITION_ID_KEY,
+    PREEMPTABLE_KEY,
+    QUEUE_NAME_KEY,
+    RETRY_COUNT_KEY,
+    REVOCABLE_ZONE_KEY,
+    TASK_INDEX_KEY,
+    TASK_SPEC_KEY,
+    TEMPLATE_UID_KEY,
+)
 from pyvolcano.controllers._common import annotations_of, controller_ref, labels_of, name_of, namespace_of, spec, uid_of
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.controllers.job.plugins.base import make_pod_name
 
 __all__ = [
-    "OUT_OF_SYNC_KEY",
     "classify",
     "count_task_status",
     "create_job_pod",
@@ -33,25 +53,6 @@ __all__ = [
     "pod_phase",
 ]
 
-JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
-OUT_OF_SYNC_KEY = "volcano.sh/controller-out-of-sync"
-TASK_INDEX_KEY = "volcano.sh/task-index"
-TASK_SPEC_KEY = "volcano.sh/task-spec"
-GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
-JOB_NAME_KEY = "volcano.sh/job-name"
-QUEUE_NAME_KEY = "volcano.sh/queue-name"
-JOB_NAMESPACE_KEY = "volcano.sh/job-namespace"
-JOB_VERSION_KEY = "volcano.sh/job-version"
-TEMPLATE_UID_KEY = "volcano.sh/template-uid"
-RETRY_COUNT_KEY = "volcano.sh/job-retry-count"
-PARTITION_ID_KEY = "volcano.sh/partition-id"
-NUMA_POLICY_KEY = "volcano.sh/numa-topology-policy"
-JOB_FORWARDING_KEY = "volcano.sh/job-forwarding"
-PREEMPTABLE_KEY = "volcano.sh/preemptable"
-COOLDOWN_KEY = "volcano.sh/cooldown-time"
-REVOCABLE_ZONE_KEY = "volcano.sh/revocable-zone"
-JDB_MIN_AVAILABLE_KEY = "volcano.sh/jdb-min-available"
-JDB_MAX_UNAVAILABLE_KEY = "volcano.sh/jdb-max-unavailable"
 DEFAULT_TASK_SPEC = "default"
 
 

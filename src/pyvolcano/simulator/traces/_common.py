@@ -19,9 +19,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from pyvolcano.api.duration import parse_duration_strict
+from pyvolcano.api.names import JOB_API_VERSION
 from pyvolcano.gpu.devices import GPU_MILLI_ANNOTATION, GPU_MODELS_ANNOTATION, GPU_PRODUCT_LABEL, NVIDIA_GPU
 from pyvolcano.simulator.kubelet import DURATION, EXIT_CODE
-from pyvolcano.simulator.workload import SUBMIT_AT
+from pyvolcano.simulator.workload import SUBMIT_AT, Submission
 from pyvolcano.util.numbers import parse_float
 
 __all__ = [
@@ -36,7 +38,6 @@ __all__ = [
     "IMAGE",
     "MAX_REPLICAS",
     "NVIDIA_GPU",
-    "PREEMPTABLE",
     "SUBMIT_AT",
     "TRACE_LABEL",
     "TRACE_LINE",
@@ -60,7 +61,6 @@ __all__ = [
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 TRACE_LABEL: Final = "pyvolcano.io/trace"
 TRACE_LINE: Final = "pyvolcano.io/trace-line"
-PREEMPTABLE: Final = "volcano.sh/preemptable"
 IMAGE: Final = "pyvolcano/trace-replay:latest"
 """Image name put in every generated container (the simulator never pulls it)."""
 
@@ -73,7 +73,6 @@ PACKAGE_DATA: Final = ("data", "traces")
 DEFAULT_QUEUE: Final = "default"
 """Volcano creates this queue itself; adapters never emit a Queue manifest for it."""
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 MAX_REPLICAS: Final = 10_000
 """The most pods one trace row may ask for. Real traces stay far below (Philly's largest job has
@@ -128,6 +127,17 @@ class Trace:
     def objects(self) -> list[dict[str, Any]]:
         """Every manifest: cluster objects first (PriorityClasses, Queues, Nodes), then Jobs."""
         return [*self.priority_classes, *self.queues, *self.nodes, *self.jobs]
+
+    def submissions(self) -> list[Submission]:
+        """What a simulation is given: the cluster objects at time 0, then each Job at its
+        submit-at time, numbered in that order (the tie-break between equal times)."""
+        source = f"trace:{self.name}"
+        subs = [Submission(0.0, i, source, obj) for i, obj in enumerate([*self.priority_classes, *self.queues,
+                                                                          *self.nodes])]
+        for obj in self.jobs:
+            ann = (obj.get("metadata") or {}).get("annotations") or {}
+            subs.append(Submission(parse_duration_strict(str(ann.get(SUBMIT_AT, "0s"))), len(subs), source, obj))
+        return subs
 
 
 # --------------------------------------------------------------------------- files
@@ -307,10 +317,6 @@ def dns_label(text: str) -> str:
     return s[:63].rstrip("-") or "x"
 
 
-def is_dns_label(text: str) -> bool:
-    return len(text) <= 63 and _DNS_LABEL.match(text) is not None
-
-
 # --------------------------------------------------------------------------- manifests
 def node_manifest(name: str, *, cpu: str, memory: str, gpus: int, product: str | None = None,
                   labels: dict[str, str] | None = None, extra: dict[str, str] | None = None,
@@ -389,7 +395,7 @@ def job_manifest(name: str, *, trace: str, submit: float, queue: str,
     }
     if priority_class:
         spec["priorityClassName"] = priority_class
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+    return {"apiVersion": JOB_API_VERSION, "kind": "Job",
             "metadata": {"name": name, "namespace": "default", "labels": lab, "annotations": ann},
             "spec": spec}
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any, Final, NamedTuple
 
 from pyvolcano.api.duration import MAX_DURATION_SECONDS, DurationError, parse_duration_strict
+from pyvolcano.api.names import is_dns1123_label
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 from pyvolcano.simulator.traces._common import (
     DEFAULT_QUEUE,
@@ -46,7 +47,6 @@ from pyvolcano.simulator.traces._common import (
     TraceError,
     column_index,
     decimal,
-    is_dns_label,
     job_manifest,
     open_rows,
     pod_template,
@@ -116,7 +116,7 @@ def _row(c: Cells, k: int) -> Row:
     assert at is not None
     duration = _seconds(c, "duration", allow_empty=True)
     queue = c.str_("queue")
-    if not is_dns_label(queue):
+    if not is_dns1123_label(queue):
         raise c.fail("queue", queue, "a queue name of lower-case letters, digits and '-' (a DNS-1123 label)")
     replicas = c.int_("replicas", minimum=1, maximum=MAX_REPLICAS)
     req = {"cpu": _quantity(c, "cpu", "4 or 500m"), "memory": _quantity(c, "memory", "16Gi or 512Mi")}
@@ -148,7 +148,7 @@ def _row(c: Cells, k: int) -> Row:
     else:
         min_av = replicas
     name = c.raw("name") if c.has("name") else ""
-    if name and not is_dns_label(name):
+    if name and not is_dns1123_label(name):
         raise c.fail("name", name, "a DNS-1123 label (lower-case letters, digits, '-', at most 63 characters)")
     return Row(at, c.line, name or f"job-{k:05d}", duration, queue, replicas, req, ann, prio, min_av)
 

@@ -42,9 +42,9 @@ from __future__ import annotations
 import math
 from typing import Any, Final, NamedTuple
 
+from pyvolcano.api.names import PREEMPTABLE_KEY
 from pyvolcano.simulator.traces._common import (
     NVIDIA_GPU,
-    PREEMPTABLE,
     Cells,
     Trace,
     TraceError,
@@ -204,14 +204,14 @@ def load(path: Any, *, nodes: Any = None, window: tuple[float, float] | None = N
     jobs = []
     for i in kept:
         labels = {"pyvolcano.io/app": i.app, ROLE_LABEL: i.role}
-        ann = {PREEMPTABLE: "false"}
+        ann = {PREEMPTABLE_KEY: "false"}
         if i.max_per_node > 0:
             ann["pyvolcano.io/max-instance-per-node"] = str(i.max_per_node)
         tpl = pod_template(_requests(i), duration=i.duration, annotations=ann, labels=labels,
                            node_selector={ROLE_LABEL: i.role} if sizing else None)
         jobs.append(job_manifest("dlrm-" + dns_label(i.name), trace="dlrm", submit=i.at, queue=QUEUE,
                                  tasks=[("instance", 1, tpl)], priority_class=PRIORITY_CLASS, labels=labels,
-                                 annotations={PREEMPTABLE: "false"}, line=i.line))
+                                 annotations={PREEMPTABLE_KEY: "false"}, line=i.line))
     forever = sum(1 for i in kept if i.duration is None)
     at_zero = sum(1 for i in kept if i.at == 0)
     gpus = sum(int(n["status"]["capacity"].get(NVIDIA_GPU, 0)) for n in node_list)

@@ -33,11 +33,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pyvolcano.api.names import is_dns1123_label
 from pyvolcano.simulator.traces._common import (
     TraceError,
     display_name,
     dns_label,
-    is_dns_label,
     node_manifest,
     open_rows,
     packaged,
@@ -102,7 +102,7 @@ def _generic_paths(fname: str, rows: Any, width: int) -> list[tuple[str, tuple[s
             raise TraceError(f"got {len(cells)} columns", file=fname, line=line, expected=f"{width}")
         names = [c.strip() for c in cells]
         for name in names:
-            if not is_dns_label(name):
+            if not is_dns1123_label(name):
                 raise TraceError(f"got {name!r}", file=fname, line=line, expected="a DNS-1123 label (lower-case "
                                  "letters, digits and '-', at most 63 characters)")
         out.append((names[0], tuple(names[1:])))

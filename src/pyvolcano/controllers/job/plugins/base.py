@@ -13,13 +13,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pyvolcano.api.names import JOB_API_VERSION, TASK_SPEC_KEY
 from pyvolcano.controllers._common import annotations_of, controller_ref, name_of, namespace_of, spec
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.store.base import NotFound, Store
 
 __all__ = [
     "DEFAULT_TASK_SPEC",
-    "TASK_SPEC_KEY",
     "FlagError",
     "FlagSet",
     "JobPlugin",
@@ -39,10 +39,7 @@ __all__ = [
     "task_key",
 ]
 
-TASK_SPEC_KEY = "volcano.sh/task-spec"
 DEFAULT_TASK_SPEC = "default"
-JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
-
 logger = logging.getLogger(__name__)
 
 

@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from pyvolcano.api.names import TASK_INDEX_KEY
 from pyvolcano.controllers._common import labels_of, name_of
 from pyvolcano.controllers.job.plugins.base import (
     FlagSet,
@@ -42,7 +43,6 @@ __all__ = ["ENV_RANK", "HCCL_RANK_KEY", "HCCLRankPlugin"]
 
 HCCL_RANK_KEY = "hccl/rankIndex"
 ENV_RANK = "RANK"
-TASK_INDEX_KEY = "volcano.sh/task-index"
 _ATOI = re.compile(r"[+-]?[0-9]+")  # what Go's strconv.Atoi accepts
 
 

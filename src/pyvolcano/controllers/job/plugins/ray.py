@@ -24,10 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pyvolcano.api.names import JOB_API_VERSION, JOB_NAME_KEY, JOB_NAMESPACE_KEY, TASK_SPEC_KEY
 from pyvolcano.controllers._common import controller_ref, name_of, namespace_of
 from pyvolcano.controllers.job.plugins.base import (
-    JOB_API_VERSION,
-    TASK_SPEC_KEY,
     FlagSet,
     PluginContext,
     PluginError,
@@ -46,8 +45,6 @@ __all__ = ["CLIENT_SERVER_PORT_NAME", "DASHBOARD_PORT_NAME", "GCS_PORT_NAME", "R
 GCS_PORT_NAME = "gcs"
 DASHBOARD_PORT_NAME = "dashboard"
 CLIENT_SERVER_PORT_NAME = "client-server"
-JOB_NAME_KEY = "volcano.sh/job-name"
-JOB_NAMESPACE_KEY = "volcano.sh/job-namespace"
 
 
 def head_service_name(job: dict[str, Any]) -> str:

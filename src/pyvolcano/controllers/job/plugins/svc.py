@@ -23,9 +23,9 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+from pyvolcano.api.names import JOB_API_VERSION, JOB_NAME_KEY, JOB_NAMESPACE_KEY
 from pyvolcano.controllers._common import controller_ref, name_of, namespace_of
 from pyvolcano.controllers.job.plugins.base import (
-    JOB_API_VERSION,
     FlagSet,
     PluginContext,
     append_env,
@@ -43,8 +43,6 @@ from pyvolcano.store.base import NotFound
 __all__ = ["CONFIGMAP_MOUNT_PATH", "ServicePlugin", "generate_hosts"]
 
 CONFIGMAP_MOUNT_PATH = "/etc/volcano"
-JOB_NAME_KEY = "volcano.sh/job-name"
-JOB_NAMESPACE_KEY = "volcano.sh/job-namespace"
 
 
 def _env_key(task_name: str) -> str:

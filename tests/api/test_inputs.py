@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pyvolcano.api.inputs import expand_paths, read_inputs
 from pyvolcano.cli.app import run
-from pyvolcano.cli.inputs import expand_paths, read_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "examples" / "cluster.yaml"
