@@ -291,3 +291,12 @@ def test_an_unchanged_job_keeps_counting_in_later_sessions():
     labels = {"job_name": "fits", "queue": "q", "job_namespace": "ns"}
     created = cache.jobs["ns/fits"].creation_timestamp
     assert value(m, "volcano_e2e_job_scheduling_duration", **labels) == pytest.approx((100.0 - created) * 1000)
+
+
+def test_capacity_plugin_declares_the_queue_attributes_the_metrics_read() -> None:
+    from pyvolcano.metrics.scheduler import CapacityQueueAttrs
+    from pyvolcano.plugins.capacity.plugin import Capacity
+
+    plugin = Capacity({})
+    assert isinstance(plugin, CapacityQueueAttrs)
+    assert plugin.queue_attrs() == ({}, False)     # outside a session

@@ -99,7 +99,7 @@ def test_all_weights_zero_registers_no_node_order_function() -> None:
 
 
 def test_default_weights_match_upstream() -> None:
-    from pyvolcano.plugins.nodeorder import Weights
+    from pyvolcano.plugins._node_scorers import Weights
 
     w = Weights.from_arguments({})
     assert (w.least_requested, w.most_requested, w.balanced_resource, w.node_affinity, w.pod_affinity,

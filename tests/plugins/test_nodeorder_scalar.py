@@ -47,7 +47,8 @@ def test_scalar_scores_equal_vectorised_scores(nodes, cpu_m, mem_mi, gpus, place
 def test_node_local_vector_scores_equal_the_sum_of_every_weighted_scorer(  # type: ignore[no-untyped-def]
     nodes, cpu_m, mem_mi, gpus, placed, arguments
 ):
-    from pyvolcano.plugins.nodeorder import K8sNodeView, Weights, _Scorers
+    from pyvolcano.plugins._k8s_node_view import K8sNodeView
+    from pyvolcano.plugins._node_scorers import NodeScorers, Weights
 
     docs = [queue("q"), podgroup("pg", min_member=1)]
     for i, (c, m, g) in enumerate(nodes):
@@ -67,7 +68,7 @@ def test_node_local_vector_scores_equal_the_sum_of_every_weighted_scorer(  # typ
     task = next(t for t in cache.tasks.values() if t.name == "p-0")
     fn = ssn._callbacks["node_order"]["nodeorder"]
     idx = np.arange(len(nodes), dtype=np.int64)
-    scorers = _Scorers(ssn, K8sNodeView(ssn))
+    scorers = NodeScorers(ssn, K8sNodeView(ssn))
     w = Weights.from_arguments(config.tiers[0].plugins[0].arguments)
     general = np.zeros(len(idx), dtype=np.float64)
     for weight, scorer in ((w.least_requested, scorers.least_allocated), (w.most_requested, scorers.most_allocated),

@@ -12,7 +12,7 @@ import pytest
 
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
-from pyvolcano.simulator.report import summarize
+from pyvolcano.simulator.report.stats import summarize
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
 from pyvolcano.simulator.traces import builtin_scenario
 

@@ -6,7 +6,7 @@ import pytest
 
 from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.simulator.collector import fragmentation
-from pyvolcano.simulator.report import summarize
+from pyvolcano.simulator.report.stats import summarize
 from sim_builders import simulate, vcjob
 
 

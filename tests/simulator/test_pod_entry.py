@@ -9,7 +9,7 @@ import yaml
 
 from pyvolcano.conf import default_configuration
 from pyvolcano.framework.registry import default_registry
-from pyvolcano.simulator.report import summarize
+from pyvolcano.simulator.report.stats import summarize
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
 from pyvolcano.simulator.workload import Submission
 

@@ -17,7 +17,9 @@ import pytest
 from rich.console import Console
 
 from pyvolcano.simulator.metrics import JobMetrics, QueueSample, RunMetrics, Sample
-from pyvolcano.simulator.report import compare, print_summary, run_labels, summarize, write_report
+from pyvolcano.simulator.report.console import print_summary
+from pyvolcano.simulator.report.directory import write_report
+from pyvolcano.simulator.report.stats import compare, run_labels, summarize
 
 # ---------------------------------------------------------------------------------------------
 # fixtures
@@ -324,12 +326,12 @@ def test_compare_report_directory(tmp_path: Path) -> None:
 
 
 def test_report_module_does_not_import_matplotlib() -> None:
-    code = "import sys, pyvolcano.simulator.report; assert 'matplotlib' not in sys.modules"
+    code = "import sys, pyvolcano.simulator.report.directory; assert 'matplotlib' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_without_matplotlib_the_report_has_csvs_and_html(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "pyvolcano.simulator.plots", None)  # import fails like a missing extra
+    monkeypatch.setitem(sys.modules, "pyvolcano.simulator.report.plots", None)  # import fails like a missing extra
     files = write_report(two_jobs(), tmp_path)
     assert {f.name for f in files} == {"jobs.csv", "queues.csv", "timeseries.csv", "report.html"}
     assert "plots skipped" in (tmp_path / "report.html").read_text()
@@ -408,7 +410,7 @@ def test_unfinished_jobs_and_their_reasons_reach_the_summary_csv_and_html(tmp_pa
 
 def test_plots_clip_the_time_axis_to_the_busy_window_only_behind_a_long_tail() -> None:
     pytest.importorskip("matplotlib")
-    from pyvolcano.simulator.plots import _window
+    from pyvolcano.simulator.report.plots import _window
 
     assert _window(two_jobs()) == 200.0          # busy 110 s of 200 s: the whole run is shown
     tail = two_jobs()

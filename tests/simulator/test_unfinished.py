@@ -11,7 +11,8 @@ from builders import pod, podgroup
 from pyvolcano.conf import default_configuration
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.metrics import ENDLESS
-from pyvolcano.simulator.report import end_lines, summarize
+from pyvolcano.simulator.report.formatting import end_lines
+from pyvolcano.simulator.report.stats import summarize
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.workload import load_workload, without_duration
 from sim_builders import node, simulate, vcjob

@@ -4,24 +4,25 @@ Flags and defaults are upstream's (``cmd/scheduler/app/options``,
 ``cmd/controller-manager/app/options``); durations are Go durations (``1s``, ``15s``).
 Each command connects with the usual client options, waits until its informers have synced,
 optionally takes a Lease (``--leader-elect``), serves ``/healthz`` and ``/metrics`` when
-enabled, and runs until SIGTERM or SIGINT.
+enabled, and runs until SIGTERM or SIGINT. This module only reads and checks the flags; the
+process runtime is :mod:`pyvolcano.runtime.component` (one runner for the scheduler and the
+controller manager).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import sys
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.cli.options import report_dir
+
+if TYPE_CHECKING:
+    from pyvolcano.runtime.component import ClientSettings, Component, ComponentError, Endpoints, LeaderElection
 
 __all__ = ["register"]
 
@@ -42,134 +43,38 @@ def _duration(flag: str, text: str) -> float:
     return value
 
 
-def _setup_logging(verbosity: int) -> None:
-    level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 0 else logging.WARNING
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
-    # One line per HTTP request only at klog's request-tracing verbosity (--v=6).
-    for name in ("httpx2", "httpcore2", "httpx", "httpcore"):
-        logging.getLogger(name).setLevel(logging.DEBUG if verbosity >= 6 else logging.WARNING)
-
-
-def _stop_event() -> threading.Event:
-    stop = threading.Event()
-
-    def handler(signum: int, _frame: Any) -> None:
-        logger.info("signal %d: stopping", signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-    return stop
-
-
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str, code: int = 2) -> typer.Exit:
     typer.echo(f"error: {' '.join(str(message).split())}", err=True)
-    return typer.Exit(2)
+    return typer.Exit(code)
 
 
-def _connect(
-    kubeconfig: str | None, master: str | None, qps: float, burst: int, kinds: Sequence[str], user_agent: str
-) -> Any:
-    from pyvolcano.kube import connect
+def _settings(
+    kubeconfig: str | None, master: str | None, qps: float, burst: int, leader_elect: bool, lease_name: str,
+    lease_namespace: str, lock_object_namespace: str, durations: tuple[str, str, str], enable_metrics: bool,
+    listen_address: str, enable_healthz: bool, healthz_address: str,
+) -> tuple[ClientSettings, LeaderElection, Endpoints]:
+    """The flags every leader-elected component shares, as the runtime's settings."""
+    from pyvolcano.runtime.component import ClientSettings, Endpoints, LeaderElection
 
-    try:
-        return connect(
-            kubeconfig=kubeconfig, master=master, qps=qps, burst=burst, kinds=kinds, start=False, user_agent=user_agent
-        )
-    except ValueError as e:
-        raise _fail(str(e)) from None
-
-
-def _sync(store: Any, what: str, timeout: float = 60.0) -> None:
-    store.start()
-    if not store.wait_for_sync(timeout):
-        logger.error("%s: informers did not sync within %.0fs", what, timeout)
-        raise typer.Exit(1)
-    logger.info("%s: informers synced (%s)", what, ", ".join(store.kinds))
+    return (ClientSettings(kubeconfig, master, qps, burst),
+            LeaderElection(leader_elect, lease_name, lease_namespace, lock_object_namespace, *durations),
+            Endpoints(enable_metrics, listen_address, enable_healthz, healthz_address))
 
 
-def _serve(
-    enable_healthz: bool,
-    healthz_address: str,
-    enable_metrics: bool,
-    listen_address: str,
-    registry: Any,
-) -> list[Any]:
-    """Start ``/metrics`` on ``--listen-address`` and ``/healthz`` on ``--healthz-address`` (one
-    server when both addresses are the same). A bad or busy address is a usage error."""
-    from pyvolcano.kube.httpserve import HTTPEndpoints
-
-    wanted: dict[str, dict[str, Any]] = {}
-    if enable_metrics:
-        wanted.setdefault(listen_address, {"flag": "--listen-address"})["registry"] = registry
-    if enable_healthz:
-        wanted.setdefault(healthz_address, {"flag": "--healthz-address"})["healthz"] = {}
-    servers: list[Any] = []
-    try:
-        for address, kw in wanted.items():
-            servers.append(HTTPEndpoints(address, **kw).start())
-    except (ValueError, OSError) as e:
-        for srv in servers:
-            srv.stop()
-        raise _fail(str(e)) from None
-    return servers
-
-
-def _run_with_leader_election(
-    *,
-    config: Any,
-    store_factory: Callable[[], Any],
-    lock_store: Any,
-    run: Callable[[Any, threading.Event], None],
-    stop: threading.Event,
-) -> int:
-    """Run ``run(store, stop)``; with leader election only while holding the Lease.
-
-    The informers start only once leading, as upstream starts its scheduler and controllers
-    in ``OnStartedLeading``. Losing the lease ends the process at once with exit code 1, as
-    upstream's ``OnStoppedLeading`` does (``klog.Fatalf("leaderelection lost")``)."""
-    if config is None:
-        run(store_factory(), stop)
-        return 0
-    from pyvolcano.kube.leaderelection import run as campaign
-
-    led = threading.Event()
-
-    def on_started(lost: threading.Event) -> None:
-        led.set()
-        logger.info("became leader of %s/%s", config.resource_namespace, config.resource_name)
-        work_stop = threading.Event()
-
-        def follow() -> None:
-            while not (lost.wait(0.2) or stop.is_set()):
-                pass
-            work_stop.set()
-
-        threading.Thread(target=follow, name="leader-watch", daemon=True).start()
-        run(store_factory(), work_stop)
-
-    def on_stopped() -> None:
-        if led.is_set() and not stop.is_set():
-            logger.error("leaderelection lost")
-            logging.shutdown()
-            os._exit(1)
-
-    campaign(lock_store, config, stop, on_started, on_stopped)
-    return 0
-
-
-def _election_config(leader_elect: bool, name: str, namespace: str, lock_namespace: str,
-                     durations: tuple[str, str, str]) -> Any:
-    if not leader_elect:
-        return None
-    from pyvolcano.kube.leaderelection import LeaderElectionConfig
+def _run(component: Component) -> NoReturn:
+    """Run a component and exit with its code (a start failure: its message, then its code)."""
+    from pyvolcano.runtime.component import ComponentError, run_component
 
     try:
-        return LeaderElectionConfig.from_flags(
-            resource_name=name, resource_namespace=namespace, lock_object_namespace=lock_namespace,
-            lease_duration=durations[0], renew_deadline=durations[1], retry_period=durations[2])
-    except ValueError as e:
-        raise _fail(str(e)) from None
+        code = run_component(component)
+    except ComponentError as e:
+        raise _start_failure(e) from None
+    raise typer.Exit(code)
+
+
+def _start_failure(e: ComponentError) -> typer.Exit:
+    """A component that could not start: its message (unless logged already) and exit code."""
+    return _fail(e.message, e.code) if e.message else typer.Exit(e.code)
 
 
 GO_BOOL_FLAGS = ("--leader-elect", "--enable-metrics", "--enable-healthz", "--enable-queue-allocated-pods-check",
@@ -273,11 +178,9 @@ def scheduler(
     _print_version_and_exit(version)
     from pyvolcano.api.names import SCHEDULER_KINDS
     from pyvolcano.cache.cache import SchedulerOptions
-    from pyvolcano.conf import ConfigError
-    from pyvolcano.framework.arguments import ArgumentError
-    from pyvolcano.runtime.scheduler import LiveScheduler
+    from pyvolcano.runtime.component import Component, scheduler_work, setup_logging
 
-    _setup_logging(v)
+    setup_logging(v)
     try:
         period = _duration("--schedule-period", schedule_period)
         for sel in node_selector or ():
@@ -301,63 +204,16 @@ def scheduler(
         min_percentage_of_nodes_to_find=minimum_percentage_nodes_to_find,
         percentage_of_nodes_to_find=percentage_nodes_to_find,
     )
-    stop = _stop_event()
     metrics, registry = _scheduler_metrics(enable_metrics)
-    state: dict[str, Any] = {}
-
-    def make_store() -> Any:
-        store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, SCHEDULER_KINDS, "vc-scheduler")
-        _sync(store, "scheduler")
-        return store
-
-    def run(store: Any, stop_: threading.Event) -> None:
-        import socket
-
-        from pyvolcano.kube.events import EventRecorder
-        from pyvolcano.runtime.clock import wall_seconds
-
-        events = EventRecorder(
-            store,
-            controller=names[0] if len(names) == 1 else "volcano",
-            instance=socket.gethostname(),
-            clock=wall_seconds,
-        )
-        try:
-            sched = LiveScheduler(
-                store,
-                conf_path=scheduler_conf,
-                options=options,
-                period=period,
-                seed=seed,
-                metrics=metrics,
-                node_selector=node_selector or (),
-                events=events,
-                recorder=recorder,
-            )
-        except (ConfigError, ArgumentError, OSError) as e:
-            raise _fail(f"{scheduler_conf}: {e}") from None
-        state["sched"] = sched
-        try:
-            sched.run(stop_)
-        finally:
-            sched.close(wait=False)
-            events.close()
-            store.stop()
-
-    election = _election_config(leader_elect, leader_elect_resource_name, leader_elect_resource_namespace,
-                                lock_object_namespace, (leader_elect_lease_duration, leader_elect_renew_deadline,
-                                                        leader_elect_retry_period))
-    lock_store = None
-    if election is not None:
-        lock_store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, (), "vc-scheduler-leader-election")
-    servers = _serve(enable_healthz, healthz_address, enable_metrics, listen_address, registry)
-    try:
-        code = _run_with_leader_election(config=election, store_factory=make_store, lock_store=lock_store, run=run,
-                                         stop=stop)
-    finally:
-        for srv in servers:
-            srv.stop()
-    raise typer.Exit(code)
+    work = scheduler_work(scheduler_names=names, conf_path=scheduler_conf, options=options, period=period, seed=seed,
+                          metrics=metrics, node_selector=node_selector or (), recorder=recorder)
+    client, election, endpoints = _settings(
+        kubeconfig, master, kube_api_qps, kube_api_burst, leader_elect, leader_elect_resource_name,
+        leader_elect_resource_namespace, lock_object_namespace,
+        (leader_elect_lease_duration, leader_elect_renew_deadline, leader_elect_retry_period),
+        enable_metrics, listen_address, enable_healthz, healthz_address)
+    _run(Component("scheduler", "vc-scheduler", "vc-scheduler-leader-election", SCHEDULER_KINDS, client, election,
+                   endpoints, registry, work))
 
 
 def _scheduler_metrics(enabled: bool) -> tuple[Any, Any]:
@@ -422,59 +278,34 @@ def controller_manager(
 ) -> None:
     """vc-controller-manager: the job, queue, podgroup and gc controllers on a real cluster."""
     _print_version_and_exit(version)
-    from pyvolcano.runtime.controller_manager import (
-        CONTROLLER_KINDS,
-        CONTROLLERS,
-        LiveControllerManager,
-        build_controllers,
-    )
+    from pyvolcano.runtime.component import Component, controller_manager_work, setup_logging
+    from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, CONTROLLERS
 
-    _setup_logging(v)
+    setup_logging(v)
     if seed is not None:
-        logger.warning("--seed is ignored: the controller-manager's SSH keys and generated names come from "
-                       "the operating system's randomness")
+        logger.warning(
+            "--seed is ignored: the controller-manager's SSH keys and generated names come from the operating "
+            "system's randomness")
     try:
         enabled = _parse_controllers(controllers, CONTROLLERS)
         if worker_threads < 1:
             raise UsageError(f"--worker-threads: got {worker_threads}; expected at least 1")
     except UsageError as e:
         raise _fail(str(e)) from None
-    stop = _stop_event()
-    state: dict[str, Any] = {}
-
-    def make_store() -> Any:
-        store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, CONTROLLER_KINDS, "vc-controller-manager")
-        _sync(store, "controller-manager")
-        return store
-
-    def run(store: Any, stop_: threading.Event) -> None:
-        ctrls = build_controllers(store, enabled, scheduler_names=tuple(scheduler_name or ("volcano",)))
-        try:
-            LiveControllerManager(store, ctrls, metrics=state.get("metrics")).run(stop_)
-        finally:
-            store.stop()
-
-    election = _election_config(leader_elect, leader_elect_resource_name, leader_elect_resource_namespace,
-                                lock_object_namespace, (leader_elect_lease_duration, leader_elect_renew_deadline,
-                                                        leader_elect_retry_period))
-    lock_store = None
-    if election is not None:
-        lock_store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, (), "vc-controller-manager-le")
     metrics = None
     if enable_metrics:
         from pyvolcano.metrics.controllers import ControllerMetrics
 
         metrics = ControllerMetrics()
-    state["metrics"] = metrics
-    servers = _serve(enable_healthz, healthz_address, enable_metrics, listen_address,
-                     None if metrics is None else metrics.registry)
-    try:
-        code = _run_with_leader_election(config=election, store_factory=make_store, lock_store=lock_store, run=run,
-                                         stop=stop)
-    finally:
-        for srv in servers:
-            srv.stop()
-    raise typer.Exit(code)
+    work = controller_manager_work(controllers=enabled,
+                                   scheduler_names=tuple(scheduler_name or ("volcano",)), metrics=metrics)
+    client, election, endpoints = _settings(
+        kubeconfig, master, kube_api_qps, kube_api_burst, leader_elect, leader_elect_resource_name,
+        leader_elect_resource_namespace, lock_object_namespace,
+        (leader_elect_lease_duration, leader_elect_renew_deadline, leader_elect_retry_period),
+        enable_metrics, listen_address, enable_healthz, healthz_address)
+    _run(Component("controller-manager", "vc-controller-manager", "vc-controller-manager-le", CONTROLLER_KINDS, client,
+                   election, endpoints, None if metrics is None else metrics.registry, work))
 
 
 def _parse_controllers(text: str, known: Sequence[str]) -> list[str]:
@@ -524,9 +355,17 @@ def fake_nodes(
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity")] = 0,
 ) -> None:
     """Simulated kubelets: keep nodes Ready and run the pods bound to them (like KWOK)."""
+    from pyvolcano.runtime.component import (
+        ClientSettings,
+        ComponentError,
+        connect,
+        setup_logging,
+        stop_on_signals,
+        sync,
+    )
     from pyvolcano.runtime.fake_nodes import FakeNodes, make_nodes
 
-    _setup_logging(v)
+    setup_logging(v)
     try:
         if not speed > 0 or speed == float("inf"):
             raise UsageError(f"--speed: got {speed}; expected a positive number")
@@ -542,9 +381,13 @@ def fake_nodes(
             raise UsageError("expected --nodes FILE or --count N")
     except (UsageError, ValueError) as e:
         raise _fail(str(e)) from None
-    stop = _stop_event()
-    store = _connect(kubeconfig, master, kube_api_qps, kube_api_burst, ("Pod",), "pyvolcano-fake-nodes")
-    _sync(store, "fake-nodes")
+    stop = stop_on_signals()
+    try:
+        store = connect(ClientSettings(kubeconfig, master, kube_api_qps, kube_api_burst), ("Pod",),
+                        "pyvolcano-fake-nodes")
+        sync(store, "fake-nodes")
+    except ComponentError as e:
+        raise _start_failure(e) from None
     fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration)
     fake.register()
     logger.info("fake-nodes: %d nodes registered", len(manifests))

@@ -245,14 +245,17 @@ def run_simulate_command(
             error(f"{r['file']}: document {r['document']} ({r['kind']} {r['name']}): {r['error']}")
             return 2
         runs.append((res, metrics))
-    from pyvolcano.simulator import report as rep
+    from pyvolcano.simulator.report.console import print_summary
+    from pyvolcano.simulator.report.directory import write_report
+    from pyvolcano.simulator.report.stats import compare as compare_runs
+    from pyvolcano.simulator.report.stats import summarize
 
     if report is not None:
-        rep.write_report(runs[0][1], report, other=runs[1][1] if len(runs) > 1 else None)
+        write_report(runs[0][1], report, other=runs[1][1] if len(runs) > 1 else None)
     if output in ("json", "yaml"):
         if len(runs) == 1:
             res, metrics = runs[0]
-            out = rep.summarize(metrics)
+            out = summarize(metrics)
             out["stats"] = {"virtual_seconds": res.virtual_seconds, "sessions": res.sessions,
                             "wall_seconds": round(res.wall_seconds, 3), "end_reason": res.end_reason}
             if manifest_mode:
@@ -264,14 +267,14 @@ def run_simulate_command(
                     out["queues"].setdefault(q, {}).update(st)
                 out["rejected"] = full["rejected"]
         else:
-            out = rep.compare(runs[0][1], runs[1][1])
+            out = compare_runs(runs[0][1], runs[1][1])
         emit(out if timings else strip_timings(out), output)
     else:
         if manifest_mode and len(runs) == 1:
             print_simulation_table(runs[0][0], wide=output == "wide")
         for n in notes:
             note(n)
-        rep.print_summary(runs[0][1], other=runs[1][1] if len(runs) > 1 else None, console=make_console())
+        print_summary(runs[0][1], other=runs[1][1] if len(runs) > 1 else None, console=make_console())
     if report is not None:
         print(f"report written to {report / 'report.html'}", file=sys.stderr)
     return 0

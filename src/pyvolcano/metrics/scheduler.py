@@ -29,9 +29,10 @@ pyvolcano reads the same values once, from the session just before it closes
 ``capacity`` plugin's queue attributes (what those plugins export at open, kept current by
 allocations), the unschedulable counts with gang's own rule, per-job scheduling times for
 jobs with a task allocated, bound or pipelined in the session, and job shares as ``drf``
-computes them. Not exported: ``volcano_total_preemption_attempts`` (counted inside upstream's
-preempt loop), ``volcano_scheduling_stage_duration_milliseconds`` (per-predicate timing) and
-the namespace shares of hierarchical DRF. ``volcano_schedule_attempts_total`` is registered
+computes them (:func:`~pyvolcano.plugins.drf_share.dominant_share`). Not exported:
+``volcano_total_preemption_attempts`` (counted inside upstream's preempt loop),
+``volcano_scheduling_stage_duration_milliseconds`` (per-predicate timing) and the namespace
+shares of hierarchical DRF. ``volcano_schedule_attempts_total`` is registered
 but no longer incremented by upstream; here it counts, per session, ``scheduled`` binds,
 ``unschedulable`` pending tasks and bind ``error`` s reported by the caller.
 
@@ -46,15 +47,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from pyvolcano.api.resource import DimensionDefault, Resource, share
+from pyvolcano.api.resource import DimensionDefault, Resource
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.metrics.buckets import exponential_buckets_range
+from pyvolcano.plugins.drf_share import ShareDimensions, dominant_share, job_allocation, share_dimensions
 from pyvolcano.plugins.gang import unready_task_count
 from pyvolcano.store.base import EPOCH
 
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
     from pyvolcano.api.job import JobInfo
     from pyvolcano.cache.cache import SessionResult
     from pyvolcano.framework.session import Session
+    from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
 
 __all__ = [
     "SCHEDULE_RESULTS",
@@ -271,7 +274,7 @@ class SchedulerMetrics:
         self._queues: set[str] = set()
         self._job_memo: dict[str, _JobEntry] = {}  # job uid -> what its gauges were computed from
         self._job_context: tuple[object, ...] = ()
-        self._share_dims: list[tuple[str, float]] = []
+        self._share_dims: ShareDimensions = ()
 
     # ------------------------------------------------------------------ upstream's update functions
 
@@ -376,7 +379,7 @@ class SchedulerMetrics:
         if context != self._job_context:
             self._job_context = context
             self._job_memo = {}
-            self._share_dims = [(name, total.get(name)) for name in total.resource_names()]
+            self._share_dims = share_dimensions(total)
         memo = self._job_memo
         seen: dict[str, _JobEntry] = {}
         for uid, job in ssn.jobs.items():
@@ -428,28 +431,12 @@ class SchedulerMetrics:
                     children[0] = self.unschedule_task_count.labels(job.name)
                 children[0].set(entry.unready)
         if drf:
-            entry.share = self._drf_share(job)
+            entry.share = dominant_share(job_allocation(job), self._share_dims)[1]
             if children[1] is None or old is None or old.share != entry.share:
                 if children[1] is None:
                     children[1] = self.job_share.labels(job.namespace, job.name)
                 children[1].set(entry.share)
         return entry
-
-    def _drf_share(self, job: JobInfo) -> float:
-        """drf's job share (``calculate_share``: the largest allocated/total over the total's
-        dimensions, pipelined tasks included) against the dimensions cached for this session."""
-        allocated = job.allocated
-        pipelined = job.tasks_in(TaskStatus.Pipelined)
-        if pipelined:
-            allocated = allocated.clone()
-            for t in pipelined.values():
-                allocated.add(t.resreq)
-        best = 0.0
-        for name, total in self._share_dims:
-            s = share(allocated.get(name), total)
-            if s > best:
-                best = s
-        return best
 
     def observe_result(self, result: SessionResult) -> None:
         """Count a session's binds as ``scheduled`` attempts."""
@@ -459,6 +446,14 @@ class SchedulerMetrics:
 # ----------------------------------------------------------------------------- queue state
 
 
+@runtime_checkable
+class CapacityQueueAttrs(Protocol):
+    """What the metrics read from the ``capacity`` plugin (:class:`~pyvolcano.plugins.capacity.plugin.Capacity`
+    implements it): this session's queue attributes and whether they form a hierarchy."""
+
+    def queue_attrs(self) -> tuple[Mapping[str, CapacityQueueAttr], bool]: ...
+
+
 def queue_states(ssn: Session) -> dict[str, QueueState]:
     """Each queue's exported state from the session's ``capacity`` or ``proportion`` plugin
     (the first of them configured); empty when neither runs."""
@@ -466,10 +461,8 @@ def queue_states(ssn: Session) -> dict[str, QueueState]:
         if opt.name == "proportion":
             return _proportion_states(ssn, getattr(plugin, "queue_opts", {}))
         if opt.name == "capacity":
-            session = getattr(plugin, "session", None)
-            if session is None:
-                return _capacity_states(ssn, {}, hierarchy=False)
-            return _capacity_states(ssn, session.opts, hierarchy=session.hierarchy)
+            attrs, hierarchy = plugin.queue_attrs() if isinstance(plugin, CapacityQueueAttrs) else ({}, False)
+            return _capacity_states(ssn, attrs, hierarchy=hierarchy)
     return {}
 
 
@@ -488,7 +481,7 @@ def _proportion_states(ssn: Session, attrs: Mapping[str, Any]) -> dict[str, Queu
     return out
 
 
-def _capacity_states(ssn: Session, attrs: Mapping[str, Any], *, hierarchy: bool) -> dict[str, QueueState]:
+def _capacity_states(ssn: Session, attrs: Mapping[str, CapacityQueueAttr], *, hierarchy: bool) -> dict[str, QueueState]:
     # Upstream capacity: deserved/allocated/request/inqueue/realCapability per queue, capability
     # when the queue sets one (always in hierarchical mode), overused = share > 1 at close;
     # queues without attributes report their spec's deserved and capability and a real

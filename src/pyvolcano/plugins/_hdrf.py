@@ -42,7 +42,7 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo
-from pyvolcano.plugins.drf import calculate_share
+from pyvolcano.plugins.drf_share import dominant_share, share_dimensions
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -97,6 +97,7 @@ class HierarchicalDrf:
 
     def __init__(self, total_resource: Resource):
         self.total = total_resource.clone()
+        self._dimensions = share_dimensions(self.total)
         self.total_allocated = Resource()
         self.root = _Node(ROOT, 1.0, None, leaf=False)
         self._leaves: dict[str, _Node] = {}
@@ -273,7 +274,7 @@ class HierarchicalDrf:
         self._aggregate(node)
 
     def _update_leaf(self, leaf: _Node) -> None:
-        _, leaf.share = calculate_share(leaf.allocated, self.total)
+        _, leaf.share = dominant_share(leaf.allocated, self._dimensions)
         leaf.saturated = _leaf_saturated(leaf.allocated, leaf.request, self._demanding)
 
     def _aggregate(self, node: _Node) -> None:
@@ -291,7 +292,7 @@ class HierarchicalDrf:
             else:
                 allocated.add(child.allocated.clone().multi(floor / child.share))
         node.allocated = allocated
-        _, node.share = calculate_share(allocated, self.total)
+        _, node.share = dominant_share(allocated, self._dimensions)
         node.saturated = all(child.saturated for child in children)
 
 

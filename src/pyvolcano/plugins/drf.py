@@ -6,7 +6,8 @@ Preemptable lets a preemptor take a task when the preemptor job's share after th
 preemption stays below (or within 1e-6 of) the victim job's share after losing it.
 The job allocation here follows every allocate/pipeline/evict event, so pipelined tasks
 count (as upstream). With ``enableHierarchy: true`` queues are ordered and reclaimed with
-hierarchical DRF over the ``volcano.sh/hierarchy`` annotations (see :mod:`._hdrf`).
+hierarchical DRF over the ``volcano.sh/hierarchy`` annotations (see :mod:`._hdrf`). The
+share itself is :func:`~pyvolcano.plugins.drf_share.dominant_share`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
-from pyvolcano.api.resource import Resource, share
-from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.api.resource import Resource
+from pyvolcano.api.task import TaskInfo
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
+from pyvolcano.plugins._hdrf import HierarchicalDrf
+from pyvolcano.plugins.drf_share import ShareDimensions, dominant_share, job_allocation, share_dimensions
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -30,11 +33,11 @@ SHARE_DELTA = 0.000001
 class DrfAttr:
     """A job's DRF allocation; the share is recomputed lazily after the allocation changes."""
 
-    __slots__ = ("_dominant", "_share", "_total", "allocated")
+    __slots__ = ("_dimensions", "_dominant", "_share", "allocated")
 
-    def __init__(self, allocated: Resource, total: Resource):
+    def __init__(self, allocated: Resource, dimensions: ShareDimensions):
         self.allocated = allocated
-        self._total = total
+        self._dimensions = dimensions
         self._share: float | None = None
         self._dominant = ""
 
@@ -44,24 +47,13 @@ class DrfAttr:
     @property
     def share(self) -> float:
         if self._share is None:
-            self._dominant, self._share = calculate_share(self.allocated, self._total)
+            self._dominant, self._share = dominant_share(self.allocated, self._dimensions)
         return self._share
 
     @property
     def dominant_resource(self) -> str:
         _ = self.share
         return self._dominant
-
-
-def calculate_share(allocated: Resource, total: Resource) -> tuple[str, float]:
-    res = 0.0
-    dominant = ""
-    for rn in total.resource_names():
-        s = share(allocated.get(rn), total.get(rn))
-        if s > res:
-            res = s
-            dominant = rn
-    return dominant, res
 
 
 class _JobAttrs(dict[str, DrfAttr]):
@@ -74,17 +66,13 @@ class _JobAttrs(dict[str, DrfAttr]):
     then. Attributes that exist follow the events; absent ones need not.
     """
 
-    def __init__(self, ssn: Session, total: Resource):
+    def __init__(self, ssn: Session, dimensions: ShareDimensions):
         super().__init__()
         self._jobs = ssn.jobs
-        self._total = total
+        self._dimensions = dimensions
 
     def __missing__(self, uid: str) -> DrfAttr:
-        job = self._jobs[uid]
-        allocated = job.allocated.clone()
-        for t in job.tasks_in(TaskStatus.Pipelined).values():
-            allocated.add(t.resreq)
-        attr = self[uid] = DrfAttr(allocated, self._total)
+        attr = self[uid] = DrfAttr(job_allocation(self._jobs[uid]), self._dimensions)
         return attr
 
     def lookup(self, uid: str) -> DrfAttr | None:
@@ -104,13 +92,9 @@ class Drf:
 
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource.clone()
-        hierarchy = _hierarchy_enabled(ssn)
-        hdrf = None
-        if hierarchy:
-            from pyvolcano.plugins._hdrf import HierarchicalDrf
-
-            hdrf = HierarchicalDrf(self.total)
-        self.job_attrs = attrs = _JobAttrs(ssn, self.total)
+        dimensions = share_dimensions(self.total)
+        hdrf = HierarchicalDrf(self.total) if _hierarchy_enabled(ssn) else None
+        self.job_attrs = attrs = _JobAttrs(ssn, dimensions)
         if hdrf is not None:
             for job in ssn.jobs.values():
                 attr = attrs[job.uid]
@@ -122,7 +106,7 @@ class Drf:
             latt = attrs.lookup(preemptor.job)
             if latt is None:
                 return [], Vote.PERMIT
-            _, ls = calculate_share(latt.allocated.clone().add(preemptor.resreq), self.total)
+            _, ls = dominant_share(latt.allocated.clone().add(preemptor.resreq), dimensions)
             allocations: dict[str, Resource] = {}
             victims = []
             for p in preemptees:
@@ -132,7 +116,7 @@ class Drf:
                         continue
                     allocations[p.job] = ratt.allocated.clone()
                 ralloc = allocations[p.job].sub(p.resreq)
-                _, rs = calculate_share(ralloc, self.total)
+                _, rs = dominant_share(ralloc, dimensions)
                 if ls < rs or abs(ls - rs) <= SHARE_DELTA:
                     victims.append(p)
             return victims, Vote.PERMIT

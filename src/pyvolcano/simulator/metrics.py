@@ -1,6 +1,6 @@
 """Run metrics collected by the simulator, from the same state the scheduler decides on.
 
-The collector fills a :class:`RunMetrics`; reports (``simulator/report.py``) are pure
+The collector fills a :class:`RunMetrics`; reports (``simulator/report/``) are pure
 functions of it, so they can be tested on hand-made metrics and compared across runs.
 
 Definitions (all times are virtual seconds from the start of the run):

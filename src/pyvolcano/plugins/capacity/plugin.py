@@ -104,6 +104,14 @@ class Capacity:
             for name, attr in self.session.opts.items()
         }
 
+    def queue_attrs(self) -> tuple[Mapping[str, QueueAttr], bool]:
+        """This session's queue attributes and whether they form a hierarchy (read by the
+        scheduler metrics, :class:`~pyvolcano.metrics.scheduler.CapacityQueueAttrs`);
+        ``({}, False)`` outside a session."""
+        if self.session is None:
+            return {}, False
+        return self.session.opts, self.session.hierarchy
+
     def on_session_close(self, ssn: Session) -> None:
         self.session = None
 

@@ -8,10 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pyvolcano.simulator.report import (
-    _HEADLINE,
-    _compare_summaries,
-    _diff,
+from pyvolcano.simulator.report.formatting import (
+    HEADLINE,
     better,
     end_lines,
     fmt_delta,
@@ -19,6 +17,7 @@ from pyvolcano.simulator.report import (
     fmt_metric,
     fmt_ratio,
 )
+from pyvolcano.simulator.report.stats import compare_summaries, metric_diff
 
 __all__ = ["render"]
 
@@ -108,7 +107,7 @@ def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | Non
                      f"{_e(first['seed'])}</p>")
         s = runs[0][1]["summary"]
         parts.append("<h2>Summary</h2>" + _table(("metric", "value"),
-                                                 [[_e(t), _e(fmt_metric(k, s[k]))] for k, t in _HEADLINE]))
+                                                 [[_e(t), _e(fmt_metric(k, s[k]))] for k, t in HEADLINE]))
         parts.append(_unfinished(runs[0][1]))
     else:
         (la, sa), (lb, sb) = runs[0], runs[1]
@@ -117,12 +116,12 @@ def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | Non
                      f"<b>{_e(la)}</b> = {_e(sa['stats']['config'])}, <b>{_e(lb)}</b> = "
                      f"{_e(sb['stats']['config'])}. Δ = {_e(lb)} − {_e(la)}; green is better, red is worse.</p>")
         rows = []
-        for k, t in _HEADLINE:
-            d = _diff(sa["summary"][k], sb["summary"][k])
+        for k, t in HEADLINE:
+            d = metric_diff(sa["summary"][k], sb["summary"][k])
             rows.append([_e(t), _e(fmt_metric(k, d["a"])), _e(fmt_metric(k, d["b"])), _delta_cell(k, d)])
         parts.append("<h2>Summary</h2>" + _table(("metric", la, lb, "Δ"), rows))
         if cmp is None:
-            cmp = _compare_summaries(sa, sb)
+            cmp = compare_summaries(sa, sb)
         qrows = []
         for q in sorted(set(sa["queues"]) | set(sb["queues"])):
             dw, ds = cmp["diff"][f"queue:{q}:mean_wait_s"], cmp["diff"][f"queue:{q}:mean_share"]

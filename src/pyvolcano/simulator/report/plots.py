@@ -1,6 +1,6 @@
 """PNG plots of one run or of two runs compared (matplotlib, Agg canvas, no pyplot state).
 
-Importing this module imports matplotlib; :func:`pyvolcano.simulator.report.write_report`
+Importing this module imports matplotlib; :func:`pyvolcano.simulator.report.directory.write_report`
 imports it lazily, so matplotlib stays an optional dependency (the ``plots`` extra).
 
 Time series are drawn as time-weighted means over ``_BINS`` equal bins of the plotted window
@@ -24,7 +24,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullFormatter, NullLocator, PercentFormatter
 
 from pyvolcano.simulator.metrics import RunMetrics
-from pyvolcano.simulator.report import RunView, busy_end, fmt_duration, makespan
+from pyvolcano.simulator.report.formatting import fmt_duration
+from pyvolcano.simulator.report.stats import RunView, busy_end, makespan
 
 __all__ = ["write_plots"]
 
@@ -70,7 +71,7 @@ def _queue_colours(queues: Sequence[str]) -> dict[str, Any]:
 
 def _window(run: RunMetrics) -> float:
     """The plotted window: the makespan, or, when the busy window
-    (:func:`~pyvolcano.simulator.report.busy_end`) is under a quarter of it (a long tail of a
+    (:func:`~pyvolcano.simulator.report.stats.busy_end`) is under a quarter of it (a long tail of a
     few jobs), the busy window and a tenth more; without jobs, the run's end or its last sample."""
     w = makespan(run)
     if w > 0:
