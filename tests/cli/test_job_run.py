@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "operator"
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "forecast"
 CASE = str(DATA / "queue-top.yaml")
 JOB = str(DATA / "job-big.yaml")
 

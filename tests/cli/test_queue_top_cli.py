@@ -11,8 +11,8 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-CASE = str(ROOT / "tests" / "data" / "operator" / "queue-top.yaml")
-DATA_JOB = ROOT / "tests" / "data" / "operator" / "job-big.yaml"
+CASE = str(ROOT / "tests" / "data" / "forecast" / "queue-top.yaml")
+DATA_JOB = ROOT / "tests" / "data" / "forecast" / "job-big.yaml"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

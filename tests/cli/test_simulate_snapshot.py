@@ -13,9 +13,9 @@ import yaml
 from builders import node, queue
 from pyvolcano.conf import default_configuration
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
+from pyvolcano.forecast.eta import RuntimePolicy, estimate_starts
+from pyvolcano.forecast.state import newest_timestamp
 from pyvolcano.framework.registry import default_registry
-from pyvolcano.operator.eta import RuntimePolicy, estimate_starts
-from pyvolcano.operator.state import newest_timestamp
 from pyvolcano.runtime.snapshot import snapshot_documents
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.workload import Submission

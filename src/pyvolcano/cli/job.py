@@ -67,9 +67,9 @@ def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str |
     from pyvolcano.cli.output import emit, error
     from pyvolcano.cli.queue import load_state
     from pyvolcano.conf import ConfigError
+    from pyvolcano.forecast.state import LiveReadError
     from pyvolcano.framework.arguments import ArgumentError
     from pyvolcano.framework.registry import default_registry
-    from pyvolcano.operator.state import LiveReadError
 
     registry = default_registry()
     try:

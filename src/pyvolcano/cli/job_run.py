@@ -1,7 +1,7 @@
 """``pyvolcano job run --dry-run -f JOB.yaml``: what submitting a job would do (nothing is submitted).
 
 On a snapshot (``--cluster``) or a live cluster (``--kubeconfig``, read-only); the answers are
-those of :mod:`pyvolcano.operator.dryrun`. Exit status: 0 when admission accepts the job, 1 when
+those of :mod:`pyvolcano.forecast.dryrun`. Exit status: 0 when admission accepts the job, 1 when
 it refuses it (as ``kubectl create --dry-run=server`` fails), 2 for a usage or input mistake.
 Registered on the ``job`` sub-app by :mod:`pyvolcano.cli.job`.
 """
@@ -84,10 +84,10 @@ def run_dry(filename: str, *, dry_run: bool, cluster: str | None, kubeconfig: st
     from pyvolcano.cli.output import console, emit, error
     from pyvolcano.cli.queue import StateError, _horizon, load_state, runtime_policy
     from pyvolcano.conf import ConfigError
+    from pyvolcano.forecast.dryrun import DryRunError, dry_run_document, job_of
+    from pyvolcano.forecast.state import LiveReadError
     from pyvolcano.framework.arguments import ArgumentError
     from pyvolcano.framework.registry import default_registry
-    from pyvolcano.operator.dryrun import DryRunError, dry_run_document, job_of
-    from pyvolcano.operator.state import LiveReadError
 
     registry = default_registry()
     try:

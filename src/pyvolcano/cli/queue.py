@@ -1,7 +1,7 @@
 """``pyvolcano queue top``: pending jobs in scheduling order, with reason codes and start estimates.
 
 Read-only, on a snapshot (``--cluster``) or a live cluster (``--kubeconfig``); see
-:mod:`pyvolcano.operator.queue_top` for the order and :mod:`pyvolcano.operator.eta` for the
+:mod:`pyvolcano.forecast.queue_top` for the order and :mod:`pyvolcano.forecast.eta` for the
 estimate. The helpers here (:func:`load_state`, :func:`runtime_policy`) are shared with
 ``job run --dry-run``. The wall clock is read only here, at the edge, for a live cluster.
 """
@@ -19,9 +19,9 @@ from pyvolcano.cli.options import Group
 
 if TYPE_CHECKING:
     from pyvolcano.conf.schema import SchedulerConfiguration
+    from pyvolcano.forecast.eta import RuntimePolicy
+    from pyvolcano.forecast.state import ClusterState
     from pyvolcano.framework.registry import Registry
-    from pyvolcano.operator.eta import RuntimePolicy
-    from pyvolcano.operator.state import ClusterState
 
 __all__ = ["load_state", "queue_app", "render_top", "runtime_policy"]
 
@@ -61,7 +61,7 @@ class StateError(Exception):
 def runtime_policy(values: list[str] | None) -> RuntimePolicy:
     """``--default-runtime`` values as a policy; raises :class:`StateError` naming the bad value."""
     from pyvolcano.api.duration import DurationError, parse_duration_strict
-    from pyvolcano.operator.eta import RuntimePolicy
+    from pyvolcano.forecast.eta import RuntimePolicy
 
     per_queue: dict[str, float] = {}
     default: float | None = None
@@ -85,10 +85,10 @@ def runtime_policy(values: list[str] | None) -> RuntimePolicy:
 def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | None, config_path: Path | None,
                registry: Registry, timeout: float, now: str | None, user_agent: str
                ) -> tuple[ClusterState, SchedulerConfiguration]:
-    """The options' state and configuration (:func:`pyvolcano.operator.state.load_state`), the
+    """The options' state and configuration (:func:`pyvolcano.forecast.state.load_state`), the
     live cluster's notes printed."""
     from pyvolcano.cli.output import note
-    from pyvolcano.operator import state as cluster_state
+    from pyvolcano.forecast import state as cluster_state
     from pyvolcano.runtime.clock import wall_seconds
     from pyvolcano.store.base import from_rfc3339
 
@@ -148,10 +148,10 @@ def run_top(queue: str | None, *, cluster: str | None, kubeconfig: str | None, c
     from pyvolcano.api.manifest import ManifestError
     from pyvolcano.cli.output import console, emit, error
     from pyvolcano.conf import ConfigError
+    from pyvolcano.forecast.queue_top import queue_top_document
+    from pyvolcano.forecast.state import LiveReadError
     from pyvolcano.framework.arguments import ArgumentError
     from pyvolcano.framework.registry import default_registry
-    from pyvolcano.operator.queue_top import queue_top_document
-    from pyvolcano.operator.state import LiveReadError
 
     registry = default_registry()
     try:
@@ -189,7 +189,7 @@ def table(rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def start_text(entry: dict[str, Any]) -> str:
-    from pyvolcano.operator.eta import format_seconds
+    from pyvolcano.forecast.eta import format_seconds
 
     if entry["start"] is None:
         return str(entry["message"])
@@ -198,7 +198,7 @@ def start_text(entry: dict[str, Any]) -> str:
 
 
 def render_top(doc: dict[str, Any]) -> str:
-    from pyvolcano.operator.eta import format_seconds
+    from pyvolcano.forecast.eta import format_seconds
 
     lines = [f"NOW  {doc['now']}", ""]
     if doc["pending"]:

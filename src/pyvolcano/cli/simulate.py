@@ -197,7 +197,7 @@ def run_simulate_command(
             notes = list(tr.notes)
             manifest_mode = False
         elif snapshot:
-            from pyvolcano.operator.state import state_from_snapshot
+            from pyvolcano.forecast.state import state_from_snapshot
 
             state = state_from_snapshot([cluster], registry)
             if config is None and state.config is not None:
@@ -321,7 +321,7 @@ def _run_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work
                          default_duration=default_duration)
         rejected: list[dict[str, Any]] = []
         if state is not None:
-            from pyvolcano.operator.eta import RuntimePolicy, restore_state
+            from pyvolcano.forecast.eta import RuntimePolicy, restore_state
 
             rejected = restore_state(sim, state.docs, now=state.now, policy=RuntimePolicy(default=default_duration),
                                      at_timestamps=False)

@@ -1,4 +1,4 @@
-"""``job run --dry-run``'s answers (pyvolcano.operator.dryrun)."""
+"""``job run --dry-run``'s answers (pyvolcano.forecast.dryrun)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from kube.fakeapi import FakeApiServer
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.conf import default_configuration, load_scheduler_conf
+from pyvolcano.forecast.dryrun import DryRunError, dry_run_document, job_of
+from pyvolcano.forecast.eta import RuntimePolicy
+from pyvolcano.forecast.state import ClusterState, state_from_store
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
-from pyvolcano.operator.dryrun import DryRunError, dry_run_document, job_of
-from pyvolcano.operator.eta import RuntimePolicy
-from pyvolcano.operator.state import ClusterState, state_from_store
 from pyvolcano.store.memory import InMemoryStore
 
 PREEMPT_CONF = """

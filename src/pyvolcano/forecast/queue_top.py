@@ -8,7 +8,7 @@ session (as placements raise a queue's share, proportion may interleave them lat
 
 Each job carries the reason code of the diagnosis of one session on the state (as
 ``job why`` shows it; none when the session would place it) and the estimate of
-:mod:`pyvolcano.operator.eta`. The running jobs' runtime assumptions are listed too.
+:mod:`pyvolcano.forecast.eta`. The running jobs' runtime assumptions are listed too.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.forecast.eta import DEFAULT_HORIZON, RuntimePolicy, assumptions, estimate_starts
+from pyvolcano.forecast.state import ClusterState
 from pyvolcano.framework.registry import Registry
-from pyvolcano.operator.eta import DEFAULT_HORIZON, RuntimePolicy, assumptions, estimate_starts
-from pyvolcano.operator.state import ClusterState
 from pyvolcano.store.base import to_rfc3339
 
 __all__ = ["OrderedJob", "pending_order", "queue_top_document"]

@@ -13,7 +13,7 @@ Four answers, each from the code that would act on the real submission:
   session left short says why;
 * **preemptions and reclaims**: the evictions of that frozen run that a frozen run without the
   job does not make (other pending jobs may preempt on their own);
-* **when**: the estimate of :mod:`pyvolcano.operator.eta` with the job added.
+* **when**: the estimate of :mod:`pyvolcano.forecast.eta` with the job added.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any
 
 from pyvolcano.api.names import JOB_API_VERSION, SCHEDULING_API_VERSION
 from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.forecast.eta import DEFAULT_HORIZON, RuntimePolicy, estimate_starts, forecast
+from pyvolcano.forecast.state import ClusterState
 from pyvolcano.framework.registry import Registry
-from pyvolcano.operator.eta import DEFAULT_HORIZON, RuntimePolicy, estimate_starts, forecast
-from pyvolcano.operator.state import ClusterState
 from pyvolcano.store.base import StoreError, clone, to_rfc3339
 
 __all__ = ["NOW_WINDOW", "DryRunError", "dry_run_document", "job_of"]

@@ -1,4 +1,4 @@
-"""Start-time estimates: a forward simulation of the current state (pyvolcano.operator.eta)."""
+"""Start-time estimates: a forward simulation of the current state (pyvolcano.forecast.eta)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 from builders import node, pod, podgroup, queue
 from pyvolcano.conf import default_configuration
+from pyvolcano.forecast.eta import RuntimePolicy, estimate_starts, format_seconds, runtime_of
 from pyvolcano.framework.registry import default_registry
-from pyvolcano.operator.eta import RuntimePolicy, estimate_starts, format_seconds, runtime_of
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.workload import Submission
 from pyvolcano.store.base import to_rfc3339

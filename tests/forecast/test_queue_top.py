@@ -1,4 +1,4 @@
-"""``queue top``'s order and document (pyvolcano.operator.queue_top)."""
+"""``queue top``'s order and document (pyvolcano.forecast.queue_top)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from kube.fakeapi import FakeApiServer
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.conf import default_configuration
+from pyvolcano.forecast.eta import RuntimePolicy
+from pyvolcano.forecast.queue_top import pending_order, queue_top_document
+from pyvolcano.forecast.state import ClusterState, state_from_store
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
-from pyvolcano.operator.eta import RuntimePolicy
-from pyvolcano.operator.queue_top import pending_order, queue_top_document
-from pyvolcano.operator.state import ClusterState, state_from_store
 from pyvolcano.store.base import to_rfc3339
 from pyvolcano.store.memory import InMemoryStore
 
