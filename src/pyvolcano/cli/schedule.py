@@ -29,6 +29,7 @@ from pyvolcano.conf import ConfigError, default_configuration, load_scheduler_co
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry, default_registry
+from pyvolcano.runtime.cycle import run_once
 from pyvolcano.runtime.snapshot import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE
 from pyvolcano.util.bulk_build import bulk_build, frozen_scope
 
@@ -85,7 +86,7 @@ def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, regi
     diagnoses: dict[str, Any] = {}
     for i in range(sessions):
         t0 = time.perf_counter()
-        res = cache.run_session(config, plugins, actions, now=base + float(i), rng=rng)
+        res = run_once(cache, config, plugins, actions, now=base + float(i), rng=rng)
         timings.append(time.perf_counter() - t0)
         for key, node in res.binds:
             binds[key] = node

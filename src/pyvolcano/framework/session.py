@@ -32,16 +32,19 @@ from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import Code, FitErrors, Status, insufficient_reason
 from pyvolcano.conf.schema import PluginOption, SchedulerConfiguration
+from pyvolcano.diagnosis.diagnose import diagnose_session
 from pyvolcano.framework import extension_points as ep
+from pyvolcano.framework import job_updater
 from pyvolcano.framework.interfaces import Event, EventHandler, Plugin
-from pyvolcano.framework.observer import ON_SESSION_OPEN, SessionObserver
+from pyvolcano.framework.observer import ON_SESSION_CLOSE, ON_SESSION_OPEN, SessionObserver
 from pyvolcano.framework.statement import Statement
 
 if TYPE_CHECKING:
     from pyvolcano.cache.cache import SchedulerCache
+    from pyvolcano.cache.memo import SessionMemo
     from pyvolcano.diagnosis.model import Diagnosis
 
-__all__ = ["NodeFailures", "Session"]
+__all__ = ["NodeFailures", "Session", "open_session"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +82,7 @@ BASELINE_PERCENTAGE_OF_NODES_TO_FIND = 50
 
 
 class Session:
-    """One scheduling cycle. Build with :meth:`SchedulerCache.open_session`."""
+    """One scheduling cycle. Build with :func:`open_session`; end with :meth:`close`."""
 
     def __init__(
         self,
@@ -89,10 +92,12 @@ class Session:
         *,
         uid: str,
         now: float,
+        memo: SessionMemo,
         rng: np.random.Generator,
         observer: SessionObserver | None = None,
     ):
         self.cache = cache
+        self.memo = memo
         self.config = config
         self.uid = uid
         self.now = now
@@ -158,7 +163,7 @@ class Session:
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
         # Cached scores may reflect session-local plugin state (e.g. in-session evictions).
-        self.cache.score_cache.clear()
+        self.memo.score_cache.clear()
         obs = self.observer
         for opt, plugin in self.plugins:
             if obs is None:
@@ -169,6 +174,31 @@ class Session:
                 obs.plugin_done(opt.name, ON_SESSION_OPEN, obs.timer() - t0)
         self._tier_cache.clear()
         self._key_fn_cache.clear()
+
+    def close(self) -> None:
+        """End the session (upstream ``CloseSession``): diagnose the jobs left short, let the
+        plugins close, update the unsettled jobs' PodGroup status and pod conditions
+        (:mod:`~pyvolcano.framework.job_updater`), then undo everything not committed (open
+        statements, Allocated and Pipelined tasks). The committed effects stay in
+        :attr:`binds` and :attr:`evictions` for the caller to apply."""
+        unsettled = job_updater.unsettled_jobs(self)
+        self.unsettled = unsettled
+        self.settled = self.jobs.keys() - set(unsettled)
+        if self.cache.options.diagnose:
+            # Before the plugins close: the diagnosis reads their quotas and predicates.
+            self.diagnoses = diagnose_session(self)
+        obs = self.observer
+        for opt, plugin in self.plugins:
+            if obs is None:
+                plugin.on_session_close(self)
+            else:
+                t0 = obs.timer()
+                plugin.on_session_close(self)
+                obs.plugin_done(opt.name, ON_SESSION_CLOSE, obs.timer() - t0)
+        job_updater.update_job_status(self, unsettled)
+        for stmt in reversed(list(self._open_statements)):
+            stmt.discard()
+        job_updater.revert_tentative(self)
 
     def _total_resource(self) -> Resource:
         t = self.node_table
@@ -495,7 +525,7 @@ class Session:
     ) -> np.ndarray:
         table = self.node_table
         n = table.n
-        store = self.cache.score_cache
+        store = self.memo.score_cache
         ckey = (name, key)
         entry = store.get(ckey)
         if entry is None or len(entry[0]) != n:
@@ -543,7 +573,7 @@ class Session:
         n = len(idx)
         if n == 0:
             return idx, FitErrors()
-        start = self.cache.last_processed_node_index % n
+        start = self.memo.last_processed_node_index % n
         order = idx if start == 0 else np.concatenate([idx[start:], idx[:start]])
         want = self.num_feasible_nodes_to_find(n) if limit else n
         # Evaluate in chunks from the round-robin start and stop once enough feasible nodes
@@ -571,7 +601,7 @@ class Session:
             errors.groups.extend(fe.groups)
             errors.err = errors.err or fe.err
             pos += len(part)
-        self.cache.last_processed_node_index = (start + processed) % n
+        self.memo.last_processed_node_index = (start + processed) % n
         feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
         return feasible, errors
 
@@ -625,7 +655,7 @@ class Session:
         """
         table = self.node_table
         n = table.n
-        store = self.cache.feasibility
+        store = self.memo.feasibility
         entry = store.get(key)
         changed = None if entry is None else table.changes_since(entry[1])
         if entry is None or len(entry[0]) != n or changed is None:
@@ -643,7 +673,7 @@ class Session:
 
     def store_feasibility(self, key: Hashable, mask: np.ndarray, position: int) -> None:
         """Record ``mask`` as the verdicts for ``key`` as of change-log ``position``."""
-        self.cache.feasibility[key] = (mask, position)
+        self.memo.feasibility[key] = (mask, position)
 
     def replicas_batchable(self) -> bool:
         """Whether no enabled predicate or node-order plugin opted out of batched placement."""
@@ -836,6 +866,24 @@ class Session:
     def all_node_indices(self) -> np.ndarray:
         return np.arange(self.node_table.n, dtype=np.int64)
 
+
+
+def open_session(
+    cache: SchedulerCache,
+    config: SchedulerConfiguration,
+    plugin_factories: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
+    *,
+    now: float,
+    rng: np.random.Generator,
+    observer: SessionObserver | None = None,
+) -> Session:
+    """Upstream ``framework.OpenSession``: a session over ``cache`` with its memo, the
+    configured plugins instantiated and opened."""
+    cache.sessions += 1
+    ssn = Session(cache, config, plugin_factories, uid=f"session-{cache.sessions}", now=now, memo=cache.memo,
+                  rng=rng, observer=observer)
+    ssn.open()
+    return ssn
 
 
 def compare_task(l: TaskInfo, r: TaskInfo) -> bool:

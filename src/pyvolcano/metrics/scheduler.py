@@ -54,14 +54,15 @@ from prometheus_client.registry import Collector
 
 from pyvolcano.api.resource import DimensionDefault, Resource, share
 from pyvolcano.api.task import TaskStatus
+from pyvolcano.framework.interfaces import CapacityStateExporter, ProportionStateExporter
 from pyvolcano.metrics.buckets import exponential_buckets_range
 from pyvolcano.plugins.gang import unready_task_count
 from pyvolcano.store.base import EPOCH
 
 if TYPE_CHECKING:
     from pyvolcano.api.job import JobInfo
-    from pyvolcano.cache.cache import SessionResult
     from pyvolcano.framework.session import Session
+    from pyvolcano.runtime.cycle import SessionResult
 
 __all__ = [
     "SCHEDULE_RESULTS",
@@ -464,9 +465,9 @@ def queue_states(ssn: Session) -> dict[str, QueueState]:
     (the first of them configured); empty when neither runs."""
     for opt, plugin in ssn.plugins:
         if opt.name == "proportion":
-            return _proportion_states(ssn, getattr(plugin, "queue_opts", {}))
+            return _proportion_states(ssn, plugin.queue_opts if isinstance(plugin, ProportionStateExporter) else {})
         if opt.name == "capacity":
-            session = getattr(plugin, "session", None)
+            session = plugin.session if isinstance(plugin, CapacityStateExporter) else None
             if session is None:
                 return _capacity_states(ssn, {}, hierarchy=False)
             return _capacity_states(ssn, session.opts, hierarchy=session.hierarchy)
@@ -529,7 +530,7 @@ class SessionMetricsObserver:
     """A :class:`~pyvolcano.framework.observer.SessionObserver` that records into :class:`SchedulerMetrics`.
 
     ``timer`` is the monotonic clock the durations are measured with. Pass the same observer
-    to every session: ``cache.run_session(..., observer=obs)``; time the whole session around
+    to every session: ``run_once(cache, ..., observer=obs)``; time the whole session around
     that call and give it to :meth:`SchedulerMetrics.update_e2e_duration`."""
 
     def __init__(self, metrics: SchedulerMetrics, timer: Callable[[], float] = time.perf_counter):
