@@ -51,7 +51,8 @@ from pyvolcano.gpu.frag import DEFAULT_POPULARITY_THRESHOLD, PodSpec, TypicalPod
 from pyvolcano.gpu.policies import NodeView, Request
 
 if TYPE_CHECKING:
-    from pyvolcano.framework.session import NodeFailures, Session
+    from pyvolcano.framework.session import Session
+    from pyvolcano.framework.session_plugins import NodeFailures
 
 __all__ = ["FragmentationReport", "GpuSelector", "SessionGpus", "assign_node_tasks", "build_ledger",
            "cluster_fragmentation"]

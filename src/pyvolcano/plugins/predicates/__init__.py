@@ -42,7 +42,8 @@ from pyvolcano.api.unschedule import NODE_POD_NUMBER_EXCEEDED, Code, Status
 from pyvolcano.framework.arguments import Arguments
 
 if TYPE_CHECKING:
-    from pyvolcano.framework.session import NodeFailures, Session
+    from pyvolcano.framework.session import Session
+    from pyvolcano.framework.session_plugins import NodeFailures
 
 NAME = "predicates"
 _STABLE_MEMO = "predicates/stable-failures"
