@@ -127,11 +127,12 @@ class SchedulerHelper(SessionPlugins):
         """
         table = self.node_table
         mask, known, stale = self.memo.feasibility.refresh(key, table)
-        rows = np.arange(table.n, dtype=np.int64) if stale is None else stale
-        if len(rows):
-            ok, _ = self.allocate_predicate(task, rows)
-            mask[rows] = ok
-            known[rows] = True
+        if stale is None:
+            mask[:], _ = self.allocate_predicate(task, np.arange(table.n, dtype=np.int64))
+            known[:] = True
+        elif len(stale):
+            mask[stale], _ = self.allocate_predicate(task, stale)
+            known[stale] = True
         return mask
 
     def store_feasibility(self, key: Hashable, mask: np.ndarray, position: int) -> None:
