@@ -34,6 +34,7 @@ from pyvolcano.gpu.openb import (
     load_nodes,
     load_pods,
 )
+from pyvolcano.runtime.cycle import run_once
 
 SESSION_CONF = """
 actions: "allocate"
@@ -84,7 +85,7 @@ def session_benchmark(
     plugins = registry.plugin_factories(config.plugin_names())
     actions = registry.action_factories(config.actions)
     t0 = time.perf_counter()
-    result = cache.run_session(config, plugins, actions, now=0.0, rng=np.random.default_rng(seed))
+    result = run_once(cache, config, plugins, actions, now=0.0, rng=np.random.default_rng(seed))
     seconds = time.perf_counter() - t0
     allocated = sum(milli[key] for key, _node in result.binds) / (sum(n.gpus for n in nodes) * 1000)
     return seconds, len(result.binds), len(seq), allocated

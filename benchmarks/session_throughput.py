@@ -40,6 +40,7 @@ from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.cycle import run_once
 
 # Upstream's built-in default plus binpack (the last plugin of the last tier).
 CONF = DEFAULT_SCHEDULER_CONF + "  - name: binpack\n"
@@ -62,7 +63,7 @@ def one_session(n_nodes: int, n_jobs: int, pods_per_job: int, conf: str = CONF, 
     actions = registry.action_factories(config.actions)
     t1 = time.perf_counter()
     c1 = time.process_time()
-    res = cache.run_session(config, plugins, actions, now=0.0, rng=np.random.default_rng(0))
+    res = run_once(cache, config, plugins, actions, now=0.0, rng=np.random.default_rng(0))
     secs = time.perf_counter() - t1
     cpu = time.process_time() - c1
     placed = len(res.binds)
@@ -105,7 +106,7 @@ def whole_command(n_nodes: int, n_jobs: int, pods_per_job: int, repeat: int) -> 
     from pyvolcano.api.manifest import iter_documents, parse_objects, read_manifest_text
     from pyvolcano.cli.output import strip_timings
     from pyvolcano.conf import default_configuration
-    from pyvolcano.runtime.schedule import schedule_objects
+    from pyvolcano.runtime.cycle import schedule_objects
 
     try:
         from pyvolcano.util.bulk_build import bulk_build

@@ -10,9 +10,10 @@ import yaml
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import default_configuration, load_scheduler_conf
+from pyvolcano.framework import session as framework_session
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
-from pyvolcano.runtime.schedule import schedule_objects
+from pyvolcano.runtime.cycle import schedule_objects
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110", labels: dict[str, str] | None = None,
@@ -70,7 +71,7 @@ def open_session(*docs: dict[str, Any], conf: str, now: float = 0.0) -> Session:
     """A session opened on ``docs`` under the scheduler configuration ``conf`` (seed 0)."""
     config = load_scheduler_conf(conf)
     plugins = default_registry().plugin_factories(config.plugin_names())
-    return cache_of(*docs).open_session(config, plugins, now=now, rng=np.random.default_rng(0))
+    return framework_session.open_session(cache_of(*docs), config, plugins, now=now, rng=np.random.default_rng(0))
 
 
 def dump(*docs: dict[str, Any]) -> str:

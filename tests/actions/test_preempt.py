@@ -28,7 +28,7 @@ from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry, default_registry
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins import BUILTIN_PLUGINS
-from pyvolcano.runtime.schedule import schedule_objects
+from pyvolcano.runtime.cycle import schedule_objects
 
 
 def priority_class(name: str, value: int) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
-from pyvolcano.runtime.schedule import schedule_objects
+from pyvolcano.runtime.cycle import schedule_objects
 
 PREEMPTABLE = {"volcano.sh/preemptable": "true"}
 

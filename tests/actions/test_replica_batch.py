@@ -24,6 +24,7 @@ from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
+from pyvolcano.runtime.cycle import run_once
 
 CONFS = {
     "default": DEFAULT_SCHEDULER_CONF,
@@ -94,9 +95,9 @@ def run(docs: list[dict[str, Any]], conf: str, *, batch: bool, seed: int, sessio
     rng = np.random.default_rng(seed)
     out: list[Any] = []
     for i in range(sessions):
-        res = cache.run_session(config, plugins, actions, now=float(i), rng=rng)
+        res = run_once(cache, config, plugins, actions, now=float(i), rng=rng)
         out.append((res.binds, sorted(res.pipelined.items()), res.evictions, sorted(res.podgroup_phases.items()),
-                    cache.last_processed_node_index))
+                    cache.memo.last_processed_node_index))
         for pg in sorted(cache.podgroups(), key=lambda p: (p.namespace, p.name)):
             out.append((pg.name, pg.phase, [(c.type, c.status, c.reason, c.message) for c in pg.conditions]))
         for uid, job in sorted(cache.jobs.items()):

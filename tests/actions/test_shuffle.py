@@ -18,7 +18,7 @@ from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import Registry
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins import BUILTIN_PLUGINS
-from pyvolcano.runtime.schedule import schedule_objects
+from pyvolcano.runtime.cycle import schedule_objects
 
 LOW, HIGH = 1, 10
 

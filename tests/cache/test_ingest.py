@@ -11,6 +11,7 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import apply_event
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.cycle import run_once
 
 
 def _with_meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +72,7 @@ def test_deleting_the_last_job_of_a_queue_is_relevant() -> None:
 def _bind_in_a_session(cache: SchedulerCache) -> list[str]:
     config = load_scheduler_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n')
     registry = default_registry()
-    result = cache.run_session(config, registry.plugin_factories(config.plugin_names()),
+    result = run_once(cache, config, registry.plugin_factories(config.plugin_names()),
                                registry.action_factories(config.actions), now=0.0, rng=np.random.default_rng(0))
     return [key for key, _node in result.binds]
 

@@ -106,7 +106,8 @@ def _component_of_caller() -> str | None:
             return "controller-manager"
         if module == "pyvolcano.simulator.kubelet":
             return "fake-nodes"
-        if module == "pyvolcano.simulator.runtime" and frame.f_code.co_name in ("_write_back", "_resync_pod"):
+        if module == "pyvolcano.runtime.writer" or (
+                module == "pyvolcano.simulator.runtime" and frame.f_code.co_name == "_resync_pod"):
             return "scheduler"
         frame = frame.f_back  # type: ignore[assignment]
     return None  # the workload being submitted: a user's call

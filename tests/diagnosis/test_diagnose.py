@@ -11,6 +11,7 @@ from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.diagnosis import STAGE_OF, Reason, Stage
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.cycle import run_once
 
 ALLOC = """
 actions: "enqueue, allocate"
@@ -245,7 +246,7 @@ def _cache_and_run(*docs: dict[str, Any], options: SchedulerOptions | None = Non
     rng = np.random.default_rng(0)
 
     def run(now: float) -> Any:
-        return cache.run_session(config, plugins, actions, now=now, rng=rng)
+        return run_once(cache, config, plugins, actions, now=now, rng=rng)
 
     return cache, run
 

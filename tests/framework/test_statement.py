@@ -8,6 +8,7 @@ from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.framework.session import open_session
 
 CONF = """
 actions: "allocate"
@@ -25,7 +26,7 @@ tiers:
 def _session(cache):  # type: ignore[no-untyped-def]
     config = load_scheduler_conf(CONF)
     reg = default_registry()
-    return cache.open_session(config, reg.plugin_factories(config.plugin_names()), now=0.0,
+    return open_session(cache, config, reg.plugin_factories(config.plugin_names()), now=0.0,
                               rng=np.random.default_rng(0))
 
 

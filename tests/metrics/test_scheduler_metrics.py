@@ -17,6 +17,7 @@ from pyvolcano.framework.observer import ON_SESSION_CLOSE, ON_SESSION_OPEN
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.metrics.buckets import exponential_buckets_range
 from pyvolcano.metrics.scheduler import QueueState, SchedulerMetrics, SessionMetricsObserver
+from pyvolcano.runtime.cycle import run_once
 from pyvolcano.store.base import EPOCH
 
 CONF = """
@@ -46,7 +47,7 @@ def run_session(cache: SchedulerCache, conf: str, metrics: SchedulerMetrics, now
     config = load_scheduler_conf(conf)
     reg = default_registry()
     obs = SessionMetricsObserver(metrics, StepTimer())
-    result = cache.run_session(config, reg.plugin_factories(config.plugin_names()),
+    result = run_once(cache, config, reg.plugin_factories(config.plugin_names()),
                                reg.action_factories(config.actions), now=now, rng=np.random.default_rng(0),
                                observer=obs)
     metrics.observe_result(result)
@@ -123,8 +124,8 @@ def test_a_session_without_observer_is_unchanged():
     config = load_scheduler_conf(CONF)
     reg = default_registry()
     plugins, actions = reg.plugin_factories(config.plugin_names()), reg.action_factories(config.actions)
-    plain = a.run_session(config, plugins, actions, now=100.0, rng=np.random.default_rng(0))
-    observed = b.run_session(config, plugins, actions, now=100.0, rng=np.random.default_rng(0),
+    plain = run_once(a, config, plugins, actions, now=100.0, rng=np.random.default_rng(0))
+    observed = run_once(b, config, plugins, actions, now=100.0, rng=np.random.default_rng(0),
                              observer=SessionMetricsObserver(SchedulerMetrics(), StepTimer()))
     assert plain.binds == observed.binds == [("ns/fits-0", "n1"), ("ns/fits-1", "n1")]
     assert plain.podgroup_phases == observed.podgroup_phases
@@ -294,9 +295,9 @@ def test_an_unchanged_job_keeps_counting_in_later_sessions():
 
 
 def test_capacity_plugin_declares_the_queue_attributes_the_metrics_read() -> None:
-    from pyvolcano.metrics.scheduler import CapacityQueueAttrs
+    from pyvolcano.framework.interfaces import CapacityStateExporter
     from pyvolcano.plugins.capacity.plugin import Capacity
 
     plugin = Capacity({})
-    assert isinstance(plugin, CapacityQueueAttrs)
+    assert isinstance(plugin, CapacityStateExporter)
     assert plugin.queue_attrs() == ({}, False)     # outside a session

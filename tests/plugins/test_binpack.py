@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from builders import open_session, plugin_conf
 from pyvolcano.conf import load_scheduler_conf
+from pyvolcano.framework import session as framework_session
 from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
@@ -185,7 +186,7 @@ def test_few_node_scalar_path_scores_exactly_like_the_vectorised_kernel() -> Non
     docs.append(pod("p-0", "pg", cpu="1500m", memory="3Gi"))
     cache = cache_of(*docs)
     config = load_scheduler_conf("actions: allocate\ntiers:\n- plugins:\n  - name: binpack\n")
-    ssn = cache.open_session(config, default_registry().plugin_factories(["binpack"]), now=0.0,
+    ssn = framework_session.open_session(cache, config, default_registry().plugin_factories(["binpack"]), now=0.0,
                              rng=np.random.default_rng(0))
     task = next(t for t in cache.tasks.values() if t.name == "p-0")
     fn = ssn._callbacks["node_order"]["binpack"]

@@ -13,9 +13,10 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.framework.session import open_session
 from pyvolcano.gpu.session import REASON_MEMORY, REASON_MODEL, REASON_NUMBER, REASON_WHOLE, SessionGpus
 from pyvolcano.plugins.deviceshare import DeviceShare
-from pyvolcano.runtime.schedule import schedule_objects
+from pyvolcano.runtime.cycle import schedule_objects
 
 INDEX = "volcano.sh/gpu-index"
 
@@ -164,7 +165,7 @@ def test_invalid_share_annotation_keeps_the_pod_pending_with_the_reason() -> Non
 def test_eviction_frees_the_gpu_in_the_session() -> None:
     cache = cache_of([node("a", gpus=1)], [pod("r", milli=800, node_name="a", index="0")])
     config = load_scheduler_conf(conf())
-    ssn = cache.open_session(config, default_registry().plugin_factories(config.plugin_names()), now=0.0,
+    ssn = open_session(cache, config, default_registry().plugin_factories(config.plugin_names()), now=0.0,
                              rng=np.random.default_rng(0))
     gpus = next(p.session_gpus for _o, p in ssn.plugins if isinstance(p, DeviceShare))
     assert isinstance(gpus, SessionGpus)

@@ -14,7 +14,7 @@ from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.gpu.policies import POLICIES
 from pyvolcano.plugins.gpu_policies import Fgd, policy_factory
-from pyvolcano.runtime.schedule import schedule_objects
+from pyvolcano.runtime.cycle import schedule_objects
 
 INDEX = "volcano.sh/gpu-index"
 

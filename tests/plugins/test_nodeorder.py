@@ -17,8 +17,8 @@ from pyvolcano.api.quantity import milli_value, value
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
-from pyvolcano.framework.session import Session
-from pyvolcano.runtime.schedule import schedule_objects
+from pyvolcano.framework.session import Session, open_session
+from pyvolcano.runtime.cycle import schedule_objects
 
 GI = 1024**3
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -78,7 +78,7 @@ def session(docs: list[dict[str, Any]], conf_text: str) -> tuple[SchedulerCache,
     text = yaml.safe_dump_all([*BASE, *docs])
     cache = SchedulerCache.from_objects(load_manifest_text(text, "test.yaml"))
     config = load_scheduler_conf(conf_text)
-    ssn = cache.open_session(config, default_registry().plugin_factories(config.plugin_names()), now=0.0,
+    ssn = open_session(cache, config, default_registry().plugin_factories(config.plugin_names()), now=0.0,
                              rng=np.random.default_rng(0))
     return cache, ssn
 

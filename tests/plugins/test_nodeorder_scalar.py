@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.framework.session import open_session
 
 CONF = "actions: allocate\ntiers:\n- plugins:\n  - name: nodeorder\n"
 
@@ -26,7 +27,7 @@ def test_scalar_scores_equal_vectorised_scores(nodes, cpu_m, mem_mi, gpus, place
     docs.append(pod("p-0", "pg", cpu=f"{cpu_m}m" if cpu_m else None, memory=f"{mem_mi}Mi" if mem_mi else None))
     cache = cache_of(*docs)
     config = load_scheduler_conf(CONF)
-    ssn = cache.open_session(config, default_registry().plugin_factories(["nodeorder"]), now=0.0,
+    ssn = open_session(cache, config, default_registry().plugin_factories(["nodeorder"]), now=0.0,
                              rng=np.random.default_rng(0))
     task = next(t for t in cache.tasks.values() if t.name == "p-0")
     fn = ssn._callbacks["node_order"]["nodeorder"]
@@ -63,7 +64,7 @@ def test_node_local_vector_scores_equal_the_sum_of_every_weighted_scorer(  # typ
     docs.append(p0)
     cache = cache_of(*docs)
     config = load_scheduler_conf(CONF + arguments)
-    ssn = cache.open_session(config, default_registry().plugin_factories(["nodeorder"]), now=0.0,
+    ssn = open_session(cache, config, default_registry().plugin_factories(["nodeorder"]), now=0.0,
                              rng=np.random.default_rng(0))
     task = next(t for t in cache.tasks.values() if t.name == "p-0")
     fn = ssn._callbacks["node_order"]["nodeorder"]

@@ -239,7 +239,7 @@ def test_proportional_predicate_reserves_cpu_and_memory_per_idle_scarce_unit(req
 
 
 def test_proportional_predicate_end_to_end_keeps_a_cpu_job_off_the_gpu_node() -> None:
-    from pyvolcano.runtime.schedule import schedule_objects
+    from pyvolcano.runtime.cycle import schedule_objects
 
     docs = [node("gpu", "8", "16G", {"nvidia.com/gpu": "2"}), pod("p", {"cpu": "5"})]
     cache = SchedulerCache.from_objects(load_manifest_text(yaml.safe_dump_all([*BASE, *docs]), "t.yaml"))

@@ -19,9 +19,11 @@ from tests.simulator.test_runtime import PREEMPT_CONF, job, node
 
 from pyvolcano.api.job import JobChanges
 from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.conf import default_configuration, load_scheduler_conf
-from pyvolcano.framework import job_sums, job_updater
+from pyvolcano.framework import job_sums, job_updater, session
 from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime import cycle
 from pyvolcano.simulator import collector
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.traces import load_trace
@@ -41,15 +43,15 @@ def _from_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(job_sums.JobSums, "refresh", refresh)
     monkeypatch.setattr(job_updater, "unsettled_jobs",
                         lambda ssn: [uid for uid, job in ssn.jobs.items() if job.podgroup is not None])
-    monkeypatch.setattr(SchedulerCache, "track_session_changes", False)
-    run_session = SchedulerCache.run_session
+    monkeypatch.setattr(SessionMemo, "track_session_changes", False)
+    open_session = session.open_session
 
-    def without_memos(self: SchedulerCache, *args: Any, **kwargs: Any) -> Any:
-        self.plugin_memo.pop("proportion/water-filling", None)
-        self.plugin_memo.pop("predicates/stable-failures", None)
-        return run_session(self, *args, **kwargs)
+    def without_memos(cache: SchedulerCache, *args: Any, **kwargs: Any) -> Any:
+        cache.memo.plugin_memo.pop("proportion/water-filling", None)
+        cache.memo.plugin_memo.pop("predicates/stable-failures", None)
+        return open_session(cache, *args, **kwargs)
 
-    monkeypatch.setattr(SchedulerCache, "run_session", without_memos)
+    monkeypatch.setattr(cycle, "open_session", without_memos)
 
 
 def _outcome(sim: Simulation) -> str:

@@ -295,8 +295,8 @@ class ReplicaBatch:
             else:
                 self._sync(task)
         n = self.n
-        cache = ssn.cache
-        start = cache.last_processed_node_index % n
+        memo = ssn.memo
+        start = memo.last_processed_node_index % n
         want = self.want
         while True:
             f = len(self.fidx)
@@ -321,9 +321,9 @@ class ReplicaBatch:
             ties = (cand == best).nonzero()[0]
             pick = int(ties[0]) if len(ties) == 1 else int(ties[int(ssn.rng.integers(len(ties)))])
         if f >= want:
-            cache.last_processed_node_index = (int(self.fidx2[k + want - 1]) + 1) % n
+            memo.last_processed_node_index = (int(self.fidx2[k + want - 1]) + 1) % n
         else:
-            cache.last_processed_node_index = start
+            memo.last_processed_node_index = start
         p = k + pick
         if p >= f:
             p -= f

@@ -19,6 +19,7 @@ from pyvolcano.api.objects import PodGroup
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import (
     ALLOCATED_STATUS,
+    COMPLETED_STATUS,
     SCHEDULED_STATUS,
     TaskInfo,
     TaskStatus,
@@ -29,7 +30,7 @@ from pyvolcano.api.unschedule import FitErrors
 if TYPE_CHECKING:
     from pyvolcano.diagnosis.model import Diagnosis
 
-__all__ = ["ChangedJobs", "JobChanges", "JobInfo", "ValidateResult"]
+__all__ = ["ChangedJobs", "JobChanges", "JobInfo", "ValidateResult", "podgroup_phase"]
 
 _ALLOCATED = ALLOCATED_STATUS._value_
 _N_STATUS = len(TaskStatus)
@@ -550,3 +551,18 @@ class JobInfo:
 
 def _histogram(reasons: dict[str, int]) -> list[str]:
     return sorted(f"{v} {k}" for k, v in reasons.items())
+
+
+def podgroup_phase(job: JobInfo, unschedulable: bool) -> str:
+    """The phase session close gives ``job``'s PodGroup (upstream ``getPodGroupPhase``);
+    ``unschedulable``: the session gave it an ``Unschedulable`` condition."""
+    assert job.podgroup is not None
+    if job.tasks_in(TaskStatus.Running) and unschedulable:
+        return "Unknown"
+    scheduled = job.scheduled_task_num() + job.releasing_scheduled_task_num()
+    completed = job.count(COMPLETED_STATUS)
+    if scheduled >= job.podgroup.min_member:
+        return "Completed" if scheduled == completed else "Running"
+    if job.podgroup.phase != "Inqueue":
+        return "Pending"
+    return job.podgroup.phase

@@ -3,9 +3,11 @@
 The cache turns Pods, Nodes, PodGroups, Queues and PriorityClasses into the scheduler's
 domain state (``JobInfo``/``TaskInfo``/``NodeInfo``/``QueueInfo`` plus the columnar
 ``NodeTable``) once, and keeps it up to date as objects change. Sessions work on this state
-in place and hand back their effects; :meth:`run_session` applies them: a bind sets the pod's
-``nodeName`` (the task becomes Bound), an eviction deletes the pod, and each PodGroup gets
-the status computed at close.
+in place; the scheduling cycle (:mod:`pyvolcano.runtime.cycle`) applies their committed
+effects here: a bind sets the pod's ``nodeName`` (the task becomes Bound), an eviction
+deletes the pod (or marks it terminating). What sessions keep from one to the next lives in
+one :class:`~pyvolcano.cache.memo.SessionMemo` the cache owns and hands to each session.
+The cache knows nothing of the framework: it imports no session, plugin or action.
 
 Tracked pods follow upstream: a pod is scheduled by us if its ``schedulerName`` is one of
 ``scheduler_names``; any pod already assigned to a node consumes that node's resources.
@@ -16,11 +18,8 @@ only counted on nodes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from pyvolcano.api.job import JobChanges, JobInfo
 from pyvolcano.api.manifest import ClusterObjects
@@ -29,21 +28,10 @@ from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
-from pyvolcano.conf.schema import SchedulerConfiguration
-from pyvolcano.diagnosis.model import Diagnosis
-from pyvolcano.framework.interfaces import Action, Plugin
-from pyvolcano.framework.job_updater import close_session
-from pyvolcano.framework.observer import SessionObserver
-from pyvolcano.framework.session import Session
+from pyvolcano.cache.memo import SessionMemo
 
-__all__ = ["BindRequest", "SchedulerCache", "SchedulerOptions", "SessionResult"]
+__all__ = ["SchedulerCache", "SchedulerOptions"]
 
-
-def _pg_status_key(pg: PodGroup | None) -> tuple[Any, ...]:
-    if pg is None:
-        return ()
-    return (pg.phase, pg.running, pg.succeeded, pg.failed,
-            tuple((c.type, c.status, c.reason, c.message) for c in pg.conditions))
 
 logger = logging.getLogger(__name__)
 
@@ -70,38 +58,7 @@ class SchedulerOptions:
     diagnose: bool = True
 
 
-@dataclass(slots=True)
-class BindRequest:
-    namespace: str
-    name: str
-    node: str
-    annotations: dict[str, str]
-    uid: str = ""
-
-
-@dataclass(slots=True)
-class SessionResult:
-    binds: list[tuple[str, str]] = field(default_factory=list)
-    evictions: list[str] = field(default_factory=list)
-    pipelined: dict[str, str] = field(default_factory=dict)
-    podgroup_phases: dict[str, str] = field(default_factory=dict)
-    # What a backend must write: bind requests, evictions (namespace, name, reason), and the
-    # PodGroups whose status the session changed.
-    bind_requests: list[BindRequest] = field(default_factory=list)
-    evict_requests: list[tuple[str, str, str]] = field(default_factory=list)
-    changed_podgroups: list[PodGroup] = field(default_factory=list)
-    nominated: dict[str, str] = field(default_factory=dict)
-    # Deserved resources per queue, from plugins that compute it (proportion, capacity).
-    deserved: dict[str, Resource] = field(default_factory=dict)
-    # Why each job left short is blocked, by job key (pyvolcano.diagnosis).
-    diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
-
-
 class SchedulerCache:
-    # The per-session passes visit only the jobs the change feed reported (False: every job,
-    # the from-scratch form the equivalence tests compare with).
-    track_session_changes = True
-
     def __init__(self, options: SchedulerOptions | None = None):
         self.options = options or SchedulerOptions()
         self.node_table = NodeTable()
@@ -118,33 +75,25 @@ class SchedulerCache:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pods: dict[str, Pod] = {}
         self.tasks: dict[str, TaskInfo] = {}
-        self.last_processed_node_index = 0
         # Bumped whenever a node's labels, taints or schedulability change, so per-node
         # derived data (e.g. predicate signatures) can be rebuilt.
         self.node_generation = 0
         # With True (one-shot mode) an eviction deletes the pod at once; otherwise the pod is
         # marked terminating and the backend's delete event removes it later.
         self.evictions_delete_immediately = True
-        # Per-cache memo for plugins' derived data that outlives a session (keyed by plugin).
-        self.plugin_memo: dict[str, Any] = {}
         # Bumped by external changes that can make an unschedulable job fit: resources
         # released (pod finished or deleted), node or queue changes, a job leaving.
         self.capacity_epoch = 0
-        # Allocate-predicate feasibility masks shared by equivalent tasks (Session.feasible_nodes).
-        self.feasibility: dict[object, tuple[np.ndarray, int]] = {}
-        # Node-order scores of node-local scorers, per (plugin, task key) (Session.node_order_scores).
-        self.score_cache: dict[object, tuple[np.ndarray, np.ndarray, int]] = {}
+        # Sessions opened on this cache (they are named session-1, session-2, ...).
         self.sessions = 0
         # Jobs that lost finished pods since the last session: they matter only while the
         # job still has its PodGroup (see take_status_changes).
         self.status_only_changes: set[str] = set()
         # Every job's changes (api/job.py); the per-session passes subscribe to it.
         self.job_changes = JobChanges()
-        # Jobs changed since the current (or last) session started: status keys to take at
-        # the start, pipelined and tentative tasks at the end (see run_session).
-        self._session_changes = self.job_changes.subscribe()
-        # Jobs changed since the last session close (framework/job_updater.unsettled_jobs).
-        self.close_changes = self.job_changes.subscribe()
+        # What sessions keep from one to the next (feasibility masks, score cache, plugin
+        # memos, the round-robin index, the change-feed cursors), handed to every session.
+        self.memo = SessionMemo(self.job_changes)
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -289,20 +238,6 @@ class SchedulerCache:
         self.upsert_pod(task.pod)
 
     # ------------------------------------------------------------------ sessions
-    def open_session(
-        self,
-        config: SchedulerConfiguration,
-        plugins: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
-        *,
-        now: float,
-        rng: np.random.Generator,
-        observer: SessionObserver | None = None,
-    ) -> Session:
-        self.sessions += 1
-        ssn = Session(self, config, plugins, uid=f"session-{self.sessions}", now=now, rng=rng, observer=observer)
-        ssn.open()
-        return ssn
-
     def take_status_changes(self) -> bool:
         """Whether a job that lost finished pods still has its PodGroup (its status changes)."""
         touched = self.status_only_changes
@@ -311,81 +246,6 @@ class SchedulerCache:
         still = any(uid in self.pg_jobs for uid in touched)
         touched.clear()
         return still
-
-    def run_session(
-        self,
-        config: SchedulerConfiguration,
-        plugins: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
-        actions: Mapping[str, Callable[[Mapping[str, Any]], Action]],
-        *,
-        now: float,
-        rng: np.random.Generator,
-        observer: SessionObserver | None = None,
-    ) -> SessionResult:
-        """One session; ``observer`` (optional) times its phases for metrics."""
-        self.status_only_changes.clear()
-        t0 = observer.timer() if observer is not None else 0.0
-        ssn = self.open_session(config, plugins, now=now, rng=rng, observer=observer)
-        if observer is not None:
-            observer.session_opened(observer.timer() - t0)
-        changed = self._session_changes
-        # Only a job the change feed reported can lack its status key (set_podgroup clears it).
-        reported = changed.take()
-        if reported is None or not self.track_session_changes:
-            visit: Iterable[JobInfo] = ssn.jobs.values()
-        else:
-            visit = (ssn.jobs[uid] for uid in reported if uid in ssn.jobs)
-        for job in visit:
-            if job.status_key is None and job.podgroup is not None:
-                job.status_key = _pg_status_key(job.podgroup)
-        # From here on: the jobs this session changes.
-        ssn.changed_jobs = changed if self.track_session_changes else None
-        for name in config.actions:
-            action = actions[name](config.action_arguments(name))
-            if observer is None:
-                action.execute(ssn)
-            else:
-                t0 = observer.timer()
-                action.execute(ssn)
-                observer.action_done(name, observer.timer() - t0)
-        result = SessionResult()
-        # Only a job this session changed can hold pipelined tasks (the last close reverted them).
-        tracked = ssn.changed_jobs
-        if tracked is not None and tracked.overflowed:
-            tracked = None
-        for job in ssn.jobs.values() if tracked is None else (ssn.jobs[u] for u in sorted(tracked) if u in ssn.jobs):
-            if job.count(TaskStatus.Pipelined):
-                for t in job.tasks_in(TaskStatus.Pipelined).values():
-                    result.pipelined[t.key] = t.node_name
-        for _opt, plugin in ssn.plugins:
-            snapshot = getattr(plugin, "deserved_snapshot", None)
-            if snapshot is not None and not result.deserved:
-                result.deserved = snapshot()
-        if observer is not None:
-            observer.session_closing(ssn)
-        close_session(ssn)
-        result.nominated = dict(ssn.nominated)
-        result.diagnoses = ssn.diagnoses
-        for task, node_name in ssn.binds:
-            if task.status == TaskStatus.Binding:
-                ann = ssn.bind_annotations.get(task.uid) or {}
-                self.bind(task, node_name, ann)
-                result.binds.append((task.key, node_name))
-                result.bind_requests.append(BindRequest(task.namespace, task.name, node_name, dict(ann), task.uid))
-        for task, reason in ssn.evictions:
-            result.evictions.append(task.key)
-            result.evict_requests.append((task.namespace, task.name, reason))
-            self.evict(task, now)
-        result.podgroup_phases = {uid: job.podgroup.phase for uid, job in ssn.jobs.items()
-                                  if job.podgroup is not None}
-        for uid in ssn.unsettled:  # close left the others' status as it was
-            job = ssn.jobs[uid]
-            if job.podgroup is not None:
-                key = _pg_status_key(job.podgroup)
-                if key != job.status_key:
-                    job.status_key = key
-                    result.changed_podgroups.append(job.podgroup)
-        return result
 
     # ------------------------------------------------------------------ incremental updates
     def upsert_node(self, n: Node) -> NodeInfo:

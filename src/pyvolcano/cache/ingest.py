@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pyvolcano.api.job import podgroup_phase
 from pyvolcano.api.manifest import ManifestError, parse_object, pod_uid
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.framework.job_updater import podgroup_phase
 from pyvolcano.store.base import Store, StoreError, to_rfc3339
 
 __all__ = ["apply_event", "podgroup_status", "resync_pod"]

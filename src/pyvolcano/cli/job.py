@@ -97,7 +97,7 @@ def why_document(cache: SchedulerCache, key: str, config: SchedulerConfiguration
                  sessions: int, seed: int) -> dict[str, Any]:
     """Run ``sessions`` sessions on ``cache`` and return ``job why``'s document for PodGroup ``key``:
     ``{"job", "phase", "queue", "diagnosis"}`` (``diagnosis`` null when nothing is pending)."""
-    from pyvolcano.runtime.schedule import schedule_objects
+    from pyvolcano.runtime.cycle import schedule_objects
 
     result = schedule_objects(cache, config, registry, sessions=sessions, seed=seed)
     job = cache.pg_jobs[key]

@@ -2,7 +2,7 @@
 
 The snapshot is read by :func:`pyvolcano.runtime.snapshot.load_snapshot_and_config` from
 files, directories and ``-``; their objects are merged in order, and an object defined twice,
-in one file or two, is an error. The sessions are :func:`pyvolcano.runtime.schedule.schedule_objects`'s.
+in one file or two, is an error. The sessions are :func:`pyvolcano.runtime.cycle.schedule_objects`'s.
 No object at all is an error too ("no objects passed to schedule", exit 2, as
 ``kubectl apply`` says of an empty input). The JSON keeps wall-clock timings out unless
 ``--timings`` is given (``stats.session_seconds``), so the same inputs print the same bytes.
@@ -23,7 +23,7 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.output import emit, error, strip_timings, warn
 from pyvolcano.conf import ConfigError, load_configuration
 from pyvolcano.framework.registry import default_registry
-from pyvolcano.runtime.schedule import schedule_objects
+from pyvolcano.runtime.cycle import schedule_objects
 from pyvolcano.runtime.snapshot import load_snapshot_and_config
 from pyvolcano.util.bulk_build import bulk_build, frozen_scope
 

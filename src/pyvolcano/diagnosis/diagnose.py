@@ -48,6 +48,7 @@ from pyvolcano.diagnosis.model import (
     ResourceFigure,
     TaskCounts,
 )
+from pyvolcano.framework.interfaces import QuotaExporter
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -134,9 +135,8 @@ class _Context:
         self.actions = list(ssn.config.actions)
         self.quotas: dict[str, QueueQuota] = {}
         for _opt, plugin in ssn.plugins:
-            snapshot = getattr(plugin, "quota_snapshot", None)
-            if snapshot is not None:
-                self.quotas = snapshot()
+            if isinstance(plugin, QuotaExporter):
+                self.quotas = plugin.quota_snapshot()
                 break
         self._cluster_free: dict[int, float] = {}
         self._running_priorities: dict[str, int] | None = None  # queue -> lowest running job priority

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from pyvolcano.forecast.eta import DEFAULT_HORIZON, RuntimePolicy, assumptions, 
 from pyvolcano.forecast.state import ClusterState
 from pyvolcano.framework.registry import Registry
 from pyvolcano.store.base import to_rfc3339
+
+if TYPE_CHECKING:
+    from pyvolcano.framework.session import Session
 
 __all__ = ["OrderedJob", "pending_order", "queue_top_document"]
 
@@ -51,12 +54,11 @@ def pending_order(state: ClusterState, config: SchedulerConfiguration, registry:
                   seed: int = 0) -> list[OrderedJob]:
     """The pending jobs (PodGroup not ready) in the order the session's combinators give."""
     from pyvolcano.cache.cache import SchedulerCache
-    from pyvolcano.framework.job_updater import close_session
+    from pyvolcano.runtime.cycle import run_once
 
-    cache = SchedulerCache.from_objects(state.objects)
-    ssn = cache.open_session(config, registry.plugin_factories(config.plugin_names()), now=state.now,
-                             rng=np.random.default_rng(seed))
-    try:
+    out: list[OrderedJob] = []
+
+    def read_order(ssn: Session) -> None:
         by_queue: dict[str, list[Any]] = {}
         for _key, job in sorted(ssn.jobs.items()):
             if job.podgroup is None or job.is_ready() or job.podgroup.phase not in ("Pending", "Inqueue"):
@@ -64,15 +66,16 @@ def pending_order(state: ClusterState, config: SchedulerConfiguration, registry:
             by_queue.setdefault(job.queue, []).append(job)
         queues = _sorted([q for name, q in sorted(ssn.queues.items()) if name in by_queue], ssn.queue_order_fn)
         missing = sorted(set(by_queue) - {q.uid for q in queues})  # jobs of a queue the session does not know
-        out: list[OrderedJob] = []
         for qname in [q.uid for q in queues] + missing:
             for i, job in enumerate(_sorted(by_queue[qname], ssn.job_order_fn), start=1):
                 assert job.podgroup is not None
                 out.append(OrderedJob(len(out) + 1, qname, i, f"{job.podgroup.namespace}/{job.podgroup.name}",
                                       job.podgroup.phase))
-        return out
-    finally:
-        close_session(ssn)
+
+    # A session with no actions: only its orderings are read, while it is open.
+    run_once(SchedulerCache.from_objects(state.objects), config, registry.plugin_factories(config.plugin_names()),
+             {}, now=state.now, rng=np.random.default_rng(seed), action_names=(), while_open=read_order)
+    return out
 
 
 def queue_top_document(state: ClusterState, config: SchedulerConfiguration, registry: Registry, *,
@@ -80,7 +83,7 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
                        horizon: float = DEFAULT_HORIZON) -> dict[str, Any]:
     """``queue top``'s document: ``now``, ``pending`` (in order) and ``running`` (runtime assumptions)."""
     from pyvolcano.cache.cache import SchedulerCache
-    from pyvolcano.runtime.schedule import schedule_objects
+    from pyvolcano.runtime.cycle import schedule_objects
 
     order = pending_order(state, config, registry, seed=seed)
     diagnoses = schedule_objects(SchedulerCache.from_objects(state.objects), config, registry, sessions=1,

@@ -1,17 +1,30 @@
-"""Protocols and small value types shared by the framework, actions and plugins."""
+"""Protocols and small value types shared by the framework, actions and plugins.
+
+Besides the :class:`Plugin` and :class:`Action` protocols every plugin and action implements,
+some plugins export session state other components read (the simulator's deserved
+resources, the pending diagnosis' quotas, the GPU state shared by the GPU plugins, the queue
+metrics). Each export is a declared, runtime-checkable Protocol here, implemented by the
+plugins that export it; readers test ``isinstance(plugin, Protocol)`` instead of probing
+attributes by name, so the type checker sees both sides.
+"""
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from pyvolcano.api.resource import Resource
     from pyvolcano.api.task import TaskInfo
+    from pyvolcano.diagnosis.model import QueueQuota
     from pyvolcano.framework.session import Session
+    from pyvolcano.gpu.session import SessionGpus
+    from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
 
-__all__ = ["Action", "EventHandler", "Plugin", "PluginFactory", "Vote"]
+__all__ = ["Action", "CapacityStateExporter", "DeservedExporter", "EventHandler", "GpuSessionHolder", "Plugin",
+           "PluginFactory", "ProportionStateExporter", "QuotaExporter", "Vote"]
 
 
 class Vote(enum.IntEnum):
@@ -31,6 +44,42 @@ class Plugin(Protocol):
 
 
 PluginFactory = Callable[[Mapping[str, Any]], Plugin]
+
+
+@runtime_checkable
+class DeservedExporter(Protocol):
+    """A plugin that computes each queue's deserved resources (proportion, capacity)."""
+
+    def deserved_snapshot(self) -> dict[str, Resource]: ...
+
+
+@runtime_checkable
+class QuotaExporter(Protocol):
+    """A plugin whose queue quotas allocate and enqueue check (read by the pending diagnosis)."""
+
+    def quota_snapshot(self) -> dict[str, QueueQuota]: ...
+
+
+@runtime_checkable
+class GpuSessionHolder(Protocol):
+    """A GPU plugin keeping the session's shared GPU state (the first one to ask creates it)."""
+
+    session_gpus: SessionGpus | None
+
+
+@runtime_checkable
+class ProportionStateExporter(Protocol):
+    """proportion's per-queue attributes this session (read by the queue metrics)."""
+
+    queue_opts: Mapping[str, Any]
+
+
+@runtime_checkable
+class CapacityStateExporter(Protocol):
+    """capacity's queue attributes this session and whether they form a hierarchy (read by
+    the queue metrics); ``({}, False)`` outside a session."""
+
+    def queue_attrs(self) -> tuple[Mapping[str, CapacityQueueAttr], bool]: ...
 
 
 class Action(Protocol):

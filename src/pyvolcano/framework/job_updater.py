@@ -1,4 +1,4 @@
-"""Session close: PodGroup status, pod conditions, and undoing what was not committed.
+"""The job updater session close runs: PodGroup status, pod conditions, undoing what was not committed.
 
 Upstream (framework/session.go ``jobStatus``/``getPodGroupPhase``, job_updater.go): at close
 every job's PodGroup phase is recomputed from its tasks, conditions written by plugins
@@ -29,30 +29,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyvolcano.api.job import JobInfo
-from pyvolcano.api.task import COMPLETED_STATUS, TaskStatus
-from pyvolcano.diagnosis.diagnose import amend_condition, diagnose_session
-from pyvolcano.framework.observer import ON_SESSION_CLOSE
+from pyvolcano.api.job import JobInfo, podgroup_phase
+from pyvolcano.api.task import TaskStatus
+from pyvolcano.diagnosis.diagnose import amend_condition
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["close_key", "close_session", "podgroup_phase", "settled_jobs", "unsettled_jobs"]
+__all__ = ["close_key", "revert_tentative", "settled_jobs", "unsettled_jobs", "update_job_status"]
 
 _TENTATIVE = TaskStatus.Allocated | TaskStatus.Pipelined
-
-
-def podgroup_phase(job: JobInfo, unschedulable: bool) -> str:
-    assert job.podgroup is not None
-    if job.tasks_in(TaskStatus.Running) and unschedulable:
-        return "Unknown"
-    scheduled = job.scheduled_task_num() + job.releasing_scheduled_task_num()
-    completed = job.count(COMPLETED_STATUS)
-    if scheduled >= job.podgroup.min_member:
-        return "Completed" if scheduled == completed else "Running"
-    if job.podgroup.phase != "Inqueue":
-        return "Pending"
-    return job.podgroup.phase
 
 
 def close_key(job: JobInfo) -> tuple[object, ...]:
@@ -81,7 +67,7 @@ def unsettled_jobs(ssn: Session) -> list[str]:
     """The jobs with a PodGroup that are not settled, in uid order, their ``close_key``
     updated: :func:`settled_jobs`' complement, visiting only the jobs the cache's change feed
     reported since the previous close."""
-    visit = ssn.cache.close_changes.take()  # None after an overflow: every job
+    visit = ssn.memo.close_changes.take()  # None after an overflow: every job
     out = []
     jobs = ssn.jobs
     for uid in list(jobs) if visit is None else visit:
@@ -95,21 +81,11 @@ def unsettled_jobs(ssn: Session) -> list[str]:
     return out
 
 
-def close_session(ssn: Session) -> None:
-    unsettled = unsettled_jobs(ssn)
-    ssn.unsettled = unsettled
-    ssn.settled = settled = ssn.jobs.keys() - set(unsettled)
-    if ssn.cache.options.diagnose:
-        # Before the plugins close: the diagnosis reads their quotas and predicates.
-        ssn.diagnoses = diagnose_session(ssn)
-    obs = ssn.observer
-    for opt, plugin in ssn.plugins:
-        if obs is None:
-            plugin.on_session_close(ssn)
-        else:
-            t0 = obs.timer()
-            plugin.on_session_close(ssn)
-            obs.plugin_done(opt.name, ON_SESSION_CLOSE, obs.timer() - t0)
+def update_job_status(ssn: Session, unsettled: list[str]) -> None:
+    """Upstream's jobUpdater: the unsettled jobs' PodGroup phase and counts, their pending
+    pods' PodScheduled conditions, and the diagnosis' reason code and hint on the
+    ``Unschedulable`` condition gang wrote (run after the plugins closed)."""
+    settled = ssn.settled
     for uid, diag in ssn.diagnoses.items():
         if uid not in settled:
             amend_condition(ssn.jobs[uid], diag, ssn.uid)
@@ -125,8 +101,10 @@ def close_session(ssn: Session) -> None:
         pg.failed = len(job.tasks_in(TaskStatus.Failed))
         pg.succeeded = len(job.tasks_in(TaskStatus.Succeeded))
         _record_task_conditions(ssn, job)
-    for stmt in reversed(list(ssn._open_statements)):
-        stmt.discard()
+
+
+def revert_tentative(ssn: Session) -> None:
+    """Return every task still Allocated (gang never ready) or Pipelined to Pending."""
     changed = ssn.changed_jobs
     if changed is not None and changed.overflowed:
         changed = None

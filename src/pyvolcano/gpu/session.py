@@ -34,7 +34,7 @@ import numpy as np
 from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import Code, Status
-from pyvolcano.framework.interfaces import Event, EventHandler
+from pyvolcano.framework.interfaces import Event, EventHandler, GpuSessionHolder
 from pyvolcano.gpu.devices import (
     GPU_INDEX_ANNOTATION,
     NO_GPU,
@@ -51,7 +51,8 @@ from pyvolcano.gpu.frag import DEFAULT_POPULARITY_THRESHOLD, PodSpec, TypicalPod
 from pyvolcano.gpu.policies import NodeView, Request
 
 if TYPE_CHECKING:
-    from pyvolcano.framework.session import NodeFailures, Session
+    from pyvolcano.framework.session import Session
+    from pyvolcano.framework.session_plugins import NodeFailures
 
 __all__ = ["FragmentationReport", "GpuSelector", "SessionGpus", "assign_node_tasks", "build_ledger",
            "cluster_fragmentation"]
@@ -211,12 +212,13 @@ class SessionGpus:
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
     @classmethod
-    def of(cls, ssn: Session, owner: Any) -> SessionGpus:
+    def of(cls, ssn: Session, owner: GpuSessionHolder) -> SessionGpus:
         """The session's state, created (and kept on ``owner``) by the first plugin that asks."""
         for _opt, plugin in ssn.plugins:
-            state = getattr(plugin, "session_gpus", None)
-            if isinstance(state, SessionGpus) and state.ssn is ssn:
-                return state
+            if isinstance(plugin, GpuSessionHolder):
+                state = plugin.session_gpus
+                if state is not None and state.ssn is ssn:
+                    return state
         state = cls(ssn)
         owner.session_gpus = state
         return state

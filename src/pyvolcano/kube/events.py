@@ -9,7 +9,10 @@ evicted pod's PodGroup.
 Like client-go's event correlator, a repeat of the same event (same object, type, reason
 and note) does not create another Event: the first one's ``series`` is bumped instead, at
 most once per ``series_interval`` seconds. Writes go through a small worker pool; a full
-queue drops events (they are advisory) rather than slowing a session down.
+queue drops events (they are advisory) rather than slowing a session down. With
+``workers=0`` (the simulator's) every event is written before :meth:`EventRecorder.event`
+returns and Event names are numbered instead of random, so that a seeded run writes the same
+Events every time.
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ class EventRecorder:
         self.series_interval = series_interval
         self._seen: dict[tuple[Any, ...], tuple[str, int, float]] = {}  # key -> (event name, count, last write)
         self._lock = threading.Lock()
+        self._inline = workers == 0
+        self._created = 0
         self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue(max_queue)
         self.dropped = 0
         self._threads = [threading.Thread(target=self._work, name=f"events-{i}", daemon=True) for i in range(workers)]
@@ -80,7 +85,11 @@ class EventRecorder:
         with self._lock:
             seen = self._seen.get(key)
             if seen is None:
-                name = f"{regarding.name}.{uuid.uuid4().hex[:16]}"
+                if self._inline:
+                    self._created += 1
+                    name = f"{regarding.name}.{self._created:016x}"
+                else:
+                    name = f"{regarding.name}.{uuid.uuid4().hex[:16]}"
                 self._seen[key] = (name, 1, now)
                 job: Callable[[], None] = functools.partial(self._create, name, regarding, type_, reason, note,
                                                             action, now)
@@ -94,6 +103,9 @@ class EventRecorder:
                 job = functools.partial(self._bump, regarding.namespace, name, count, now)
             if len(self._seen) > 50_000:
                 self._seen.clear()
+        if self._inline:
+            self._run(job)
+            return
         try:
             self._queue.put_nowait(job)
         except queue.Full:
@@ -115,15 +127,21 @@ class EventRecorder:
             job = self._queue.get()
             if job is None:
                 return
-            try:
-                job()
-            except StoreError as e:
-                logger.debug("event not written: %s", e)
-            except Exception as e:  # an event must never take a component down
-                logger.debug("event not written: %s", e)
+            self._run(job)
+
+    @staticmethod
+    def _run(job: Callable[[], None]) -> None:
+        try:
+            job()
+        except StoreError as e:
+            logger.debug("event not written: %s", e)
+        except Exception as e:  # an event must never take a component down
+            logger.debug("event not written: %s", e)
 
     def flush(self, timeout: float = 5.0) -> None:
         """Wait (up to ``timeout``) until queued events are written (for tests and shutdown)."""
+        if self._inline:
+            return
         done = threading.Event()
         with contextlib.suppress(queue.Full):
             self._queue.put(done.set, timeout=timeout)

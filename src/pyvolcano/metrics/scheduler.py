@@ -47,7 +47,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
@@ -55,6 +55,7 @@ from prometheus_client.registry import Collector
 
 from pyvolcano.api.resource import DimensionDefault, Resource
 from pyvolcano.api.task import TaskStatus
+from pyvolcano.framework.interfaces import CapacityStateExporter, ProportionStateExporter
 from pyvolcano.metrics.buckets import exponential_buckets_range
 from pyvolcano.plugins.drf_share import ShareDimensions, dominant_share, job_allocation, share_dimensions
 from pyvolcano.plugins.gang import unready_task_count
@@ -62,9 +63,9 @@ from pyvolcano.store.base import EPOCH
 
 if TYPE_CHECKING:
     from pyvolcano.api.job import JobInfo
-    from pyvolcano.cache.cache import SessionResult
     from pyvolcano.framework.session import Session
     from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
+    from pyvolcano.runtime.cycle import SessionResult
 
 __all__ = [
     "SCHEDULE_RESULTS",
@@ -446,22 +447,14 @@ class SchedulerMetrics:
 # ----------------------------------------------------------------------------- queue state
 
 
-@runtime_checkable
-class CapacityQueueAttrs(Protocol):
-    """What the metrics read from the ``capacity`` plugin (:class:`~pyvolcano.plugins.capacity.plugin.Capacity`
-    implements it): this session's queue attributes and whether they form a hierarchy."""
-
-    def queue_attrs(self) -> tuple[Mapping[str, CapacityQueueAttr], bool]: ...
-
-
 def queue_states(ssn: Session) -> dict[str, QueueState]:
     """Each queue's exported state from the session's ``capacity`` or ``proportion`` plugin
     (the first of them configured); empty when neither runs."""
     for opt, plugin in ssn.plugins:
         if opt.name == "proportion":
-            return _proportion_states(ssn, getattr(plugin, "queue_opts", {}))
+            return _proportion_states(ssn, plugin.queue_opts if isinstance(plugin, ProportionStateExporter) else {})
         if opt.name == "capacity":
-            attrs, hierarchy = plugin.queue_attrs() if isinstance(plugin, CapacityQueueAttrs) else ({}, False)
+            attrs, hierarchy = plugin.queue_attrs() if isinstance(plugin, CapacityStateExporter) else ({}, False)
             return _capacity_states(ssn, attrs, hierarchy=hierarchy)
     return {}
 
@@ -522,7 +515,7 @@ class SessionMetricsObserver:
     """A :class:`~pyvolcano.framework.observer.SessionObserver` that records into :class:`SchedulerMetrics`.
 
     ``timer`` is the monotonic clock the durations are measured with. Pass the same observer
-    to every session: ``cache.run_session(..., observer=obs)``; time the whole session around
+    to every session: ``run_once(cache, ..., observer=obs)``; time the whole session around
     that call and give it to :meth:`SchedulerMetrics.update_e2e_duration`."""
 
     def __init__(self, metrics: SchedulerMetrics, timer: Callable[[], float] = time.perf_counter):

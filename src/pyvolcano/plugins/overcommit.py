@@ -109,7 +109,7 @@ def _cluster_used(ssn: Session) -> Resource:
 
 def _initial_inqueue(ssn: Session) -> Resource:
     """Resources promised to admitted PodGroups that their pods do not hold yet."""
-    memo = ssn.cache.plugin_memo
+    memo = ssn.memo.plugin_memo
     sums = memo.get(_MEMO)
     if not isinstance(sums, JobSums):
         sums = memo[_MEMO] = JobSums(1, _job_reservation, group=lambda job: "",

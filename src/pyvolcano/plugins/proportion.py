@@ -96,7 +96,7 @@ def _job_contribution(job: JobInfo) -> tuple[Resource, Resource, Resource, Resou
 
 
 def _queue_sums(ssn: Session) -> JobSums:
-    memo = ssn.cache.plugin_memo
+    memo = ssn.memo.plugin_memo
     sums = memo.get(_MEMO)
     if not isinstance(sums, JobSums):
         sums = memo[_MEMO] = JobSums(4, _job_contribution, changes=ssn.cache.job_changes)
@@ -147,14 +147,14 @@ class Proportion:
         # allocated), so the last water-filling is reused when they are equal.
         key = (_rkey(total), tuple((a.name, a.weight, _rkey(a.real_capability), _rkey(a.request),
                                     _rkey(a.guarantee)) for a in attrs))
-        memo = ssn.cache.plugin_memo.get(_FILL_MEMO)
+        memo = ssn.memo.plugin_memo.get(_FILL_MEMO)
         if memo is not None and memo[0] == key:
             for a, deserved in zip(attrs, memo[1], strict=True):
                 a.deserved = deserved.clone()
                 a.update_share()
             return
         self._water_fill(total, attrs)
-        ssn.cache.plugin_memo[_FILL_MEMO] = (key, [a.deserved.clone() for a in attrs])
+        ssn.memo.plugin_memo[_FILL_MEMO] = (key, [a.deserved.clone() for a in attrs])
 
     @staticmethod
     def _water_fill(total: Resource, attrs: list[QueueAttr]) -> None:

@@ -67,7 +67,8 @@ from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.plugins._scoring import MAX_NODE_SCORE, volcano_resource_term
 
 if TYPE_CHECKING:
-    from pyvolcano.framework.session import NodeFailures, Session
+    from pyvolcano.framework.session import Session
+    from pyvolcano.framework.session_plugins import NodeFailures
 
 __all__ = ["NAME", "Proportion", "ResourceStrategyFit", "Sra", "Strategy", "new"]
 

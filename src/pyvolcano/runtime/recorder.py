@@ -45,8 +45,9 @@ from typing import Any, Final
 import numpy as np
 
 from pyvolcano.api.manifest import ManifestError, iter_documents
-from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions, SessionResult
+from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.cache.ingest import apply_event
+from pyvolcano.runtime.cycle import SessionResult, run_once
 from pyvolcano.runtime.snapshot import (
     CONFIG_KEY,
     CONFIG_MAP,
@@ -162,7 +163,7 @@ class SessionRecorder:
             logger.warning("recorder: %d cached objects were never observed; the recording is incomplete", missing)
         session = {
             "format": FORMAT_VERSION, "now": now, "rng": rng.bit_generator.state,
-            "last_processed_node_index": cache.last_processed_node_index, "cache_sessions": cache.sessions,
+            "last_processed_node_index": cache.memo.last_processed_node_index, "cache_sessions": cache.sessions,
             "options": asdict(options), "default_configuration": config_text is None, "incomplete": missing,
         }
         if config_text is not None:
@@ -268,10 +269,10 @@ def replay_session(rec: RecordedSession, registry: Any = None) -> dict[str, Any]
     cache.evictions_delete_immediately = False
     for _i, doc in rec.documents:
         apply_event(cache, "ADDED", str(doc.get("kind", "")), doc)
-    cache.last_processed_node_index = int(rec.session["last_processed_node_index"])
+    cache.memo.last_processed_node_index = int(rec.session["last_processed_node_index"])
     cache.sessions = int(rec.session["cache_sessions"])
     rng = np.random.default_rng()
     rng.bit_generator.state = rec.session["rng"]
-    result = cache.run_session(config, registry.plugin_factories(config.plugin_names()),
-                               registry.action_factories(config.actions), now=float(rec.session["now"]), rng=rng)
+    result = run_once(cache, config, registry.plugin_factories(config.plugin_names()),
+                      registry.action_factories(config.actions), now=float(rec.session["now"]), rng=rng)
     return json.loads(json.dumps(result_record(result), sort_keys=True))

@@ -2,17 +2,21 @@
 
 Every ``--schedule-period`` it folds the informers' events into the
 :class:`~pyvolcano.cache.cache.SchedulerCache`, runs one session (the same
-``SchedulerCache.run_session`` the simulator runs) and writes its decisions:
+:func:`pyvolcano.runtime.cycle.run_once` the simulator runs) and writes its decisions:
 
-* **binds** go to a worker pool and never hold up the next session. The cache treats a bind
-  as done once it is sent (upstream's "assumed" pod); if the API server refuses it (a 409
-  because the pod is already bound, a deleted pod, a node gone), the failure is handed back
-  to the loop, which re-reads the pod from the informer cache so the assumption is dropped
-  and the pod is scheduled again. A refused bind is not retried as such.
+through the :class:`~pyvolcano.runtime.writer.DecisionWriter` the simulator uses too, here with
+its writes submitted to worker pools:
+
+* **binds** (and evictions, nominations, pod conditions) go to a pool of ``bind_workers`` and
+  never hold up the next session. The cache treats a bind as done once it is sent (upstream's
+  "assumed" pod); if the API server refuses it (a 409 because the pod is already bound, a
+  deleted pod, a node gone), the failure is handed back to the loop, which re-reads the pod
+  from the informer cache so the assumption is dropped and the pod is scheduled again. A
+  refused bind is not retried as such.
 * **evictions** are pod deletions with the pod's own grace period, as upstream's
   ``Evict`` does;
-* **PodGroup status** is written at session close, and only for PodGroups whose status
-  changed in the session.
+* **PodGroup status** is written at session close by 16 status workers, only for PodGroups
+  whose status changed in the session, and the next session waits until all are written.
 
 The configuration file is re-read when it changes (upstream watches it and reloads it before
 the next session); a file that fails to load keeps the previous configuration and logs why.
@@ -28,10 +32,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,15 +43,15 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.names import SCHEDULER_KINDS
-from pyvolcano.api.task import TaskStatus
-from pyvolcano.cache.cache import BindRequest, SchedulerCache, SchedulerOptions, SessionResult
-from pyvolcano.cache.ingest import apply_event, podgroup_status, resync_pod
+from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
+from pyvolcano.cache.ingest import apply_event, resync_pod
 from pyvolcano.conf import ConfigError, default_configuration, load_configuration
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.registry import Registry, default_registry
-from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.clock import wall_seconds
-from pyvolcano.store.base import Compactable, Store, StoreError, to_rfc3339
+from pyvolcano.runtime.cycle import SessionResult, run_once
+from pyvolcano.runtime.writer import DecisionWriter, Write
+from pyvolcano.store.base import Compactable, Store
 
 __all__ = ["LiveScheduler", "SessionReport"]
 
@@ -63,10 +66,6 @@ class SessionReport:
     seconds: float
     result: SessionResult
     bind_failures: list[tuple[str, str]] = field(default_factory=list)
-
-
-def _pod_ref(ns: str, name: str, uid: str) -> ObjectRef:
-    return ObjectRef("Pod", "v1", ns, name, uid)
 
 
 class LiveScheduler:
@@ -92,14 +91,11 @@ class LiveScheduler:
         self.node_selector = frozenset(node_selector)
         self.events = events  # an EventRecorder, or None
         self.recorder = recorder  # a pyvolcano.runtime.recorder.SessionRecorder, or None
-        self._pod_conditions: dict[str, tuple[str, str]] = {}  # pod uid -> (reason, message) written
         self.rng = np.random.default_rng(seed)
         self.cache = SchedulerCache(self.options)
         self.cache.evictions_delete_immediately = False
         self.revision = 0
         self.sessions = 0
-        self.binds_sent = 0
-        self.binds_failed = 0
         self._conf_stamp: tuple[int, int] | None = None
         self.config: SchedulerConfiguration = default_configuration()
         self.config_text: str | None = None  # the text self.config was loaded from (None: the default)
@@ -108,9 +104,8 @@ class LiveScheduler:
         self._load_config(initial=True)
         self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
         self._status_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="status")
-        self._failures: queue.SimpleQueue[tuple[str, str, str]] = queue.SimpleQueue()
-        self._inflight = 0
-        self._inflight_lock = threading.Lock()
+        self.writer = DecisionWriter(store, self.cache, clock=clock, events=events, submit=self._pool.submit,
+                                     write_all=self._submit_status_writes)
 
     # ------------------------------------------------------------------ configuration
     def _stamp(self) -> tuple[int, int] | None:
@@ -166,13 +161,10 @@ class LiveScheduler:
 
     def _drop_failed_assumptions(self) -> list[tuple[str, str]]:
         failed: list[tuple[str, str]] = []
-        while True:
-            try:
-                ns, name, why = self._failures.get_nowait()
-            except queue.Empty:
-                return failed
+        for ns, name, why in self.writer.take_failures():
             failed.append((f"{ns}/{name}", why))
             self._resync_pod(ns, name)
+        return failed
 
     def _resync_pod(self, ns: str, name: str) -> None:
         obj = resync_pod(self.cache, self.store, ns, name)
@@ -188,10 +180,10 @@ class LiveScheduler:
         capture = None if self.recorder is None else self.recorder.capture(
             self.cache, now=now, rng=self.rng, config_text=self.config_text, options=self.options)
         t0 = self.timer()
-        result = self.cache.run_session(self.config, self._plugins, self._actions, now=now, rng=self.rng,
-                                        observer=self._observer)
+        result = run_once(self.cache, self.config, self._plugins, self._actions, now=now, rng=self.rng,
+                          observer=self._observer)
         self.sessions += 1
-        self._write(result, now)
+        self.writer.write(result)
         seconds = self.timer() - t0
         if capture is not None:
             try:
@@ -206,125 +198,23 @@ class LiveScheduler:
         return SessionReport(now, seconds, result, failures)
 
     # ------------------------------------------------------------------ writing decisions
-    def _write(self, result: SessionResult, now: float) -> None:
-        for b in result.bind_requests:
-            self._submit_bind(b)
-        for ns, name, reason in result.evict_requests:
-            logger.info("evicting %s/%s: %s", ns, name, reason)
-            self._pool.submit(self._evict, ns, name)
-            if self.events is not None:
-                self._evict_event(ns, name, reason)
-        for key, node in result.nominated.items():
-            ns, name = key.split("/", 1)
-            self._pool.submit(self._nominate, ns, name, node)
+    def _submit_status_writes(self, writes: Sequence[Write]) -> None:
         # upstream's jobUpdater: the changed PodGroups are written by 16 workers, and the session
         # closes when they are all written (so two sessions' writes of one PodGroup never race)
-        futures = [self._status_pool.submit(self._write_podgroup, pg) for pg in result.changed_podgroups]
-        for f in futures:
+        for f in [self._status_pool.submit(w) for w in writes]:
             f.result()
-        self._write_pod_conditions()
 
-    def _write_podgroup(self, pg: Any) -> None:
-        status = podgroup_status(pg)
-        try:
-            self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
-        except StoreError as e:
-            logger.warning("PodGroup %s/%s status not written: %s", pg.namespace, pg.name, e)
-        if self.events is not None:
-            self._podgroup_event(pg)
+    @property
+    def binds_sent(self) -> int:
+        return self.writer.binds_sent
 
-    # ------------------------------------------------------------------ what users see in kubectl describe
-    def _podgroup_event(self, pg: Any) -> None:
-        ref = ObjectRef("PodGroup", "scheduling.volcano.sh/v1beta1", pg.namespace, pg.name, pg.uid)
-        if pg.phase in ("Pending", "Inqueue", "Unknown"):
-            for c in pg.conditions:
-                if c.type == "Unschedulable" and c.status == "True":
-                    self.events.event(ref, "Warning", "Unschedulable", c.message)
-        elif pg.phase == "Running":
-            self.events.event(ref, "Normal", "Scheduled", "pod group is ready")
-
-    def _evict_event(self, ns: str, name: str, reason: str) -> None:
-        for t in self.cache.tasks.values():
-            if t.namespace == ns and t.name == name:
-                job = self.cache.jobs.get(t.job) if t.job else None
-                pg = getattr(job, "podgroup", None)
-                if pg is not None:
-                    ref = ObjectRef("PodGroup", "scheduling.volcano.sh/v1beta1", pg.namespace, pg.name, pg.uid)
-                    self.events.event(ref, "Normal", "Evict", reason, action="Preempting")
-                return
-
-    def _write_pod_conditions(self) -> None:
-        """Pending pods of unschedulable gangs get upstream's PodScheduled=False condition (and a
-        FailedScheduling event) when its reason or message changed (``taskUnschedulable``)."""
-        seen: set[str] = set()
-        for job in self.cache.pg_jobs.values():
-            pg = job.podgroup
-            if pg is None or pg.phase not in ("Pending", "Inqueue", "Unknown"):
-                continue
-            for status in (TaskStatus.Pending, TaskStatus.Allocated, TaskStatus.Pipelined):
-                for task in job.tasks_in(status).values():
-                    if task.sch_gated:
-                        continue
-                    cond = next((c for c in task.pod.conditions if c.get("type") == "PodScheduled"), None)
-                    if cond is None or cond.get("status") != "False":
-                        continue
-                    seen.add(task.uid)
-                    want = (str(cond.get("reason") or ""), str(cond.get("message") or ""))
-                    if self._pod_conditions.get(task.uid) == want:
-                        continue
-                    self._pod_conditions[task.uid] = want
-                    self._pool.submit(self._patch_condition, task.namespace, task.name, want)
-                    if self.events is not None:
-                        self.events.event(_pod_ref(task.namespace, task.name, task.uid), "Warning",
-                                          "FailedScheduling", want[1])
-        for uid in [u for u in self._pod_conditions if u not in seen]:
-            del self._pod_conditions[uid]
-
-    def _patch_condition(self, ns: str, name: str, want: tuple[str, str]) -> None:
-        cond = {"type": "PodScheduled", "status": "False", "reason": want[0], "message": want[1],
-                "lastTransitionTime": to_rfc3339(self.clock())}
-        with contextlib.suppress(StoreError):
-            self.store.patch("Pod", ns, name, {"status": {"conditions": [cond]}}, subresource="status")
-
-    def _submit_bind(self, b: BindRequest) -> None:
-        with self._inflight_lock:
-            self._inflight += 1
-        self.binds_sent += 1
-        self._pool.submit(self._bind, b)
-
-    def _bind(self, b: BindRequest) -> None:
-        try:
-            self.store.bind(b.namespace, b.name, b.node, annotations=b.annotations or None)
-            if self.events is not None:
-                self.events.event(_pod_ref(b.namespace, b.name, b.uid), "Normal", "Scheduled",
-                                  f"Successfully assigned {b.namespace}/{b.name} to {b.node}", action="Binding")
-        except StoreError as e:
-            self.binds_failed += 1
-            logger.warning("bind %s/%s to %s refused: %s", b.namespace, b.name, b.node, e)
-            self._failures.put((b.namespace, b.name, str(e)))
-        except Exception as e:  # transport trouble: drop the assumption all the same
-            self.binds_failed += 1
-            logger.warning("bind %s/%s to %s failed: %s", b.namespace, b.name, b.node, e)
-            self._failures.put((b.namespace, b.name, str(e)))
-        finally:
-            with self._inflight_lock:
-                self._inflight -= 1
-
-    def _evict(self, ns: str, name: str) -> None:
-        try:
-            self.store.delete("Pod", ns, name)
-        except StoreError as e:
-            logger.warning("evict %s/%s failed: %s", ns, name, e)
-            self._failures.put((ns, name, str(e)))
-
-    def _nominate(self, ns: str, name: str, node: str) -> None:
-        with contextlib.suppress(StoreError):
-            self.store.patch("Pod", ns, name, {"status": {"nominatedNodeName": node}}, subresource="status")
+    @property
+    def binds_failed(self) -> int:
+        return self.writer.binds_failed
 
     @property
     def inflight_binds(self) -> int:
-        with self._inflight_lock:
-            return self._inflight
+        return self.writer.inflight_binds
 
     # ------------------------------------------------------------------ the loop
     def run(self, stop: threading.Event, *, leading: Callable[[], bool] | None = None) -> None:

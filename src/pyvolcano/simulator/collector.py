@@ -26,7 +26,8 @@ from pyvolcano.simulator.metrics import JobMetrics, QueueSample, RunMetrics, Sam
 from pyvolcano.store.base import WatchEvent
 
 if TYPE_CHECKING:
-    from pyvolcano.cache.cache import SchedulerCache, SessionResult
+    from pyvolcano.cache.cache import SchedulerCache
+    from pyvolcano.runtime.cycle import SessionResult
 
 __all__ = ["FragmentationTracker", "MetricsCollector", "fragmentation"]
 

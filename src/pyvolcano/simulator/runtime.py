@@ -7,7 +7,9 @@ Order of work at each virtual instant:
    kubelets, and run the controllers, until no new events appear;
 3. if the scheduler is due (a multiple of ``schedule_period``) and anything it reads has
    changed since its last session, run one session and write its decisions back to the
-   store (binds, evictions, PodGroup status), then settle again.
+   store through the live scheduler's :class:`~pyvolcano.runtime.writer.DecisionWriter`
+   (binds, evictions, nominations, PodGroup status, pending pods' PodScheduled condition and
+   the Events, written synchronously), then settle again.
 
 Virtual time then jumps to the earliest of: the next timer, the controllers' requested
 wake-ups, and the next scheduler tick if there is unseen change. A session therefore runs
@@ -27,7 +29,6 @@ insertion order, and all randomness comes from one seeded generator.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import random
@@ -40,12 +41,15 @@ import numpy as np
 
 from pyvolcano.api.duration import MAX_DURATION_SECONDS
 from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY, SCHEDULER_KINDS
-from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions, SessionResult
-from pyvolcano.cache.ingest import apply_event, podgroup_status, resync_pod
+from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
+from pyvolcano.cache.ingest import apply_event, resync_pod
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.registry import Registry
+from pyvolcano.kube.events import EventRecorder
+from pyvolcano.runtime.cycle import SessionResult, run_once
+from pyvolcano.runtime.writer import DecisionWriter
 from pyvolcano.simulator.collector import MetricsCollector
 from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.simulator.kubelet import DURATION, Kubelets
@@ -156,6 +160,13 @@ class Simulation:
         self.period = schedule_period
         self.cache = SchedulerCache(SchedulerOptions(skip_unchanged_unschedulable=skip_unchanged_unschedulable))
         self.cache.evictions_delete_immediately = False
+        # The live scheduler's writer and Events, written synchronously at virtual time.
+        self.events = EventRecorder(self.store, controller="volcano", instance="simulation",
+                                    clock=lambda: self.loop.now, workers=0)
+        self.writer = DecisionWriter(self.store, self.cache, clock=lambda: self.loop.now, events=self.events,
+                                     quiet=True)
+        # Store revisions (after, up to) of the last session's PodScheduled condition writes.
+        self._own_condition_writes = (0, 0)
         self.kubelets = Kubelets(self.store, self.loop, termination_seconds=termination_seconds,
                                  default_duration=default_duration)
         factory = controllers_factory or _default_controllers
@@ -244,7 +255,8 @@ class Simulation:
 
     # ------------------------------------------------------------------ the loop
     def _dispatch(self, ev: WatchEvent) -> None:
-        if ev.kind in _SCHEDULER_KIND_SET and apply_event(self.cache, ev.type, ev.kind, ev.object):
+        if ev.kind in _SCHEDULER_KIND_SET and apply_event(self.cache, ev.type, ev.kind, ev.object) and not (
+                ev.kind == "Pod" and self._own_condition_writes[0] < ev.revision <= self._own_condition_writes[1]):
             self.dirty = True
         self.kubelets.on_event(ev)
         self.collector.on_event(ev, self.loop.now)
@@ -283,45 +295,28 @@ class Simulation:
 
     def _schedule(self) -> None:
         t0 = time.perf_counter()
-        result = self.cache.run_session(self.config, self.plugins, self.actions, now=self.loop.now, rng=self.rng)
+        result = run_once(self.cache, self.config, self.plugins, self.actions, now=self.loop.now, rng=self.rng)
         self.session_seconds.append(time.perf_counter() - t0)
         self.sessions += 1
         self.last_session = self.loop.now
         self.dirty = False
-        for ns, name, _reason in result.evict_requests:
+        for ns, name, reason in result.evict_requests:
             self.collector.on_eviction(ns, name)
-        self._write_back(result)
+            self.timeline.append((self.loop.now, f"evict {ns}/{name} ({reason})"))
+        self.writer.write_decisions(result)
+        # The pending pods' PodScheduled conditions are only what the session just derived: the
+        # watch events of these writes do not make the scheduler due again.
+        first = self.store.revision
+        self.writer.write_pod_conditions()
+        self._own_condition_writes = (first, self.store.revision)
+        for ns, name, _why in self.writer.take_failures():
+            self._resync_pod(ns, name)
         # Sampled once the decisions have settled (pods started, jobs Running), not before.
         self._unsampled = result
         if self.sessions % 100 == 0:
             self._compact()
         if self.on_session is not None:
             self.on_session(self.loop.now, result)
-
-    def _write_back(self, result: SessionResult) -> None:
-        for b in result.bind_requests:
-            try:
-                self.store.bind(b.namespace, b.name, b.node, annotations=b.annotations or None)
-            except StoreError as e:
-                logger.debug("bind %s/%s failed: %s", b.namespace, b.name, e)
-                self._resync_pod(b.namespace, b.name)
-        for ns, name, reason in result.evict_requests:
-            self.timeline.append((self.loop.now, f"evict {ns}/{name} ({reason})"))
-            try:
-                self.store.delete("Pod", ns, name)
-            except StoreError as e:
-                logger.debug("evict %s/%s failed: %s", ns, name, e)
-                self._resync_pod(ns, name)
-        for key, node in result.nominated.items():
-            ns, name = key.split("/", 1)
-            with contextlib.suppress(StoreError):
-                self.store.patch("Pod", ns, name, {"status": {"nominatedNodeName": node}}, subresource="status")
-        for pg in result.changed_podgroups:
-            status = podgroup_status(pg)
-            try:
-                self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
-            except StoreError as e:
-                logger.debug("podgroup status %s/%s: %s", pg.namespace, pg.name, e)
 
     def _resync_pod(self, ns: str, name: str) -> None:
         resync_pod(self.cache, self.store, ns, name)

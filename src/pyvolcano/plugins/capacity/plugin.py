@@ -106,7 +106,7 @@ class Capacity:
 
     def queue_attrs(self) -> tuple[Mapping[str, QueueAttr], bool]:
         """This session's queue attributes and whether they form a hierarchy (read by the
-        scheduler metrics, :class:`~pyvolcano.metrics.scheduler.CapacityQueueAttrs`);
+        scheduler metrics, :class:`~pyvolcano.framework.interfaces.CapacityStateExporter`);
         ``({}, False)`` outside a session."""
         if self.session is None:
             return {}, False

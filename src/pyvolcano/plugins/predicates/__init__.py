@@ -42,7 +42,8 @@ from pyvolcano.api.unschedule import NODE_POD_NUMBER_EXCEEDED, Code, Status
 from pyvolcano.framework.arguments import Arguments
 
 if TYPE_CHECKING:
-    from pyvolcano.framework.session import NodeFailures, Session
+    from pyvolcano.framework.session import Session
+    from pyvolcano.framework.session_plugins import NodeFailures
 
 NAME = "predicates"
 _STABLE_MEMO = "predicates/stable-failures"
@@ -87,13 +88,12 @@ def node_signatures(nodes: list[NodeInfo]) -> tuple[np.ndarray, list[NodeInfo]]:
 
 
 def _signatures_for(ssn: Session) -> tuple[np.ndarray, list[NodeInfo]]:
-    """Node signatures, memoised on the cache until a node's labels/taints change."""
-    cache = ssn.cache
-    memo = cache.plugin_memo.get(NAME)
-    key = (cache.node_generation, len(ssn.node_list))
+    """Node signatures, memoised across sessions until a node's labels/taints change."""
+    memo = ssn.memo.plugin_memo.get(NAME)
+    key = (ssn.cache.node_generation, len(ssn.node_list))
     if memo is None or memo[0] != key:
         memo = (key, node_signatures(ssn.node_list))
-        cache.plugin_memo[NAME] = memo
+        ssn.memo.plugin_memo[NAME] = memo
     return memo[1]
 
 
@@ -164,9 +164,9 @@ class Predicates:
         nodes = ssn.node_list
         self._sig_ids, self._reps = _signatures_for(ssn)
         memo_key = (ssn.cache.node_generation, len(nodes), self.node_affinity_enable, self.taint_toleration_enable)
-        stable = ssn.cache.plugin_memo.get(_STABLE_MEMO)
+        stable = ssn.memo.plugin_memo.get(_STABLE_MEMO)
         if stable is None or stable[0] != memo_key or len(stable[1]) >= _STABLE_MEMO_LIMIT:
-            stable = ssn.cache.plugin_memo[_STABLE_MEMO] = (memo_key, {})
+            stable = ssn.memo.plugin_memo[_STABLE_MEMO] = (memo_key, {})
         self._stable_cache = stable[1]
         table = ssn.node_table
         pods_dim = table.dim_index.get("pods")

@@ -1,0 +1,201 @@
+"""One scheduling cycle (upstream ``pkg/scheduler/scheduler.go`` ``runOnce``).
+
+:func:`run_once` is the body of every scheduling loop: it opens a session on the cache
+(:func:`~pyvolcano.framework.session.open_session`), runs the configured actions, closes the
+session (:meth:`~pyvolcano.framework.session.Session.close`), applies the committed effects to
+the cache (a bind makes the task Bound, an eviction deletes or terminates the pod) and hands
+back the decisions as a :class:`SessionResult`. The live scheduler, the simulator,
+``pyvolcano schedule``, ``replay`` and the forecasts all run their sessions through it;
+what differs between them is only where the decisions are written
+(:mod:`pyvolcano.runtime.writer`), the clock and the wake-ups.
+
+:func:`schedule_objects` runs cycles one after another on a cache built from a snapshot and
+returns ``pyvolcano schedule``'s JSON object: binds, evictions, pipelined tasks, PodGroup
+phases and the last session's pending diagnoses, each sorted, so that the same inputs and seed
+give the same document. The snapshot is taken "now", at its newest object; each further
+session is one schedule period (one second) later. Wall-clock timings are kept apart
+(``stats.session_seconds``).
+
+Invariants: no other module outside the framework opens or closes a session; the result
+lists binds in dispatch order, evictions in the order the session made them, and only the
+PodGroups whose written status (phase, counts, conditions) changed since it was last
+handed back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.job import JobInfo
+from pyvolcano.api.objects import PodGroup
+from pyvolcano.api.resource import Resource
+from pyvolcano.api.task import TaskStatus
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.diagnosis.model import Diagnosis
+from pyvolcano.framework.interfaces import Action, DeservedExporter, Plugin
+from pyvolcano.framework.observer import SessionObserver
+from pyvolcano.framework.registry import Registry
+from pyvolcano.framework.session import Session, open_session
+
+__all__ = ["BindRequest", "SessionResult", "run_once", "schedule_objects"]
+
+
+@dataclass(slots=True)
+class BindRequest:
+    namespace: str
+    name: str
+    node: str
+    annotations: dict[str, str]
+    uid: str = ""
+
+
+@dataclass(slots=True)
+class SessionResult:
+    binds: list[tuple[str, str]] = field(default_factory=list)
+    evictions: list[str] = field(default_factory=list)
+    pipelined: dict[str, str] = field(default_factory=dict)
+    podgroup_phases: dict[str, str] = field(default_factory=dict)
+    # What a backend must write: bind requests, evictions (namespace, name, reason), and the
+    # PodGroups whose status the session changed.
+    bind_requests: list[BindRequest] = field(default_factory=list)
+    evict_requests: list[tuple[str, str, str]] = field(default_factory=list)
+    changed_podgroups: list[PodGroup] = field(default_factory=list)
+    nominated: dict[str, str] = field(default_factory=dict)
+    # Deserved resources per queue, from plugins that compute it (proportion, capacity).
+    deserved: dict[str, Resource] = field(default_factory=dict)
+    # Why each job left short is blocked, by job key (pyvolcano.diagnosis).
+    diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
+
+
+def _pg_status_key(pg: PodGroup | None) -> tuple[Any, ...]:
+    if pg is None:
+        return ()
+    return (pg.phase, pg.running, pg.succeeded, pg.failed,
+            tuple((c.type, c.status, c.reason, c.message) for c in pg.conditions))
+
+
+def run_once(
+    cache: SchedulerCache,
+    config: SchedulerConfiguration,
+    plugins: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
+    actions: Mapping[str, Callable[[Mapping[str, Any]], Action]],
+    *,
+    now: float,
+    rng: np.random.Generator,
+    observer: SessionObserver | None = None,
+    action_names: Sequence[str] | None = None,
+    while_open: Callable[[Session], None] | None = None,
+) -> SessionResult:
+    """One session on ``cache``: open, run ``action_names`` (default: the configured
+    actions), call ``while_open`` (optional, e.g. to read the session's orderings), close,
+    apply the effects to the cache. ``observer`` (optional) times the phases for metrics."""
+    cache.status_only_changes.clear()
+    memo = cache.memo
+    t0 = observer.timer() if observer is not None else 0.0
+    ssn = open_session(cache, config, plugins, now=now, rng=rng, observer=observer)
+    if observer is not None:
+        observer.session_opened(observer.timer() - t0)
+    changed = memo.session_changes
+    # Only a job the change feed reported can lack its status key (set_podgroup clears it).
+    reported = changed.take()
+    if reported is None or not memo.track_session_changes:
+        visit: Iterable[JobInfo] = ssn.jobs.values()
+    else:
+        visit = (ssn.jobs[uid] for uid in reported if uid in ssn.jobs)
+    for job in visit:
+        if job.status_key is None and job.podgroup is not None:
+            job.status_key = _pg_status_key(job.podgroup)
+    # From here on: the jobs this session changes.
+    ssn.changed_jobs = changed if memo.track_session_changes else None
+    for name in config.actions if action_names is None else action_names:
+        action = actions[name](config.action_arguments(name))
+        if observer is None:
+            action.execute(ssn)
+        else:
+            t0 = observer.timer()
+            action.execute(ssn)
+            observer.action_done(name, observer.timer() - t0)
+    if while_open is not None:
+        while_open(ssn)
+    result = SessionResult()
+    # Only a job this session changed can hold pipelined tasks (the last close reverted them).
+    tracked = ssn.changed_jobs
+    if tracked is not None and tracked.overflowed:
+        tracked = None
+    for job in ssn.jobs.values() if tracked is None else (ssn.jobs[u] for u in sorted(tracked) if u in ssn.jobs):
+        if job.count(TaskStatus.Pipelined):
+            for t in job.tasks_in(TaskStatus.Pipelined).values():
+                result.pipelined[t.key] = t.node_name
+    for _opt, plugin in ssn.plugins:
+        if isinstance(plugin, DeservedExporter) and not result.deserved:
+            result.deserved = plugin.deserved_snapshot()
+    if observer is not None:
+        observer.session_closing(ssn)
+    ssn.close()
+    result.nominated = dict(ssn.nominated)
+    result.diagnoses = ssn.diagnoses
+    for task, node_name in ssn.binds:
+        if task.status == TaskStatus.Binding:
+            ann = ssn.bind_annotations.get(task.uid) or {}
+            cache.bind(task, node_name, ann)
+            result.binds.append((task.key, node_name))
+            result.bind_requests.append(BindRequest(task.namespace, task.name, node_name, dict(ann), task.uid))
+    for task, reason in ssn.evictions:
+        result.evictions.append(task.key)
+        result.evict_requests.append((task.namespace, task.name, reason))
+        cache.evict(task, now)
+    result.podgroup_phases = {uid: job.podgroup.phase for uid, job in ssn.jobs.items()
+                              if job.podgroup is not None}
+    for uid in ssn.unsettled:  # close left the others' status as it was
+        job = ssn.jobs[uid]
+        if job.podgroup is not None:
+            key = _pg_status_key(job.podgroup)
+            if key != job.status_key:
+                job.status_key = key
+                result.changed_podgroups.append(job.podgroup)
+    return result
+
+
+def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, registry: Registry, *,
+                     sessions: int, seed: int) -> dict[str, Any]:
+    """Run ``sessions`` sessions and return the contract's JSON object (without timings).
+
+    ``diagnoses`` holds the last session's pending diagnosis of every job left short, by
+    PodGroup key (the schema of :meth:`pyvolcano.diagnosis.Diagnosis.to_dict`).
+    """
+    plugins = registry.plugin_factories(config.plugin_names())
+    actions = registry.action_factories(config.actions)
+    rng = np.random.default_rng(seed)
+    # The snapshot is taken "now": no earlier than its newest object; each further session is
+    # one second later (upstream's default --schedule-period).
+    base = max([0.0, *(p.creation_timestamp for p in cache.pods.values()),
+                *(pg.creation_timestamp for pg in cache.podgroups())])
+    binds: dict[str, str] = {}
+    evictions: list[str] = []
+    pipelined: dict[str, str] = {}
+    timings: list[float] = []
+    diagnoses: dict[str, Any] = {}
+    for i in range(sessions):
+        t0 = time.perf_counter()
+        res = run_once(cache, config, plugins, actions, now=base + float(i), rng=rng)
+        timings.append(time.perf_counter() - t0)
+        for key, node in res.binds:
+            binds[key] = node
+        evictions.extend(res.evictions)
+        pipelined = res.pipelined
+        diagnoses = {key: d.to_dict() for key, d in sorted(res.diagnoses.items())}
+    podgroups = {f"{pg.namespace}/{pg.name}": pg.phase for pg in cache.podgroups()}
+    return {
+        "binds": dict(sorted(binds.items())),
+        "evictions": sorted(evictions),
+        "pipelined": dict(sorted(pipelined.items())),
+        "podgroups": dict(sorted(podgroups.items())),
+        "diagnoses": diagnoses,
+        "stats": {"sessions": sessions, "session_seconds": [round(t, 6) for t in timings]},
+    }

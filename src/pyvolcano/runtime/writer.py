@@ -1,0 +1,235 @@
+"""Writing a session's decisions to a store (upstream's cache ``Bind``/``Evict`` and jobUpdater).
+
+One :class:`DecisionWriter` turns a :class:`~pyvolcano.runtime.cycle.SessionResult` into
+store writes, for the live scheduler and the simulator alike:
+
+* **binds**: the cache already holds the pod as bound (upstream's "assumed" pod); a bind the
+  store refuses (a 409 because the pod is bound already, a deleted pod, a node gone) is
+  queued in :meth:`take_failures`, and the owner re-reads the pod so that the assumption is
+  dropped and the pod is scheduled again. A ``Scheduled`` Event on the pod when it succeeds;
+* **evictions**: pod deletions (a refused one is queued like a refused bind), with an
+  ``Evict`` Event on the pod's PodGroup;
+* **nominations**: ``status.nominatedNodeName`` of pipelined pods;
+* **PodGroup status**, only for the PodGroups whose status the session changed, with an
+  ``Unschedulable`` (Warning) or ``Scheduled`` Event; all of them are written before
+  :meth:`write` returns, so that two sessions' writes of one PodGroup never race;
+* **pending pods' ``PodScheduled=False`` condition** (upstream ``taskUnschedulable``), when its
+  reason or message changed since this writer last wrote it, with a ``FailedScheduling``
+  Event.
+
+How writes are carried out is the owner's choice and the only difference between owners:
+``submit`` runs one write (the live scheduler hands it to its bind workers, the simulator and
+``pyvolcano schedule`` run it at once) and ``write_all`` runs a batch and returns when all are
+done (the live scheduler's 16 status workers). Events go to an optional sink with
+:class:`~pyvolcano.kube.events.EventRecorder`'s ``event`` method.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from pyvolcano.api.objects import PodGroup
+from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cache.ingest import podgroup_status
+from pyvolcano.kube.events import ObjectRef
+from pyvolcano.runtime.cycle import BindRequest, SessionResult
+from pyvolcano.store.base import Store, StoreError, to_rfc3339
+
+__all__ = ["DecisionWriter", "EventSink", "run_all_now", "run_now"]
+
+logger = logging.getLogger(__name__)
+
+_PODGROUP_API = "scheduling.volcano.sh/v1beta1"
+_UNSCHEDULED_PHASES = ("Pending", "Inqueue", "Unknown")
+
+Write = Callable[[], None]
+
+
+class EventSink(Protocol):
+    """Where Events go (:class:`~pyvolcano.kube.events.EventRecorder`)."""
+
+    def event(self, regarding: ObjectRef, type_: str, reason: str, note: str, action: str = "Scheduling") -> None: ...
+
+
+def run_now(write: Write) -> None:
+    """The synchronous ``submit``: the write is done when it returns."""
+    write()
+
+
+def run_all_now(writes: Sequence[Write]) -> None:
+    """The synchronous ``write_all``."""
+    for write in writes:
+        write()
+
+
+def _pod_ref(ns: str, name: str, uid: str) -> ObjectRef:
+    return ObjectRef("Pod", "v1", ns, name, uid)
+
+
+def _podgroup_ref(pg: PodGroup) -> ObjectRef:
+    return ObjectRef("PodGroup", _PODGROUP_API, pg.namespace, pg.name, pg.uid)
+
+
+class DecisionWriter:
+    def __init__(self, store: Store, cache: SchedulerCache, *, clock: Callable[[], float],
+                 events: EventSink | None = None, submit: Callable[[Write], object] = run_now,
+                 write_all: Callable[[Sequence[Write]], None] = run_all_now, quiet: bool = False):
+        self.store = store
+        self.cache = cache
+        self.clock = clock
+        self.events = events
+        self.submit = submit
+        self.write_all = write_all
+        # quiet: refused writes and evictions are logged at debug level (the simulator's).
+        self._warn = logging.DEBUG if quiet else logging.WARNING
+        self._info = logging.DEBUG if quiet else logging.INFO
+        self.binds_sent = 0
+        self.binds_failed = 0
+        self._failures: queue.SimpleQueue[tuple[str, str, str]] = queue.SimpleQueue()
+        self._inflight = 0
+        self._inflight_lock = threading.Lock()
+        self._pod_conditions: dict[str, tuple[str, str]] = {}  # pod uid -> (reason, message) written
+
+    def write(self, result: SessionResult) -> None:
+        """Everything the session decided: :meth:`write_decisions`, then :meth:`write_pod_conditions`."""
+        self.write_decisions(result)
+        self.write_pod_conditions()
+
+    def write_decisions(self, result: SessionResult) -> None:
+        """Binds, evictions, nominations and the changed PodGroups' status."""
+        for b in result.bind_requests:
+            self._submit_bind(b)
+        if result.evict_requests:
+            tasks = self._tasks_by_name() if self.events is not None else {}
+            for ns, name, reason in result.evict_requests:
+                logger.log(self._info, "evicting %s/%s: %s", ns, name, reason)
+                self.submit(functools.partial(self._evict, ns, name))
+                if self.events is not None:
+                    self._evict_event(tasks.get((ns, name)), reason)
+        for key, node in result.nominated.items():
+            ns, name = key.split("/", 1)
+            self.submit(functools.partial(self._nominate, ns, name, node))
+        self.write_all([functools.partial(self._write_podgroup, pg) for pg in result.changed_podgroups])
+
+    def take_failures(self) -> list[tuple[str, str, str]]:
+        """The refused binds and evictions since the last call: (namespace, name, why)."""
+        out = []
+        while True:
+            try:
+                out.append(self._failures.get_nowait())
+            except queue.Empty:
+                return out
+
+    @property
+    def inflight_binds(self) -> int:
+        with self._inflight_lock:
+            return self._inflight
+
+    # ------------------------------------------------------------------ binds and evictions
+    def _submit_bind(self, b: BindRequest) -> None:
+        with self._inflight_lock:
+            self._inflight += 1
+        self.binds_sent += 1
+        self.submit(functools.partial(self._bind, b))
+
+    def _bind(self, b: BindRequest) -> None:
+        try:
+            self.store.bind(b.namespace, b.name, b.node, annotations=b.annotations or None)
+            if self.events is not None:
+                self.events.event(_pod_ref(b.namespace, b.name, b.uid), "Normal", "Scheduled",
+                                  f"Successfully assigned {b.namespace}/{b.name} to {b.node}", action="Binding")
+        except StoreError as e:
+            self.binds_failed += 1
+            logger.log(self._warn, "bind %s/%s to %s refused: %s", b.namespace, b.name, b.node, e)
+            self._failures.put((b.namespace, b.name, str(e)))
+        except Exception as e:  # transport trouble: drop the assumption all the same
+            self.binds_failed += 1
+            logger.log(self._warn, "bind %s/%s to %s failed: %s", b.namespace, b.name, b.node, e)
+            self._failures.put((b.namespace, b.name, str(e)))
+        finally:
+            with self._inflight_lock:
+                self._inflight -= 1
+
+    def _evict(self, ns: str, name: str) -> None:
+        try:
+            self.store.delete("Pod", ns, name)
+        except StoreError as e:
+            logger.log(self._warn, "evict %s/%s failed: %s", ns, name, e)
+            self._failures.put((ns, name, str(e)))
+
+    def _nominate(self, ns: str, name: str, node: str) -> None:
+        with contextlib.suppress(StoreError):
+            self.store.patch("Pod", ns, name, {"status": {"nominatedNodeName": node}}, subresource="status")
+
+    def _tasks_by_name(self) -> dict[tuple[str, str], TaskInfo]:
+        out: dict[tuple[str, str], TaskInfo] = {}
+        for t in self.cache.tasks.values():
+            out.setdefault((t.namespace, t.name), t)
+        return out
+
+    def _evict_event(self, task: TaskInfo | None, reason: str) -> None:
+        assert self.events is not None
+        if task is None:
+            return
+        job = self.cache.jobs.get(task.job) if task.job else None
+        pg = None if job is None else job.podgroup
+        if pg is not None:
+            self.events.event(_podgroup_ref(pg), "Normal", "Evict", reason, action="Preempting")
+
+    # ------------------------------------------------------------------ PodGroup status
+    def _write_podgroup(self, pg: PodGroup) -> None:
+        status = podgroup_status(pg)
+        try:
+            self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
+        except StoreError as e:
+            logger.log(self._warn, "PodGroup %s/%s status not written: %s", pg.namespace, pg.name, e)
+        if self.events is None:
+            return
+        if pg.phase in _UNSCHEDULED_PHASES:
+            for c in pg.conditions:
+                if c.type == "Unschedulable" and c.status == "True":
+                    self.events.event(_podgroup_ref(pg), "Warning", "Unschedulable", c.message)
+        elif pg.phase == "Running":
+            self.events.event(_podgroup_ref(pg), "Normal", "Scheduled", "pod group is ready")
+
+    # ------------------------------------------------------------------ pod conditions
+    def write_pod_conditions(self) -> None:
+        """Pending pods of unschedulable gangs get upstream's PodScheduled=False condition (and a
+        FailedScheduling event) when its reason or message changed (``taskUnschedulable``)."""
+        seen: set[str] = set()
+        written = self._pod_conditions
+        for job in self.cache.pg_jobs.values():
+            pg = job.podgroup
+            if pg is None or pg.phase not in _UNSCHEDULED_PHASES:
+                continue
+            for status in (TaskStatus.Pending, TaskStatus.Allocated, TaskStatus.Pipelined):
+                for task in job.tasks_in(status).values():
+                    if task.sch_gated:
+                        continue
+                    cond = next((c for c in task.pod.conditions if c.get("type") == "PodScheduled"), None)
+                    if cond is None or cond.get("status") != "False":
+                        continue
+                    seen.add(task.uid)
+                    want = (str(cond.get("reason") or ""), str(cond.get("message") or ""))
+                    if written.get(task.uid) == want:
+                        continue
+                    written[task.uid] = want
+                    self.submit(functools.partial(self._patch_condition, task.namespace, task.name, want))
+                    if self.events is not None:
+                        self.events.event(_pod_ref(task.namespace, task.name, task.uid), "Warning",
+                                          "FailedScheduling", want[1])
+        for uid in [u for u in written if u not in seen]:
+            del written[uid]
+
+    def _patch_condition(self, ns: str, name: str, want: tuple[str, str]) -> None:
+        cond = {"type": "PodScheduled", "status": "False", "reason": want[0], "message": want[1],
+                "lastTransitionTime": to_rfc3339(self.clock())}
+        with contextlib.suppress(StoreError):
+            self.store.patch("Pod", ns, name, {"status": {"conditions": [cond]}}, subresource="status")

@@ -1,0 +1,93 @@
+"""The live scheduler and the simulator write a session's decisions the same way.
+
+Both hand the session's result to one DecisionWriter; they differ only in how its writes
+are carried out (worker pools or at once). Run the same cluster through one live session
+and one simulated session, and the store ends up with the same binds, PodGroup status,
+pending pods' PodScheduled conditions and Events.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders import node, pod, podgroup, queue
+from pyvolcano.conf import default_configuration
+from pyvolcano.framework.registry import default_registry
+from pyvolcano.kube.events import EventRecorder
+from pyvolcano.runtime.scheduler import LiveScheduler
+from pyvolcano.simulator.runtime import Simulation
+from pyvolcano.store.base import Store
+from pyvolcano.store.memory import InMemoryStore
+
+DOCS: list[dict[str, Any]] = [
+    queue("default"),
+    node("n1", cpu="4"),
+    node("n2", cpu="4"),
+    # fits: two 1-CPU pods
+    podgroup("fits", queue="default", min_member=2),
+    pod("fits-0", "fits"), pod("fits-1", "fits"),
+    # never fits: a gang of two 8-CPU pods
+    podgroup("big", queue="default", min_member=2),
+    pod("big-0", "big", cpu="8"), pod("big-1", "big", cpu="8"),
+    # only one of its three 3-CPU pods can wait for the others
+    podgroup("half", queue="default", min_member=3),
+    pod("half-0", "half", cpu="3"), pod("half-1", "half", cpu="3"), pod("half-2", "half", cpu="3"),
+]
+
+
+def _written(store: Store) -> dict[str, Any]:
+    """What a session writes, without what differs by construction (Event names, object metadata)."""
+    pods = {}
+    for p in store.list("Pod"):
+        conds = [{k: v for k, v in c.items() if k != "lastTransitionTime"}
+                 for c in (p.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"]
+        pods[p["metadata"]["name"]] = ((p.get("spec") or {}).get("nodeName", ""), conds)
+    podgroups = {pg["metadata"]["name"]: pg.get("status") for pg in store.list("PodGroup")}
+    events = sorted((e["regarding"]["kind"], e["regarding"]["name"], e["type"], e["reason"], e["note"],
+                     e["action"], e["reportingController"]) for e in store.list("Event"))
+    return {"pods": pods, "podgroups": podgroups, "events": events}
+
+
+def _live() -> dict[str, Any]:
+    store = InMemoryStore(clock=lambda: 0.0)
+    for doc in DOCS:
+        store.create(doc)
+    events = EventRecorder(store, controller="volcano", instance="live", clock=lambda: 0.0)
+    sched = LiveScheduler(store, seed=0, clock=lambda: 0.0, events=events)
+    try:
+        sched.run_once()
+    finally:
+        sched.close(wait=True)
+        events.flush()
+        events.close()
+    return _written(store)
+
+
+def _simulated() -> dict[str, Any]:
+    sim = Simulation(config=default_configuration(), registry=default_registry(), seed=0)
+    for doc in DOCS:
+        sim.restore(doc)
+    sim.stop_when_done = False
+    sim.run(until=0.5)  # the session at t=0, not the next one
+    assert sim.sessions == 1
+    return _written(sim.store)
+
+
+def test_live_and_simulated_sessions_write_the_same_store_objects() -> None:
+    live, simulated = _live(), _simulated()
+    assert live["pods"] == simulated["pods"]
+    assert live["podgroups"] == simulated["podgroups"]
+    assert live["events"] == simulated["events"]
+
+
+def test_a_session_writes_binds_conditions_status_and_events() -> None:
+    written = _simulated()
+    assert {name for name, (node_name, _c) in written["pods"].items() if node_name} == {"fits-0", "fits-1"}
+    assert written["pods"]["big-0"][1] == [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                            "message": written["pods"]["big-0"][1][0]["message"]}]
+    assert {name: status["conditions"][0]["type"] for name, status in written["podgroups"].items()} == {
+        "fits": "Scheduled", "big": "Unschedulable", "half": "Unschedulable"}
+    reasons = {(kind, name, reason) for kind, name, _t, reason, _n, _a, _c in written["events"]}
+    assert reasons == {("Pod", "fits-0", "Scheduled"), ("Pod", "fits-1", "Scheduled"),
+                       ("PodGroup", "big", "Unschedulable"), ("PodGroup", "half", "Unschedulable"),
+                       *{("Pod", p, "FailedScheduling") for p in ("big-0", "big-1", "half-0", "half-1", "half-2")}}
