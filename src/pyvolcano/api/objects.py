@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyvolcano.api.network_topology import NetworkTopology, SubGroupPolicy
+
 __all__ = [
     "GROUP_NAME_ANNOTATION",
     "Container",
@@ -145,6 +147,8 @@ class PodGroup:
     running: int = 0
     succeeded: int = 0
     failed: int = 0
+    network_topology: NetworkTopology | None = None
+    sub_group_policy: tuple[SubGroupPolicy, ...] = ()
 
     @property
     def key(self) -> str:

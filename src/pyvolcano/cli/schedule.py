@@ -37,7 +37,7 @@ __all__ = ["load_snapshot", "load_snapshot_and_config", "run_schedule", "schedul
 # Kinds a snapshot may hold besides the scheduler's inputs: skipped here (vcctl reads them).
 _SKIPPED_KINDS = {("batch.volcano.sh/v1alpha1", "Job"), ("bus.volcano.sh/v1alpha1", "Command")}
 _SCHEDULER_KINDS = ("v1 Pod, v1 Node, scheduling.volcano.sh/v1beta1 PodGroup, scheduling.volcano.sh/v1beta1 Queue, "
-                    "scheduling.k8s.io/v1 PriorityClass")
+                    "scheduling.k8s.io/v1 PriorityClass, topology.volcano.sh/v1alpha1 HyperNode")
 
 
 def load_config(path: Path | None, registry: Registry) -> SchedulerConfiguration:
@@ -148,7 +148,7 @@ def _load(sources: Sequence[str | Path]) -> tuple[ClusterObjects, tuple[str, dic
                                     f"supported; expected one of {_SCHEDULER_KINDS}, the {CONFIG_NAMESPACE}/"
                                     f"{CONFIG_MAP} ConfigMap, batch.volcano.sh/v1alpha1 Job")
             merged.other.append((i, doc))
-        for attr in ("nodes", "pods", "podgroups", "queues", "priority_classes"):
+        for attr in ("nodes", "pods", "podgroups", "queues", "priority_classes", "hypernodes"):
             for obj in getattr(objs, attr):
                 key = (type(obj).__name__, f"{getattr(obj, 'namespace', '') or ''}/{obj.name}".lstrip("/"))
                 if key in first:
