@@ -28,8 +28,14 @@ from typing import Any
 
 from pyvolcano.api import matching
 from pyvolcano.api.defaults import requests_with_limit_defaults
-from pyvolcano.api.hypernode import HYPERNODE_API_VERSION, MEMBER_TYPES, HyperNode, HyperNodeMember, MemberSelector, \
-    SelectorKind
+from pyvolcano.api.hypernode import (
+    HYPERNODE_API_VERSION,
+    MEMBER_TYPES,
+    HyperNode,
+    HyperNodeMember,
+    MemberSelector,
+    SelectorKind,
+)
 from pyvolcano.api.network_topology import NETWORK_TOPOLOGY_MODES, NetworkTopology, SubGroupPolicy
 from pyvolcano.api.objects import (
     Container,

@@ -273,13 +273,14 @@ def _hypernode_schema() -> Schema:
                 "key": _str(), "operator": _str(), "values": _list(_str()),
             }, required=("key", "operator"))),
         }),
-    }, **{"x-kubernetes-validations": [
+    })
+    selector["x-kubernetes-validations"] = [
         {"rule": "has(self.exactMatch) || has(self.regexMatch) || has(self.labelMatch)",
          "message": "Either ExactMatch or RegexMatch or LabelMatch must be specified"},
         {"rule": "(has(self.exactMatch) ? 1 : 0) + (has(self.regexMatch) ? 1 : 0) + (has(self.labelMatch) ? 1 : 0) "
                  "<= 1",
          "message": "Only one of ExactMatch, RegexMatch, or LabelMatch can be specified"},
-    ]})
+    ]
     spec = _obj({
         "tier": {"type": "integer", "minimum": 0},
         "tierName": _str(),
