@@ -37,6 +37,13 @@ UPSTREAM = {
     "queues.scheduling.volcano.sh": ("Queue", "queues", "queue", ["q", "queue-v1beta1"], "Cluster", "v1beta1",
                                      {"status": {}}, [("PARENT", "string", ".spec.parent", None)]),
     "commands.bus.volcano.sh": ("Command", "commands", "command", None, "Namespaced", "v1alpha1", {}, None),
+    "hypernodes.topology.volcano.sh": ("HyperNode", "hypernodes", "hypernode", ["hn"], "Cluster", "v1alpha1",
+                                       {"status": {}}, [
+        ("Tier", "string", ".spec.tier", None),
+        ("TierName", "string", ".spec.tierName", None),
+        ("NodeCount", "integer", ".status.nodeCount", None),
+        ("Age", "date", ".metadata.creationTimestamp", None),
+    ]),
 }
 
 
@@ -65,7 +72,7 @@ def test_crd_has_upstreams_names_scope_version_subresources_and_printer_columns(
     assert got == columns
 
 
-def test_crds_are_exactly_the_four_volcano_kinds() -> None:
+def test_crds_are_exactly_the_five_volcano_kinds() -> None:
     assert sorted(_crds()) == sorted(UPSTREAM)
 
 

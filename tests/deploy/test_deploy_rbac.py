@@ -205,3 +205,14 @@ def test_every_api_call_the_components_make_in_a_simulation_is_granted(monkeypat
         # A read of a kind the component watches is answered by its informer cache.
         requests = {(g, r, v) for g, r, v in used if not (v in ("get", "list") and (g, r) in informed)}
         assert requests - granted == set(), who
+
+
+def test_hypernodes_are_read_by_the_scheduler_and_written_by_the_controller_manager() -> None:
+    def verbs(name: str, resource: str) -> tuple[str, ...]:
+        return next(p.verbs for p in component(name).permissions
+                    if (p.group, p.resource) == ("topology.volcano.sh", resource))
+
+    assert verbs("scheduler", "hypernodes") == ("list", "watch")
+    assert verbs("controller-manager", "hypernodes") == ("list", "watch", "create", "update", "delete")
+    assert verbs("controller-manager", "hypernodes/status") == ("update",)
+    assert all(p.group != "topology.volcano.sh" for p in component("admission").permissions)

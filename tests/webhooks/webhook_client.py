@@ -20,7 +20,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 GROUPS = {"Job": ("batch.volcano.sh", "v1alpha1", "jobs"), "Queue": ("scheduling.volcano.sh", "v1beta1", "queues"),
-          "PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups"), "Pod": ("", "v1", "pods")}
+          "PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups"), "Pod": ("", "v1", "pods"),
+          "HyperNode": ("topology.volcano.sh", "v1alpha1", "hypernodes")}
 
 
 @dataclass(frozen=True)

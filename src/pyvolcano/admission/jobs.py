@@ -5,7 +5,8 @@ Mutation on CREATE follows ``pkg/webhooks/admission/jobs/mutate/mutate_job.go``:
 ``dnsPolicy: ClusterFirstWithHostNet`` for host-network templates, task ``minAvailable`` =
 ``minPartitions × partitionSize`` (when ``minPartitions > 0``) else ``replicas``, task ``maxRetry``
 3 when 0 or unset, job ``minAvailable`` = Σ task ``minAvailable`` when 0 or unset, and the ``svc``
-(for tensorflow/mpi/pytorch/ray) and ``ssh`` (for mpi) plugins a distributed plugin depends on.
+(for tensorflow/mpi/pytorch/ray) and ``ssh`` (for mpi) plugins a distributed plugin depends on;
+and the CRD's default ``mode: hard`` of the job's and the partitions' network topologies.
 
 Validation on CREATE follows ``validate/admit_job.go`` and ``validate/util.go`` plus the rules
 upstream moved into the CRD schema and the ``job-validation-policy`` ValidatingAdmissionPolicy
@@ -28,6 +29,7 @@ from pyvolcano.admission.k8s import (
     qualified_name_errors,
     validate_pod_template,
 )
+from pyvolcano.admission.network_topology import default_mode
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.store.base import NotFound, Store
 
@@ -151,6 +153,10 @@ def mutate_job(job: dict[str, Any], cfg: AdmissionConfig) -> None:
             task["maxRetry"] = DEFAULT_MAX_RETRY
     if not spec.get("minAvailable"):
         spec["minAvailable"] = sum(t["minAvailable"] for t in tasks)
+    default_mode(spec.get("networkTopology"))
+    for task in tasks:
+        if isinstance(task.get("partitionPolicy"), dict):
+            default_mode(task["partitionPolicy"].get("networkTopology"))
     plugins = spec.get("plugins")
     if isinstance(plugins, dict):
         if any(name in plugins for name in _SVC_DEPENDENT_PLUGINS) and "svc" not in plugins:

@@ -7,7 +7,9 @@ queue, and ``highestTierAllowed`` / ``highestTierName`` are mutually exclusive i
 topology and in every subgroup policy (``podgroups/validate/validate_podgroup.go``).
 
 CREATE and UPDATE: the CRD schema's rules (``minMember ≥ 0``, quantities in ``minResources``,
-``subGroupSize ≥ 1``, ``minSubGroups ≥ 0``, queue name syntax).
+``subGroupSize ≥ 1``, ``minSubGroups ≥ 0``, queue name syntax, a network topology's ``mode``
+and ``highestTierAllowed ≥ 0``); on CREATE a network topology's ``mode`` defaults to ``hard``
+(:mod:`.network_topology`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Final
 
 from pyvolcano.admission._common import Problems, ShapeChecker, quote, sub
 from pyvolcano.admission.k8s import dns1123_subdomain_errors, validate_resource_list
+from pyvolcano.admission.network_topology import default_mode, validate_bounds
 from pyvolcano.api.names import QUEUE_NAME_ANNOTATION
 from pyvolcano.store.base import NotFound, Store
 
@@ -53,12 +56,17 @@ def _shape_topology(s: ShapeChecker, parent: Mapping[str, Any], path: str) -> No
     if nt is not None:
         s.integer(nt, "highestTierAllowed", f"{path}.highestTierAllowed")
         s.string(nt, "highestTierName", f"{path}.highestTierName")
+        s.string(nt, "mode", f"{path}.mode")
 
 
 def mutate_podgroup(pg: dict[str, Any], store: Store) -> None:
     spec = pg.get("spec")
     if not isinstance(spec, dict):
         spec = pg["spec"] = {}
+    default_mode(spec.get("networkTopology"))
+    for sg in spec.get("subGroupPolicy") or []:
+        if isinstance(sg, dict):
+            default_mode(sg.get("networkTopology"))
     if not spec.get("queue"):
         spec["queue"] = _DEFAULT_QUEUE
     if spec["queue"] != _DEFAULT_QUEUE:
@@ -84,9 +92,11 @@ def validate_podgroup(op: str, pg: Mapping[str, Any], store: Store, p: Problems)
         for e in dns1123_subdomain_errors(queue):
             p.add("spec.queue", f"Invalid value: {quote(queue)}: {e}")
     validate_resource_list(spec.get("minResources"), "spec.minResources", p)
+    validate_bounds(spec.get("networkTopology"), "spec.networkTopology", p)
     for i, sg in enumerate(spec.get("subGroupPolicy") or []):
         if not isinstance(sg, Mapping):
             continue
+        validate_bounds(sg.get("networkTopology"), f"spec.subGroupPolicy[{i}].networkTopology", p)
         size = sg.get("subGroupSize")
         if size is not None and size < 1:
             p.add(f"spec.subGroupPolicy[{i}].subGroupSize",

@@ -38,6 +38,7 @@ CHECKED_KINDS: Final[frozenset[tuple[str, str]]] = frozenset({
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("bus.volcano.sh/v1alpha1", "Command"),
+    ("topology.volcano.sh/v1alpha1", "HyperNode"),
 })
 """``(apiVersion, kind)`` of the kinds pyvolcano validates (fields, defaults, admission)."""
 

@@ -28,6 +28,15 @@ from typing import Any
 
 from pyvolcano.api import matching
 from pyvolcano.api.defaults import requests_with_limit_defaults
+from pyvolcano.api.hypernode import (
+    HYPERNODE_API_VERSION,
+    MEMBER_TYPES,
+    HyperNode,
+    HyperNodeMember,
+    MemberSelector,
+    SelectorKind,
+)
+from pyvolcano.api.network_topology import NETWORK_TOPOLOGY_MODES, NetworkTopology, SubGroupPolicy
 from pyvolcano.api.objects import (
     Container,
     Node,
@@ -91,6 +100,7 @@ class ClusterObjects:
     podgroups: list[PodGroup] = field(default_factory=list)
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
+    hypernodes: list[HyperNode] = field(default_factory=list)
     other: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     documents: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, [ns/]name) -> document index
 
@@ -549,7 +559,129 @@ def _podgroup(d: _Doc) -> PodGroup:
         min_resources=d.resources("spec.minResources"), phase=phase, conditions=conds,
         running=d.int_("status.running", 0) or 0, succeeded=d.int_("status.succeeded", 0) or 0,
         failed=d.int_("status.failed", 0) or 0,
+        network_topology=_network_topology(d, d.get("spec.networkTopology"), "spec.networkTopology"),
+        sub_group_policy=_sub_group_policies(d),
     )
+
+
+def _int_field(d: _Doc, value: Any, path: str, default: int, minimum: int) -> int:
+    """A 32-bit integer at ``path`` (``value`` already read) of at least ``minimum``."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not INT32_MIN <= value <= INT32_MAX:
+        raise d.fail(path, f"got {_show(value)}; expected a 32-bit integer")
+    if value < minimum:
+        raise d.fail(path, f"got {value}; expected an integer >= {minimum}")
+    return value
+
+
+def _str_field(d: _Doc, value: Any, path: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise d.fail(path, f"got {_show(value)}; expected a string")
+    return value
+
+
+def _mapping_field(d: _Doc, value: Any, path: str) -> Mapping[str, Any] | None:
+    if value is not None and not isinstance(value, Mapping):
+        raise d.fail(path, f"got {_show(value)}; expected a mapping")
+    return value
+
+
+def _network_topology(d: _Doc, value: Any, path: str) -> NetworkTopology | None:
+    """``networkTopology`` with the CRD's checks: the mode enum (default ``hard``), a tier >= 0."""
+    nt = _mapping_field(d, value, path)
+    if nt is None:
+        return None
+    mode = _str_field(d, nt.get("mode"), f"{path}.mode") or "hard"
+    if mode not in NETWORK_TOPOLOGY_MODES:
+        raise d.fail(f"{path}.mode", f"got {mode!r}; expected one of {', '.join(NETWORK_TOPOLOGY_MODES)}")
+    tier = nt.get("highestTierAllowed")
+    return NetworkTopology(
+        mode=mode,
+        highest_tier_allowed=None if tier is None else _int_field(d, tier, f"{path}.highestTierAllowed", 0, 0),
+        highest_tier_name=_str_field(d, nt.get("highestTierName"), f"{path}.highestTierName"),
+    )
+
+
+def _sub_group_policies(d: _Doc) -> tuple[SubGroupPolicy, ...]:
+    out = []
+    for i, raw in enumerate(d.list_("spec.subGroupPolicy")):
+        path = f"spec.subGroupPolicy[{i}]"
+        sg = _mapping_field(d, raw, path)
+        if sg is None:
+            raise d.fail(path, "got None; expected a mapping")
+        keys = sg.get("matchLabelKeys")
+        if keys is not None and (not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
+            raise d.fail(f"{path}.matchLabelKeys", f"got {_show(keys)}; expected a list of label keys")
+        selector = sg.get("labelSelector")
+        if selector is not None:
+            try:
+                matching.compile_label_selector(selector, f"{path}.labelSelector")
+            except matching.SelectorError as e:
+                raise ManifestError(f"{d.where}: {e}") from None
+        out.append(SubGroupPolicy(
+            name=_str_field(d, sg.get("name"), f"{path}.name"),
+            sub_group_size=_int_field(d, sg.get("subGroupSize"), f"{path}.subGroupSize", 1, 1),
+            min_sub_groups=_int_field(d, sg.get("minSubGroups"), f"{path}.minSubGroups", 0, 0),
+            match_label_keys=tuple(keys or ()),
+            label_selector=dict(selector) if selector is not None else None,
+            network_topology=_network_topology(d, sg.get("networkTopology"), f"{path}.networkTopology"),
+        ))
+    return tuple(out)
+
+
+def _hypernode(d: _Doc) -> HyperNode:
+    """A HyperNode as its CRD's schema admits it: a tier >= 0, and members of type Node or HyperNode
+    that each have exactly one selector (a non-empty ``exactMatch.name``, a non-empty
+    ``regexMatch.pattern`` or a label selector). As upstream, a ``labelMatch`` on a HyperNode
+    member is accepted; it selects nothing."""
+    name, labels, annotations, created = _meta_common(d)
+    tier = _int_field(d, d.get("spec.tier"), "spec.tier", 0, 0)
+    members = []
+    for i, raw in enumerate(d.list_("spec.members")):
+        path = f"spec.members[{i}]"
+        m = _mapping_field(d, raw, path)
+        if m is None:
+            raise d.fail(path, "got None; expected a member mapping {type, selector}")
+        mtype = m.get("type")
+        if mtype not in MEMBER_TYPES:
+            raise d.fail(f"{path}.type", f"got {_show(mtype)}; expected one of {', '.join(MEMBER_TYPES)}")
+        members.append(HyperNodeMember(str(mtype), _member_selector(d, m.get("selector"), f"{path}.selector")))
+    node_count = d.int_("status.nodeCount", 0) or 0
+    if node_count < 0:
+        raise d.fail("status.nodeCount", f"got {node_count}; expected a non-negative integer")
+    return HyperNode(
+        name=name, uid=d.str_("metadata.uid", "") or name, labels=labels, annotations=annotations,
+        creation_timestamp=created, tier=tier, tier_name=d.str_("spec.tierName", ""), members=members,
+        node_count=node_count, conditions=[dict(c) for c in d.list_("status.conditions") if isinstance(c, Mapping)],
+    )
+
+
+def _member_selector(d: _Doc, value: Any, path: str) -> MemberSelector:
+    sel = _mapping_field(d, value, path) or {}
+    given = [k for k in SelectorKind if sel.get(k.value) is not None]
+    if len(given) != 1:
+        what = "none" if not given else " and ".join(k.value for k in given)
+        raise d.fail(path, f"got {what}; expected exactly one of exactMatch, regexMatch or labelMatch")
+    kind = given[0]
+    inner = _mapping_field(d, sel[kind.value], f"{path}.{kind.value}") or {}
+    if kind is SelectorKind.EXACT:
+        exact = _str_field(d, inner.get("name"), f"{path}.exactMatch.name")
+        if not exact:
+            raise d.fail(f"{path}.exactMatch.name", "is required; expected a non-empty name")
+        return MemberSelector(kind, name=exact)
+    if kind is SelectorKind.REGEX:
+        pattern = _str_field(d, inner.get("pattern"), f"{path}.regexMatch.pattern")
+        if not pattern:
+            raise d.fail(f"{path}.regexMatch.pattern", "is required; expected a non-empty regular expression")
+        return MemberSelector(kind, pattern=pattern)
+    try:
+        matching.compile_label_selector(inner, f"{path}.labelMatch")
+    except matching.SelectorError as e:
+        raise ManifestError(f"{d.where}: {e}") from None
+    return MemberSelector(kind, label_selector=dict(inner))
 
 
 def _queue(d: _Doc) -> Queue:
@@ -595,6 +727,7 @@ _KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): ("podgroups", _podgroup),
     ("scheduling.volcano.sh/v1beta1", "Queue"): ("queues", _queue),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("priority_classes", _priority_class),
+    (HYPERNODE_API_VERSION, "HyperNode"): ("hypernodes", _hypernode),
 }
 
 

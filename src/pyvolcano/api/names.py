@@ -56,6 +56,7 @@ __all__ = [
     "TASK_PRIORITY_KEY",
     "TASK_SPEC_KEY",
     "TEMPLATE_UID_KEY",
+    "TOPOLOGY_API_VERSION",
     "dns1035_label_matches",
     "dns1123_label_matches",
     "dns1123_subdomain_matches",
@@ -72,6 +73,7 @@ __all__ = [
 JOB_API_VERSION: Final = "batch.volcano.sh/v1alpha1"
 SCHEDULING_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 BUS_API_VERSION: Final = "bus.volcano.sh/v1alpha1"
+TOPOLOGY_API_VERSION: Final = "topology.volcano.sh/v1alpha1"
 
 SCHEDULER_KINDS: Final = ("Node", "Pod", "PriorityClass", "PodGroup", "Queue")
 """What vc-scheduler's cache watches, in the order upstream's ``SchedulerCache`` registers its

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyvolcano.api.names import GROUP_NAME_KEY
+from pyvolcano.api.network_topology import NetworkTopology, SubGroupPolicy
 
 __all__ = [
     "Container",
@@ -141,6 +142,8 @@ class PodGroup:
     running: int = 0
     succeeded: int = 0
     failed: int = 0
+    network_topology: NetworkTopology | None = None
+    sub_group_policy: tuple[SubGroupPolicy, ...] = ()
 
     @property
     def key(self) -> str:

@@ -65,6 +65,9 @@ SCHEDULER_CONF_DIR: Final = "/volcano.scheduler"
 ADMISSION_SECRET: Final = "volcano-admission-secret"
 ADMISSION_SERVICE: Final = "volcano-admission-service"
 ADMISSION_CERT_DIR: Final = "/admission.local.config/certificates"
+# The command's default paths plus HyperNode validation, which upstream's chart enables too.
+ENABLED_ADMISSION: Final = ("/jobs/mutate,/jobs/validate,/podgroups/mutate,/pods/validate,/pods/mutate,"
+                            "/queues/mutate,/queues/validate,/hypernodes/validate")
 ADMISSION_PORT: Final = 8443
 HEALTHZ_PORT: Final = 11251  # upstream's default --healthz-address :11251
 METRICS_PORTS: Final = {"scheduler": 8080, "controller-manager": 8081}  # upstream's --listen-address defaults
@@ -225,6 +228,7 @@ def _admission(namespace: str, image: str) -> list[dict[str, Any]]:
         f"--webhook-service-name={ADMISSION_SERVICE}",
         f"--port={ADMISSION_PORT}",
         "--enable-healthz",
+        f"--enabled-admission={ENABLED_ADMISSION}",
     ]
     container = _container(
         "admission", image, args,

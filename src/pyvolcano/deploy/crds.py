@@ -1,4 +1,4 @@
-"""CustomResourceDefinitions for Volcano's Job, PodGroup, Queue and Command.
+"""CustomResourceDefinitions for Volcano's Job, PodGroup, Queue, Command and HyperNode.
 
 Names, scope, versions, subresources and printer columns are upstream's
 (``config/crd/volcano/bases``), so ``kubectl get vcjob``/``pg``/``q`` and every client written
@@ -263,6 +263,44 @@ def _queue_schema() -> Schema:
     return _root(spec, status)
 
 
+def _hypernode_schema() -> Schema:
+    """Upstream's ``hypernodes.topology.volcano.sh`` schema: a member's selector has exactly one of
+    its three matchers, as the CRD's two CEL rules (``x-kubernetes-validations``) say."""
+    selector = _obj({
+        "exactMatch": _obj({"name": _str(minLength=1)}, required=("name",)),
+        "regexMatch": _obj({"pattern": _str(minLength=1)}, required=("pattern",)),
+        "labelMatch": _obj({
+            "matchLabels": _map(_str()),
+            "matchExpressions": _list(_obj({
+                "key": _str(), "operator": _str(), "values": _list(_str()),
+            }, required=("key", "operator"))),
+        }),
+    })
+    selector["x-kubernetes-validations"] = [
+        {"rule": "has(self.exactMatch) || has(self.regexMatch) || has(self.labelMatch)",
+         "message": "Either ExactMatch or RegexMatch or LabelMatch must be specified"},
+        {"rule": "(has(self.exactMatch) ? 1 : 0) + (has(self.regexMatch) ? 1 : 0) + (has(self.labelMatch) ? 1 : 0) "
+                 "<= 1",
+         "message": "Only one of ExactMatch, RegexMatch, or LabelMatch can be specified"},
+    ]
+    spec = _obj({
+        "tier": {"type": "integer", "minimum": 0},
+        "tierName": _str(),
+        "members": _list(_obj({
+            "type": _str(enum=["Node", "HyperNode"]),
+            "selector": selector,
+        }, required=("type",))) | {"minItems": 1},
+    })
+    status = _obj({
+        "conditions": _list(_obj({
+            "type": _str(), "status": _str(), "observedGeneration": {"type": "integer", "format": "int64"},
+            "lastTransitionTime": _timestamp(), "reason": _str(), "message": _str(),
+        }, required=("type", "status", "lastTransitionTime", "reason", "message"))),
+        "nodeCount": {"type": "integer", "format": "int64", "minimum": 0},
+    })
+    return _root(spec, status)
+
+
 def _command_schema() -> Schema:
     target = _obj({
         "apiVersion": _str(), "kind": _str(), "name": _str(), "uid": _str(),
@@ -326,10 +364,16 @@ CRD_SPECS: Final = (
         _column("PARENT", ".spec.parent", "string"),
     )),
     CrdSpec("bus.volcano.sh", "v1alpha1", "Command", "commands", "command", (), "Namespaced", False, ()),
+    CrdSpec("topology.volcano.sh", "v1alpha1", "HyperNode", "hypernodes", "hypernode", ("hn",), "Cluster", True, (
+        _column("Tier", ".spec.tier", "string"),
+        _column("TierName", ".spec.tierName", "string"),
+        _column("NodeCount", ".status.nodeCount", "integer"),
+        _column("Age", ".metadata.creationTimestamp", "date"),
+    )),
 )
 
 _SCHEMAS: Final = {"Job": _job_schema, "PodGroup": _podgroup_schema, "Queue": _queue_schema,
-                   "Command": _command_schema}
+                   "Command": _command_schema, "HyperNode": _hypernode_schema}
 
 
 def schema_for(api_version: str, kind: str) -> Schema | None:
@@ -363,5 +407,5 @@ def _definition(spec: CrdSpec) -> dict[str, Any]:
 
 
 def custom_resource_definitions() -> list[dict[str, Any]]:
-    """The four CRDs, in :data:`CRD_SPECS` order."""
+    """The five CRDs, in :data:`CRD_SPECS` order."""
     return [_definition(s) for s in CRD_SPECS]

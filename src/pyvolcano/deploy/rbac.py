@@ -85,6 +85,7 @@ COMPONENTS: Final = (
            "cache informer; PodGroup phase and conditions at session close"),
         _p("scheduling.volcano.sh", "queues", INFORM, "cache informer"),
         _p("scheduling.k8s.io", "priorityclasses", INFORM, "cache informer"),
+        _p("topology.volcano.sh", "hypernodes", INFORM, "network topology: the HyperNode tree"),
         _EVENTS,
         _LEASE,
     )),
@@ -110,6 +111,9 @@ COMPONENTS: Final = (
         _p("apps", "statefulsets", ("get",), "podgroup controller inherits owner annotations"),
         _p("apps", "daemonsets", ("get",), "podgroup controller inherits owner annotations"),
         _p("batch", "jobs", ("get",), "podgroup controller inherits owner annotations"),
+        _p("topology.volcano.sh", "hypernodes", ("list", "watch", "create", "update", "delete"),
+           "HyperNodes kept by a discovery controller, as upstream's hypernode controller"),
+        _p("topology.volcano.sh", "hypernodes/status", ("update",), "HyperNode nodeCount and conditions"),
         _LEASE,
     )),
     Component("admission", "volcano-admission", (

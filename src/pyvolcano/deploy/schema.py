@@ -2,8 +2,9 @@
 
 It checks an object the way the API server treats a custom resource, for the keywords those
 schemas use: ``type``, ``properties``, ``additionalProperties``, ``items``, ``required``,
-``enum``, ``minimum``/``maximum``, ``maxLength``, ``pattern``, ``format: date-time``,
-``x-kubernetes-int-or-string`` and ``x-kubernetes-preserve-unknown-fields``. A field the schema
+``enum``, ``minimum``/``maximum``, ``minLength``/``maxLength``, ``minItems``, ``pattern``,
+``format: date-time``, ``x-kubernetes-int-or-string`` and ``x-kubernetes-preserve-unknown-fields``
+(``x-kubernetes-validations``, CEL rules, are not evaluated). A field the schema
 does not declare is reported as an error: the API server would silently prune it, which for a
 Volcano manifest means a setting lost, so "accepted" here means "stored exactly as written".
 
@@ -89,6 +90,8 @@ def _check(value: Any, schema: Mapping[str, Any], path: str, errors: list[tuple[
         if "maximum" in schema and value > schema["maximum"]:
             errors.append((where, f"got {value}; expected at most {schema['maximum']}"))
     if isinstance(value, str):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            errors.append((where, f"got {len(value)} characters; expected at least {schema['minLength']}"))
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             errors.append((where, f"got {len(value)} characters; expected at most {schema['maxLength']}"))
         if "pattern" in schema and not _compiled(schema["pattern"]).search(value):
@@ -98,6 +101,8 @@ def _check(value: Any, schema: Mapping[str, Any], path: str, errors: list[tuple[
     if isinstance(value, Mapping):
         _check_object(value, schema, path, errors)
     elif isinstance(value, list) and "items" in schema:
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            errors.append((where, f"got {len(value)} items; expected at least {schema['minItems']}"))
         for i, item in enumerate(value):
             _check(item, schema["items"], f"{path}[{i}]", errors)
 

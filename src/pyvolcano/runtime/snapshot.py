@@ -54,7 +54,8 @@ SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "J
 # Kinds a snapshot may hold besides the scheduler's inputs: skipped by the reader (vcctl reads them).
 _SKIPPED_KINDS = {(JOB_API_VERSION, "Job"), (BUS_API_VERSION, "Command")}
 _SCHEDULER_KINDS_TEXT = ("v1 Pod, v1 Node, scheduling.volcano.sh/v1beta1 PodGroup, "
-                         "scheduling.volcano.sh/v1beta1 Queue, scheduling.k8s.io/v1 PriorityClass")
+                         "scheduling.volcano.sh/v1beta1 Queue, scheduling.k8s.io/v1 PriorityClass, "
+                         "topology.volcano.sh/v1alpha1 HyperNode")
 
 _NOISE: Final = ("managedFields", "resourceVersion", "generation", "selfLink")
 _LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
@@ -165,7 +166,7 @@ def _load(sources: Sequence[str | Path]) -> tuple[ClusterObjects, tuple[str, dic
                                     f"supported; expected one of {_SCHEDULER_KINDS_TEXT}, the {CONFIG_NAMESPACE}/"
                                     f"{CONFIG_MAP} ConfigMap, batch.volcano.sh/v1alpha1 Job")
             merged.other.append((i, doc))
-        for attr in ("nodes", "pods", "podgroups", "queues", "priority_classes"):
+        for attr in ("nodes", "pods", "podgroups", "queues", "priority_classes", "hypernodes"):
             for obj in getattr(objs, attr):
                 key = (type(obj).__name__, f"{getattr(obj, 'namespace', '') or ''}/{obj.name}".lstrip("/"))
                 if key in first:

@@ -25,10 +25,10 @@ from pyvolcano.simulator.kubelet import DURATION
 __all__ = ["ClusterEvent", "Submission", "load_workload", "without_duration"]
 
 SUBMIT_AT = "pyvolcano.io/submit-at"
-CLUSTER_KINDS = {"Node", "Queue", "PriorityClass"}
-CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace"}
+CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode"}
+CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace", "HyperNode"}
 WORKLOAD_KINDS = {"Job", "Queue", "PodGroup", "Pod", "Command", "PriorityClass", "Namespace", "Service",
-                  "ConfigMap", "Secret", "Node"}
+                  "ConfigMap", "Secret", "Node", "HyperNode"}
 PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret")}
 """Kinds pyvolcano does not model that a workload may still create (job plugins read them)."""
 

@@ -1,7 +1,7 @@
 """The admission services: upstream's webhook paths, what each one admits, and how its answer reads.
 
 Upstream (``pkg/webhooks/router``) registers one ``AdmissionService`` per path and serves the
-ones named by ``--enabled-admission``. :data:`SERVICES` is that registry for the four kinds
+ones named by ``--enabled-admission``. :data:`SERVICES` is that registry for the five kinds
 pyvolcano admits; each entry carries the rule its webhook configuration registers (group,
 version, resource, operations), upstream's webhook name, and how upstream words a rejection:
 
@@ -10,6 +10,8 @@ version, resource, operations), upstream's webhook name, and how upstream words 
 * ``/queues/validate`` returns a ``field.ErrorList`` aggregate (paths under ``requestBody.``;
   ``[a, b]`` when there are several) or the first of its plain errors;
 * ``/podgroups/validate`` joins its problems with ``"; "``;
+* ``/hypernodes/validate`` returns a ``field.ErrorList`` aggregate, as queues do but with the
+  paths as they are;
 * every other path returns its first problem.
 
 A problem whose message is a Kubernetes ``field.Error`` body (``Invalid value: …``, ``Required
@@ -69,6 +71,11 @@ def _render_queue(op: str, problems: Sequence[Problem]) -> str:
     return items[0] if len(items) == 1 else "[" + ", ".join(items) + "]"
 
 
+def _render_aggregate(op: str, problems: Sequence[Problem]) -> str:
+    items = [_item(p) for p in problems]
+    return items[0] if len(items) == 1 else "[" + ", ".join(items) + "]"
+
+
 def _render_podgroup(op: str, problems: Sequence[Problem]) -> str:
     return "; ".join(_item(p) for p in problems)
 
@@ -98,6 +105,7 @@ _JOB: Final = ("Job", "batch.volcano.sh", "v1alpha1", "jobs")
 _QUEUE: Final = ("Queue", "scheduling.volcano.sh", "v1beta1", "queues")
 _PODGROUP: Final = ("PodGroup", "scheduling.volcano.sh", "v1beta1", "podgroups")
 _POD: Final = ("Pod", "", "v1", "pods")
+_HYPERNODE: Final = ("HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes")
 
 
 def _service(path: str, name: str, mutating: bool, target: tuple[str, str, str, str], ops: tuple[str, ...],
@@ -121,9 +129,11 @@ SERVICES: Final[dict[str, AdmissionService]] = {s.path: s for s in (
     _service("/pods/mutate", "mutatepod.volcano.sh", True, _POD, ("CREATE",), "expect operation to be 'CREATE' "),
     _service("/pods/validate", "validatepod.volcano.sh", False, _POD, ("CREATE",),
              "expect operation to be 'CREATE'"),
+    _service("/hypernodes/validate", "validatehypernode.volcano.sh", False, _HYPERNODE, ("CREATE", "UPDATE"),
+             "expect operation to be 'CREATE' or 'UPDATE'", _render_aggregate),
 )}
-"""Every path pyvolcano serves. Upstream also has ``/jobflows/validate``, ``/cronjobs/validate``
-and ``/hypernodes/validate`` for kinds pyvolcano does not admit."""
+"""Every path pyvolcano serves. Upstream also has ``/jobflows/validate`` and ``/cronjobs/validate``
+for kinds pyvolcano does not admit."""
 
 
 def enabled_services(enabled: str) -> list[AdmissionService]:

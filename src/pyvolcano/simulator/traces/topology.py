@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pyvolcano.api.names import is_dns1123_label
+from pyvolcano.api.names import TOPOLOGY_API_VERSION, is_dns1123_label
 from pyvolcano.simulator.traces._common import (
     TraceError,
     display_name,
@@ -45,7 +45,7 @@ from pyvolcano.simulator.traces._common import (
 
 __all__ = ["HYPERNODE_API_VERSION", "TOPOLOGIES", "Topology", "load_topology"]
 
-HYPERNODE_API_VERSION: Final = "topology.volcano.sh/v1alpha1"
+HYPERNODE_API_VERSION: Final = TOPOLOGY_API_VERSION
 TOPOLOGY_LABEL_PREFIX: Final = "pyvolcano.io/topology-"
 
 TOPOLOGIES: Final = {"lingjun": ("alibaba-lingjun-2023-topology", "topo.csv")}
