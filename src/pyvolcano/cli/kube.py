@@ -33,6 +33,23 @@ class UsageError(ValueError):
     pass
 
 
+# Options the scheduler and the controller-manager share (upstream's component-base flags).
+LeaderElect = Annotated[bool, typer.Option("--leader-elect/--no-leader-elect",
+                                           help="Run leader election on a Lease (upstream's default)")]
+LeaseDuration = Annotated[str, typer.Option(metavar="DURATION", help="Lease duration")]
+RenewDeadline = Annotated[str, typer.Option(metavar="DURATION", help="Renew deadline")]
+RetryPeriod = Annotated[str, typer.Option(metavar="DURATION", help="Retry period")]
+LeaseNamespace = Annotated[str, typer.Option(metavar="NAMESPACE", help="Lease namespace")]
+LockObjectNamespace = Annotated[str, typer.Option(metavar="NAMESPACE",
+                                                  help="Deprecated: --leader-elect-resource-namespace")]
+EnableHealthz = Annotated[bool, typer.Option("--enable-healthz/--no-enable-healthz", help="Serve /healthz")]
+HealthzAddress = Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /healthz")]
+EnableMetrics = Annotated[bool, typer.Option("--enable-metrics/--no-enable-metrics", help="Serve /metrics")]
+ApiQps = Annotated[float, typer.Option(metavar="QPS", help="QPS towards the API server")]
+ApiBurst = Annotated[int, typer.Option(metavar="N", help="Burst towards the API server")]
+MetricsAddress = Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /metrics")]
+
+
 def _duration(flag: str, text: str) -> float:
     try:
         value = parse_duration_strict(text)
@@ -128,30 +145,19 @@ def scheduler(
         typer.Option("--scheduler-name", metavar="NAME", help="Handle pods with this schedulerName (repeatable)"),
     ] = None,
     default_queue: Annotated[str, typer.Option(metavar="QUEUE", help="The default queue name of the job")] = "default",
-    leader_elect: Annotated[
-        bool,
-        typer.Option("--leader-elect/--no-leader-elect", help="Run leader election on a Lease (upstream's default)"),
-    ] = True,
-    leader_elect_lease_duration: Annotated[str, typer.Option(metavar="DURATION", help="Lease duration")] = "15s",
-    leader_elect_renew_deadline: Annotated[str, typer.Option(metavar="DURATION", help="Renew deadline")] = "10s",
-    leader_elect_retry_period: Annotated[str, typer.Option(metavar="DURATION", help="Retry period")] = "2s",
+    leader_elect: LeaderElect = True,
+    leader_elect_lease_duration: LeaseDuration = "15s",
+    leader_elect_renew_deadline: RenewDeadline = "10s",
+    leader_elect_retry_period: RetryPeriod = "2s",
     leader_elect_resource_name: Annotated[str, typer.Option(metavar="NAME", help="Lease name")] = "volcano",
-    leader_elect_resource_namespace: Annotated[
-        str, typer.Option(metavar="NAMESPACE", help="Lease namespace")
-    ] = "volcano-system",
-    lock_object_namespace: Annotated[
-        str, typer.Option(metavar="NAMESPACE", help="Deprecated: --leader-elect-resource-namespace")
-    ] = "",
-    enable_metrics: Annotated[
-        bool, typer.Option("--enable-metrics/--no-enable-metrics", help="Serve /metrics")
-    ] = False,
-    listen_address: Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /metrics")] = ":8080",
-    enable_healthz: Annotated[
-        bool, typer.Option("--enable-healthz/--no-enable-healthz", help="Serve /healthz")
-    ] = False,
-    healthz_address: Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /healthz")] = ":11251",
-    kube_api_qps: Annotated[float, typer.Option(metavar="QPS", help="QPS towards the API server")] = 2000.0,
-    kube_api_burst: Annotated[int, typer.Option(metavar="N", help="Burst towards the API server")] = 2000,
+    leader_elect_resource_namespace: LeaseNamespace = "volcano-system",
+    lock_object_namespace: LockObjectNamespace = "",
+    enable_metrics: EnableMetrics = False,
+    listen_address: MetricsAddress = ":8080",
+    enable_healthz: EnableHealthz = False,
+    healthz_address: HealthzAddress = ":11251",
+    kube_api_qps: ApiQps = 2000.0,
+    kube_api_burst: ApiBurst = 2000,
     percentage_nodes_to_find: Annotated[
         int, typer.Option(metavar="PERCENT", help="Percentage of nodes to find and score")
     ] = 0,
@@ -245,32 +251,21 @@ def controller_manager(
             "--scheduler-name", metavar="NAME", help="Pods with this schedulerName get a PodGroup (repeatable)"
         ),
     ] = None,
-    leader_elect: Annotated[
-        bool,
-        typer.Option("--leader-elect/--no-leader-elect", help="Run leader election on a Lease (upstream's default)"),
-    ] = True,
-    leader_elect_lease_duration: Annotated[str, typer.Option(metavar="DURATION", help="Lease duration")] = "15s",
-    leader_elect_renew_deadline: Annotated[str, typer.Option(metavar="DURATION", help="Renew deadline")] = "10s",
-    leader_elect_retry_period: Annotated[str, typer.Option(metavar="DURATION", help="Retry period")] = "2s",
+    leader_elect: LeaderElect = True,
+    leader_elect_lease_duration: LeaseDuration = "15s",
+    leader_elect_renew_deadline: RenewDeadline = "10s",
+    leader_elect_retry_period: RetryPeriod = "2s",
     leader_elect_resource_name: Annotated[
         str, typer.Option(metavar="NAME", help="Lease name")
     ] = "vc-controller-manager",
-    leader_elect_resource_namespace: Annotated[
-        str, typer.Option(metavar="NAMESPACE", help="Lease namespace")
-    ] = "volcano-system",
-    lock_object_namespace: Annotated[
-        str, typer.Option(metavar="NAMESPACE", help="Deprecated: --leader-elect-resource-namespace")
-    ] = "",
-    enable_healthz: Annotated[
-        bool, typer.Option("--enable-healthz/--no-enable-healthz", help="Serve /healthz")
-    ] = False,
-    healthz_address: Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /healthz")] = ":11251",
-    enable_metrics: Annotated[
-        bool, typer.Option("--enable-metrics/--no-enable-metrics", help="Serve /metrics")
-    ] = False,
-    listen_address: Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /metrics")] = ":8081",
-    kube_api_qps: Annotated[float, typer.Option(metavar="QPS", help="QPS towards the API server")] = 50.0,
-    kube_api_burst: Annotated[int, typer.Option(metavar="N", help="Burst towards the API server")] = 100,
+    leader_elect_resource_namespace: LeaseNamespace = "volcano-system",
+    lock_object_namespace: LockObjectNamespace = "",
+    enable_healthz: EnableHealthz = False,
+    healthz_address: HealthzAddress = ":11251",
+    enable_metrics: EnableMetrics = False,
+    listen_address: MetricsAddress = ":8081",
+    kube_api_qps: ApiQps = 50.0,
+    kube_api_burst: ApiBurst = 100,
     seed: Annotated[int | None, typer.Option(metavar="N", hidden=True,
                                              help="No longer used: keys and names come from the OS")] = None,
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
@@ -350,8 +345,8 @@ def fake_nodes(
             help="Runtime of pods without a pyvolcano.io/duration annotation, e.g. 30s (default: until deleted)",
         ),
     ] = None,
-    kube_api_qps: Annotated[float, typer.Option(metavar="QPS", help="QPS towards the API server")] = 500.0,
-    kube_api_burst: Annotated[int, typer.Option(metavar="N", help="Burst towards the API server")] = 1000,
+    kube_api_qps: ApiQps = 500.0,
+    kube_api_burst: ApiBurst = 1000,
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity")] = 0,
 ) -> None:
     """Simulated kubelets: keep nodes Ready and run the pods bound to them (like KWOK)."""
