@@ -51,7 +51,11 @@ def _keys_on_a_fresh_cluster(workdir: Path) -> dict[str, dict[str, bytes]]:
                             text=True).stdout
     docs = [d for d in yaml.safe_load_all(bundle) if d and d["kind"] != "Deployment"]
     with ControlPlane() as cp:
-        _kubectl(cp.kubeconfig, "apply", "-f", "-", input=yaml.safe_dump_all(docs))
+        bundle_text = yaml.safe_dump_all(docs)
+        # A just-started API server answers 503 to validation until its OpenAPI is served.
+        wait_for(lambda: subprocess.run(["kubectl", "--kubeconfig", str(cp.kubeconfig), "apply", "-f", "-"],
+                                        input=bundle_text, capture_output=True, text=True).returncode == 0,
+                 60, "the bundle to apply", interval=0.5)
         _kubectl(cp.kubeconfig, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         log = open(workdir / "controller-manager.log", "wb")  # noqa: SIM115 - closed below
         proc = subprocess.Popen([sys.executable, "-m", "pyvolcano", "controller-manager", "--kubeconfig",
