@@ -1,12 +1,15 @@
 """SchedulerCache: authoritative scheduler state built from cluster objects (pkg/scheduler/cache).
 
-The cache turns Pods, Nodes, PodGroups, Queues and PriorityClasses into the scheduler's
-domain state (``JobInfo``/``TaskInfo``/``NodeInfo``/``QueueInfo`` plus the columnar
-``NodeTable``) once, and keeps it up to date as objects change. Sessions work on this state
-in place; the scheduling cycle (:mod:`pyvolcano.runtime.cycle`) applies their committed
-effects here: a bind sets the pod's ``nodeName`` (the task becomes Bound), an eviction
-deletes the pod (or marks it terminating). What sessions keep from one to the next lives in
-one :class:`~pyvolcano.cache.memo.SessionMemo` the cache owns and hands to each session.
+The cache turns Pods, Nodes, PodGroups, Queues, PriorityClasses and HyperNodes into the
+scheduler's domain state (``JobInfo``/``TaskInfo``/``NodeInfo``/``QueueInfo``, the columnar
+``NodeTable`` and the :class:`~pyvolcano.api.hypernode_tree.HyperNodeTree`) once, and keeps it up
+to date as objects change: the tree follows every HyperNode change and every node added, deleted
+or relabelled (a ``regexMatch`` or ``labelMatch`` member may select it or stop selecting it).
+Sessions work on this state in place; the scheduling cycle (:mod:`pyvolcano.runtime.cycle`)
+applies their committed effects here: a bind sets the pod's ``nodeName`` (the task becomes
+Bound), an eviction deletes the pod (or marks it terminating). What sessions keep from one to
+the next lives in one :class:`~pyvolcano.cache.memo.SessionMemo` the cache owns and hands to
+each session.
 The cache knows nothing of the framework: it imports no session, plugin or action.
 
 Tracked pods follow upstream: a pod is scheduled by us if its ``schedulerName`` is one of
@@ -21,6 +24,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from pyvolcano.api.hypernode import HyperNode
+from pyvolcano.api.hypernode_tree import HyperNodeTree
 from pyvolcano.api.job import JobChanges, JobInfo
 from pyvolcano.api.manifest import ClusterObjects
 from pyvolcano.api.node import NodeInfo, NodeTable
@@ -75,6 +80,10 @@ class SchedulerCache:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pods: dict[str, Pod] = {}
         self.tasks: dict[str, TaskInfo] = {}
+        # HyperNodes as written, and the tree resolved over the live nodes (deleted nodes,
+        # which keep their NodeInfo and row, are not in it).
+        self.hypernodes: dict[str, HyperNode] = {}
+        self.hypernode_tree = HyperNodeTree()
         # Bumped whenever a node's labels, taints or schedulability change, so per-node
         # derived data (e.g. predicate signatures) can be rebuilt.
         self.node_generation = 0
@@ -104,7 +113,10 @@ class SchedulerCache:
         for q in objs.queues:
             cache.add_queue(q)
         for n in objs.nodes:
-            cache.add_node(n)
+            cache._add_node_info(n)
+        cache.hypernodes = {hn.name: hn for hn in objs.hypernodes}
+        cache.hypernode_tree = HyperNodeTree.build(
+            cache.hypernodes.values(), ((info.name, info.labels, info.index) for info in cache.node_list))
         for pg in sorted(objs.podgroups, key=lambda p: (p.namespace, p.name)):
             cache.add_podgroup(pg)
         referenced = {cache.jobs[k].queue for k in cache.jobs}
@@ -122,6 +134,11 @@ class SchedulerCache:
         self.queues[q.name] = QueueInfo(q)
 
     def add_node(self, n: Node) -> NodeInfo:
+        info = self._add_node_info(n)
+        self.hypernode_tree.set_node(n.name, n.labels, info.index)
+        return info
+
+    def _add_node_info(self, n: Node) -> NodeInfo:
         info = NodeInfo(n, self.node_table, Resource.from_list(n.allocatable))
         self.nodes[n.name] = info
         self.node_list.append(info)
@@ -256,6 +273,8 @@ class SchedulerCache:
             return self.add_node(n)
         if (n.labels != info.labels or n.taints != info.taints or n.unschedulable != info.unschedulable):
             self.node_generation += 1
+        if n.labels != info.labels or not self.hypernode_tree.has_node(n.name):
+            self.hypernode_tree.set_node(n.name, n.labels, info.index)
         info.node = n
         info.labels = n.labels
         info.taints = n.taints
@@ -266,6 +285,22 @@ class SchedulerCache:
         else:
             self.node_table.bump(info.index)
         return info
+
+    def delete_node(self, n: Node) -> None:
+        """A deleted node keeps its row but can host nothing (upstream: not in snapshots), and
+        leaves the HyperNode tree."""
+        n.unschedulable = True
+        n.allocatable = {}
+        self.upsert_node(n)
+        self.hypernode_tree.remove_node(n.name)
+
+    def upsert_hypernode(self, hn: HyperNode) -> None:
+        self.hypernodes[hn.name] = hn
+        self.hypernode_tree.set_hypernode(hn)
+
+    def delete_hypernode(self, name: str) -> None:
+        if self.hypernodes.pop(name, None) is not None:
+            self.hypernode_tree.remove_hypernode(name)
 
     def upsert_queue(self, q: Queue) -> None:
         self.capacity_epoch += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pyvolcano.api.hypernode import HyperNode
 from pyvolcano.api.job import podgroup_phase
 from pyvolcano.api.manifest import ManifestError, parse_object, pod_uid
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
@@ -45,7 +46,7 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     every field the scheduler parses unchanged (the controller's per-phase counts) cannot
     either. Everything else can.
     """
-    if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass"):
+    if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass", "HyperNode"):
         return False
     if kind == "Pod" and event_type == "DELETED":
         return _delete_pod(cache, obj)
@@ -78,10 +79,7 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
         if event_type != "DELETED":
             cache.upsert_node(typed)
         else:
-            # A deleted node keeps its row but can host nothing (upstream: not in snapshots).
-            typed.unschedulable = True
-            typed.allocatable = {}
-            cache.upsert_node(typed)
+            cache.delete_node(typed)
     elif isinstance(typed, PodGroup):
         if event_type == "DELETED":
             quiet = _finished_job_cleanup(cache, f"{typed.namespace}/{typed.name}")
@@ -102,6 +100,14 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
             cache.priority_classes.pop(typed.name, None)
         else:
             cache.upsert_priority_class(typed)
+    elif isinstance(typed, HyperNode):
+        if event_type == "DELETED":
+            cache.delete_hypernode(typed.name)
+        else:
+            cached = cache.hypernodes.get(typed.name)
+            if cached is not None and _hypernode_spec(cached) == _hypernode_spec(typed):
+                return False  # e.g. the controller's status.nodeCount: nothing the tree reads
+            cache.upsert_hypernode(typed)
     return True
 
 
@@ -149,6 +155,11 @@ def _same_spec(a: PodGroup, b: PodGroup) -> bool:
     return (a.min_member, a.min_task_member, a.queue, a.priority_class_name, a.min_resources, a.annotations,
             a.labels) == (b.min_member, b.min_task_member, b.queue, b.priority_class_name, b.min_resources,
                           b.annotations, b.labels)
+
+
+def _hypernode_spec(hn: HyperNode) -> tuple[Any, ...]:
+    # MemberSelector's equality leaves out the label selector: compare it here.
+    return (hn.tier, hn.tier_name, [(m.type, m.selector, m.selector.label_selector) for m in hn.members])
 
 
 def resync_pod(cache: SchedulerCache, store: Store, namespace: str, name: str) -> dict[str, Any] | None:
