@@ -13,13 +13,14 @@ from typing import Any
 
 from pyvolcano.admission import VolcanoAdmission
 from pyvolcano.controllers import GarbageCollector, JobController, PodGroupController, QueueController
+from pyvolcano.controllers.hypernode import HyperNodeController
 from pyvolcano.simulator.seeded_entropy import SeededEntropy
 from pyvolcano.store.base import WatchEvent
 from pyvolcano.store.memory import InMemoryStore
 
 
 class Harness:
-    def __init__(self, *, seed: int = 0, admission: bool = True, max_requeue: int = 15):
+    def __init__(self, *, seed: int = 0, admission: bool = True, max_requeue: int = 15, hypernodes: bool = False):
         self.now = 0.0
         self.store = InMemoryStore(clock=lambda: self.now, admission=VolcanoAdmission() if admission else None)
         self.rng = random.Random(seed)
@@ -28,6 +29,10 @@ class Harness:
         self.podgroups = PodGroupController(store=self.store)
         self.gc = GarbageCollector(store=self.store)
         self.controllers: list[Any] = [self.queues, self.jobs, self.podgroups, self.gc]
+        self.hypernodes: HyperNodeController | None = None
+        if hypernodes:
+            self.hypernodes = HyperNodeController(store=self.store, entropy=SeededEntropy(self.rng))
+            self.controllers.append(self.hypernodes)
         self.revision = 0
         self.events: list[WatchEvent] = []
         self.wakeups: dict[int, float] = {}

@@ -256,3 +256,40 @@ def test_live_commands_refuse_a_missing_kubeconfig_with_one_line(tmp_path):
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 2, (cmd, r.stderr)
         assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and "nope" in r.stderr
+
+
+def test_controller_manager_discovers_hypernodes_from_node_labels_and_counts_their_nodes():
+    from pyvolcano.api.names import NETWORK_TOPOLOGY_SOURCE_KEY
+
+    api = FakeApiServer()
+    with api.lock:
+        for i, rack in enumerate(("r1", "r1", "r2")):
+            api.store.create({"apiVersion": "v1", "kind": "Node",
+                              "metadata": {"name": f"n{i}", "labels": {"example.com/rack": rack}}})
+        api.store.create({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+                          "metadata": {"name": "hand-made"},
+                          "spec": {"tier": 1,
+                                   "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "n"}}}]}})
+        api.store.create({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": "volcano-controller-configmap", "namespace": "volcano-system"},
+                          "data": {"volcano-controller.conf": (
+                              "networkTopologyDiscovery:\n- source: label\n  enabled: true\n  config:\n"
+                              "    networkTopologyTypes:\n      rack:\n      - nodeLabel: example.com/rack\n"
+                              "      - nodeLabel: kubernetes.io/hostname\n")}})
+    store, cm = _manager(api)
+
+    def counts() -> dict[str, int]:
+        cm.step()
+        with api.lock:
+            return {(hn["metadata"].get("labels") or {}).get("example.com/rack", hn["metadata"]["name"]):
+                    (hn.get("status") or {}).get("nodeCount", 0) for hn in api.store.list("HyperNode")}
+
+    try:
+        wait_for(lambda: counts() == {"hand-made": 3, "r1": 2, "r2": 1})
+        with api.lock:
+            discovered = [hn for hn in api.store.list("HyperNode") if hn["metadata"]["name"] != "hand-made"]
+        assert all(hn["metadata"]["labels"][NETWORK_TOPOLOGY_SOURCE_KEY] == "label" for hn in discovered)
+        assert all(hn["metadata"]["name"].startswith("hypernode-rack-tier1-") for hn in discovered)
+        assert any(m == "PUT" and p.endswith("/status") and "/hypernodes/" in p for m, p in api.requests)
+    finally:
+        store.stop()

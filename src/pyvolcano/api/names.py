@@ -39,6 +39,7 @@ __all__ = [
     "JOB_VERSION_KEY",
     "LABEL_VALUE_FMT",
     "NETWORK_TOPOLOGY_MODE_KEY",
+    "NETWORK_TOPOLOGY_SOURCE_KEY",
     "NETWORK_TOPOLOGY_TIER_KEY",
     "NUMA_POLICY_KEY",
     "OUT_OF_SYNC_KEY",
@@ -111,6 +112,8 @@ JDB_MIN_AVAILABLE_KEY: Final = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE_KEY: Final = "volcano.sh/jdb-max-unavailable"
 NETWORK_TOPOLOGY_MODE_KEY: Final = "volcano.sh/network-topology-mode"
 NETWORK_TOPOLOGY_TIER_KEY: Final = "volcano.sh/network-topology-highest-tier"
+NETWORK_TOPOLOGY_SOURCE_KEY: Final = "volcano.sh/network-topology-source"
+"""The label a discovered HyperNode carries: the discovery source that manages it (``label``)."""
 
 # ----------------------------------------------------------------------------- queues
 

@@ -1,11 +1,12 @@
-"""Volcano's controller-manager equivalents: job, queue, PodGroup (plain pods) and garbage collection.
+"""Volcano's controller-manager equivalents: job, queue, PodGroup (plain pods), garbage collection
+and HyperNode (node counts, discovery from node labels).
 
 Every controller follows one small protocol so that the runtime can drive them on a virtual
 clock: :meth:`Controller.on_event` takes a store watch event and only records work;
 :meth:`Controller.run` does all queued work at a virtual instant, writing through the store,
 and returns the next virtual time it needs to run again (retries, policy timeouts, TTLs) or
 ``None``. Controllers read objects as plain manifest-shaped dicts, take the store by keyword,
-and never read a wall clock; the job controller also takes the runtime's
+and never read a wall clock; the job and HyperNode controllers also take the runtime's
 :class:`~pyvolcano.controllers.entropy.Entropy` (generated names and SSH keys), which the
 runtime chooses: the operating system's randomness live, a seeded generator in the simulator.
 """
@@ -16,6 +17,7 @@ from typing import Protocol
 
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.controllers.gc import GarbageCollector
+from pyvolcano.controllers.hypernode import HyperNodeController
 from pyvolcano.controllers.job.controller import JobController
 from pyvolcano.controllers.podgroup import PodGroupController
 from pyvolcano.controllers.queue import QueueController, ensure_default_queues
@@ -24,6 +26,7 @@ from pyvolcano.store.base import Store, WatchEvent
 __all__ = [
     "Controller",
     "GarbageCollector",
+    "HyperNodeController",
     "JobController",
     "PodGroupController",
     "QueueController",
@@ -44,11 +47,13 @@ def default_controllers(*, store: Store, entropy: Entropy) -> list[Controller]:
     """The controllers ``vc-controller-manager`` runs by default, in a fixed order.
 
     The queue controller comes first: its constructor creates the ``root`` and ``default``
-    queues that job and PodGroup admission look up.
+    queues that job and PodGroup admission look up. Upstream's default ``--controllers``
+    (``*,-sharding-controller``) includes the HyperNode controller, so the simulator runs it too.
     """
     return [
         QueueController(store=store),
         JobController(store=store, entropy=entropy),
         PodGroupController(store=store),
         GarbageCollector(store=store),
+        HyperNodeController(store=store, entropy=entropy),
     ]

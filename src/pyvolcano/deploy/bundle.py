@@ -204,6 +204,9 @@ def _controllers(namespace: str, image: str) -> list[dict[str, Any]]:
     args = ["controller-manager", *_leader_args(namespace)]
     container = _container("volcano-controllers", image, args, ports=_ports("controller-manager"), mounts=[],
                            probe=_healthz_probe())
+    # Where the HyperNode controller looks for its discovery ConfigMap, as upstream's chart sets it.
+    container["env"] = [{"name": "KUBE_POD_NAMESPACE", "value": namespace},
+                        {"name": "HELM_RELEASE_NAME", "value": "volcano"}]
     return [_metrics_service("volcano-controllers-service", namespace, "volcano-controller",
                              METRICS_PORTS["controller-manager"]),
             _deployment("volcano-controllers", namespace, "volcano-controller", "volcano-controllers", container, [])]

@@ -6,7 +6,7 @@ does its queued work and says when it next needs to run. Here "now" is the wall 
 the loop sleeps until a new event arrives or the earliest requested wake-up is due.
 
 Restart safety comes from the controllers themselves: the first events after start are the
-informers' initial lists (every existing Job, Pod, PodGroup, Queue and Command as ADDED), so
+informers' initial lists (every existing object of the watched kinds as ADDED), so
 a restarted manager adopts the pods and PodGroups that exist (owner references and upstream's
 labels and annotations identify them), and the job controller's pod names are deterministic
 (``<job>-<task>-<index>``), so it never creates a duplicate pod: a create that races an
@@ -16,6 +16,7 @@ existing pod is refused by the API server as AlreadyExists.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -28,11 +29,13 @@ __all__ = ["CONTROLLERS", "CONTROLLER_KINDS", "LiveControllerManager", "build_co
 
 logger = logging.getLogger(__name__)
 
-CONTROLLER_KINDS = ("Queue", "PriorityClass", "Job", "PodGroup", "Pod", "Command")
-"""What vc-controller-manager's informers watch."""
+CONTROLLER_KINDS = ("Queue", "PriorityClass", "Job", "PodGroup", "Pod", "Command", "HyperNode", "Node", "ConfigMap")
+"""What vc-controller-manager's informers watch (HyperNode, Node and ConfigMap for the HyperNode
+controller: node counts and the discovery ConfigMap)."""
 
-CONTROLLERS = ("queue-controller", "job-controller", "pg-controller", "gc-controller")
-"""Upstream's controller names (``--controllers``), in the order they run."""
+CONTROLLERS = ("queue-controller", "job-controller", "pg-controller", "gc-controller", "hyperNode-controller")
+"""Upstream's controller names (``--controllers``), in the order they run; upstream's default
+(``*,-sharding-controller``) enables all of them."""
 
 
 def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
@@ -40,15 +43,23 @@ def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
     """The enabled controllers, in upstream's order. Their generated names and SSH keys come
     from the operating system's randomness (:class:`SystemEntropy`); nothing here is seeded."""
     from pyvolcano.controllers import GarbageCollector, JobController, PodGroupController, QueueController
+    from pyvolcano.controllers.hypernode import HyperNodeController
+    from pyvolcano.controllers.hypernode.discovery import DEFAULT_NAMESPACE, DEFAULT_RELEASE_NAME, configmap_name
     from pyvolcano.controllers.system_entropy import SystemEntropy
 
     entropy = SystemEntropy()
+    # Upstream finds the discovery ConfigMap from the pod's namespace and the Helm release name.
+    config_namespace = os.environ.get("KUBE_POD_NAMESPACE") or DEFAULT_NAMESPACE
+    config_name = configmap_name(os.environ.get("HELM_RELEASE_NAME") or DEFAULT_RELEASE_NAME)
 
     factories: dict[str, Callable[[], Any]] = {
         "queue-controller": lambda: QueueController(store=store),
         "job-controller": lambda: JobController(store=store, entropy=entropy),
         "pg-controller": lambda: PodGroupController(store=store, scheduler_names=tuple(scheduler_names)),
         "gc-controller": lambda: GarbageCollector(store=store),
+        "hyperNode-controller": lambda: HyperNodeController(store=store, entropy=entropy,
+                                                            config_namespace=config_namespace,
+                                                            config_name=config_name),
     }
     unknown = [c for c in enabled if c not in factories]
     if unknown:
