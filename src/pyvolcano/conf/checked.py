@@ -17,9 +17,8 @@ is wrong, what was expected). No text and no path means upstream's built-in defa
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from pyvolcano.conf.defaults import default_configuration
 from pyvolcano.conf.loader import ConfigError, load_scheduler_conf, load_scheduler_conf_file
@@ -30,11 +29,6 @@ if TYPE_CHECKING:
     from pyvolcano.framework.registry import Registry
 
 __all__ = ["load_configuration"]
-
-# How :class:`~pyvolcano.framework.arguments.Arguments` words a bad value: "plugin binpack:
-# argument binpack.weight: got ...; expected ...".
-_ARGUMENT: Final = re.compile(r"(?:plugin|action) [^:]+: argument ([^:\s]+): (.*)", re.DOTALL)
-
 
 def load_configuration(registry: Registry, path: str | os.PathLike[str] | None = None, *, text: str | None = None,
                        source: str | None = None) -> SchedulerConfiguration:
@@ -71,9 +65,6 @@ def _build(source: str, field: str, factory: Callable[[Mapping[str, Any]], objec
     try:
         factory(arguments)
     except ArgumentError as e:
-        message = str(e)
-        argument = _ARGUMENT.fullmatch(message)
-        if argument is not None:
-            field, message = f"{field}.{argument.group(1)}", argument.group(2)
-        problem, _, expected = message.partition("; expected ")
-        raise ConfigError(source, field, problem, expected or "an argument the plugin accepts") from None
+        if e.argument is not None:
+            field = f"{field}.{e.argument}"
+        raise ConfigError(source, field, e.problem, e.expected or "an argument the plugin accepts") from None

@@ -45,7 +45,24 @@ _REPR_LIMIT: Final = 60
 
 
 class ArgumentError(ValueError):
-    """An argument value that cannot be read as the requested type."""
+    """An argument value that cannot be read as the requested type.
+
+    :meth:`bad` words it ``"<owner>: argument <key>: <problem>; expected <expected>"`` and keeps
+    the parts, so that a configuration check can name the field (``argument``) without reading
+    the message back; an error about no single argument has only the message.
+    """
+
+    def __init__(self, message: str, *, argument: str | None = None, problem: str | None = None,
+                 expected: str | None = None):
+        super().__init__(message)
+        self.argument = argument
+        self.problem = problem if problem is not None else message
+        self.expected = expected
+
+    @classmethod
+    def bad(cls, owner: str, argument: str, problem: str, expected: str | None = None) -> ArgumentError:
+        text = f"{owner}: argument {argument}: {problem}" + (f"; expected {expected}" if expected else "")
+        return cls(text, argument=argument, problem=problem, expected=expected)
 
 
 def _describe(value: Any) -> str:
@@ -73,11 +90,15 @@ class Arguments:
     prefixes every error message.
     """
 
-    __slots__ = ("_owner", "_raw")
+    __slots__ = ("_owner", "_raw", "_within")
 
-    def __init__(self, raw: Mapping[str, Any] | None, *, owner: str) -> None:
+    def __init__(self, raw: Mapping[str, Any] | None, *, owner: str, within: str | None = None) -> None:
+        """``within``: the path of a nested mapping these arguments were read from; its errors
+        name the path in their text (``"<owner>: <within>: argument <key>: ..."``) and leave
+        :attr:`ArgumentError.argument` unset, as no single argument of the owner is at fault."""
         self._raw: Mapping[str, Any] = MappingProxyType(dict(raw or {}))
         self._owner = owner
+        self._within = within
 
     def __repr__(self) -> str:
         return f"Arguments({dict(self._raw)!r}, owner={self._owner!r})"
@@ -98,7 +119,10 @@ class Arguments:
         return key in self._raw
 
     def _fail(self, key: str, value: Any, expected: str) -> NoReturn:
-        raise ArgumentError(f"{self._owner}: argument {key}: got {_describe(value)}; expected {expected}")
+        if self._within is not None:
+            problem = f"{self._owner}: {self._within}: argument {key}: got {_describe(value)}"
+            raise ArgumentError(f"{problem}; expected {expected}", problem=problem, expected=expected)
+        raise ArgumentError.bad(self._owner, key, f"got {_describe(value)}", expected)
 
     def get_int(self, key: str, default: int) -> int:
         """An integer: a YAML int, an integral float (``2.0``) or an integer string (``"3"``)."""

@@ -67,7 +67,7 @@ class DeviceShare:
             raise ArgumentError(f"plugin {NAME}: can not define true in both gpu sharing and gpu number")
         for key in _UNSUPPORTED:
             if args.get_bool(key, False):
-                raise ArgumentError(f"plugin {NAME}: argument {key}: got true; this device type is not supported")
+                raise ArgumentError.bad(f"plugin {NAME}", key, "got true; this device type is not supported")
         self.session_gpus: SessionGpus | None = None
 
     def on_session_open(self, ssn: Session) -> None:

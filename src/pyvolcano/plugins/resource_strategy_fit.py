@@ -111,7 +111,7 @@ class Proportion:
 
 
 def _not_a_mapping(raw: Any, path: str) -> ArgumentError:
-    return ArgumentError(f"{_OWNER}: argument {path}: got {raw!r} ({type(raw).__name__}); expected a mapping")
+    return ArgumentError.bad(_OWNER, path, f"got {raw!r} ({type(raw).__name__})", "a mapping")
 
 
 def _fields(raw: Any, path: str, names: tuple[str, ...]) -> Arguments:
@@ -128,13 +128,13 @@ def _fields(raw: Any, path: str, names: tuple[str, ...]) -> Arguments:
             if key.lower() == name.lower():
                 picked[name] = raw[key]
                 break
-    return Arguments(picked, owner=f"{_OWNER}: {path}")
+    return Arguments(picked, owner=_OWNER, within=path)
 
 
 def _mapping(raw: Any, path: str) -> Arguments:
     if not isinstance(raw, Mapping):
         raise _not_a_mapping(raw, path)
-    return Arguments(raw, owner=f"{_OWNER}: {path}")
+    return Arguments(raw, owner=_OWNER, within=path)
 
 
 def _names(text: str) -> list[str]:

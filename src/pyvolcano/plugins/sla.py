@@ -88,10 +88,8 @@ def _global_waiting_time(arguments: Mapping[str, Any]) -> float | None:
         return None
 
     def fail() -> ArgumentError:
-        return ArgumentError(
-            f"plugin {NAME}: argument {JOB_WAITING_TIME}: got {raw!r} ({type(raw).__name__}); "
-            "expected a Go duration string such as '3m' or '1h30m'"
-        )
+        return ArgumentError.bad(f"plugin {NAME}", JOB_WAITING_TIME, f"got {raw!r} ({type(raw).__name__})",
+                                 "a Go duration string such as '3m' or '1h30m'")
 
     if not isinstance(raw, str):
         raise fail()

@@ -81,8 +81,8 @@ class GpuPolicy:
         self.weight = self.args.get_float(f"{self.name}.weight", 1.0)
         self.tie_break = self.args.get_str(f"{self.name}.tieBreak", "ordered")
         if self.tie_break not in ("ordered", "random"):
-            raise ArgumentError(f"plugin {self.name}: argument {self.name}.tieBreak: got {self.tie_break!r}; "
-                                "expected ordered or random")
+            raise ArgumentError.bad(f"plugin {self.name}", f"{self.name}.tieBreak", f"got {self.tie_break!r}",
+                                    "ordered or random")
         self.session_gpus: SessionGpus | None = None
 
     def scores(self, gpus: SessionGpus, task: TaskInfo, idx: np.ndarray) -> np.ndarray | None:
@@ -176,8 +176,8 @@ class Fgd(GpuPolicy):
         self.threshold = self.args.get_float("fgd.popularityThreshold", DEFAULT_POPULARITY_THRESHOLD)
         self.include_cpu = self.args.get_bool("fgd.includeCpuPods", True)
         if not 0 < self.threshold <= 100:
-            raise ArgumentError(f"plugin fgd: argument fgd.popularityThreshold: got {self.threshold}; "
-                                "expected a percentage in (0, 100]")
+            raise ArgumentError.bad("plugin fgd", "fgd.popularityThreshold", f"got {self.threshold}",
+                                    "a percentage in (0, 100]")
 
     def _fgd(self, gpus: SessionGpus, task: TaskInfo, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         typ = gpus.typical(self.threshold, self.include_cpu)
