@@ -21,10 +21,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pyvolcano.api.names import TOPOLOGY_API_VERSION
-
 __all__ = [
-    "HYPERNODE_API_VERSION",
     "MEMBER_TYPES",
     "HyperNode",
     "HyperNodeMember",
@@ -32,7 +29,6 @@ __all__ = [
     "SelectorKind",
 ]
 
-HYPERNODE_API_VERSION: Final = TOPOLOGY_API_VERSION
 MEMBER_TYPES: Final = ("Node", "HyperNode")
 
 

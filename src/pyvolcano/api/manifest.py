@@ -29,13 +29,13 @@ from typing import Any
 from pyvolcano.api import matching
 from pyvolcano.api.defaults import requests_with_limit_defaults
 from pyvolcano.api.hypernode import (
-    HYPERNODE_API_VERSION,
     MEMBER_TYPES,
     HyperNode,
     HyperNodeMember,
     MemberSelector,
     SelectorKind,
 )
+from pyvolcano.api.names import TOPOLOGY_API_VERSION
 from pyvolcano.api.network_topology import NETWORK_TOPOLOGY_MODES, NetworkTopology, SubGroupPolicy
 from pyvolcano.api.objects import (
     Container,
@@ -727,7 +727,7 @@ _KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): ("podgroups", _podgroup),
     ("scheduling.volcano.sh/v1beta1", "Queue"): ("queues", _queue),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("priority_classes", _priority_class),
-    (HYPERNODE_API_VERSION, "HyperNode"): ("hypernodes", _hypernode),
+    (TOPOLOGY_API_VERSION, "HyperNode"): ("hypernodes", _hypernode),
 }
 
 

@@ -43,9 +43,8 @@ from pyvolcano.simulator.traces._common import (
     packaged,
 )
 
-__all__ = ["HYPERNODE_API_VERSION", "TOPOLOGIES", "Topology", "load_topology"]
+__all__ = ["TOPOLOGIES", "Topology", "load_topology"]
 
-HYPERNODE_API_VERSION: Final = TOPOLOGY_API_VERSION
 TOPOLOGY_LABEL_PREFIX: Final = "pyvolcano.io/topology-"
 
 TOPOLOGIES: Final = {"lingjun": ("alibaba-lingjun-2023-topology", "topo.csv")}
@@ -138,7 +137,7 @@ def _build(source: str, paths: Sequence[tuple[str, tuple[str, ...]]], tier_names
         tier = tier_of[hn]
         kind = "Node" if tier == 1 else "HyperNode"
         hypernodes.append({
-            "apiVersion": HYPERNODE_API_VERSION, "kind": "HyperNode", "metadata": {"name": hn},
+            "apiVersion": TOPOLOGY_API_VERSION, "kind": "HyperNode", "metadata": {"name": hn},
             "spec": {"tier": tier, "tierName": tier_names[tier - 1],
                      "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}}
                                  for m in sorted(members[hn])]},
