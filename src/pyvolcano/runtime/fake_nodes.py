@@ -20,7 +20,7 @@ from typing import Any
 
 from pyvolcano.api.duration import parse_duration
 from pyvolcano.runtime.clock import WallLoop, wall_seconds
-from pyvolcano.simulator.kubelet import DURATION, RETRY_FIRST, RETRY_MAX, Kubelets
+from pyvolcano.simulator.kubelet import DURATION, Kubelets, retry_delay
 from pyvolcano.store.base import (
     AlreadyExists,
     Compactable,
@@ -161,7 +161,7 @@ class FakeNodes:
         try:
             self.store.patch("Node", None, name, {"status": self._ready_status(manifest)}, subresource="status")
         except StoreError as e:
-            delay = min(RETRY_FIRST * 2.0 ** min(attempts, 16), RETRY_MAX)
+            delay = retry_delay(attempts)
             logger.warning("node %s status: %s; again in %.1fs", name, e, delay)
             self.loop.after(delay, lambda: self._write_node_status(name, manifest, attempts + 1),
                             f"node status {name} (retry)")

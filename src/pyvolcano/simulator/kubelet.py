@@ -33,7 +33,7 @@ from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.store.base import NotFound, Store, StoreError, WatchEvent, to_rfc3339
 from pyvolcano.util.numbers import parse_int
 
-__all__ = ["DURATION", "EXIT_CODE", "FAILING_ATTEMPTS", "Kubelets"]
+__all__ = ["DURATION", "EXIT_CODE", "FAILING_ATTEMPTS", "Kubelets", "retry_delay"]
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class Kubelets:
             attempts = self._undeleted.get(uid, 0)
             self._undeleted[uid] = attempts + 1
             self.write_retries += 1
-            delay = _backoff(attempts)
+            delay = retry_delay(attempts)
             logger.info("kubelet: deleting %s/%s failed (%s); again in %.1fs", ns, name, e, delay)
             self.loop.after(delay, lambda: self._finalise(ns, name, uid), f"terminate {ns}/{name} (retry)")
         else:
@@ -212,7 +212,7 @@ class Kubelets:
                 return
             self._unwritten[uid] = (ns, name, status, attempts + 1)
             self.write_retries += 1
-            delay = _backoff(attempts)
+            delay = retry_delay(attempts)
             logger.info("kubelet: status %s of %s/%s not written (%s); again in %.1fs",
                         status.get("phase"), ns, name, e, delay)
             self.loop.after(delay, lambda: self._send_status(uid), f"status {ns}/{name} (retry)")
@@ -257,7 +257,8 @@ class Kubelets:
                          {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}, subresource="status")
 
 
-def _backoff(attempts: int) -> float:
+def retry_delay(attempts: int) -> float:
+    """Seconds before the next try of a write refused ``attempts`` times before."""
     return min(RETRY_FIRST * 2.0 ** min(attempts, 16), RETRY_MAX)
 
 
