@@ -43,9 +43,12 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from pyvolcano.actions._helpers import TaskQueue, task_queue
 from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.job import JobInfo
+from pyvolcano.api.resource import MIN_RESOURCE
 from pyvolcano.api.sub_job import SubJobInfo
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.framework.statement import SavedOperation, Statement
@@ -173,6 +176,8 @@ class TopologyPlacement:
         self.ssn = ssn
         self.action = action
         self.recorder = Recorder()
+        # The capacity bound of the job being placed (see _capacity); None: none.
+        self._bound: tuple[np.ndarray, int] | None = None
 
     def _bounded_scorer(self) -> NetworkTopologyAware | None:
         """The HyperNode scorer when the bounded search applies: network-topology-aware is the
@@ -223,6 +228,40 @@ class TopologyPlacement:
             bounds[hn] = bound
         return bounds, exact
 
+    def _capacity(self, job: JobInfo) -> tuple[np.ndarray, int] | None:
+        """Per node, an upper bound of how many of the job's pending pods it could take now, and
+        how many more pods the job needs to be pipelined (None: no bound to use).
+
+        The bound counts copies of the element-wise smallest pending request in each node's
+        future-idle resources; placements only lower it, so it holds through the dry runs. A
+        candidate whose nodes cannot hold the pods the job needs cannot be a solution and is not
+        dry-run (only the fit errors it would have left differ)."""
+        pending = [t for t in job.tasks_in(TaskStatus.Pending).values() if not t.resreq.is_empty()]
+        if not pending:
+            return None
+        need = job.min_available - (job.waiting_task_num() + job.ready_task_num() + job.pending_best_effort)
+        table = self.ssn.node_table
+        n = table.n
+        smallest: dict[int, float] = {}
+        for t in pending:
+            vec = dict(table.task_vector(t))
+            for d in set(smallest) | set(vec):
+                smallest[d] = min(smallest.get(d, float("inf")), vec.get(d, 0.0))
+        counts: np.ndarray | None = None
+        for d, v in smallest.items():
+            if v < MIN_RESOURCE:
+                continue
+            c = np.floor((table.future[d][:n] + MIN_RESOURCE) / v)
+            counts = c if counts is None else np.minimum(counts, c)
+        if counts is None:
+            return None
+        return np.maximum(counts, 0.0), need
+
+    def _cannot_hold(self, bound: tuple[np.ndarray, int] | None, hn: str, need: int) -> bool:
+        if bound is None:
+            return False
+        return float(bound[0][self.ssn.topology.rows(hn)].sum()) < max(need, 1)
+
     def _shuffled_best_first(self, names: list[str], keys: dict[str, tuple[float, ...]]) -> list[str]:
         """``names`` by descending key, each run of equal keys in a random order."""
         ordered = sorted(names, key=lambda h: (*(-k for k in keys[h]), h))
@@ -245,6 +284,8 @@ class TopologyPlacement:
             return None
         self.recorder.snapshot(job, ws)
         scorer = self._bounded_scorer()
+        self._bound = self._capacity(job) if scorer is not None else None
+        need = self._bound[1] if self._bound is not None else 0
         for gradient in ssn.hypernode_gradient_for_job(job, root, PURPOSE_ALLOCATE):
             found = self._job_bounds(job, gradient, scorer) if scorer is not None and len(gradient) > 1 else None
             bounds: dict[str, float] | None = None
@@ -261,6 +302,8 @@ class TopologyPlacement:
                     # exhaustive search's random pick among the best. Otherwise stop once no
                     # untried candidate can reach the best score found.
                     break
+                if self._cannot_hold(self._bound, hn, need):
+                    continue
                 stmts: list[Statement] = []
                 score = 0.0
                 job.reset_fit_err()
@@ -348,6 +391,10 @@ class TopologyPlacement:
         successes. A second success with the same score is looked for only to know whether the
         bonus applies to the returned score."""
         ssn = self.ssn
+        topo = job.topology
+        # Without sub-group policies the sub-job's statement is kept only when the job is
+        # pipelined; with them, SubJobPipelined may accept any partial placement.
+        sub_need = self._bound[1] if self._bound is not None and topo is not None and not topo.has_policies else 1
         base = scorer.base_scores(sj, gradient)
         bonus = {h: scorer.tie_bonus(sj, h) for h in gradient}
         order = self._shuffled_best_first(gradient, {h: (base[h], bonus[h]) for h in gradient})
@@ -356,6 +403,8 @@ class TopologyPlacement:
         for hn in order:
             if winner is not None and (base[hn] < base[winner[0]] or bonus[winner[0]] == 0.0):
                 break
+            if self._cannot_hold(self._bound, hn, sub_need):
+                continue
             _reset_sub_job_fit_errors(job, sj)
             attempt = tasks.clone()
             stmt = self.action.allocate_resources_for_tasks(ssn, job, attempt, sub_job=sj, hypernode=hn)
