@@ -211,9 +211,14 @@ class TopologyPlacement:
         roles = {t.role for t in sj.tasks.values() if t.status == TaskStatus.Pending}
         if len(roles) != 1 or "" in roles:
             return None
-        bounds: dict[str, float] = {}
+        view = self.ssn.topology
+        leaves = [hn for hn in gradient if not view.children(hn)]
+        # A candidate without child HyperNodes is its sub-job's only possible candidate.
+        bounds: dict[str, float] = scorer.base_scores(sj, leaves) if leaves else {}
         exact = True
         for hn in gradient:
+            if hn in bounds:
+                continue
             groups = self.ssn.hypernode_gradient_for_sub_job(sj, hn, PURPOSE_ALLOCATE)
             bound = float("-inf")
             for group in groups:

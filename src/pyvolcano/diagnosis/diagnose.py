@@ -147,6 +147,7 @@ class _Context:
         self._running_priorities: dict[str, int] | None = None  # queue -> lowest running job priority
         self._node_occupants: dict[int, list[tuple[TaskInfo, JobInfo]]] = {}
         self._over: dict[str, bool] = {}
+        self._tier_labels: dict[int, tuple[np.ndarray, dict[str, int]]] = {}
 
         def compare(a: TaskInfo, b: TaskInfo) -> int:
             return -1 if ssn.task_order_fn(a, b) else (1 if ssn.task_order_fn(b, a) else 0)
@@ -317,7 +318,7 @@ class _Context:
                            if root == CLUSTER_TOP_HYPERNODE or root in tree.ancestors(h))
             if not names:
                 continue
-            rooms = {h: int(np.minimum(copies[tree.rows(h)], n).sum()) for h in names}
+            rooms = self._rooms(t, names, copies)
             best = min(names, key=lambda h: (-rooms[h], h))
             figures.append(HyperNodeFigure(t, best, rooms[best], t <= tier, len(names)))
         if any(f.allowed and f.room >= n for f in figures):
@@ -344,6 +345,23 @@ class _Context:
         hint = "; ".join(parts) + f": {fix}"
         return mk(Reason.TOPOLOGY_NO_HYPERNODE_FITS, msg, hint, scope="gang", task=tasks[0].key,
                   topology=tuple(figures), resources=self._figures_of(tasks))
+
+    def _rooms(self, tier: int, names: list[str], copies: np.ndarray) -> dict[str, int]:
+        """Σ of ``copies`` over the nodes of each HyperNode of ``tier`` (one bincount per tier)."""
+        tree = self.ssn.topology.tree
+        if tier == self.ssn.topology.top_tier:
+            return {h: int(copies.sum()) for h in names}
+        labels = self._tier_labels.get(tier)
+        if labels is None:
+            members = sorted(tree.hypernodes_at(tier))
+            lab = np.full(self.table.n, -1, dtype=np.int64)
+            for i, h in enumerate(members):
+                lab[tree.rows(h)] = i
+            labels = self._tier_labels[tier] = (lab, {h: i for i, h in enumerate(members)})
+        lab, idx = labels
+        ok = lab >= 0
+        sums = np.bincount(lab[ok], weights=copies[ok], minlength=len(idx))
+        return {h: int(sums[idx[h]]) for h in names}
 
     def _copies(self, task: TaskInfo) -> tuple[np.ndarray, bool]:
         """How many pods like ``task`` each node could take now (0 where its predicates fail),

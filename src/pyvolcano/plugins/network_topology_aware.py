@@ -132,6 +132,7 @@ class NetworkTopologyAware:
                     mat[:, d] += np.bincount(lab[ok], weights=col[ok], minlength=h)
         self.has_hypernodes = h > 1
         self._holding_cache: dict[str, np.ndarray] = {}
+        self._subtrees: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
         self._vectors: dict[str, np.ndarray] = {}
         ssn.add_hypernode_order_fn(NAME, self.hypernode_order)
         ssn.add_hypernode_gradient_for_job_fn(NAME, self.gradient_for_job)
@@ -197,28 +198,38 @@ class NetworkTopologyAware:
                               purpose)
 
     def _gradient(self, given: str, tier: int, allocated: str, minimum: Resource, purpose: str) -> list[list[str]]:
-        assert self.ssn is not None
-        topo = self.ssn.topology
         root = self._search_root(given, tier, allocated)
         if root is None:
             return []
+        names, tiers, index = self._subtree(root)
+        keep = tiers <= tier
+        if not allocated:
+            fits = self._fitting(minimum, purpose)
+            keep &= (index < 0) | fits[np.maximum(index, 0)]
         by_tier: dict[int, list[str]] = {}
-        queue = [root]
-        seen = {root}
-        pos = 0
-        while pos < len(queue):
-            current = queue[pos]
-            pos += 1
-            if self._eligible(current, tier, allocated, minimum, purpose):
-                by_tier.setdefault(topo.tier(current), []).append(current)
-            for child in sorted(topo.children(current)):
-                if child not in seen:
-                    seen.add(child)
-                    queue.append(child)
+        for k in np.flatnonzero(keep):
+            by_tier.setdefault(int(tiers[k]), []).append(names[k])
         result = [sorted(by_tier[t]) for t in sorted(by_tier)]
         if purpose != PURPOSE_EVICT:
             return result
         return self._reverse_and_cap(result)
+
+    def _subtree(self, root: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """``root`` and its descendants in breadth-first order (children by name), with their tiers
+        and HyperNode indices (-1 for a name without one); cached for the session."""
+        got = self._subtrees.get(root)
+        if got is None:
+            assert self.ssn is not None
+            topo = self.ssn.topology
+            order = [root]
+            pos = 0
+            while pos < len(order):
+                order.extend(sorted(topo.children(order[pos])))
+                pos += 1
+            got = (order, np.array([topo.tier(h) for h in order], dtype=np.int64),
+                   np.array([self.index.get(h, -1) for h in order], dtype=np.int64))
+            self._subtrees[root] = got
+        return got
 
     def _search_root(self, given: str, tier: int, allocated: str) -> str | None:
         assert self.ssn is not None
@@ -237,26 +248,21 @@ class NetworkTopologyAware:
             return highest
         return None
 
-    def _eligible(self, hn: str, tier: int, allocated: str, minimum: Resource, purpose: str) -> bool:
-        assert self.ssn is not None
-        if self.ssn.topology.tier(hn) > tier:
-            return False
-        if allocated:
-            return True
-        i = self.index.get(hn)
-        if i is None:
-            return True
-        if purpose == PURPOSE_EVICT:
-            return self._fits(minimum, self.alloc[i])
-        return self._fits(minimum, self.idle[i]) or self._fits(minimum, self.future[i])
-
-    def _fits(self, res: Resource, row: np.ndarray) -> bool:
-        for name, value in _resource_items(res, keep_zero=True):
+    def _fitting(self, minimum: Resource, purpose: str) -> np.ndarray:
+        """Per HyperNode index, whether ``minimum`` fits its allocatable (eviction) or its idle
+        or future-idle sums (allocation): the gradient's resource pre-filter."""
+        need = np.zeros(len(self.dims))
+        for name, value in _resource_items(minimum, keep_zero=True):
             d = self.dims.get(name)
-            have = float(row[d]) if d is not None else 0.0
-            if value > have + MIN_RESOURCE:
-                return False
-        return True
+            if d is None:
+                if value > MIN_RESOURCE:
+                    return np.zeros(len(self.names), dtype=bool)
+                continue
+            need[d] = value
+        if purpose == PURPOSE_EVICT:
+            return np.asarray((need <= self.alloc + MIN_RESOURCE).all(axis=1))
+        return np.asarray((need <= self.idle + MIN_RESOURCE).all(axis=1)
+                          | (need <= self.future + MIN_RESOURCE).all(axis=1))
 
     def _reverse_and_cap(self, gradients: list[list[str]]) -> list[list[str]]:
         remaining = self.max_evict
@@ -303,7 +309,27 @@ class NetworkTopologyAware:
         gets when no other candidate shares its score, and a lower bound otherwise (the bonus
         adds at most ``100 × weight``)."""
         request = self._sub_job_request(sub_job)
-        return {hn: MAX_NODE_SCORE * self.weight * self._binpack_score(hn, request) for hn in candidates}
+        idx = np.array([self.index.get(h, -1) for h in candidates], dtype=np.int64)
+        known = idx >= 0
+        rows = np.maximum(idx, 0)
+        total = np.zeros(len(candidates))
+        weights = 0
+        over = np.zeros(len(candidates), dtype=bool)
+        for name, req in request.items():
+            w = self.binpack.get(name)
+            if w is None:
+                continue
+            d = self.dims.get(name)
+            alloc = self.alloc[rows, d] if d is not None else np.zeros(len(candidates))
+            used = self.used[rows, d] if d is not None else np.zeros(len(candidates))
+            over |= used + req > alloc
+            with np.errstate(divide="ignore", invalid="ignore"):
+                total += w * np.where(alloc > 0, (used + req) / np.where(alloc > 0, alloc, 1.0), 0.0)
+            weights += w
+        score = total / weights if weights > 0 else np.zeros(len(candidates))
+        score = np.where(over | ~known, 0.0, score)
+        scale = MAX_NODE_SCORE * self.weight
+        return {h: scale * float(v) for h, v in zip(candidates, score, strict=True)}
 
     def tie_bonus(self, sub_job: SubJobInfo, hn: str) -> float:
         """The unscaled bonus ``hn`` gets when it shares the top score (see :meth:`hypernode_order`)."""
