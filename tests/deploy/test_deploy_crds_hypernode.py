@@ -18,8 +18,9 @@ API = "topology.volcano.sh/v1alpha1"
 
 
 def _hypernodes() -> list[dict[str, Any]]:
-    return [d for p in sorted(TOPOLOGY.glob("*/cluster.yaml")) for d in yaml.safe_load_all(p.read_text(encoding="utf-8"))
-            if isinstance(d, dict) and d.get("kind") == "HyperNode"]
+    files = sorted(TOPOLOGY.glob("*/cluster.yaml"))
+    docs = (d for p in files for d in yaml.safe_load_all(p.read_text(encoding="utf-8")))
+    return [d for d in docs if isinstance(d, dict) and d.get("kind") == "HyperNode"]
 
 
 def _errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
