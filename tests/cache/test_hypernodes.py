@@ -116,10 +116,17 @@ def test_conformance_topology_clusters_build_ready_trees(path: Path) -> None:
     if not objs.hypernodes:
         assert tree.tiers() == (1,)
         return
-    # Two switches of two nodes each under one tier-2 HyperNode, below the virtual root.
-    low, high = tree.tier("s0"), tree.tier("s2")
-    assert tree.tiers() == (low, high, high + 1)
-    assert tree.children("s2") == {"s0", "s1"} and tree.children(TOP) == {"s2"}
-    assert tree.nodes("s0") == {"s0-n1", "s0-n2"} and tree.nodes("s1") == {"s1-n3", "s1-n4"}
-    assert tree.lca_of_nodes(["s0-n1", "s1-n4"]) == "s2"
-    assert list(tree.rows("s1")) == sorted(cache.nodes[n].index for n in ("s1-n3", "s1-n4"))
+    # Every case uses exact selectors: a HyperNode holds its Node members and its children's nodes.
+    children = {h.name: {m.selector.name for m in h.members if m.type == "HyperNode"} for h in objs.hypernodes}
+    direct = {h.name: {m.selector.name for m in h.members if m.type == "Node"} for h in objs.hypernodes}
+
+    def nodes_of(name: str) -> set[str]:
+        return direct[name].union(*(nodes_of(c) for c in children[name]))
+
+    real = sorted({h.tier for h in objs.hypernodes})
+    assert tree.tiers() == (*real, real[-1] + 1)
+    assert tree.children(TOP) == set(children) - set().union(*children.values())
+    for name in children:
+        assert tree.children(name) == children[name]
+        assert tree.nodes(name) == nodes_of(name)
+        assert list(tree.rows(name)) == sorted(cache.nodes[n].index for n in nodes_of(name))

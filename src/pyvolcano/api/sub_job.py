@@ -9,8 +9,9 @@ Grouping, as upstream's ``JobInfo.getOrCreateSubJob``:
 
 * a pod belongs to the first policy whose ``labelSelector`` (when set) matches its labels and
   whose ``matchLabelKeys`` are all present on it with non-empty values; its sub-job id is
-  ``<job>/<policy>-<values joined by ->`` (values longer than 128 characters are replaced by
-  their FNV-32a hash), its group id ``<job>/<policy>``, its size the policy's
+  ``<job>/<policy>-<values joined by ->`` (a join longer than 128 characters is replaced by
+  its FNV-32a hash in decimal, each digit mapped onto the apiserver's vowel-free alphabet as
+  apimachinery's ``rand.SafeEncodeString`` does), its group id ``<job>/<policy>``, its size the policy's
   ``subGroupSize``, its ``match_index`` the first value read as an integer (0 otherwise);
 * every other pod is in the default sub-job (id and group id: the job's uid), which carries the
   job's network topology and, when the PodGroup has no sub-group policy, the job's
@@ -39,9 +40,13 @@ from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo, TaskStatus
 if TYPE_CHECKING:
     from pyvolcano.api.objects import PodGroup
 
-__all__ = ["JobTopology", "SubJobInfo", "needs_topology"]
+__all__ = ["JobTopology", "SubJobInfo", "long_sub_job_ident", "needs_topology"]
 
 _READY: Final = ALLOCATED_STATUS | TaskStatus.Succeeded
+
+
+# apimachinery's pkg/util/rand alphabet; SafeEncodeString maps each character c to _SAFE[ord(c) % 27].
+_SAFE: Final = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def _fnv32a(text: str) -> int:
@@ -50,6 +55,11 @@ def _fnv32a(text: str) -> int:
         h ^= b
         h = (h * 0x01000193) & 0xFFFFFFFF
     return h
+
+
+def long_sub_job_ident(ident: str) -> str:
+    """Upstream ``getSubJobID`` for a join of match values longer than 128 characters."""
+    return "".join(_SAFE[ord(c) % len(_SAFE)] for c in str(_fnv32a(ident)))
 
 
 class SubJobInfo:
@@ -194,7 +204,7 @@ class JobTopology:
                 continue
             ident = "-".join(values)
             if len(ident) > 128:
-                ident = str(_fnv32a(ident))
+                ident = long_sub_job_ident(ident)
             uid = f"{self.job}/{policy.name}-{ident}"
             sj = self.sub_jobs.get(uid)
             if sj is None:
