@@ -55,10 +55,12 @@ def waiting(name: str, size: int, *, queue: str = "q", cpu: str = "2", priority_
 
 
 class Sessions:
-    """Sessions run one after the other on one cache (evictions delete their pods at once)."""
+    """Sessions run one after the other on one cache; evictions delete their pods at once, or,
+    with ``graceful``, leave them terminating until :meth:`delete`."""
 
-    def __init__(self, docs: list[dict[str, Any]], conf: str):
+    def __init__(self, docs: list[dict[str, Any]], conf: str, *, graceful: bool = False):
         self.cache: SchedulerCache = cache_of(*docs)
+        self.cache.evictions_delete_immediately = not graceful
         self.config = load_scheduler_conf(conf)
         registry = default_registry()
         self.plugins = registry.plugin_factories(self.config.plugin_names())
@@ -70,6 +72,10 @@ class Sessions:
         self.count += 1
         return run_once(self.cache, self.config, self.plugins, self.actions, now=float(self.count), rng=self.rng,
                         action_names=actions or None)
+
+    def delete(self, *keys: str) -> None:
+        for key in keys:
+            self.cache.delete_pod(next(uid for uid, t in self.cache.tasks.items() if t.key == key))
 
     def pod(self, key: str) -> Any:
         return next(t.pod for t in self.cache.tasks.values() if t.key == key)

@@ -178,6 +178,18 @@ def test_the_next_allocate_places_the_preemptor_through_its_nomination() -> None
     assert second.evictions == []
 
 
+def test_while_victims_terminate_the_preemptor_waits_pipelined_on_its_nominated_nodes() -> None:
+    run = Sessions(rack_cluster(), conf(), graceful=True)
+    first = run.run()
+    waiting_out = run.run()
+    assert waiting_out.evictions == [] and waiting_out.binds == []
+    assert waiting_out.pipelined == first.pipelined
+    assert run.job("ns/h").topology.default_sub_job.nominated_hypernode == "r1"
+    run.delete("ns/a-0", "ns/a-1")
+    assert dict(run.run().binds) == first.pipelined
+    assert run.job("ns/h").topology.default_sub_job.nominated_hypernode == ""
+
+
 def test_whole_gangs_are_kept_when_whole_bundles_are_not_allowed() -> None:
     out = Sessions(rack_cluster(), conf(allowWholeBundle=False)).run()
     assert out.evictions == [] and out.pipelined == {}
