@@ -209,9 +209,17 @@ def test_max_domains_caps_the_racks_tried() -> None:
 
 
 def test_plain_preempt_leaves_topology_jobs_alone() -> None:
+    # The victims have no gang minimum: preempt would take them for a job without a topology.
+    def cluster(topology: dict[str, Any] | None) -> list[dict[str, Any]]:
+        return [LOW, HIGH, queue("q"), *racks("r1"), *gang("a", ["r1-n0", "r1-n1"], min_member=0),
+                *waiting("h", 2, topology=topology)]
+
     preempt_conf = CONF.replace('"allocate, gangpreempt"', '"allocate, preempt"')
-    out = Sessions(rack_cluster(), preempt_conf).run()
+    assert Sessions(cluster(None), preempt_conf).run().evictions == ["ns/a-0", "ns/a-1"]
+    out = Sessions(cluster(HARD_TIER_1), preempt_conf).run()
     assert out.evictions == [] and out.pipelined == {}
+    soft = Sessions(cluster({"mode": "soft"}), preempt_conf).run()
+    assert soft.evictions == []
 
 
 def test_a_flat_job_is_nominated_the_cluster_root_and_redeems_it() -> None:
