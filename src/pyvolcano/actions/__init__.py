@@ -9,6 +9,8 @@ BUILTIN_ACTIONS: dict[str, str] = {
     "preempt": "pyvolcano.actions.preempt",
     "reclaim": "pyvolcano.actions.reclaim",
     "shuffle": "pyvolcano.actions.shuffle",
+    "gangpreempt": "pyvolcano.actions.gangpreempt",
+    "gangreclaim": "pyvolcano.actions.gangreclaim",
 }
 
 __all__ = ["BUILTIN_ACTIONS"]

@@ -19,8 +19,9 @@ per-pod path. A job's worksheet is a sorted list when the task order has a sort 
 Jobs with a hard network topology, a hard sub-job or any sub-group policy take the HyperNode
 path (:mod:`pyvolcano.actions.allocate_topology`), which calls the same per-task placement
 restricted to one HyperNode's nodes (their rows of the cached feasibility masks, never a scan
-of the whole cluster per candidate). Not modelled: the nomination fast path of
-gangpreempt/gangreclaim, and node sharding.
+of the whole cluster per candidate). A job's sub-job nominated by gangpreempt or gangreclaim is
+first tried on its nominated nodes (the nomination fast path, in the same module). Not
+modelled: node sharding.
 """
 
 from __future__ import annotations
@@ -125,9 +126,13 @@ class Allocate:
                 continue
             tasks = worksheets[job.uid]
             sub_job = job.topology.default_sub_job if job.topology is not None else None
-            stmt = self.allocate_resources_for_tasks(ssn, job, tasks, sub_job=sub_job)
+            # gangpreempt's / gangreclaim's nomination first (allocate_topology.py).
+            stmt = placement.nominated_statement(job, tasks)
+            if stmt is None:
+                stmt = self.allocate_resources_for_tasks(ssn, job, tasks, sub_job=sub_job)
             if stmt is not None and ssn.job_ready(job):
                 stmt.commit()
+                placement.redeemed(job)
                 job.unschedulable_at = None
                 if tasks:
                     jobs.push(job)

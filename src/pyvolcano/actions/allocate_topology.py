@@ -20,6 +20,17 @@ task over the whole cluster:
 * ``allocate_for_sub_job`` does the same one level down, over the sub-job's own gradient inside
   the job's candidate, choosing by the HyperNodeOrder scores; the chosen HyperNode moves the
   sub-job's allocated HyperNode to the lowest common ancestor of the old one and it.
+* **Nomination fast path** (upstream ``allocateFromNomination``): a sub-job that gangpreempt or
+  gangreclaim nominated a HyperNode for (``SubJobInfo.nominated_hypernode``; for a job without
+  a JobTopology, ``JobInfo.nominated_hypernode``) is first tried there, before any gradient
+  search: every task of its worksheet (TaskOrder) must pass the queue's Allocatable, carry a
+  ``status.nominatedNodeName`` among the HyperNode's nodes, and pass PrePredicate and the
+  allocate predicate on that node (all checked before anything is placed); then each is
+  allocated there (pipelined when only the future idle fits) and the worksheet drained. Any
+  miss clears the nomination and the tasks' nominated nodes, and the normal search follows.
+  Upstream does not check that the nominated HyperNode lies inside the job's candidate.
+  allocate's normal path asks the same of the default sub-job
+  (:meth:`TopologyPlacement.nominated_statement`) and clears the nomination when it commits.
 * :class:`Recorder` snapshots the sub-jobs' allocated HyperNodes before the dry runs, restores
   them after each job-level candidate, remembers the decisions, and, when the job's statement
   is committed, moves the job's and its sub-jobs' allocated HyperNodes (LCA with the decision)
@@ -45,12 +56,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pyvolcano.actions._helpers import TaskQueue, task_queue
+from pyvolcano.actions._helpers import PredicateHelper, TaskQueue, task_queue
 from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.job import JobInfo
+from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.resource import MIN_RESOURCE
 from pyvolcano.api.sub_job import SubJobInfo
-from pyvolcano.api.task import TaskStatus
+from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.framework.statement import SavedOperation, Statement
 from pyvolcano.framework.topology import PURPOSE_ALLOCATE
 from pyvolcano.plugins.network_topology_aware import NAME as NTA_NAME
@@ -354,6 +366,13 @@ class TopologyPlacement:
         tasks = ws.tasks.get(sj.uid)
         if not tasks:
             return None, 0.0
+        if sj.nominated_hypernode:
+            pinned = sj.nominated_hypernode
+            stmt = self.allocate_from_nomination(job, sj, tasks)
+            if stmt is not None:
+                sj.allocated_hypernode = ssn.topology.lca(sj.allocated_hypernode, pinned)
+                self.recorder.save_sub_job_decision(job.uid, for_job, sj.uid, sj.allocated_hypernode)
+                return stmt, 0.0
         scorer = self._bounded_scorer()
         for gradient in ssn.hypernode_gradient_for_sub_job(sj, for_job, PURPOSE_ALLOCATE):
             if scorer is not None and len(gradient) > 1:
@@ -426,6 +445,104 @@ class TopologyPlacement:
         hn, ops, attempt = winner
         score = base[hn] + (bonus[hn] * scorer.tie_bonus_bound if tied else 0.0)
         return hn, score, ops, attempt
+
+
+    # ------------------------------------------------------------------ nominations
+    def nominated_statement(self, job: JobInfo, tasks: TaskQueue) -> Statement | None:
+        """allocate's normal path: the nomination fast path for the job's default sub-job, if
+        it has a nomination; None (nothing placed) otherwise or on a miss."""
+        sj = job.topology.default_sub_job if job.topology is not None else None
+        pinned = sj.nominated_hypernode if sj is not None else job.nominated_hypernode
+        if not pinned:
+            return None
+        stmt = self.allocate_from_nomination(job, sj, tasks)
+        if stmt is not None and sj is not None:
+            sj.allocated_hypernode = self.ssn.topology.lca(sj.allocated_hypernode, pinned)
+        return stmt
+
+    @staticmethod
+    def redeemed(job: JobInfo) -> None:
+        """The default sub-job's statement was committed: its nomination is used up."""
+        if job.topology is not None:
+            job.topology.default_sub_job.nominated_hypernode = ""
+        else:
+            job.nominated_hypernode = ""
+
+    def allocate_from_nomination(self, job: JobInfo, sj: SubJobInfo | None, tasks: TaskQueue) -> Statement | None:
+        """Upstream ``allocateFromNomination`` (see the module doc); ``sj`` None is the default
+        sub-job of a job without a JobTopology. Drains ``tasks`` on success."""
+        ssn = self.ssn
+        pinned = sj.nominated_hypernode if sj is not None else job.nominated_hypernode
+        plan = self._validate_nomination(job, tasks, pinned)
+        stmt: Statement | None = None
+        if plan is not None:
+            stmt = ssn.statement()
+            for task, node in plan:
+                if sj is not None and sj.with_network_topology:
+                    ssn.topology.task_hypernode[task.uid] = pinned
+                if not _allocate_or_pipeline(ssn, stmt, task, node):
+                    stmt.discard()
+                    stmt = None
+                    break
+        if stmt is None:
+            _invalidate_nomination(job, sj, tasks)
+            return None
+        while tasks:
+            tasks.pop()
+        return stmt
+
+    def _validate_nomination(self, job: JobInfo, tasks: TaskQueue,
+                             pinned: str) -> list[tuple[TaskInfo, NodeInfo]] | None:
+        """Upstream ``validateNomination``: each task's nominated node, or None on any miss."""
+        ssn = self.ssn
+        rows = ssn.topology.rows(pinned)
+        if len(rows) == 0:
+            return None
+        queue = ssn.queues[job.queue]
+        helper = PredicateHelper(ssn, enable_error_cache=self.action.enable_predicate_error_cache)
+        plan: list[tuple[TaskInfo, NodeInfo]] = []
+        preview = tasks.clone()
+        while preview:
+            task = preview.pop()
+            if not ssn.allocatable(queue, task):
+                return None
+            nominated = task.pod.nominated_node_name
+            node = ssn.nodes.get(nominated) if nominated else None
+            if node is None or not np.isin(node.index, rows):
+                return None
+            if ssn.pre_predicate(task) is not None:
+                return None
+            feasible, _errors = helper.predicate_nodes(task, np.array([node.index], dtype=np.int64),
+                                                       ssn.allocate_predicate)
+            if len(feasible) == 0:
+                return None
+            plan.append((task, node))
+        return plan
+
+
+def _allocate_or_pipeline(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeInfo) -> bool:
+    """Upstream ``allocateResourcesForTask``: allocate on idle, else pipeline on future idle;
+    False only when the statement refused the operation (neither fitting is no error)."""
+    table = ssn.node_table
+    vec = table.task_vector(task)
+    if table.fits_row(vec, node.index, future=False):
+        return stmt.allocate(task, node)
+    if table.fits_row(vec, node.index, future=True):
+        return stmt.pipeline(task, node.name, False)
+    return True
+
+
+def _invalidate_nomination(job: JobInfo, sj: SubJobInfo | None, tasks: TaskQueue) -> None:
+    """Upstream ``invalidateSubJobNomination``: forget the HyperNode and the tasks' nominated nodes."""
+    if sj is not None:
+        sj.nominated_hypernode = ""
+    else:
+        job.nominated_hypernode = ""
+    preview = tasks.clone()
+    while preview:
+        task = preview.pop()
+        if task.pod.nominated_node_name:
+            task.pod.nominated_node_name = ""
 
 
 def _reset_sub_job_fit_errors(job: JobInfo, sj: SubJobInfo) -> None:

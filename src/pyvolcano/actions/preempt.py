@@ -49,11 +49,14 @@ Invariants: nothing tentative leaks — every per-node statement is either merge
 caller's statement or discarded, and every dry-run removal is restored (also on errors).
 Randomness comes only from ``ssn.rng`` (the topology-aware offset).
 
-Not modelled: node sharding (one candidate group), jobs with network topology (no such
-field), the PDB criterion and the "latest start time" tie-break of candidate selection
-(pods carry no ``status.startTime`` here; remaining ties go to the first candidate found,
-where upstream's pick is effectively random), and parallel dry runs
-(``topologyAwarePreemptWorkerNum`` is accepted; nodes are checked one by one in offset order).
+Preemptor jobs are the non-pending, valid, JobStarving jobs of an existing queue, except those
+with a network topology (the job's or a sub-group's, hard or soft): as upstream, they do not
+preempt at all (gangpreempt is the topology-aware path); their pods may still be victims.
+
+Not modelled: node sharding (one candidate group), the PDB criterion and the "latest start
+time" tie-break of candidate selection (pods carry no ``status.startTime`` here; remaining
+ties go to the first candidate found, where upstream's pick is effectively random), and
+parallel dry runs (``topologyAwarePreemptWorkerNum`` is accepted; nodes are checked one by one in offset order).
 """
 
 from __future__ import annotations
@@ -387,7 +390,11 @@ def _is_preemptor_job(ssn: Session, job: JobInfo) -> bool:
         return False
     if job.queue not in ssn.queues:
         return False
-    return ssn.job_starving(job)
+    if not ssn.job_starving(job):
+        return False
+    # Upstream (actions/preempt/preempt.go, vol#4374): a job with a network topology (its own
+    # or a sub-group's) never preempts; gangpreempt handles such jobs.
+    return job.topology is None or not job.topology.contains_network_topology()
 
 
 def _pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:

@@ -20,6 +20,10 @@ the node statement is discarded and the next node tried.
 Invariant: evictions on a node are kept only together with a pipelined reclaimer on that
 node, and leave the session only through the job statement's commit.
 
+Jobs with a network topology reclaim like any other job, node by node without regard to
+their HyperNode constraint: upstream's reclaim has no topology check (preempt skips them;
+gangreclaim is the topology-aware path).
+
 Not modelled: node sharding (in-shard nodes first; there is one group here).
 """
 

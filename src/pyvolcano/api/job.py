@@ -132,6 +132,7 @@ class JobInfo:
         "name",
         "namespace",
         "nodes_fit_errors",
+        "nominated_hypernode",
         "pending_best_effort",
         "pending_request",
         "podgroup",
@@ -205,6 +206,9 @@ class JobInfo:
         # Sub-jobs and HyperNode placement (api/sub_job.py); None unless the PodGroup has a
         # networkTopology or a subGroupPolicy.
         self.topology: JobTopology | None = None
+        # The HyperNode gangpreempt / gangreclaim nominated for the default sub-job of a job
+        # without a JobTopology (a job with one keeps it on its sub-jobs); allocate redeems it.
+        self.nominated_hypernode = ""
 
     # ------------------------------------------------------------------ podgroup
     def _moved(self) -> None:

@@ -97,7 +97,7 @@ def dry_run_document(state: ClusterState, docs: Sequence[Mapping[str, Any]], sou
     before = {(pod, reason) for _t, pod, reason in baseline.evictions}
     placed = name in frozen.starts
     evictions = [{"pod": pod, "action": reason} for _t, pod, reason in frozen.evictions
-                 if (pod, reason) not in before and reason in ("preempt", "reclaim")]
+                 if (pod, reason) not in before and reason in ("preempt", "reclaim", "gangpreempt", "gangreclaim")]
     estimates, _fc = estimate_starts(state.docs, [name], config, registry, now=state.now, policy=policy, seed=seed,
                                      horizon=horizon, extra=docs, resolve=resolve)
     e = estimates[name]

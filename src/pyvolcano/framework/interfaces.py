@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from pyvolcano.api.job import JobInfo
     from pyvolcano.api.resource import Resource
     from pyvolcano.api.task import TaskInfo
     from pyvolcano.diagnosis.model import QueueQuota
@@ -23,8 +24,8 @@ if TYPE_CHECKING:
     from pyvolcano.gpu.session import SessionGpus
     from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
 
-__all__ = ["Action", "CapacityStateExporter", "DeservedExporter", "EventHandler", "GpuSessionHolder", "Plugin",
-           "PluginFactory", "ProportionStateExporter", "QuotaExporter", "Vote"]
+__all__ = ["Action", "CapacityStateExporter", "DeservedExporter", "EventHandler", "EvictionContext", "EvictionKind",
+           "GpuSessionHolder", "Plugin", "PluginFactory", "ProportionStateExporter", "QuotaExporter", "Vote"]
 
 
 class Vote(enum.IntEnum):
@@ -98,3 +99,20 @@ class Event:
 class EventHandler:
     allocate: Callable[[Event], None] | None = None
     deallocate: Callable[[Event], None] | None = None
+
+
+class EvictionKind(enum.Enum):
+    """Who asks a UnifiedEvictable callback for victims (upstream ``api.EvictionKind``)."""
+
+    GANG_PREEMPT = "gangpreempt"
+    GANG_RECLAIM = "gangreclaim"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionContext:
+    """The evictor of a UnifiedEvictable call: the action, the starving job and the domain
+    (HyperNode) the candidates were taken from (upstream ``api.EvictionContext``)."""
+
+    kind: EvictionKind
+    job: JobInfo
+    hypernode: str

@@ -32,7 +32,7 @@ from pyvolcano.api.task import TaskInfo
 from pyvolcano.api.unschedule import Status
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework import extension_points as ep
-from pyvolcano.framework.interfaces import Event, EventHandler
+from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext
 
 if TYPE_CHECKING:
     from pyvolcano.cache.memo import SessionMemo
@@ -71,6 +71,8 @@ _FLAGS: dict[str, str | None] = {
     "hypernode_order": "enabledHyperNodeOrder",
     "hypernode_gradient_for_job": "enabledHyperNodeGradient",
     "hypernode_gradient_for_sub_job": "enabledHyperNodeGradient",
+    # Upstream (framework/session_plugins.go UnifiedEvictable) checks no enable flag.
+    "unified_evictable": None,
 }
 
 
@@ -184,6 +186,12 @@ class SessionPlugins:
         self, name: str, fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
     ) -> None:
         self._add("reclaimable", name, fn)
+
+    def add_unified_evictable_fn(
+        self, name: str, fn: Callable[[EvictionContext, list[TaskInfo]], tuple[list[TaskInfo], int]]
+    ) -> None:
+        """Register a victim filter of the gang-aware eviction actions (gangpreempt, gangreclaim)."""
+        self._add("unified_evictable", name, fn)
 
     def add_overused_fn(self, name: str, fn: Callable[[QueueInfo], bool]) -> None:
         self._add("overused", name, fn)
@@ -404,6 +412,14 @@ class SessionPlugins:
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return ep.walk_victims(self._tiers("reclaimable"), reclaimer, candidates)
+
+    def unified_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Upstream ``UnifiedEvictable``: the candidates every plugin of the deciding tier approves.
+
+        Combined as Preemptable/Reclaimable are (:func:`~pyvolcano.framework.extension_points.walk_victims`,
+        the same quirks), with the eviction context in place of the preemptor task.
+        """
+        return ep.walk_victims(self._tiers("unified_evictable"), ctx, candidates)
 
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
         for tier in self._tiers("victim_tasks"):

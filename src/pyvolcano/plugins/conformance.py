@@ -1,6 +1,6 @@
 """conformance plugin (upstream pkg/scheduler/plugins/conformance/conformance.go).
 
-Preemptable and Reclaimable: never evict critical pods — those whose priorityClassName is
+Preemptable, Reclaimable and UnifiedEvictable: never evict critical pods — those whose priorityClassName is
 ``system-cluster-critical`` or ``system-node-critical`` or that live in ``kube-system``.
 """
 
@@ -26,7 +26,7 @@ class Conformance:
         self.arguments = dict(arguments or {})
 
     def on_session_open(self, ssn: Session) -> None:
-        def evictable(preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        def evictable(_evictor: object, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             victims = [
                 c
                 for c in candidates
@@ -36,6 +36,7 @@ class Conformance:
 
         ssn.add_preemptable_fn(NAME, evictable)
         ssn.add_reclaimable_fn(NAME, evictable)
+        ssn.add_unified_evictable_fn(NAME, evictable)
 
     def on_session_close(self, ssn: Session) -> None:
         return None

@@ -1,7 +1,8 @@
 """gang plugin (upstream pkg/scheduler/plugins/gang/gang.go).
 
 Registers: JobValid (no flag), Preemptable and Reclaimable (``enablePreemptable`` /
-``enableReclaimable``), JobOrder, JobReady, JobPipelined, JobStarving, and for sub-jobs
+``enableReclaimable``), UnifiedEvictable (approves every candidate: gangpreempt and gangreclaim
+keep gangs whole through their safe / whole bundles), JobOrder, JobReady, JobPipelined, JobStarving, and for sub-jobs
 SubJobOrder (not-ready first), SubJobReady and SubJobPipelined; a job with sub-group policies
 is valid, ready or pipelined only when every policy has ``minSubGroups`` such sub-jobs. At session close it
 writes the PodGroup condition: ``Unschedulable`` (reason ``NotEnoughResources``, message
@@ -103,6 +104,7 @@ class Gang:
         ssn.add_job_valid_fn(NAME, job_valid)
         ssn.add_reclaimable_fn(NAME, evictable)
         ssn.add_preemptable_fn(NAME, evictable)
+        ssn.add_unified_evictable_fn(NAME, lambda _ctx, candidates: (candidates, Vote.PERMIT))
         ssn.add_job_order_fn(NAME, job_order)
         ssn.add_job_ready_fn(NAME, job_ready)
         ssn.add_job_pipelined_fn(NAME, job_pipelined)

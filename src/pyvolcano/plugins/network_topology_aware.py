@@ -147,9 +147,12 @@ class NetworkTopologyAware:
     # ------------------------------------------------------------------ events
     def _holding(self, node: str) -> np.ndarray | None:
         """Indices of the HyperNodes holding ``node`` (the root included), cached per node."""
+        if self.ssn is None:
+            # Session close discards the statements left open (pipelined gangs) after the
+            # plugins closed: the sums are no longer read.
+            return None
         got = self._holding_cache.get(node)
         if got is None:
-            assert self.ssn is not None
             info = self.ssn.nodes.get(node)
             if info is None:
                 return None

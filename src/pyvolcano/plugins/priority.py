@@ -2,7 +2,8 @@
 
 TaskOrder and JobOrder put higher priority first. Preemptable: a task of another job is a
 victim iff its job's priority is lower than the preemptor job's; a task of the same job iff
-its task priority is lower. JobStarving: ``ready + waiting < #tasks``.
+its task priority is lower. UnifiedEvictable (gangpreempt; gangreclaim is not gated by
+priority): a candidate whose job's priority is lower than the evicting job's. JobStarving: ``ready + waiting < #tasks``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.task import TaskInfo
-from pyvolcano.framework.interfaces import Vote
+from pyvolcano.framework.interfaces import EvictionContext, EvictionKind, Vote
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -55,12 +56,18 @@ class Priority:
                     victims.append(p)
             return victims, Vote.PERMIT
 
+        def unified_evictable(ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            if ctx.kind is EvictionKind.GANG_RECLAIM:
+                return candidates, Vote.PERMIT
+            return [c for c in candidates if ssn.jobs[c.job].priority < ctx.job.priority], Vote.PERMIT
+
         def job_starving(job: JobInfo) -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
         ssn.add_task_order_fn(NAME, task_order, key=lambda t: -t.priority)
         ssn.add_job_order_fn(NAME, job_order)
         ssn.add_preemptable_fn(NAME, preemptable)
+        ssn.add_unified_evictable_fn(NAME, unified_evictable)
         ssn.add_job_starving_fn(NAME, job_starving)
 
     def on_session_close(self, ssn: Session) -> None:

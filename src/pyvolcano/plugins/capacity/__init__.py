@@ -21,8 +21,8 @@ Not modelled:
   resource name.
 * Scheduling-gate queue admission (feature gate ``SchedulingGatesQueueAdmission``, off by
   default upstream): no capacity is reserved for tasks whose queue gate was lifted.
-* UnifiedEvictable (gangpreempt / gangreclaim) and the Simulate* callbacks of
-  topology-aware preemption: the framework has no such extension points yet.
+* The Simulate* callbacks of topology-aware preemption: the framework has no such
+  extension points yet.
 """
 
 from __future__ import annotations

@@ -22,6 +22,10 @@ Callbacks and their rules (``L`` = ``ancestorReclaimLevel``):
   on a dimension it uses; with ``L > 0`` the candidate's ancestors up to ``L`` levels (other
   than the root and ancestors shared with the reclaimer) must also qualify. Chosen victims
   reduce the tracked allocations. Votes permit (reject when the tree is not ready).
+* UnifiedEvictable (gangpreempt, gangreclaim): every candidate for gangpreempt; for gangreclaim,
+  in the order given, a candidate that does not take its queue below guarantee and is an
+  immediate victim or comes from a queue above deserved on a dimension it uses (no ancestor
+  check, no common-dimension check with the reclaimer). Reject when the tree is not ready.
 * JobEnqueueable / JobEnqueued: ``minResources + allocated + inqueue − elastic ≤
   realCapability`` for the queue and every ancestor; admitted jobs add to ``inqueue``.
 * Allocate / deallocate events keep ``allocated`` of the queue and its ancestors current.
@@ -41,7 +45,7 @@ from pyvolcano.api.resource import DimensionDefault, Resource
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.diagnosis.model import QueueQuota
 from pyvolcano.framework.arguments import Arguments
-from pyvolcano.framework.interfaces import Event, EventHandler, Vote
+from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext, EvictionKind, Vote
 from pyvolcano.plugins.capacity.attrs import (
     ROOT_QUEUE,
     QueueAttr,
@@ -137,6 +141,7 @@ class CapacitySession:
     def register(self) -> None:
         ssn = self.ssn
         ssn.add_reclaimable_fn(NAME, self.reclaimable)
+        ssn.add_unified_evictable_fn(NAME, self.unified_evictable)
         ssn.add_preemptive_fn(NAME, self.preemptive)
         ssn.add_allocatable_fn(NAME, self.allocatable)
         ssn.add_job_enqueueable_fn(NAME, self.job_enqueueable)
@@ -297,6 +302,27 @@ class CapacitySession:
             for held in (allocated, *charged):
                 held.sub(reclaimee.resreq)
             victims.append(reclaimee)
+        return victims, Vote.PERMIT
+
+    def unified_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        """Upstream ``capacity.go`` UnifiedEvictableFn (see the module doc)."""
+        if ctx.kind is EvictionKind.GANG_PREEMPT:
+            return candidates, Vote.PERMIT
+        if not self.ready:
+            return [], Vote.REJECT
+        victims: list[TaskInfo] = []
+        allocations: dict[str, Resource] = {}
+        for reclaimee in candidates:
+            attr = self.attr_of_job(reclaimee.job)
+            if attr is None:
+                continue
+            allocated = allocations.setdefault(attr.queue_id, attr.allocated.clone())
+            if not attr.guarantee.less_equal(allocated - reclaimee.resreq, DimensionDefault.ZERO):
+                continue
+            if (not has_common_dimension(reclaimee.resreq, attr.deserved)
+                    or allocated.greater_partly_with_relevant_dimensions(attr.deserved, reclaimee.resreq)):
+                allocated.sub(reclaimee.resreq)
+                victims.append(reclaimee)
         return victims, Vote.PERMIT
 
     def leaf_eligible(
