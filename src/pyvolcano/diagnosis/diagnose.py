@@ -600,7 +600,9 @@ class _Context:
         for action, per_node in (("preempt", preempt_on), ("reclaim", reclaim_on)):
             if self._helps(per_node, vec) is None:
                 continue
-            enabled = action in self.actions
+            # gangpreempt / gangreclaim evict for the same starving jobs, whole gangs per domain.
+            configured = [a for a in (action, f"gang{action}") if a in self.actions]
+            enabled = bool(configured)
             filters = [
                 ("the candidate victims are not preemptable (volcano.sh/preemptable: false)",
                  lambda t, _j: t.preemptable),
@@ -620,9 +622,10 @@ class _Context:
                                       "evicting the candidate victims would break their gangs' minAvailable")
             victims = tuple(sorted(t.key for i, ts in kept if i == node_i for t, _j in ts))
             if not enabled:
-                why = f"the {action} action is not configured (actions: {', '.join(self.actions)})"
+                why = (f"neither the {action} nor the gang{action} action is configured "
+                       f"(actions: {', '.join(self.actions)})")
             else:
-                why = f"{action} ran but its plugins' votes did not select the victims"
+                why = f"{' and '.join(configured)} ran but its plugins' votes did not select the victims"
             return PreemptionInfo(True, action, enabled, why, victims)
         return _NO_PREEMPTION
 
