@@ -10,7 +10,7 @@ from pyvolcano.api.hypernode import HyperNode, HyperNodeMember, MemberSelector, 
 from pyvolcano.api.manifest import ManifestError, load_manifest_file, load_manifest_text
 from pyvolcano.api.network_topology import NetworkTopology, SubGroupPolicy
 
-TOPOLOGY_CASES = sorted((Path(__file__).parents[1] / "data" / "conformance_topology").glob("*.yaml"))
+TOPOLOGY_CASES = sorted((Path(__file__).parents[1] / "data" / "conformance_topology").glob("*/cluster.yaml"))
 
 HEAD = "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: s0}\n"
 
@@ -20,7 +20,7 @@ def hypernode(spec: str) -> HyperNode:
     return hn
 
 
-@pytest.mark.parametrize("path", TOPOLOGY_CASES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", TOPOLOGY_CASES, ids=lambda p: p.parent.name)
 def test_every_network_topology_conformance_cluster_loads(path: Path) -> None:
     objs = load_manifest_file(path)
     assert objs.other == []

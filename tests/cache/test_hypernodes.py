@@ -14,7 +14,7 @@ from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import apply_event
 
-TOPOLOGY_CASES = sorted((Path(__file__).parents[1] / "data" / "conformance_topology").glob("*.yaml"))
+TOPOLOGY_CASES = sorted((Path(__file__).parents[1] / "data" / "conformance_topology").glob("*/cluster.yaml"))
 
 
 def hypernode(name: str, tier: int, *members: dict[str, Any], node_count: int = 0) -> dict[str, Any]:
@@ -105,7 +105,7 @@ def test_a_cycle_marks_the_cached_topology_not_ready() -> None:
     assert cache.hypernode_tree.ready
 
 
-@pytest.mark.parametrize("path", TOPOLOGY_CASES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", TOPOLOGY_CASES, ids=lambda p: p.parent.name)
 def test_conformance_topology_clusters_build_ready_trees(path: Path) -> None:
     objs = load_manifest_text(path.read_text(encoding="utf-8"))
     cache = SchedulerCache.from_objects(objs)

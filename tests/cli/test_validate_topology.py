@@ -39,7 +39,8 @@ def test_user_guide_jobs_are_valid(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_conformance_hypernodes_and_podgroups_are_valid(capsys: pytest.CaptureFixture[str]) -> None:
     # The exit code is 2: the conversion's Pods have no image, which the API server requires.
-    code, lines = run(capsys, DATA / "conformance_topology" / "allocate-subgroup-min-subgroups-not-satisfied.yaml")
+    case = DATA / "conformance_topology" / "allocate-subgroup-min-subgroups-not-satisfied"
+    code, lines = run(capsys, case / "cluster.yaml")
     assert code == 2 and all("Pod c1/" in line for line in lines if not line.startswith("OK "))
     assert [line for line in lines if "HyperNode" in line or "PodGroup" in line] == [
         "OK HyperNode s0", "OK HyperNode s1", "OK HyperNode s2", "OK PodGroup c1/pg1",

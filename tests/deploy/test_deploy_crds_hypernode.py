@@ -18,7 +18,8 @@ API = "topology.volcano.sh/v1alpha1"
 
 
 def _hypernodes() -> list[dict[str, Any]]:
-    return [d for p in sorted(TOPOLOGY.glob("*.yaml")) for d in yaml.safe_load_all(p.read_text(encoding="utf-8"))
+    files = sorted(TOPOLOGY.glob("*/cluster.yaml"))
+    return [d for p in files for d in yaml.safe_load_all(p.read_text(encoding="utf-8"))
             if isinstance(d, dict) and d.get("kind") == "HyperNode"]
 
 

@@ -28,6 +28,8 @@ class TaskQueue(Protocol):
 
     def pop(self) -> TaskInfo: ...
 
+    def clone(self) -> TaskQueue: ...
+
     def __len__(self) -> int: ...
 
     def __bool__(self) -> bool: ...
@@ -45,6 +47,13 @@ class SortedTasks:
 
     def push(self, item: TaskInfo) -> None:
         bisect.insort(self._items, item, lo=self._head, key=self._key)
+
+    def clone(self) -> SortedTasks:
+        out = SortedTasks.__new__(SortedTasks)
+        out._key = self._key
+        out._items = self._items[self._head:]
+        out._head = 0
+        return out
 
     def pop(self) -> TaskInfo:
         item = self._items[self._head]

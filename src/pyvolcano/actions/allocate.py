@@ -16,26 +16,33 @@ re-evaluated in vectorised rounds); ``SchedulerOptions.batch_replicas=False`` fo
 per-pod path. A job's worksheet is a sorted list when the task order has a sort key
 (:func:`~pyvolcano.actions._helpers.task_queue`), else upstream's comparator heap.
 
-Not modelled: hard network topology and sub-group policies (the default sub-job path only),
-the nomination fast path of gangpreempt/gangreclaim, and node sharding.
+Jobs with a hard network topology, a hard sub-job or any sub-group policy take the HyperNode
+path (:mod:`pyvolcano.actions.allocate_topology`), which calls the same per-task placement
+restricted to one HyperNode's nodes (their rows of the cached feasibility masks, never a scan
+of the whole cluster per candidate). Not modelled: the nomination fast path of
+gangpreempt/gangreclaim, and node sharding.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from pyvolcano.actions._helpers import PredicateHelper, TaskQueue, task_queue
+from pyvolcano.actions.allocate_topology import JobWorksheet, TopologyPlacement, organize_worksheet
 from pyvolcano.actions.replica_batch import BatchKey, ReplicaBatch, batch_key
+from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
+from pyvolcano.api.sub_job import SubJobInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import FitErrors
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.topology import sub_job_needs_search
 from pyvolcano.util.priority_queue import PriorityQueue
 
 NAME = "allocate"
@@ -56,6 +63,8 @@ class Allocate:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         worksheets: dict[str, TaskQueue] = {}
+        topology_worksheets: dict[str, JobWorksheet] = {}
+        placement = TopologyPlacement(ssn, self)
         for job in ssn.jobs.values():
             if job.is_pending():
                 if "enqueue" in ssn.enabled_actions:
@@ -72,18 +81,26 @@ class Allocate:
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 continue
+            topo = job.topology
+            if topo is not None and not ssn.topology.ready and topo.contains_network_topology():
+                continue
             if ssn.skip_unchanged and ssn.unchanged_since_failure(job):
                 continue
-            pending = [task for task in sorted(job.tasks_in(TaskStatus.Pending).values(), key=lambda t: t.uid)
-                       if not task.sch_gated and not task.resreq.is_empty()]
-            if not pending:
-                continue
-            tasks = task_queue(ssn, pending)
+            if sub_job_needs_search(job):
+                ws = organize_worksheet(ssn, job)
+                if ws.empty():
+                    continue
+                topology_worksheets[job.uid] = ws
+            else:
+                pending = [task for task in sorted(job.tasks_in(TaskStatus.Pending).values(), key=lambda t: t.uid)
+                           if not task.sch_gated and not task.resreq.is_empty()]
+                if not pending:
+                    continue
+                worksheets[job.uid] = task_queue(ssn, pending)
             if job.queue not in jobs_by_queue:
                 jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
                 queues.push(queue)
             jobs_by_queue[job.queue].push(job)
-            worksheets[job.uid] = tasks
 
         while queues:
             queue = queues.pop()
@@ -93,8 +110,22 @@ class Allocate:
             if jobs is None or not jobs:
                 continue
             job = jobs.pop()
+            tws = topology_worksheets.get(job.uid)
+            if tws is not None:
+                stmt = placement.allocate_for_job(job, tws)
+                if stmt is not None and ssn.job_ready(job):
+                    stmt.commit()
+                    job.unschedulable_at = None
+                    placement.recorder.update_decision_to_job(ssn, job)
+                    if not tws.empty():
+                        jobs.push(job)
+                elif ssn.skip_unchanged:
+                    ssn.record_failure(job)
+                queues.push(queue)
+                continue
             tasks = worksheets[job.uid]
-            stmt = self.allocate_resources_for_tasks(ssn, job, tasks)
+            sub_job = job.topology.default_sub_job if job.topology is not None else None
+            stmt = self.allocate_resources_for_tasks(ssn, job, tasks, sub_job=sub_job)
             if stmt is not None and ssn.job_ready(job):
                 stmt.commit()
                 job.unschedulable_at = None
@@ -105,24 +136,44 @@ class Allocate:
             queues.push(queue)
 
     def allocate_resources_for_tasks(
-        self, ssn: Session, job: JobInfo, tasks: TaskQueue
+        self, ssn: Session, job: JobInfo, tasks: TaskQueue, *, sub_job: SubJobInfo | None = None,
+        hypernode: str = CLUSTER_TOP_HYPERNODE,
     ) -> Statement | None:
+        """Place ``tasks`` on the nodes of ``hypernode`` (the virtual root: every node).
+
+        With a ``sub_job`` (jobs with a topology or sub-groups) readiness is the sub-job's, fit
+        errors are per sub-job, and a sub-job with a network topology carries its current
+        allocated HyperNode into node scoring, moved after every placed task.
+        """
         queue = ssn.queues[job.queue]
-        all_nodes = ssn.all_node_indices()
-        if len(all_nodes) == 0:
+        whole = hypernode == CLUSTER_TOP_HYPERNODE
+        candidates = ssn.all_node_indices() if whole else ssn.topology.rows(hypernode)
+        if len(candidates) == 0:
             return None
         stmt = ssn.statement()
         ph = PredicateHelper(ssn, enable_error_cache=self.enable_predicate_error_cache)
-        batching = ssn.cache.options.batch_replicas and ssn.replicas_batchable()
+        aware = sub_job is not None and sub_job.with_network_topology
+        allocated_hn = sub_job.allocated_hypernode if sub_job is not None else ""
+        by_sub_job = sub_job is not None and job.topology is not None and job.topology.has_policies
+        batching = whole and not aware and ssn.cache.options.batch_replicas and ssn.replicas_batchable()
         batch: ReplicaBatch | None = None
         pre_predicates = ssn.has("pre_predicate")
+
+        def ready() -> bool:
+            return ssn.sub_job_ready(job, sub_job) if sub_job is not None else ssn.job_ready(job)
+
+        def keep_going() -> bool:
+            return _need_continue(job, sub_job)
+
         while tasks:
             task = tasks.pop()
             if not ssn.allocatable(queue, task):
                 continue
             if task.sch_gated:
                 continue
-            if job.task_has_fit_errors(task):
+            failed_before = (_sub_job_has_fit_errors(job, sub_job, task) if by_sub_job and sub_job is not None
+                             else job.task_has_fit_errors(task))
+            if failed_before:
                 fe = FitErrors()
                 fe.set_error(f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
                 job.set_task_fit_errors(task, fe)
@@ -130,9 +181,9 @@ class Allocate:
             st = ssn.pre_predicate(task) if pre_predicates else None
             if st is not None:
                 fe = FitErrors()
-                fe.add(st.reason, st.code, all_nodes)
+                fe.add(st.reason, st.code, candidates)
                 job.set_task_fit_errors(task, fe)
-                if job.need_continue_allocating():
+                if keep_going():
                     continue
                 break
             if batching and not ph.has_failures(task):
@@ -145,7 +196,7 @@ class Allocate:
                     chosen = batch.select(task)
                     if chosen is not None:
                         self.allocate_resources_for_task(ssn, stmt, task, chosen)
-                        if ssn.job_ready(job):
+                        if ready():
                             break
                         continue
             feasible = np.zeros(0, dtype=np.int64)
@@ -153,30 +204,45 @@ class Allocate:
             nominated = task.pod.nominated_node_name
             if nominated and nominated in ssn.nodes:
                 node = ssn.nodes[nominated]
-                if task.init_resreq.less_equal(node.future_idle()):
+                inside = whole or bool(np.isin(node.index, candidates))
+                if inside and task.init_resreq.less_equal(node.future_idle()):
                     feasible, errors = ph.predicate_nodes(
                         task, np.array([node.index], dtype=np.int64), ssn.allocate_predicate
                     )
             if len(feasible) == 0:
                 key = ssn.predicate_cache_key(task) if not ph.has_failures(task) else None
                 if key is not None:
-                    feasible = ssn.feasible_nodes(task, key)
+                    if whole:
+                        feasible = ssn.feasible_nodes(task, key)
+                    else:
+                        feasible, _ = ssn.predicate_nodes(task, candidates,
+                                                          _cached_verdicts(ssn.feasibility_mask(task, key)))
             if len(feasible) == 0:
-                feasible, errors = ph.predicate_nodes(task, all_nodes, ssn.allocate_predicate)
+                feasible, errors = ph.predicate_nodes(task, candidates, ssn.allocate_predicate)
             if len(feasible) == 0:
+                if not whole:
+                    errors.hypernode = hypernode
                 job.set_task_fit_errors(task, errors)
-                if job.need_continue_allocating():
+                if keep_going():
                     continue
                 break
+            if aware:
+                ssn.topology.task_hypernode[task.uid] = allocated_hn
             best = self.prioritize_nodes(ssn, task, feasible)
             if best is None:
                 continue
             self.allocate_resources_for_task(ssn, stmt, task, best)
-            if ssn.job_ready(job):
+            if aware:
+                own = ssn.topology.lowest_hypernode_of(ssn.node_list[best].name)
+                if own:
+                    allocated_hn = ssn.topology.lca(own, allocated_hn) if allocated_hn else own
+            if ready():
                 break
-        if ssn.job_ready(job):
+        if ready():
             return stmt
-        if ssn.job_pipelined(job):
+        if sub_job is not None and ssn.sub_job_pipelined(job, sub_job):
+            return stmt
+        if sub_job is None and ssn.job_pipelined(job):
             return stmt
         stmt.discard()
         return None
@@ -202,6 +268,30 @@ class Allocate:
             stmt.allocate(task, node)
         elif table.fits_row(vec, node_index, future=True):
             stmt.pipeline(task, node.name, False)
+
+
+def _cached_verdicts(mask: np.ndarray) -> Callable[[TaskInfo, np.ndarray], tuple[np.ndarray, FitErrors]]:
+    """A predicate that reads stored verdicts (a feasibility mask over all nodes)."""
+    return lambda _task, order: (mask[order], FitErrors())
+
+
+def _need_continue(job: JobInfo, sub_job: SubJobInfo | None) -> bool:
+    """Upstream ``NeedContinueAllocating(subJobID)``."""
+    if job.min_available == len(job.tasks):
+        return False
+    if sub_job is not None and sub_job.min_available >= len(sub_job.tasks):
+        return False
+    if job.topology is not None and job.topology.has_policies:
+        return True
+    return job.need_continue_allocating()
+
+
+def _sub_job_has_fit_errors(job: JobInfo, sub_job: SubJobInfo, task: TaskInfo) -> bool:
+    """Upstream ``TaskHasFitErrors(subJob, task)``: a task of the same role in the sub-job failed."""
+    if not task.role:
+        return False
+    return any(uid in sub_job.tasks and job.tasks[uid].role == task.role
+               for uid in job.nodes_fit_errors if uid in job.tasks)
 
 
 def new(arguments: Mapping[str, Any] | None = None) -> Allocate:

@@ -4,8 +4,10 @@ Tasks are indexed by status (``task_status_index``) so the gang counters are O(#
 ``allocated`` (Σ resreq of tasks in an allocated status) is maintained incrementally, as
 upstream does, so plugins read it without scanning tasks.
 
-Sub-groups (``subGroupPolicy``) and network topology are not modelled: every job has the
-single default sub-job, which makes SubJobReady/Pipelined equal to JobReady/Pipelined.
+A job whose PodGroup has a ``networkTopology`` or a ``subGroupPolicy`` also carries its
+sub-jobs (:class:`~pyvolcano.api.sub_job.JobTopology`, kept in step by ``add_task``,
+``delete_task`` and ``update_task_status``); other jobs have the single default sub-job
+implicitly, which makes SubJobReady/Pipelined equal to JobReady/Pipelined.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 from pyvolcano.api.names import PREEMPTABLE_KEY
 from pyvolcano.api.objects import PodGroup
 from pyvolcano.api.resource import Resource
+from pyvolcano.api.sub_job import JobTopology, needs_topology
 from pyvolcano.api.task import (
     ALLOCATED_STATUS,
     COMPLETED_STATUS,
@@ -144,6 +147,7 @@ class JobInfo:
         "task_min_available_total",
         "task_status_index",
         "tasks",
+        "topology",
         "total_request",
         "uid",
         "unschedulable_at",
@@ -198,6 +202,9 @@ class JobInfo:
         # Why the job is short of what it needs, as of the last session close that looked at
         # it (pyvolcano.diagnosis; None when nothing is unplaced or diagnosis is off).
         self.diagnosis: Diagnosis | None = None
+        # Sub-jobs and HyperNode placement (api/sub_job.py); None unless the PodGroup has a
+        # networkTopology or a subGroupPolicy.
+        self.topology: JobTopology | None = None
 
     # ------------------------------------------------------------------ podgroup
     def _moved(self) -> None:
@@ -228,6 +235,13 @@ class JobInfo:
             if PREEMPTABLE_KEY in src:
                 self.preemptable = bool(_parse_bool(src[PREEMPTABLE_KEY]))
                 break
+        old = self.topology
+        if needs_topology(pg):
+            topo = JobTopology(self.uid, pg)
+            topo.rebuild(sorted(self.tasks.values(), key=lambda t: t.uid), old)
+            self.topology = topo
+        else:
+            self.topology = None
         self.waiting_time = None
         for key in ("volcano.sh/sla-waiting-time", "sla-waiting-time"):
             if key in pg.annotations:
@@ -303,6 +317,8 @@ class JobInfo:
         self.status_counts[task.status._value_.bit_length() - 1] += 1
         if task.sch_gated:
             self.sch_gated_count += 1
+        if self.topology is not None:
+            self.topology.add_task(task)
 
     def delete_task(self, task: TaskInfo) -> None:
         t = self.tasks.pop(task.uid, None)
@@ -324,6 +340,8 @@ class JobInfo:
         self.status_counts[t.status._value_.bit_length() - 1] -= 1
         if t.sch_gated:
             self.sch_gated_count -= 1
+        if self.topology is not None:
+            self.topology.remove_task(t)
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move ``task`` to ``status``, keeping the index and ``allocated`` in step."""
@@ -356,6 +374,8 @@ class JobInfo:
         rs[okey] -= 1
         nkey = (task.role, status._value_)
         rs[nkey] = rs.get(nkey, 0) + 1
+        if self.topology is not None:
+            self.topology.moved(task, old, status)
         task.status = status
         self.task_status_index.setdefault(status, {})[task.uid] = task
 

@@ -54,11 +54,13 @@ class FitGroup:
 class FitErrors:
     """Per-task record of the nodes that failed and why."""
 
-    __slots__ = ("err", "groups")
+    __slots__ = ("err", "groups", "hypernode")
 
     def __init__(self) -> None:
         self.groups: list[FitGroup] = []
         self.err = ""
+        # The HyperNode the nodes were searched in (upstream ``SetHyperNode``), "" for all nodes.
+        self.hypernode = ""
 
     def add(self, reason: str, code: Code, nodes: np.ndarray) -> None:
         if len(nodes):
@@ -91,7 +93,8 @@ class FitErrors:
         for g in self.groups:
             counts[g.reason] = counts.get(g.reason, 0) + len(g.nodes)
         parts = sorted(f"{v} {k}" for k, v in counts.items())
-        return f"{head}: {', '.join(parts)}."
+        msg = f"{head}: {', '.join(parts)}."
+        return f"In hyperNode {self.hypernode}: {msg}" if self.hypernode else msg
 
     def __repr__(self) -> str:
         return f"FitErrors<{self.error()}>"

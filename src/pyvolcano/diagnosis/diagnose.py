@@ -16,6 +16,9 @@ The stage is decided in pipeline order, first match wins:
 2. the queue is not Open; JobValid fails (``Gang.MinAvailableNotMet``);
 3. every unplaced pod is scheduling-gated;
 4. pods pipelined onto resources still being released;
+4b. network topology: the HyperNodes are not ready, or the pods the gang (or a hard sub-group)
+   still needs fit in the cluster but in no HyperNode its ``highestTierAllowed`` allows (per
+   tier, the HyperNode with the most room is reported);
 5. recorded node fit errors: resources short on every node that passes the predicates
    (possibly curable by preemption or reclaim, which is then the stage), or predicates;
 6. queue quota: the pods still needed exceed what the queue's allocate limit leaves;
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.objects import PodGroupCondition
 from pyvolcano.api.quantity import format_quantity
@@ -42,6 +46,7 @@ from pyvolcano.api.unschedule import FitErrors
 from pyvolcano.diagnosis.model import (
     UNLIMITED,
     Diagnosis,
+    HyperNodeFigure,
     PreemptionInfo,
     QueueQuota,
     Reason,
@@ -192,6 +197,9 @@ class _Context:
                       f"waits for pods on {', '.join(nodes)} to release their resources (evictions or "
                       f"terminations in progress)", scope="gang")
         need = max(job.min_available - placed, 1)
+        topo = self._topology(job, mk, ungated, need)
+        if topo is not None:
+            return topo
         for t in sorted(ungated, key=lambda t: (t.index if t.index is not None else -1, t.name)):
             fe = job.nodes_fit_errors.get(t.uid)
             if fe is not None and fe.groups:
@@ -258,6 +266,111 @@ class _Context:
         hint = (f"a JobEnqueueable vote ({', '.join(voters) or 'none'}) keeps it Pending: its minResources "
                 f"exceed what the plugin admits now (overcommit: idle × overcommit-factor; sla; ...)")
         return mk(Reason.ENQUEUE_REJECTED, msg, hint, scope="minResources", resources=tuple(figures))
+
+    def _topology(self, job: JobInfo, mk: functools.partial[Diagnosis], ungated: list[TaskInfo],
+                  need: int) -> Diagnosis | None:
+        """The topology stage: a hard constraint no allowed HyperNode can meet now."""
+        topo = job.topology
+        if topo is None:
+            return None
+        view = self.ssn.topology
+        if not view.ready and topo.contains_network_topology():
+            return mk(Reason.TOPOLOGY_NOT_READY,
+                      "the HyperNode topology is not ready: a HyperNode is claimed by two parents or the "
+                      "members form a cycle, and jobs with a network topology wait until it is fixed",
+                      "fix the HyperNodes so that each has one parent and none contains itself "
+                      "(pyvolcano validate names the offending members)", scope="gang")
+        tier: int | None = None
+        allocated = ""
+        subject = "the job"
+        tasks: list[TaskInfo] = []
+        if topo.hard_tier is not None and topo.hard_tier < view.top_tier:
+            tier, allocated, tasks = topo.hard_tier, topo.allocated_hypernode, ungated[:need]
+        else:
+            for sj in sorted(topo.sub_jobs.values(), key=lambda s: s.uid):
+                if sj.hard_tier is None or sj.hard_tier >= view.top_tier or sj.is_ready():
+                    continue
+                mine = [t for t in ungated if t.uid in sj.tasks]
+                if mine:
+                    tier, allocated, subject = sj.hard_tier, sj.allocated_hypernode, f"sub-group {sj.uid}"
+                    tasks = mine[:max(sj.min_available - sj.ready_task_num(), 1)]
+                    break
+        if tier is None or not tasks:
+            return None
+        copies, whole = self._copies(tasks[0])
+        n = len(tasks)
+        if int(np.minimum(copies, n).sum()) < n:
+            return None  # the cluster as a whole has no room either: node fit explains it
+        tree = view.tree
+        root = CLUSTER_TOP_HYPERNODE
+        if allocated:
+            root = view.highest_allowed(allocated, tier)
+            if not root:
+                return mk(Reason.TOPOLOGY_ALLOCATED_HYPERNODE_FULL,
+                          f"{subject} already runs in {allocated} (tier {view.tier(allocated)}), above "
+                          f"highestTierAllowed {tier}, so its remaining pods have no allowed HyperNode",
+                          f"lower the placement of the running pods or raise highestTierAllowed to "
+                          f"{view.tier(allocated)}", scope="gang", task=tasks[0].key)
+        figures: list[HyperNodeFigure] = []
+        for t in view.tiers:
+            names = sorted(h for h in (tree.hypernodes_at(t) if t != view.top_tier else {CLUSTER_TOP_HYPERNODE})
+                           if root == CLUSTER_TOP_HYPERNODE or root in tree.ancestors(h))
+            if not names:
+                continue
+            rooms = {h: int(np.minimum(copies[tree.rows(h)], n).sum()) for h in names}
+            best = min(names, key=lambda h: (-rooms[h], h))
+            figures.append(HyperNodeFigure(t, best, rooms[best], t <= tier, len(names)))
+        if any(f.allowed and f.room >= n for f in figures):
+            return None  # some allowed HyperNode has room: another stage explains the wait
+        unit, free = ("whole node(s)", "free") if whole else ("pod(s)", "room for")
+        allowed = [f for f in figures if f.allowed]
+        top = max(allowed, key=lambda f: f.room) if allowed else None
+        wider = next((f for f in figures if not f.allowed and f.room >= n), None)
+        where = f"one HyperNode of tier {tier}" if allowed and all(f.tier == tier for f in allowed) \
+            else f"one HyperNode of tier <= {tier}"
+        if allocated:
+            where = f"{root}, where {subject} already runs"
+        msg = f"{subject} needs {n} {unit} inside {where}"
+        parts = [msg]
+        if top is not None:
+            parts.append(f"the best, {top.best} (tier {top.tier}), has {top.room} {free}" if whole
+                         else f"the best, {top.best} (tier {top.tier}), has {free} {top.room}")
+        if wider is not None:
+            have = f"{wider.room} {free}" if whole else f"{free} {wider.room}"
+            parts.append(f"{wider.best} at tier {wider.tier} has {have} but highestTierAllowed is {tier}")
+            fix = f"raise highestTierAllowed to {wider.tier}, use mode soft, or free room inside one HyperNode"
+        else:
+            fix = "free room inside one HyperNode (no wider HyperNode has room either)"
+        hint = "; ".join(parts) + f": {fix}"
+        return mk(Reason.TOPOLOGY_NO_HYPERNODE_FITS, msg, hint, scope="gang", task=tasks[0].key,
+                  topology=tuple(figures), resources=self._figures_of(tasks))
+
+    def _copies(self, task: TaskInfo) -> tuple[np.ndarray, bool]:
+        """How many pods like ``task`` each node could take now (0 where its predicates fail),
+        and whether each such pod takes a whole node."""
+        table, n = self.table, self.table.n
+        idx = np.arange(n, dtype=np.int64)
+        ok, _groups = self.ssn.predicate_failures(task, idx)
+        copies = np.full(n, np.iinfo(np.int64).max // 4, dtype=np.int64)
+        most = np.full(n, np.iinfo(np.int64).max // 4, dtype=np.int64)
+        for d, v in table.task_vector(task):
+            if v < _EPS:
+                continue
+            copies = np.minimum(copies, np.floor((table.future[d][:n] + _EPS) / v).astype(np.int64))
+            most = np.minimum(most, np.floor((table.allocatable[d][:n] + _EPS) / v).astype(np.int64))
+        copies = np.where(ok, np.maximum(copies, 0), 0)
+        return copies, bool(n) and bool((most <= 1).all())
+
+    def _figures_of(self, tasks: list[TaskInfo]) -> tuple[ResourceFigure, ...]:
+        req = Resource()
+        for t in tasks:
+            req.add(t.resreq)
+        out = []
+        for name, amount in _requested(req):
+            d = self.table.dim_index.get(name)
+            free_c = self.cluster_free(d) if d is not None else 0.0
+            out.append(ResourceFigure(name, _user_unit(name, amount), _user_unit(name, free_c)))
+        return tuple(out)
 
     def _gated(self, job: JobInfo, mk: functools.partial[Diagnosis], gated: list[TaskInfo]) -> Diagnosis:
         gates = sorted({g for t in gated for g in t.pod.scheduling_gates})

@@ -22,6 +22,9 @@ condition. Its ``to_dict()`` form is the documented, stable JSON schema (docs/re
 Units: ``cpu`` in cores, ``memory`` in bytes, ``pods`` whole, every other resource in its
 own unit (``nvidia.com/gpu: 8.0``; the scheduler counts them in milli-units internally).
 ``free_in_queue`` is null when no quota plugin limits the queue on that dimension.
+Jobs held back by a network-topology constraint also carry ``"topology"``: per tier, the
+HyperNode with the most room for the pods still needed (``{"tier", "best", "room", "allowed",
+"hypernodes"}``); the key is absent for other diagnoses.
 ``scope`` says what ``requested`` counts: ``task`` (one pod, node fit), ``gang`` (the pods
 still needed to reach minAvailable, queue quota) or ``minResources`` (enqueue).
 
@@ -40,6 +43,7 @@ from pyvolcano.api.resource import Resource
 __all__ = [
     "STAGE_OF",
     "Diagnosis",
+    "HyperNodeFigure",
     "PreemptionInfo",
     "QueueQuota",
     "Reason",
@@ -58,6 +62,7 @@ class Stage(enum.StrEnum):
     QUEUE_DESERVED = "queue-deserved"
     GANG = "gang"
     SCHEDULING_GATE = "scheduling-gate"
+    TOPOLOGY = "topology"
     NODE_FIT = "node-fit"
     PREEMPTION = "preemption"
     SESSION = "session"
@@ -72,6 +77,9 @@ class Reason(enum.StrEnum):
     QUEUE_OVER_DESERVED = "Queue.OverDeserved"
     GANG_MIN_AVAILABLE_NOT_MET = "Gang.MinAvailableNotMet"
     SCHEDULING_GATED = "SchedulingGated"
+    TOPOLOGY_NOT_READY = "Topology.NotReady"
+    TOPOLOGY_NO_HYPERNODE_FITS = "Topology.NoHyperNodeFits"
+    TOPOLOGY_ALLOCATED_HYPERNODE_FULL = "Topology.AllocatedHyperNodeFull"
     NODE_FIT_INSUFFICIENT_RESOURCE = "NodeFit.InsufficientResource"
     NODE_FIT_PREDICATE_FAILED = "NodeFit.PredicateFailed"
     PREEMPTION_NOT_ALLOWED = "Preemption.NotAllowed"
@@ -86,6 +94,9 @@ STAGE_OF: dict[Reason, Stage] = {
     Reason.QUEUE_OVER_DESERVED: Stage.QUEUE_DESERVED,
     Reason.GANG_MIN_AVAILABLE_NOT_MET: Stage.GANG,
     Reason.SCHEDULING_GATED: Stage.SCHEDULING_GATE,
+    Reason.TOPOLOGY_NOT_READY: Stage.TOPOLOGY,
+    Reason.TOPOLOGY_NO_HYPERNODE_FITS: Stage.TOPOLOGY,
+    Reason.TOPOLOGY_ALLOCATED_HYPERNODE_FULL: Stage.TOPOLOGY,
     Reason.NODE_FIT_INSUFFICIENT_RESOURCE: Stage.NODE_FIT,
     Reason.NODE_FIT_PREDICATE_FAILED: Stage.NODE_FIT,
     Reason.PREEMPTION_NOT_ALLOWED: Stage.PREEMPTION,
@@ -161,6 +172,21 @@ class PreemptionInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class HyperNodeFigure:
+    """For one tier: the HyperNode with the most room for the pods a topology constraint needs."""
+
+    tier: int
+    best: str
+    room: int  # how many of the needed pods fit on its nodes now
+    allowed: bool  # whether the constraint lets the job use this tier
+    hypernodes: int  # HyperNodes of this tier that were candidates
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tier": self.tier, "best": self.best, "room": self.room, "allowed": self.allowed,
+                "hypernodes": self.hypernodes}
+
+
+@dataclass(frozen=True, slots=True)
 class TaskCounts:
     total: int
     min_available: int
@@ -191,6 +217,7 @@ class Diagnosis:
     nodes_total: int = 0
     nodes_failed: int = 0
     preemption: PreemptionInfo = field(default_factory=lambda: PreemptionInfo(could_help=False))
+    topology: tuple[HyperNodeFigure, ...] = ()
 
     @property
     def stage(self) -> Stage:
@@ -217,4 +244,6 @@ class Diagnosis:
             "nodes": {"total": self.nodes_total, "failed": self.nodes_failed},
             "preemption": self.preemption.to_dict(),
         })
+        if self.topology:
+            out["topology"] = [f.to_dict() for f in self.topology]
         return out

@@ -40,6 +40,7 @@ from pyvolcano.framework.interfaces import Plugin
 from pyvolcano.framework.observer import ON_SESSION_CLOSE, ON_SESSION_OPEN, SessionObserver
 from pyvolcano.framework.scheduler_helper import SchedulerHelper
 from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.topology import SessionTopology
 
 if TYPE_CHECKING:
     from pyvolcano.cache.cache import SchedulerCache
@@ -80,6 +81,9 @@ class Session(SchedulerHelper):
         self.priority_classes = cache.priority_classes
         self.jobs: dict[str, JobInfo] = cache.session_jobs()  # with a PodGroup and an existing queue
         self.total_resource = self._total_resource()
+        # HyperNodes and the jobs' effective network-topology constraints (framework/topology.py).
+        self.topology = SessionTopology(cache.hypernode_tree)
+        self.topology.open([j for j in self.jobs.values() if j.topology is not None])
         self.enabled_actions = set(config.actions)
         self._init_plugin_tables()
         self._open_statements: list[Statement] = []

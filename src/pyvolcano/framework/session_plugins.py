@@ -27,6 +27,7 @@ import numpy as np
 from pyvolcano.api.job import JobInfo, ValidateResult
 from pyvolcano.api.node import NodeTable
 from pyvolcano.api.queue import QueueInfo
+from pyvolcano.api.sub_job import SubJobInfo
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.api.unschedule import Status
 from pyvolcano.conf.schema import SchedulerConfiguration
@@ -64,6 +65,12 @@ _FLAGS: dict[str, str | None] = {
     "job_enqueued": "enableJobEnqueued",
     "job_starving": "enableJobStarving",
     "victim_tasks": "enabledVictim",
+    "sub_job_ready": "enabledSubJobReady",
+    "sub_job_pipelined": "enabledSubJobPipelined",
+    "sub_job_order": "enabledSubJobOrder",
+    "hypernode_order": "enabledHyperNodeOrder",
+    "hypernode_gradient_for_job": "enabledHyperNodeGradient",
+    "hypernode_gradient_for_sub_job": "enabledHyperNodeGradient",
 }
 
 
@@ -211,6 +218,30 @@ class SessionPlugins:
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 
+    def add_sub_job_ready_fn(self, name: str, fn: Callable[[SubJobInfo], bool]) -> None:
+        self._add("sub_job_ready", name, fn)
+
+    def add_sub_job_pipelined_fn(self, name: str, fn: Callable[[SubJobInfo], int]) -> None:
+        self._add("sub_job_pipelined", name, fn)
+
+    def add_sub_job_order_fn(self, name: str, fn: Callable[[SubJobInfo, SubJobInfo], int]) -> None:
+        self._add("sub_job_order", name, fn)
+
+    def add_hypernode_order_fn(
+        self, name: str, fn: Callable[[SubJobInfo, list[str]], dict[str, float]]
+    ) -> None:
+        """Register a HyperNode scorer: ``fn(sub_job, candidates)`` → score per candidate."""
+        self._add("hypernode_order", name, fn)
+
+    def add_hypernode_gradient_for_job_fn(self, name: str, fn: Callable[[JobInfo, str, str], list[list[str]]]) -> None:
+        """``fn(job, hypernode, purpose)`` → candidate HyperNodes grouped by tier, tried in order."""
+        self._add("hypernode_gradient_for_job", name, fn)
+
+    def add_hypernode_gradient_for_sub_job_fn(
+        self, name: str, fn: Callable[[SubJobInfo, str, str], list[list[str]]]
+    ) -> None:
+        self._add("hypernode_gradient_for_sub_job", name, fn)
+
     # ------------------------------------------------------------------ tier walk
     def _tiers(self, kind: str) -> list[list[tuple[str, Callable[..., Any]]]]:
         cached = self._tier_cache.get(kind)
@@ -296,6 +327,49 @@ class SessionPlugins:
 
     def job_pipelined(self, job: JobInfo) -> bool:
         return ep.walk_vote(self._tiers("job_pipelined"), job)
+
+    # Sub-jobs and HyperNodes (upstream SubJobReady, SubJobPipelined, SubJobOrderFn,
+    # HyperNodeOrderMapFn, HyperNodeGradientFor{Job,SubJob}Fn).
+    def sub_job_ready(self, job: JobInfo, sub_job: SubJobInfo) -> bool:
+        if job.topology is None or not job.topology.has_policies:
+            return self.job_ready(job)
+        return ep.walk_and(self._tiers("sub_job_ready"), sub_job)
+
+    def sub_job_pipelined(self, job: JobInfo, sub_job: SubJobInfo) -> bool:
+        if job.topology is None or not job.topology.has_policies:
+            return self.job_pipelined(job)
+        return ep.walk_vote(self._tiers("sub_job_pipelined"), sub_job)
+
+    def sub_job_order_fn(self, l: SubJobInfo, r: SubJobInfo) -> bool:
+        res = ep.walk_first_nonzero(self._tiers("sub_job_order"), l, r)
+        if res != 0:
+            return res < 0
+        if l.match_index != r.match_index:
+            return l.match_index < r.match_index
+        return l.uid < r.uid
+
+    def hypernode_order_scores(self, sub_job: SubJobInfo, candidates: list[str]) -> dict[str, float]:
+        """Σ of the enabled HyperNode scorers' scores per candidate (0 for a candidate none scored)."""
+        total = dict.fromkeys(candidates, 0.0)
+        for tier in self._tiers("hypernode_order"):
+            for _name, fn in tier:
+                for hn, score in fn(sub_job, candidates).items():
+                    if hn in total:
+                        total[hn] += score
+        return total
+
+    def hypernode_gradient_for_job(self, job: JobInfo, hypernode: str, purpose: str) -> list[list[str]]:
+        """The first enabled gradient plugin decides; none: ``[[hypernode]]``."""
+        for tier in self._tiers("hypernode_gradient_for_job"):
+            for _name, fn in tier:
+                return list(fn(job, hypernode, purpose))
+        return [[hypernode]]
+
+    def hypernode_gradient_for_sub_job(self, sub_job: SubJobInfo, hypernode: str, purpose: str) -> list[list[str]]:
+        for tier in self._tiers("hypernode_gradient_for_sub_job"):
+            for _name, fn in tier:
+                return list(fn(sub_job, hypernode, purpose))
+        return [[hypernode]]
 
     def job_starving(self, job: JobInfo) -> bool:
         return ep.walk_starving(self._tiers("job_starving"), job)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pyvolcano.api.node import NodeInfo
     from pyvolcano.framework.session import Session
 
-__all__ = ["OpKind", "Operation", "Statement"]
+__all__ = ["OpKind", "Operation", "SavedOperation", "Statement"]
 
 
 class OpKind(enum.Enum):
@@ -40,6 +40,17 @@ class Operation:
     kind: OpKind
     task: TaskInfo
     reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SavedOperation:
+    """An operation as :meth:`Statement.save_operations` keeps it: with the node it used."""
+
+    kind: OpKind
+    task: TaskInfo
+    node: str
+    reason: str = ""
+    eviction_occurred: bool = False
 
 
 class Statement:
@@ -173,6 +184,24 @@ class Statement:
             self.operations.extend(o.operations)
             o.operations = []
             o._close()
+
+    def save_operations(self) -> list[SavedOperation]:
+        """Upstream ``SaveOperations``: the operations with their nodes, to replay after a discard."""
+        return [SavedOperation(op.kind, op.task, op.task.node_name, op.reason, op.task.eviction_occurred)
+                for op in self.operations]
+
+    def recover_operations(self, saved: list[SavedOperation]) -> bool:
+        """Upstream ``RecoverOperations``: redo ``saved`` in order on this statement."""
+        ok = True
+        for op in saved:
+            if op.kind is OpKind.EVICT:
+                self.evict(op.task, op.reason)
+            elif op.kind is OpKind.PIPELINE:
+                ok = self.pipeline(op.task, op.node, op.eviction_occurred) and ok
+            else:
+                node = self.ssn.nodes.get(op.node)
+                ok = node is not None and self.allocate(op.task, node) and ok
+        return ok
 
     def has_evictions(self) -> bool:
         return any(op.kind is OpKind.EVICT for op in self.operations)

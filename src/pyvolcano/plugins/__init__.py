@@ -27,6 +27,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "gpupacking": "pyvolcano.plugins.gpu_policies.gpupacking",
     "bestfit": "pyvolcano.plugins.gpu_policies.bestfit",
     "fgd": "pyvolcano.plugins.gpu_policies.fgd",
+    "network-topology-aware": "pyvolcano.plugins.network_topology_aware",
 }
 
 __all__ = ["BUILTIN_PLUGINS"]

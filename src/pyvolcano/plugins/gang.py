@@ -1,7 +1,9 @@
 """gang plugin (upstream pkg/scheduler/plugins/gang/gang.go).
 
 Registers: JobValid (no flag), Preemptable and Reclaimable (``enablePreemptable`` /
-``enableReclaimable``), JobOrder, JobReady, JobPipelined, JobStarving. At session close it
+``enableReclaimable``), JobOrder, JobReady, JobPipelined, JobStarving, and for sub-jobs
+SubJobOrder (not-ready first), SubJobReady and SubJobPipelined; a job with sub-group policies
+is valid, ready or pipelined only when every policy has ``minSubGroups`` such sub-jobs. At session close it
 writes the PodGroup condition: ``Unschedulable`` (reason ``NotEnoughResources``, message
 ``"<k>/<n> tasks in gang unschedulable: <job fit error>"``) or ``Scheduled``.
 """
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.job import JobInfo, ValidateResult
 from pyvolcano.api.objects import PodGroupCondition
+from pyvolcano.api.sub_job import SubJobInfo
 from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.framework.interfaces import Vote
 
@@ -37,6 +40,10 @@ class Gang:
             if not job.check_task_valid():
                 return ValidateResult(
                     False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
+                )
+            if job.topology is not None and not job.topology.check_valid():
+                return ValidateResult(
+                    False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid subGroups of each task for gang-scheduling"
                 )
             vtn = job.valid_task_num()
             if vtn < job.min_available:
@@ -72,10 +79,23 @@ class Gang:
             return 0
 
         def job_ready(job: JobInfo) -> bool:
-            return job.check_task_ready() and job.is_ready()
+            topo = job.topology
+            return job.check_task_ready() and (topo is None or topo.check_ready()) and job.is_ready()
 
         def job_pipelined(job: JobInfo) -> int:
-            return Vote.PERMIT if job.check_task_pipelined() and job.is_pipelined() else Vote.REJECT
+            topo = job.topology
+            ok = job.check_task_pipelined() and (topo is None or topo.check_pipelined()) and job.is_pipelined()
+            return Vote.PERMIT if ok else Vote.REJECT
+
+        def sub_job_order(l: SubJobInfo, r: SubJobInfo) -> int:
+            lr, rr = l.is_ready(), r.is_ready()
+            if lr and rr:
+                return 0
+            if lr:
+                return 1
+            if rr:
+                return -1
+            return 0
 
         def job_starving(job: JobInfo) -> bool:
             return job.is_starving()
@@ -87,6 +107,9 @@ class Gang:
         ssn.add_job_ready_fn(NAME, job_ready)
         ssn.add_job_pipelined_fn(NAME, job_pipelined)
         ssn.add_job_starving_fn(NAME, job_starving)
+        ssn.add_sub_job_order_fn(NAME, sub_job_order)
+        ssn.add_sub_job_ready_fn(NAME, SubJobInfo.is_ready)
+        ssn.add_sub_job_pipelined_fn(NAME, lambda sj: Vote.PERMIT if sj.is_pipelined() else Vote.REJECT)
 
     def on_session_close(self, ssn: Session) -> None:
         settled = ssn.settled

@@ -36,6 +36,12 @@ class PriorityQueue(Generic[T]):
         self._down(0, n)
         return h.pop()
 
+    def clone(self) -> PriorityQueue[T]:
+        """A queue with the same comparator and elements (the heap layout copied as it is)."""
+        out: PriorityQueue[T] = PriorityQueue(self._less)
+        out._items = list(self._items)
+        return out
+
     def empty(self) -> bool:
         return not self._items
 

@@ -1,0 +1,413 @@
+"""network-topology-aware plugin (upstream pkg/scheduler/plugins/network-topology-aware/network_topology_aware.go).
+
+Registers, for jobs and sub-jobs with a network topology:
+
+* **HyperNodeGradient** (job and sub-job): for a hard constraint of tier ``T``, the HyperNodes
+  to try, grouped by tier, lowest first. The search starts at the given HyperNode, narrowed to
+  the highest ancestor (tier ≤ ``T``) of the already allocated HyperNode if there is one (no
+  candidate when the two do not nest); a breadth-first walk keeps HyperNodes of tier ≤ ``T``
+  that pass the resource pre-filter (skipped once something is allocated): for allocation the
+  minimum resources (the PodGroup's ``minResources`` for a job, the pending requests for a
+  sub-job) must fit the HyperNode's idle or future-idle sum; for eviction its allocatable sum,
+  and the tiers are then reversed (widest first) and capped at
+  ``hypernode.gradient.evict.max-hypernodes`` HyperNodes. Without a hard constraint:
+  ``[[given]]``.
+* **HyperNodeOrder** (a sub-job's candidates): bin-packing score
+  ``Σ_r w_r (used_r + request_r) / allocatable_r / Σ w_r`` over the weighted resources the
+  sub-job's tasks (all of them) request, 0 if any would overflow; when several candidates share
+  the top score each gets + the fraction of the sub-job's tasks already on its nodes; × 100 ×
+  ``weight``.
+* **BatchNodeOrder**: a task of a sub-job with a topology scores a node by the tier of the
+  lowest common ancestor of the node's lowest-tier HyperNode and the task's current allocated
+  HyperNode (set by allocate before scoring): 1 when equal, else
+  ``(maxTier − tier) / (maxTier − minTier)``, 0 without one; ties at the top get + the fraction
+  of the sub-job's tasks in that HyperNode. Other tasks (``hypernode.binpack.normal-pod.enable``)
+  score the weighted mean over the tiers ``minTier..maxTier`` (weight ``fading^(tier−1)``) of the
+  bin-packing score of the HyperNode of that tier holding the node (1 where none does).
+  × 100 × ``weight``.
+
+The per-HyperNode sums (allocatable, used, idle, future idle) are taken once at session open as
+``[HyperNode, dimension]`` matrices (one ``bincount`` per tier and column); allocate and
+deallocate events move ``used`` of every HyperNode holding the task's node. As upstream, idle
+and future idle are not updated during the session.
+
+Arguments (upstream keys and defaults): ``weight`` (1), ``hypernode.binpack.cpu`` (1),
+``hypernode.binpack.memory`` (1), ``hypernode.binpack.resources`` (comma-separated extra names),
+``hypernode.binpack.resources.<name>`` (1), ``hypernode.binpack.normal-pod.enable`` (true),
+``hypernode.binpack.normal-pod.fading`` (0.8), ``hypernode.gradient.evict.max-hypernodes`` (8).
+Negative weights, fading or a non-positive maximum fall back to the default, as upstream.
+
+Differences: candidates of a tier are returned sorted by name (upstream: map order, which only
+shows in random tie-breaks). When the cluster has no HyperNode, the normal-pod score is the same
+for every node and cannot change a decision, so it is not computed and such tasks keep the
+cached, batched placement path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
+from pyvolcano.api.resource import CPU, MEMORY, MIN_RESOURCE, Resource
+from pyvolcano.api.sub_job import SubJobInfo
+from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.interfaces import Event, EventHandler
+from pyvolcano.framework.topology import PURPOSE_EVICT
+from pyvolcano.plugins._scoring import MAX_NODE_SCORE
+
+if TYPE_CHECKING:
+    from pyvolcano.api.job import JobInfo
+    from pyvolcano.framework.session import Session
+
+__all__ = ["NAME", "NetworkTopologyAware", "new"]
+
+NAME: Final = "network-topology-aware"
+_RESOURCES: Final = "hypernode.binpack.resources"
+_ZERO_KEY: Final = ("network-topology-aware", "none")
+
+
+class NetworkTopologyAware:
+    name = NAME
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None):
+        args = Arguments(arguments or {}, owner=f"plugin {NAME}")
+
+        def weight(key: str) -> int:
+            w = args.get_int(key, 1)
+            return 1 if w < 0 else w
+
+        self.weight = weight("weight")
+        self.binpack: dict[str, int] = {CPU: weight("hypernode.binpack.cpu"),
+                                        MEMORY: weight("hypernode.binpack.memory")}
+        for name in args.get_str(_RESOURCES, "").split(","):
+            name = name.strip()
+            if name and name not in (CPU, MEMORY):
+                self.binpack[name] = weight(f"{_RESOURCES}.{name}")
+        self.normal_pod_enable = args.get_bool("hypernode.binpack.normal-pod.enable", True)
+        fading = args.get_float("hypernode.binpack.normal-pod.fading", 0.8)
+        self.fading = 0.8 if fading < 0 else fading
+        max_evict = args.get_int("hypernode.gradient.evict.max-hypernodes", 8)
+        self.max_evict = 8 if max_evict <= 0 else max_evict
+        self.ssn: Session | None = None
+
+    # ------------------------------------------------------------------ session
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        topo = ssn.topology
+        tree = topo.tree
+        table = ssn.node_table
+        n = table.n
+        self.dims = {name: d for d, name in enumerate(table.dims)}
+        ndim = len(table.dims)
+        self.names: list[str] = [CLUSTER_TOP_HYPERNODE]
+        # Per real tier: the HyperNode index (into self.names) of each node row, -1 for none.
+        self.tier_rows: dict[int, np.ndarray] = {}
+        for tier in topo.tiers:
+            members = sorted(tree.hypernodes_at(tier))
+            if not members:
+                continue
+            lab = np.full(n, -1, dtype=np.int64)
+            for name in members:
+                lab[tree.rows(name)] = len(self.names)
+                self.names.append(name)
+            self.tier_rows[tier] = lab
+        self.index = {name: i for i, name in enumerate(self.names)}
+        h = len(self.names)
+        self.alloc = np.zeros((h, ndim))
+        self.used = np.zeros((h, ndim))
+        self.idle = np.zeros((h, ndim))
+        self.future = np.zeros((h, ndim))
+        for mat, cols in ((self.alloc, table.allocatable), (self.used, table.used),
+                          (self.idle, table.idle), (self.future, table.future)):
+            for d in range(ndim):
+                col = cols[d][:n]
+                mat[0, d] = col.sum()
+                for lab in self.tier_rows.values():
+                    ok = lab >= 0
+                    mat[:, d] += np.bincount(lab[ok], weights=col[ok], minlength=h)
+        self.has_hypernodes = h > 1
+        ssn.add_hypernode_order_fn(NAME, self.hypernode_order)
+        ssn.add_hypernode_gradient_for_job_fn(NAME, self.gradient_for_job)
+        ssn.add_hypernode_gradient_for_sub_job_fn(NAME, self.gradient_for_sub_job)
+        ssn.add_node_order_fn(NAME, self.batch_node_order, cache_key=self._cache_key,
+                              projectable=lambda t: self._cache_key(t) is not None)
+        ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.ssn = None
+
+    # ------------------------------------------------------------------ events
+    def _holding(self, node: str) -> list[int]:
+        assert self.ssn is not None
+        info = self.ssn.nodes.get(node)
+        if info is None:
+            return []
+        row = info.index
+        out = [0]
+        for lab in self.tier_rows.values():
+            if row < len(lab) and lab[row] >= 0:
+                out.append(int(lab[row]))
+        return out
+
+    def _move_used(self, task: TaskInfo, sign: float) -> None:
+        hs = self._holding(task.node_name)
+        if not hs:
+            return
+        for name, value in _resource_items(task.resreq):
+            d = self.dims.get(name)
+            if d is not None:
+                self.used[hs, d] += sign * value
+
+    def _on_allocate(self, event: Event) -> None:
+        self._move_used(event.task, 1.0)
+
+    def _on_deallocate(self, event: Event) -> None:
+        self._move_used(event.task, -1.0)
+
+    # ------------------------------------------------------------------ gradients
+    def gradient_for_job(self, job: JobInfo, hypernode: str, purpose: str) -> list[list[str]]:
+        topo = job.topology
+        if topo is None or topo.hard_tier is None:
+            return [[hypernode]]
+        return self._gradient(hypernode, topo.hard_tier, topo.allocated_hypernode, job.min_resources(), purpose)
+
+    def gradient_for_sub_job(self, sub_job: SubJobInfo, hypernode: str, purpose: str) -> list[list[str]]:
+        if sub_job.hard_tier is None:
+            return [[hypernode]]
+        return self._gradient(hypernode, sub_job.hard_tier, sub_job.allocated_hypernode, sub_job.min_resources(),
+                              purpose)
+
+    def _gradient(self, given: str, tier: int, allocated: str, minimum: Resource, purpose: str) -> list[list[str]]:
+        assert self.ssn is not None
+        topo = self.ssn.topology
+        root = self._search_root(given, tier, allocated)
+        if root is None:
+            return []
+        by_tier: dict[int, list[str]] = {}
+        queue = [root]
+        seen = {root}
+        pos = 0
+        while pos < len(queue):
+            current = queue[pos]
+            pos += 1
+            if self._eligible(current, tier, allocated, minimum, purpose):
+                by_tier.setdefault(topo.tier(current), []).append(current)
+            for child in sorted(topo.children(current)):
+                if child not in seen:
+                    seen.add(child)
+                    queue.append(child)
+        result = [sorted(by_tier[t]) for t in sorted(by_tier)]
+        if purpose != PURPOSE_EVICT:
+            return result
+        return self._reverse_and_cap(result)
+
+    def _search_root(self, given: str, tier: int, allocated: str) -> str | None:
+        assert self.ssn is not None
+        topo = self.ssn.topology
+        if not allocated:
+            return given
+        if allocated not in topo.tree:
+            return None
+        highest = topo.highest_allowed(allocated, tier)
+        if not highest:
+            return None
+        lca = topo.lca(given, highest)
+        if lca == highest:
+            return given
+        if lca == given:
+            return highest
+        return None
+
+    def _eligible(self, hn: str, tier: int, allocated: str, minimum: Resource, purpose: str) -> bool:
+        assert self.ssn is not None
+        if self.ssn.topology.tier(hn) > tier:
+            return False
+        if allocated:
+            return True
+        i = self.index.get(hn)
+        if i is None:
+            return True
+        if purpose == PURPOSE_EVICT:
+            return self._fits(minimum, self.alloc[i])
+        return self._fits(minimum, self.idle[i]) or self._fits(minimum, self.future[i])
+
+    def _fits(self, res: Resource, row: np.ndarray) -> bool:
+        for name, value in _resource_items(res, keep_zero=True):
+            d = self.dims.get(name)
+            have = float(row[d]) if d is not None else 0.0
+            if value > have + MIN_RESOURCE:
+                return False
+        return True
+
+    def _reverse_and_cap(self, gradients: list[list[str]]) -> list[list[str]]:
+        remaining = self.max_evict
+        out: list[list[str]] = []
+        for gradient in reversed(gradients):
+            if remaining == 0:
+                break
+            if len(gradient) <= remaining:
+                out.append(gradient)
+                remaining -= len(gradient)
+            else:
+                out.append(gradient[len(gradient) - remaining:])
+                remaining = 0
+        return out
+
+    # ------------------------------------------------------------------ HyperNode order
+    def _binpack_score(self, hn: str, request: dict[str, float]) -> float:
+        i = self.index.get(hn)
+        total = 0.0
+        weights = 0
+        for name, req in request.items():
+            w = self.binpack.get(name)
+            if w is None or i is None:
+                continue
+            d = self.dims.get(name)
+            alloc = float(self.alloc[i, d]) if d is not None else 0.0
+            used = float(self.used[i, d]) if d is not None else 0.0
+            if used + req > alloc:
+                return 0.0
+            total += w * (used + req) / alloc
+            weights += w
+        return total / weights if weights > 0 else 0.0
+
+    def hypernode_order(self, sub_job: SubJobInfo, candidates: list[str]) -> dict[str, float]:
+        request: dict[str, float] = {}
+        for t in sub_job.tasks.values():
+            for name, value in _resource_items(t.resreq):
+                if name in self.binpack:
+                    request[name] = request.get(name, 0.0) + value
+        scores = {hn: self._binpack_score(hn, request) for hn in candidates}
+        if scores:
+            top = max(scores.values())
+            best = [hn for hn, s in scores.items() if s == top]
+            if len(best) > 1:
+                for hn in best:
+                    scores[hn] += self._task_fraction(hn, sub_job)
+        return {hn: MAX_NODE_SCORE * self.weight * s for hn, s in scores.items()}
+
+    def _task_fraction(self, hn: str, sub_job: SubJobInfo) -> float:
+        if not sub_job.tasks:
+            return 0.0
+        assert self.ssn is not None
+        nodes = self.ssn.topology.tree.nodes(hn) if hn in self.ssn.topology.tree else frozenset()
+        inside = sum(1 for t in sub_job.tasks.values() if t.node_name in nodes)
+        return inside / len(sub_job.tasks)
+
+    # ------------------------------------------------------------------ node order
+    def _sub_job(self, task: TaskInfo) -> SubJobInfo | None:
+        assert self.ssn is not None
+        job = self.ssn.jobs.get(task.job)
+        if job is None or job.topology is None:
+            return None
+        sid = job.topology.task_to_sub_job.get(task.uid)
+        return job.topology.sub_jobs.get(sid) if sid is not None else None
+
+    def _cache_key(self, task: TaskInfo) -> tuple[str, str] | None:
+        """Non-None when this plugin scores ``task`` 0 everywhere (a node-local verdict)."""
+        sj = self._sub_job(task)
+        if sj is not None and sj.with_network_topology:
+            return None
+        if self.normal_pod_enable and self.has_hypernodes:
+            return None
+        return _ZERO_KEY
+
+    def batch_node_order(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        assert self.ssn is not None
+        sj = self._sub_job(task)
+        if sj is not None and sj.with_network_topology:
+            scores = self._network_aware_scores(task, sj, idx)
+        elif self.normal_pod_enable and self.has_hypernodes:
+            scores = self._normal_pod_scores(task, idx)
+        else:
+            return np.zeros(len(idx))
+        return MAX_NODE_SCORE * self.weight * scores
+
+    def _tier_score(self, tier: int) -> float:
+        topo = self.ssn.topology  # type: ignore[union-attr]
+        if topo.min_tier == topo.max_tier:
+            return 1.0
+        if topo.min_tier <= tier <= topo.max_tier:
+            return (topo.max_tier - tier) / (topo.max_tier - topo.min_tier)
+        return 0.0
+
+    def _network_aware_scores(self, task: TaskInfo, sj: SubJobInfo, idx: np.ndarray) -> np.ndarray:
+        assert self.ssn is not None
+        topo = self.ssn.topology
+        allocated = topo.task_hypernode.get(task.uid, "")
+        scores = np.zeros(len(idx))
+        if not allocated:
+            return scores
+        lab = self.tier_rows.get(topo.min_tier)
+        if lab is None:
+            # Only the virtual root: every node's lowest-tier HyperNode is the root.
+            own = np.zeros(len(idx), dtype=np.int64)
+        else:
+            own = lab[idx]
+        uniq, inv = np.unique(own, return_inverse=True)
+        per = np.zeros(len(uniq))
+        for k, h in enumerate(uniq):
+            hi = int(h)
+            if hi < 0:
+                continue
+            name = self.names[hi]
+            if name == allocated:
+                per[k] = 1.0
+                continue
+            lca = topo.lca(name, allocated)
+            per[k] = self._tier_score(topo.tier(lca)) if lca else 0.0
+        scores = per[inv]
+        if len(scores):
+            top = scores.max()
+            best = np.flatnonzero(scores == top)
+            if len(best) > 1:
+                frac: dict[int, float] = {}
+                for b in best:
+                    hi = int(own[b])
+                    if hi not in frac:
+                        frac[hi] = self._task_fraction(self.names[hi], sj) if hi >= 0 else 0.0
+                    scores[b] += frac[hi]
+        return scores
+
+    def _normal_pod_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        assert self.ssn is not None
+        topo = self.ssn.topology
+        request = dict(_resource_items(task.resreq))
+        total_w = 0.0
+        acc = np.zeros(len(idx))
+        for tier in range(topo.min_tier, topo.max_tier + 1):
+            w = math.pow(self.fading, tier - 1)
+            total_w += w
+            if tier == topo.top_tier:
+                acc += w * self._binpack_score(CLUSTER_TOP_HYPERNODE, request)
+                continue
+            lab = self.tier_rows.get(tier)
+            if lab is None:
+                acc += w
+                continue
+            uniq, inv = np.unique(lab[idx], return_inverse=True)
+            per = np.array([1.0 if h < 0 else self._binpack_score(self.names[int(h)], request) for h in uniq])
+            vals = per[inv]
+            acc += w * vals
+        if total_w <= 0:
+            return np.zeros(len(idx))
+        return acc / total_w
+
+
+def _resource_items(res: Resource, *, keep_zero: bool = False) -> list[tuple[str, float]]:
+    out = []
+    if keep_zero or res.milli_cpu >= MIN_RESOURCE:
+        out.append((CPU, res.milli_cpu))
+    if keep_zero or res.memory >= MIN_RESOURCE:
+        out.append((MEMORY, res.memory))
+    out.extend((n, v) for n, v in res.scalars.items() if keep_zero or v >= MIN_RESOURCE)
+    return out
+
+
+def new(arguments: Mapping[str, Any] | None = None) -> NetworkTopologyAware:
+    return NetworkTopologyAware(arguments)
