@@ -3,7 +3,8 @@ kubectl, the webhook's rejection, the controllers' part, and placement by the li
 
 Runs when ``KUBEBUILDER_ASSETS`` names a directory with ``etcd`` and ``kube-apiserver`` and
 ``kubectl`` is on PATH (as ``test_envtest.py``, whose :class:`Cluster` it uses); skipped
-otherwise. The cluster: the bundle (CRDs, RBAC, the scheduler ConfigMap), the admission webhooks,
+otherwise. The cluster: the bundle (CRDs, RBAC, the scheduler ConfigMap), the admission webhooks
+the bundle enables (HyperNode validation among them),
 ``controller-manager``, one ``scheduler`` with the configuration of upstream's user guide (the
 ``network-topology-aware`` plugin enabled) and ``fake-nodes`` with two racks of four 4-CPU nodes.
 The racks are HyperNodes at tier 1, each chosen by another selector kind (``labelMatch``,
@@ -26,6 +27,7 @@ import pytest
 import yaml
 from test_envtest import NS, Cluster, _wait
 
+from pyvolcano.deploy.bundle import ENABLED_ADMISSION
 from pyvolcano.kube.envtest import ASSETS_ENV, ControlPlane, assets_dir, issue_cert
 from waiting import free_port
 
@@ -133,7 +135,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         port = free_port()
         c.start("admission", "admission", "--tls-cert-file", str(certs / "tls.crt"), "--tls-private-key-file",
                 str(certs / "tls.key"), "--ca-cert-file", str(certs / "ca.crt"), "--listen-address", "127.0.0.1",
-                "--port", str(port), "--webhook-url", f"https://127.0.0.1:{port}", sa="volcano-admission")
+                "--port", str(port), "--webhook-url", f"https://127.0.0.1:{port}",
+                "--enabled-admission", ENABLED_ADMISSION, sa="volcano-admission")  # the bundle's, with HyperNodes
         _wait(lambda: (c.get("validatingwebhookconfigurations") or {"items": []})["items"], 30,
               "the admission webhooks to register")
         c.start("controller-manager", "controller-manager", "--leader-elect=false", sa="volcano-controllers")
@@ -170,7 +173,10 @@ def _rack_of(nodes: set[str]) -> str | None:
 
 
 def _delete_job(c: Cluster, name: str) -> None:
+    """Delete the job and its pods: without kube-controller-manager no garbage collector removes
+    the pods the job owned, and they would hold their nodes for the next test."""
     c.kubectl("delete", "vcjob", name, "-n", "default", "--wait=true", "--timeout=60s")
+    c.kubectl("delete", "pods", "-n", "default", "-l", f"volcano.sh/job-name={name}", "--wait=false")
     _wait(lambda: not _pods(c, name), 60, f"the pods of {name} to go")
 
 

@@ -6,8 +6,8 @@ after it, it writes ``DIR/session-NNNNNNNN/`` with
 
 * ``cluster.yaml`` — the cache's objects in the snapshot format ``pyvolcano schedule`` reads
   (the scheduler configuration as its ConfigMap first, then PriorityClasses, Queues, Nodes,
-  HyperNodes, PodGroups, Pods), one JSON line per document (valid YAML, and written about twenty times
-  faster than block YAML: 13,000 objects in 0.2 s);
+  HyperNodes, PodGroups, Pods), one JSON line per document (valid YAML, and written about
+  twenty times faster than block YAML: 13,000 objects in 0.2 s);
 * ``session.json`` — what else the session depends on: ``now``, the RNG state, the node
   index where the last node search stopped, the cache's session count, the options;
 * ``result.json`` — the session's decisions: binds, evictions, pipelined pods, nominations
