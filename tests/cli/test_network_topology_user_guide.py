@@ -80,8 +80,13 @@ def test_the_partitioned_job_is_scheduled_one_partition_per_tier1_hypernode(
     assert {_rack(first), _rack(second)} == {"hypernode0", "hypernode1"}
 
 
-@pytest.mark.xfail(strict=True, reason="allocate's HyperNode path places no pod of a hard job whose replicas "
-                   "outnumber what one allowed HyperNode holds, even when minAvailable of them fit")
+# The guide's outcome is not what upstream's code does now: the job's default sub-job carries the
+# job's constraint, and its HyperNode pre-filter asks for the requests of every pending task
+# (SubJobInfo.GetMinResources, 8 x 4 CPUs) where one tier-1 HyperNode has 16 idle CPUs
+# (network-topology-aware's isEligibleHyperNode), so no HyperNode is tried. pyvolcano follows the
+# code; the test states the guide's outcome and says when the two agree again.
+@pytest.mark.xfail(strict=False, reason="upstream's code and pyvolcano's place none of the pods, where upstream's "
+                   "guide shows minAvailable of them running in one HyperNode")
 def test_the_hard_job_runs_min_available_pods_inside_one_tier1_hypernode(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # section 3.3.1: 8 replicas of a whole node each, minAvailable 4, highestTierAllowed 1: the
