@@ -25,6 +25,15 @@ task over the whole cluster:
   is committed, moves the job's and its sub-jobs' allocated HyperNodes (LCA with the decision)
   and clears their nominations.
 
+Bounded search (``SchedulerOptions.bounded_hypernode_search``, on by default). The HyperNode
+scores do not depend on the dry runs (they are taken after the dry runs are discarded), so when
+network-topology-aware is the only HyperNodeOrder plugin the candidates are dry-run best score
+first: a sub-job stops at the first candidate scoring below the first success (only candidates
+sharing the top score can get the tie bonus), and a job stops once no untried candidate's upper
+bound (:meth:`TopologyPlacement._job_bounds`) reaches the best score found. The HyperNode chosen
+is the exhaustive search's, up to random tie-breaks; only the candidates tried (and so the random
+draws and the fit errors left on the job) differ.
+
 Invariant: outside the replayed statement, every dry run leaves the session as it found it.
 """
 
@@ -34,13 +43,18 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from pyvolcano.actions._helpers import TaskQueue, task_queue
 from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.job import JobInfo
+from pyvolcano.api.resource import MIN_RESOURCE
 from pyvolcano.api.sub_job import SubJobInfo
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.framework.statement import SavedOperation, Statement
 from pyvolcano.framework.topology import PURPOSE_ALLOCATE
+from pyvolcano.plugins.network_topology_aware import NAME as NTA_NAME
+from pyvolcano.plugins.network_topology_aware import NetworkTopologyAware
 from pyvolcano.util.priority_queue import PriorityQueue
 
 if TYPE_CHECKING:
@@ -162,15 +176,134 @@ class TopologyPlacement:
         self.ssn = ssn
         self.action = action
         self.recorder = Recorder()
+        # The capacity bound of the job being placed (see _capacity); None: none.
+        self._bound: tuple[np.ndarray, int] | None = None
+
+    def _bounded_scorer(self) -> NetworkTopologyAware | None:
+        """The HyperNode scorer when the bounded search applies: network-topology-aware is the
+        only enabled HyperNodeOrder plugin (its scores are known before any dry run)."""
+        ssn = self.ssn
+        if not ssn.cache.options.bounded_hypernode_search:
+            return None
+        tiers = ssn._tiers("hypernode_order")
+        names = [name for tier in tiers for name, _fn in tier]
+        if names != [NTA_NAME]:
+            return None
+        for _opt, plugin in ssn.plugins:
+            if isinstance(plugin, NetworkTopologyAware) and plugin.ssn is ssn:
+                return plugin
+        return None
+
+    def _job_bounds(self, job: JobInfo, gradient: list[str],
+                    scorer: NetworkTopologyAware) -> tuple[dict[str, float], bool] | None:
+        """An upper bound of each job-level candidate's score, and whether every bound is exact;
+        None when no bound is known.
+
+        Known for a job without sub-group policies whose pending tasks share one role: its
+        default sub-job is placed once per candidate, so the candidate scores what the sub-job's
+        choice among its own candidates inside scores: at most the best of their scores (with the
+        tie bonus where several share a tier), exactly that score when there is one candidate."""
+        topo = job.topology
+        assert topo is not None
+        if topo.has_policies:
+            return None
+        sj = topo.default_sub_job
+        roles = {t.role for t in sj.tasks.values() if t.status == TaskStatus.Pending}
+        if len(roles) != 1 or "" in roles:
+            return None
+        bounds: dict[str, float] = {}
+        exact = True
+        for hn in gradient:
+            groups = self.ssn.hypernode_gradient_for_sub_job(sj, hn, PURPOSE_ALLOCATE)
+            bound = float("-inf")
+            for group in groups:
+                base = scorer.base_scores(sj, group)
+                if len(group) == 1:
+                    bound = max(bound, base[group[0]])
+                else:
+                    bound = max(bound, max(base[h] + scorer.tie_bonus(sj, h) * scorer.tie_bonus_bound
+                                           for h in group))
+            if len(groups) != 1 or len(groups[0]) != 1:
+                exact = False
+            bounds[hn] = bound
+        return bounds, exact
+
+    def _capacity(self, job: JobInfo) -> tuple[np.ndarray, int] | None:
+        """Per node, an upper bound of how many of the job's pending pods it could take now, and
+        how many more pods the job needs to be pipelined (None: no bound to use).
+
+        The bound counts copies of the element-wise smallest pending request in each node's
+        future-idle resources; placements only lower it, so it holds through the dry runs. A
+        candidate whose nodes cannot hold the pods the job needs cannot be a solution and is not
+        dry-run (only the fit errors it would have left differ)."""
+        pending = [t for t in job.tasks_in(TaskStatus.Pending).values() if not t.resreq.is_empty()]
+        if not pending:
+            return None
+        need = job.min_available - (job.waiting_task_num() + job.ready_task_num() + job.pending_best_effort)
+        table = self.ssn.node_table
+        n = table.n
+        smallest: dict[int, float] = {}
+        for t in pending:
+            vec = dict(table.task_vector(t))
+            for d in set(smallest) | set(vec):
+                smallest[d] = min(smallest.get(d, float("inf")), vec.get(d, 0.0))
+        counts: np.ndarray | None = None
+        for d, v in smallest.items():
+            if v < MIN_RESOURCE:
+                continue
+            c = np.floor((table.future[d][:n] + MIN_RESOURCE) / v)
+            counts = c if counts is None else np.minimum(counts, c)
+        if counts is None:
+            return None
+        return np.maximum(counts, 0.0), need
+
+    def _cannot_hold(self, bound: tuple[np.ndarray, int] | None, hn: str, need: int) -> bool:
+        if bound is None:
+            return False
+        return float(bound[0][self.ssn.topology.rows(hn)].sum()) < max(need, 1)
+
+    def _shuffled_best_first(self, names: list[str], keys: dict[str, tuple[float, ...]]) -> list[str]:
+        """``names`` by descending key, each run of equal keys in a random order."""
+        ordered = sorted(names, key=lambda h: (*(-k for k in keys[h]), h))
+        out: list[str] = []
+        i = 0
+        while i < len(ordered):
+            j = i
+            while j < len(ordered) and keys[ordered[j]] == keys[ordered[i]]:
+                j += 1
+            run = ordered[i:j]
+            if len(run) > 1:
+                run = [run[k] for k in self.ssn.rng.permutation(len(run))]
+            out.extend(run)
+            i = j
+        return out
 
     def allocate_for_job(self, job: JobInfo, ws: JobWorksheet, root: str = CLUSTER_TOP_HYPERNODE) -> Statement | None:
         ssn = self.ssn
         if ws.empty():
             return None
         self.recorder.snapshot(job, ws)
+        scorer = self._bounded_scorer()
+        self._bound = self._capacity(job) if scorer is not None else None
+        need = self._bound[1] if self._bound is not None else 0
         for gradient in ssn.hypernode_gradient_for_job(job, root, PURPOSE_ALLOCATE):
+            found = self._job_bounds(job, gradient, scorer) if scorer is not None and len(gradient) > 1 else None
+            bounds: dict[str, float] | None = None
+            exact = False
+            order = gradient
+            if found is not None:
+                bounds, exact = found
+                order = self._shuffled_best_first(gradient, {h: (b,) for h, b in bounds.items()})
             solutions: dict[str, tuple[list[SavedOperation], JobWorksheet, float]] = {}
-            for hn in gradient:
+            best_score: float | None = None
+            for hn in order:
+                if bounds is not None and best_score is not None and (exact or bounds[hn] < best_score):
+                    # Exact bounds in descending order, ties shuffled: the first success is the
+                    # exhaustive search's random pick among the best. Otherwise stop once no
+                    # untried candidate can reach the best score found.
+                    break
+                if self._cannot_hold(self._bound, hn, need):
+                    continue
                 stmts: list[Statement] = []
                 score = 0.0
                 job.reset_fit_err()
@@ -189,11 +322,17 @@ class TopologyPlacement:
                 ops = [op for st in stmts for op in st.save_operations()]
                 if ops and (ssn.job_ready(job) or ssn.job_pipelined(job)):
                     solutions[hn] = (ops, copy, score)
+                    best_score = score if best_score is None else max(best_score, score)
+                    if len(stmts) > 1:
+                        bounds = None  # placed in several passes: the bound does not hold, try all
                 for st in reversed(stmts):
                     st.discard()
             if not solutions:
                 continue
-            best, _ = _pick(ssn, {hn: sol[2] for hn, sol in solutions.items()})
+            if len(solutions) == 1:
+                best = next(iter(solutions))
+            else:
+                best, _ = _pick(ssn, {hn: sol[2] for hn, sol in solutions.items()})
             ops, copy, _ = solutions[best]
             final = ssn.statement()
             if not final.recover_operations(ops):
@@ -210,19 +349,26 @@ class TopologyPlacement:
         tasks = ws.tasks.get(sj.uid)
         if not tasks:
             return None, 0.0
+        scorer = self._bounded_scorer()
         for gradient in ssn.hypernode_gradient_for_sub_job(sj, for_job, PURPOSE_ALLOCATE):
-            solutions: dict[str, tuple[list[SavedOperation], TaskQueue]] = {}
-            for hn in gradient:
-                _reset_sub_job_fit_errors(job, sj)
-                copy = tasks.clone()
-                stmt = self.action.allocate_resources_for_tasks(ssn, job, copy, sub_job=sj, hypernode=hn)
-                if stmt is not None and stmt.operations:
-                    solutions[hn] = (stmt.save_operations(), copy)
-                    stmt.discard()
-            if not solutions:
-                continue
-            best, score = _pick(ssn, ssn.hypernode_order_scores(sj, sorted(solutions)))
-            ops, copy = solutions[best]
+            if scorer is not None and len(gradient) > 1:
+                found = self._bounded_sub_job_search(job, sj, tasks, gradient, scorer)
+                if found is None:
+                    continue
+                best, score, ops, copy = found
+            else:
+                solutions: dict[str, tuple[list[SavedOperation], TaskQueue]] = {}
+                for hn in gradient:
+                    _reset_sub_job_fit_errors(job, sj)
+                    attempt = tasks.clone()
+                    stmt = self.action.allocate_resources_for_tasks(ssn, job, attempt, sub_job=sj, hypernode=hn)
+                    if stmt is not None and stmt.operations:
+                        solutions[hn] = (stmt.save_operations(), attempt)
+                        stmt.discard()
+                if not solutions:
+                    continue
+                best, score = _pick(ssn, ssn.hypernode_order_scores(sj, sorted(solutions)))
+                ops, copy = solutions[best]
             final = ssn.statement()
             if not final.recover_operations(ops):
                 final.discard()
@@ -232,6 +378,49 @@ class TopologyPlacement:
             self.recorder.save_sub_job_decision(job.uid, for_job, sj.uid, sj.allocated_hypernode)
             return final, score
         return None, 0.0
+
+    def _bounded_sub_job_search(
+        self, job: JobInfo, sj: SubJobInfo, tasks: TaskQueue, gradient: list[str], scorer: NetworkTopologyAware,
+    ) -> tuple[str, float, list[SavedOperation], TaskQueue] | None:
+        """The exhaustive choice over one tier without dry-running every candidate.
+
+        HyperNodeOrder gives the successful candidates that share the top score a bonus (the
+        fraction of the sub-job's tasks already inside) and picks at random among the best. Both
+        figures are known before any dry run, so candidates are tried by descending (score,
+        bonus), equal ones in random order: the first success is a uniform pick among the best
+        successes. A second success with the same score is looked for only to know whether the
+        bonus applies to the returned score."""
+        ssn = self.ssn
+        topo = job.topology
+        # Without sub-group policies the sub-job's statement is kept only when the job is
+        # pipelined; with them, SubJobPipelined may accept any partial placement.
+        sub_need = self._bound[1] if self._bound is not None and topo is not None and not topo.has_policies else 1
+        base = scorer.base_scores(sj, gradient)
+        bonus = {h: scorer.tie_bonus(sj, h) for h in gradient}
+        order = self._shuffled_best_first(gradient, {h: (base[h], bonus[h]) for h in gradient})
+        winner: tuple[str, list[SavedOperation], TaskQueue] | None = None
+        tied = False
+        for hn in order:
+            if winner is not None and (base[hn] < base[winner[0]] or bonus[winner[0]] == 0.0):
+                break
+            if self._cannot_hold(self._bound, hn, sub_need):
+                continue
+            _reset_sub_job_fit_errors(job, sj)
+            attempt = tasks.clone()
+            stmt = self.action.allocate_resources_for_tasks(ssn, job, attempt, sub_job=sj, hypernode=hn)
+            if stmt is not None and stmt.operations:
+                ops = stmt.save_operations()
+                stmt.discard()
+                if winner is None:
+                    winner = (hn, ops, attempt)
+                else:
+                    tied = True
+                    break
+        if winner is None:
+            return None
+        hn, ops, attempt = winner
+        score = base[hn] + (bonus[hn] * scorer.tie_bonus_bound if tied else 0.0)
+        return hn, score, ops, attempt
 
 
 def _reset_sub_job_fit_errors(job: JobInfo, sj: SubJobInfo) -> None:

@@ -58,6 +58,11 @@ class SchedulerOptions:
     # scorer is node-local for them (actions/replica_batch.py); the decisions are those of
     # the per-pod path, which False forces (kept for the equivalence tests and benchmarks).
     batch_replicas: bool = True
+    # allocate's HyperNode search dry-runs candidates best-score-first and stops once no
+    # untried candidate can score as high as the best placement found (the scores do not depend
+    # on the dry runs; actions/allocate_topology.py). The chosen HyperNode is the one the
+    # exhaustive search picks, up to random tie-breaks; False forces the exhaustive search.
+    bounded_hypernode_search: bool = True
     # pyvolcano extension: a pending diagnosis for every job left short at session close
     # (pyvolcano.diagnosis), with its reason code and hint on the Unschedulable condition.
     diagnose: bool = True

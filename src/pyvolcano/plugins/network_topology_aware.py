@@ -131,6 +131,8 @@ class NetworkTopologyAware:
                     ok = lab >= 0
                     mat[:, d] += np.bincount(lab[ok], weights=col[ok], minlength=h)
         self.has_hypernodes = h > 1
+        self._holding_cache: dict[str, np.ndarray] = {}
+        self._vectors: dict[str, np.ndarray] = {}
         ssn.add_hypernode_order_fn(NAME, self.hypernode_order)
         ssn.add_hypernode_gradient_for_job_fn(NAME, self.gradient_for_job)
         ssn.add_hypernode_gradient_for_sub_job_fn(NAME, self.gradient_for_sub_job)
@@ -142,26 +144,38 @@ class NetworkTopologyAware:
         self.ssn = None
 
     # ------------------------------------------------------------------ events
-    def _holding(self, node: str) -> list[int]:
-        assert self.ssn is not None
-        info = self.ssn.nodes.get(node)
-        if info is None:
-            return []
-        row = info.index
-        out = [0]
-        for lab in self.tier_rows.values():
-            if row < len(lab) and lab[row] >= 0:
-                out.append(int(lab[row]))
-        return out
+    def _holding(self, node: str) -> np.ndarray | None:
+        """Indices of the HyperNodes holding ``node`` (the root included), cached per node."""
+        got = self._holding_cache.get(node)
+        if got is None:
+            assert self.ssn is not None
+            info = self.ssn.nodes.get(node)
+            if info is None:
+                return None
+            row = info.index
+            out = [0]
+            for lab in self.tier_rows.values():
+                if row < len(lab) and lab[row] >= 0:
+                    out.append(int(lab[row]))
+            got = self._holding_cache[node] = np.array(out, dtype=np.int64)
+        return got
 
     def _move_used(self, task: TaskInfo, sign: float) -> None:
         hs = self._holding(task.node_name)
-        if not hs:
+        if hs is None:
             return
-        for name, value in _resource_items(task.resreq):
-            d = self.dims.get(name)
-            if d is not None:
-                self.used[hs, d] += sign * value
+        vec = self._vectors.get(task.uid)
+        if vec is None:
+            vec = np.zeros(len(self.dims))
+            for name, value in _resource_items(task.resreq):
+                d = self.dims.get(name)
+                if d is not None:
+                    vec[d] = value
+            self._vectors[task.uid] = vec
+        if sign > 0:
+            self.used[hs] += vec
+        else:
+            self.used[hs] -= vec
 
     def _on_allocate(self, event: Event) -> None:
         self._move_used(event.task, 1.0)
@@ -276,12 +290,31 @@ class NetworkTopologyAware:
             weights += w
         return total / weights if weights > 0 else 0.0
 
-    def hypernode_order(self, sub_job: SubJobInfo, candidates: list[str]) -> dict[str, float]:
+    def _sub_job_request(self, sub_job: SubJobInfo) -> dict[str, float]:
         request: dict[str, float] = {}
         for t in sub_job.tasks.values():
             for name, value in _resource_items(t.resreq):
                 if name in self.binpack:
                     request[name] = request.get(name, 0.0) + value
+        return request
+
+    def base_scores(self, sub_job: SubJobInfo, candidates: list[str]) -> dict[str, float]:
+        """:meth:`hypernode_order` without the tie bonus, scaled: for each candidate the score it
+        gets when no other candidate shares its score, and a lower bound otherwise (the bonus
+        adds at most ``100 × weight``)."""
+        request = self._sub_job_request(sub_job)
+        return {hn: MAX_NODE_SCORE * self.weight * self._binpack_score(hn, request) for hn in candidates}
+
+    def tie_bonus(self, sub_job: SubJobInfo, hn: str) -> float:
+        """The unscaled bonus ``hn`` gets when it shares the top score (see :meth:`hypernode_order`)."""
+        return self._task_fraction(hn, sub_job)
+
+    @property
+    def tie_bonus_bound(self) -> float:
+        return float(MAX_NODE_SCORE * self.weight)
+
+    def hypernode_order(self, sub_job: SubJobInfo, candidates: list[str]) -> dict[str, float]:
+        request = self._sub_job_request(sub_job)
         scores = {hn: self._binpack_score(hn, request) for hn in candidates}
         if scores:
             top = max(scores.values())
