@@ -106,3 +106,36 @@ def test_bound_pod_of_a_gang_whose_podgroup_phase_stays_is_quiet() -> None:
     assert cache.pg_jobs["ns/g"].podgroup.phase == "Running"
     assert not apply_event(cache, "MODIFIED", "Pod", _bound(second))
     assert not apply_event(cache, "MODIFIED", "Pod", _bound(second, "Running"))
+
+
+def _partitioned(selector: dict[str, Any], tier: int = 1) -> list[dict[str, Any]]:
+    return [{"name": "workers", "subGroupSize": 2, "labelSelector": selector,
+             "networkTopology": {"mode": "hard", "highestTierAllowed": tier}}]
+
+
+def test_a_podgroup_update_of_its_network_topology_reaches_the_cache_and_asks_for_a_session() -> None:
+    from pyvolcano.api.network_topology import NetworkTopology
+
+    cache = _cache(node("n1"), queue("q"), podgroup("pg", networkTopology={"mode": "soft"}))
+    assert not apply_event(cache, "MODIFIED", "PodGroup",
+                           _with_meta(podgroup("pg", networkTopology={"mode": "soft"})))  # nothing changed
+    changed = _with_meta(podgroup("pg", networkTopology={"mode": "hard", "highestTierAllowed": 1}))
+    assert apply_event(cache, "MODIFIED", "PodGroup", changed)
+    assert cache.pg_jobs["ns/pg"].podgroup.network_topology == NetworkTopology("hard", 1)
+    assert apply_event(cache, "MODIFIED", "PodGroup", _with_meta(podgroup("pg")))  # the constraint removed
+    assert cache.pg_jobs["ns/pg"].podgroup.network_topology is None
+
+
+def test_a_podgroup_update_of_its_sub_group_policy_is_relevant_even_when_only_the_selector_changes() -> None:
+    by_task = {"matchLabels": {"volcano.sh/task-spec": "workers"}}
+    cache = _cache(node("n1"), queue("q"), podgroup("pg", subGroupPolicy=_partitioned(by_task)))
+
+    def update(policy: list[dict[str, Any]]) -> bool:
+        return apply_event(cache, "MODIFIED", "PodGroup", _with_meta(podgroup("pg", subGroupPolicy=policy)))
+
+    assert not update(_partitioned(by_task))
+    assert update(_partitioned(by_task, 2))
+    assert cache.pg_jobs["ns/pg"].podgroup.sub_group_policy[0].network_topology.highest_tier_allowed == 2
+    other = {"matchLabels": {"volcano.sh/task-spec": "ps"}}
+    assert update(_partitioned(other, 2))
+    assert cache.pg_jobs["ns/pg"].podgroup.sub_group_policy[0].label_selector == other

@@ -102,3 +102,52 @@ def test_network_topology_from_pod_annotations() -> None:
                                                 "volcano.sh/network-topology-highest-tier": "2"}))
     pg = h.get("PodGroup", "default", f"podgroup-{pod['metadata']['uid']}")
     assert pg["spec"]["networkTopology"] == {"mode": "soft", "highestTierAllowed": 2}
+
+
+MODE, TIER = "volcano.sh/network-topology-mode", "volcano.sh/network-topology-highest-tier"
+
+
+# upstream's TestBuildPodGroupFromPodWithNetworkTopology, and what strconv.Atoi refuses
+@pytest.mark.parametrize(("annotations", "topology"), [
+    ({MODE: "hard", TIER: "2"}, {"mode": "hard", "highestTierAllowed": 2}),
+    ({MODE: "soft"}, {"mode": "soft"}),
+    ({TIER: "1"}, {"mode": "hard", "highestTierAllowed": 1}),
+    ({}, None),
+    ({MODE: "invalid", TIER: "3"}, {"mode": "hard", "highestTierAllowed": 3}),
+    ({MODE: "SOFT", TIER: "+2"}, {"mode": "soft", "highestTierAllowed": 2}),
+    ({TIER: "one"}, {"mode": "hard"}),
+    ({TIER: " 2"}, {"mode": "hard"}),
+    ({TIER: "2_0"}, {"mode": "hard"}),
+    ({TIER: "\u0662"}, {"mode": "hard"}),  # an Arabic-Indic two: not an ASCII digit
+    ({TIER: "9223372036854775808"}, {"mode": "hard"}),
+    ({MODE: ""}, {"mode": "hard"}),
+])
+def test_network_topology_annotations_as_upstream_parses_them(annotations: dict[str, str],
+                                                               topology: dict[str, Any] | None) -> None:
+    h = Harness()
+    pod = h.create(plain_pod("p1", annotations=annotations or None))
+    pg = h.get("PodGroup", "default", f"podgroup-{pod['metadata']['uid']}")
+    assert pg["spec"].get("networkTopology") == topology
+
+
+def test_an_invalid_topology_annotation_is_logged_with_the_pod_and_the_podgroup_still_made(caplog) -> None:
+    h = Harness()
+    with caplog.at_level("WARNING", logger="pyvolcano.controllers.podgroup"):
+        pod = h.create(plain_pod("p1", annotations={MODE: "strict", TIER: "x"}))
+    assert h.get("PodGroup", "default", f"podgroup-{pod['metadata']['uid']}")["spec"]["networkTopology"] == {
+        "mode": "hard"}
+    messages = [r.getMessage() for r in caplog.records]
+    assert "Invalid network topology mode 'strict' in pod default/p1, using default 'hard' mode" in messages
+    assert any(m.startswith("Invalid network topology highest tier x in pod default/p1") for m in messages)
+
+
+def test_topology_annotations_of_the_owner_are_not_a_topology_constraint() -> None:
+    # upstream reads the constraint from the pod's own annotations; an owner's volcano.sh/
+    # annotations are only inherited as PodGroup annotations
+    h = Harness()
+    rs = h.create({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
+        "name": "rs", "namespace": "default", "annotations": {MODE: "soft"}}, "spec": {}})
+    h.create(plain_pod("p1", owner={"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                    "uid": rs["metadata"]["uid"], "controller": True}))
+    pg = h.get("PodGroup", "default", f"podgroup-{rs['metadata']['uid']}")
+    assert "networkTopology" not in pg["spec"] and pg["metadata"]["annotations"][MODE] == "soft"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from builders import dump, node, pod, podgroup, queue
-from kube.fakeapi import FakeApiServer
+from kube.fakeapi import FakeApiServer, not_served
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.conf import default_configuration
@@ -89,6 +89,42 @@ def test_live_state_is_read_through_the_kubernetes_store_and_nothing_is_written(
     assert [e["job"] for e in doc["pending"]] == ["ns/other", "ns/urgent", "ns/early"]
     assert all(e["start"] is not None for e in doc["pending"])
     assert [r for r in api.requests if r[0] != "GET"] == []
+
+
+def test_live_state_of_a_cluster_without_the_hypernode_crd_forecasts_as_without_hypernodes() -> None:
+    api = FakeApiServer(InMemoryStore(clock=lambda: 100.0))
+    for d in _busy_cluster():
+        api.store.create(_with_image(d) if d["kind"] == "Pod" else d)
+    api.faults.append(not_served("topology.volcano.sh"))
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    try:
+        state = state_from_store(store, 5.0, "the test cluster", now=1000.0)
+    finally:
+        store.stop()
+    assert state.objects.hypernodes == [] and "HyperNode" not in {d["kind"] for d in state.docs}
+    doc = queue_top_document(state, default_configuration(), default_registry(), queue=None,
+                             policy=RuntimePolicy(default=60.0))
+    assert [e["job"] for e in doc["pending"]] == ["ns/other", "ns/urgent", "ns/early"]
+
+
+def test_live_state_carries_the_clusters_hypernodes_into_the_forecast() -> None:
+    api = FakeApiServer(InMemoryStore(clock=lambda: 100.0))
+    for d in _busy_cluster():
+        api.store.create(_with_image(d) if d["kind"] == "Pod" else d)
+    api.store.create({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "rack"},
+                      "spec": {"tier": 1,
+                               "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": ".*"}}}]}})
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    try:
+        state = state_from_store(store, 5.0, "the test cluster", now=1000.0)
+    finally:
+        store.stop()
+    assert [h.name for h in state.objects.hypernodes] == ["rack"]
+    assert [d["metadata"]["name"] for d in state.docs if d["kind"] == "HyperNode"] == ["rack"]
+    doc = queue_top_document(state, default_configuration(), default_registry(), queue=None,
+                             policy=RuntimePolicy(default=60.0))
+    assert [e["job"] for e in doc["pending"]] == ["ns/other", "ns/urgent", "ns/early"]
+    assert all(e["start"] is not None for e in doc["pending"])
 
 
 def _with_image(d: dict[str, Any]) -> dict[str, Any]:

@@ -185,6 +185,19 @@ class FakeApiServer:
                 "kind": kind, "metadata": {"resourceVersion": str(max(last, rev))}}}) + "\n").encode()
 
 
+def not_served(group: str) -> Fault:
+    """A fault: every path of API group ``group`` answers the 404 a kube-apiserver gives for a
+    resource it does not serve (its CRD is not installed)."""
+    prefix = f"/apis/{group}/"
+
+    def fault(request: httpx2.Request) -> httpx2.Response | None:
+        if not request.url.path.startswith(prefix):
+            return None
+        return _status(404, "NotFound", "the server could not find the requested resource")
+
+    return fault
+
+
 def _lines(objs: list[dict[str, Any]]) -> Iterator[bytes]:
     for o in objs:
         yield (json.dumps(o) + "\n").encode()

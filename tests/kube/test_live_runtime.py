@@ -6,7 +6,7 @@ import time
 
 import httpx2
 
-from kube.fakeapi import FakeApiServer
+from kube.fakeapi import FakeApiServer, not_served
 from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, LiveControllerManager, build_controllers
@@ -201,6 +201,68 @@ def test_scheduler_records_upstreams_events_and_the_pending_pods_condition():
         sched.close()
         events.close()
         store.stop()
+
+
+def _hypernode(name: str, tier: int, member_type: str, *names: str) -> dict:
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+            "spec": {"tier": tier, "members": [{"type": member_type, "selector": {"exactMatch": {"name": n}}}
+                                               for n in names]}}
+
+
+def test_live_scheduler_keeps_its_hypernode_tree_from_the_hypernode_informer():
+    from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
+
+    api = FakeApiServer()
+    _cluster(api, nodes=3, pods=0)
+    with api.lock:
+        for hn in (_hypernode("rack-a", 1, "Node", "n0"), _hypernode("rack-b", 1, "Node", "n1", "n2"),
+                   _hypernode("spine", 2, "HyperNode", "rack-a", "rack-b")):
+            api.store.create(hn)
+    store, sched = _scheduler(api)
+    tree = sched.cache.hypernode_tree
+
+    def ingest_until(cond) -> None:
+        wait_for(lambda: sched.ingest() >= 0 and cond(), what="the HyperNode change to reach the cache")
+
+    try:
+        sched.run_once()
+        assert sorted(sched.cache.hypernodes) == ["rack-a", "rack-b", "spine"]
+        assert [tree.ancestor(n, 1) for n in ("n0", "n1", "n2")] == ["rack-a", "rack-b", "rack-b"]
+        assert tree.parent("rack-a") == "spine" and tree.nodes("spine") == {"n0", "n1", "n2"}
+        with api.lock:  # n2 moves to its own rack: an update and an add, through the watch
+            api.store.create(_hypernode("rack-c", 1, "Node", "n2"))
+            rack_b = api.store.get("HyperNode", None, "rack-b")
+            rack_b["spec"] = _hypernode("rack-b", 1, "Node", "n1")["spec"]
+            api.store.update(rack_b)
+        ingest_until(lambda: tree.ancestor("n2", 1) == "rack-c")
+        assert tree.nodes("rack-b") == {"n1"} and tree.parent("rack-c") == CLUSTER_TOP_HYPERNODE  # no spine above
+        with api.lock:
+            api.store.delete("HyperNode", None, "rack-b")
+        ingest_until(lambda: "rack-b" not in sched.cache.hypernodes)
+        assert "rack-b" not in tree and tree.ancestor("n1", 1) is None
+        assert tree.nodes("spine") == {"n0"}
+    finally:
+        sched.close()
+        store.stop()
+
+
+def test_live_scheduler_runs_on_a_cluster_without_the_hypernode_crd(caplog):
+    api = FakeApiServer()
+    _cluster(api)
+    api.faults.append(not_served("topology.volcano.sh"))
+    with caplog.at_level("INFO", logger="pyvolcano.kube.store"):
+        store, sched = _scheduler(api)
+        try:
+            for _ in range(3):
+                sched.run_once()
+            wait_for(lambda: sched.inflight_binds == 0)
+            assert sorted(_bound(api).values()) == ["n0", "n1"]
+            assert sched.cache.hypernodes == {} and len(sched.cache.hypernode_tree) == 1  # the virtual root
+        finally:
+            sched.close()
+            store.stop()
+    assert sum("does not serve topology.volcano.sh/v1alpha1 hypernodes" in r.getMessage()
+               for r in caplog.records if r.levelname == "INFO") == 1
 
 
 def test_scheduler_configuration_is_reloaded_when_the_file_changes(tmp_path):

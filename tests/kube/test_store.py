@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from kube.fakeapi import FakeApiServer
+from kube.fakeapi import FakeApiServer, not_served
 from pyvolcano.kube.client import Expired
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.store.base import AlreadyExists, Conflict, NotFound
@@ -111,6 +111,64 @@ def test_reflector_thread_relists_by_itself_on_410(api):
     try:
         wait_for(lambda: r.relists >= 3)
         assert not s.list("Pod")
+    finally:
+        s.stop()
+
+
+def _hypernode(name: str) -> dict:
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "n1"}}}]}}
+
+
+def test_an_optional_kind_the_server_does_not_serve_syncs_empty_and_is_logged_once(api, caplog):
+    api.store.create(_node("n1"))
+    api.faults.append(not_served("topology.volcano.sh"))
+    s = KubeStore(api.client(), ("Node", "HyperNode"))
+    s.reflectors[1].backoff = (0.01, 0.01)  # look for the CRD again every 10 ms
+    with caplog.at_level("INFO", logger="pyvolcano.kube.store"):
+        s.start()
+        try:
+            assert s.wait_for_sync(5)
+            assert s.list("HyperNode") == [] and [n["metadata"]["name"] for n in s.list("Node")] == ["n1"]
+            lists = lambda: sum(1 for m, p in api.requests if m == "GET" and p.endswith("/hypernodes"))  # noqa: E731
+            wait_for(lambda: lists() >= 5, what="the HyperNode list to be tried again")
+        finally:
+            s.stop()
+    said = [r for r in caplog.records if "does not serve topology.volcano.sh/v1alpha1 hypernodes" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "INFO"
+    assert not [r for r in caplog.records if r.levelname in ("WARNING", "ERROR")]
+
+
+def test_a_required_kind_the_server_does_not_serve_never_syncs(api):
+    api.faults.append(not_served("scheduling.volcano.sh"))
+    s = KubeStore(api.client(), ("Queue",))
+    s.reflectors[0].backoff = (0.01, 0.01)
+    s.start()
+    try:
+        assert not s.wait_for_sync(0.3)
+    finally:
+        s.stop()
+
+
+def test_a_crd_installed_later_is_listed_and_watched_and_one_removed_empties_the_kind(api):
+    fault = not_served("topology.volcano.sh")
+    api.faults.append(fault)
+    s = KubeStore(api.client(), ("HyperNode",))
+    r = s.reflectors[0]
+    r.backoff = (0.01, 0.01)
+    s.start()
+    try:
+        assert s.wait_for_sync(5) and not r.served
+        api.store.create(_hypernode("rack-a"))
+        api.faults.remove(fault)  # the CRD is installed
+        wait_for(lambda: [h["metadata"]["name"] for h in s.list("HyperNode")] == ["rack-a"], what="rack-a")
+        assert r.served
+        api.store.create(_hypernode("rack-b"))  # through the watch
+        wait_for(lambda: len(s.list("HyperNode")) == 2, what="rack-b")
+        api.faults.append(fault)  # the CRD is removed: its objects go with it
+        wait_for(lambda: s.list("HyperNode") == [], what="the HyperNodes to go")
+        assert sorted((e.type, e.object["metadata"]["name"]) for e in s.watch(0)) == [
+            ("ADDED", "rack-a"), ("ADDED", "rack-b"), ("DELETED", "rack-a"), ("DELETED", "rack-b")]
     finally:
         s.stop()
 

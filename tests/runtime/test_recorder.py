@@ -41,6 +41,8 @@ def _cluster(api: FakeApiServer) -> None:
     s.create(queue("q"))
     for i in range(3):
         s.create(node(f"n{i}", cpu="4", memory="16Gi"))
+    s.create({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "rack"},
+              "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "^n[01]$"}}}]}})
     # Low-priority work fills n0 and n1; a high-priority gang and some small jobs wait.
     s.create(podgroup("low", min_member=1, phase="Running", priorityClassName="low"))
     for i in range(4):
@@ -93,6 +95,9 @@ def test_every_recorded_session_replays_to_the_same_decisions(tmp_path: Path):
         assert replay_session(load_session(d)) == rec, d.name
     meta = json.loads((dirs[0] / "session.json").read_text())
     assert meta["now"] == 1000.0 and meta["default_configuration"] is False and meta["incomplete"] == 0
+    recorded_docs = [json.loads(line) for line in (dirs[0] / "cluster.yaml").read_text().splitlines()
+                     if line != "---"]
+    assert [d["metadata"]["name"] for d in recorded_docs if d["kind"] == "HyperNode"] == ["rack"]
 
 
 def test_recording_keeps_only_the_last_n_sessions(tmp_path: Path):

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from builders import node, pod, podgroup, queue
-from kube.fakeapi import FakeApiServer
+from kube.fakeapi import FakeApiServer, not_served
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.app import run as pyvolcano
 from pyvolcano.cli.snapshot import SnapshotError, take_snapshot
@@ -146,6 +146,37 @@ def test_snapshot_without_a_configuration_or_jobs_says_so():
     docs, notes = take_snapshot(KubeStore(api.client(), ()))
     assert docs[0]["kind"] == "PriorityClass" and "Job" not in {d["kind"] for d in docs}
     assert len(notes) == 2 and "no scheduler configuration" in notes[0] and notes[1].startswith("Jobs left out")
+
+
+def test_snapshot_records_hypernodes_after_nodes_and_schedule_reads_them_into_the_tree(tmp_path: Path):
+    api = _cluster()
+    for name, nodes in (("rack-b", ("n1", "n2")), ("rack-a", ("n0",))):
+        api.store.create({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+                          "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": n}}}
+                                                          for n in nodes]},
+                          "status": {"nodeCount": len(nodes)}})
+    docs, notes = take_snapshot(KubeStore(api.client(), ()))
+    assert notes == []
+    kinds = [d["kind"] for d in docs]
+    assert kinds.index("HyperNode") == kinds.index("PodGroup") - 2 == len(kinds) - kinds[::-1].index("Node")
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "HyperNode"] == ["rack-a", "rack-b"]
+    path = tmp_path / "snap.yaml"
+    path.write_text(dump_documents(docs))
+    cache = SchedulerCache.from_objects(load_snapshot([path]))
+    assert [cache.hypernode_tree.ancestor(n, 1) for n in ("n0", "n1", "n2")] == ["rack-a", "rack-b", "rack-b"]
+
+
+def test_snapshot_of_a_cluster_without_the_hypernode_crd_leaves_them_out_with_a_note(tmp_path: Path, monkeypatch,
+                                                                                      capsys):
+    api = _cluster()
+    api.faults.append(not_served("topology.volcano.sh"))
+    docs, notes = take_snapshot(KubeStore(api.client(), ()))
+    assert "HyperNode" not in {d["kind"] for d in docs} and len(docs) == 15
+    assert notes == ["HyperNodes left out: the cluster does not serve topology.volcano.sh/v1alpha1 hypernodes "
+                     "(no HyperNode CRD)"]
+    monkeypatch.setattr("pyvolcano.kube.connect", lambda **kw: KubeStore(api.client(), ()))
+    assert pyvolcano(["snapshot", "-o", str(tmp_path / "snap.yaml")]) == 0
+    assert "note: HyperNodes left out" in capsys.readouterr().err
 
 
 def test_snapshot_checks_a_given_scheduler_conf_and_kinds(tmp_path: Path, capsys):

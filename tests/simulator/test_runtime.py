@@ -291,3 +291,44 @@ def test_a_job_created_again_after_cleanup_is_waited_for() -> None:
     assert rec.submitted == 100 and rec.phase == "Completed"
     assert rec.finished is not None and rec.finished >= 130
     assert res.virtual_seconds == rec.finished
+
+
+def _hypernode(name: str, *nodes: str) -> dict[str, Any]:
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]}}
+
+
+TOPOLOGY_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: network-topology-aware
+"""
+
+
+def test_hypernodes_created_and_deleted_during_a_run_change_the_schedulers_tree() -> None:
+    # two racks of two 4-CPU nodes; a hard job of four whole-node pods fits in neither rack until
+    # a four-node HyperNode is created at 30 s
+    topology_job = job("wide", replicas=4, cpu="3", duration="60s")
+    topology_job["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    objs = [(0, node(f"n{i}")) for i in range(4)]
+    objs += [(0, _hypernode("rack-a", "n0", "n1")), (0, _hypernode("rack-b", "n2", "n3")), (0, topology_job),
+             (30, _hypernode("row", "n0", "n1", "n2", "n3"))]
+    res, sim = run(objs, conf=TOPOLOGY_CONF, until=20)
+    assert res.jobs["default/wide"].started is None
+    assert sorted(sim.cache.hypernodes) == ["rack-a", "rack-b"]
+    res = sim.run(until=200)
+    wide = res.jobs["default/wide"]
+    assert wide.phase == "Completed" and wide.started is not None and 30 <= wide.started <= 32
+    tree = sim.cache.hypernode_tree
+    assert tree.nodes("row") == {"n0", "n1", "n2", "n3"} and "rack-a" in tree.hypernodes_of("n0")
+    sim.store.delete("HyperNode", None, "rack-a")
+    sim.run(until=201)
+    assert "rack-a" not in sim.cache.hypernodes and "rack-a" not in tree
+    assert tree.hypernodes_of("n0")[0] == "row" and "rack-a" not in tree.hypernodes_of("n0")

@@ -152,9 +152,13 @@ def _finished_job_cleanup(cache: SchedulerCache, uid: str) -> bool:
 
 
 def _same_spec(a: PodGroup, b: PodGroup) -> bool:
-    return (a.min_member, a.min_task_member, a.queue, a.priority_class_name, a.min_resources, a.annotations,
-            a.labels) == (b.min_member, b.min_task_member, b.queue, b.priority_class_name, b.min_resources,
-                          b.annotations, b.labels)
+    return _podgroup_spec(a) == _podgroup_spec(b)
+
+
+def _podgroup_spec(pg: PodGroup) -> tuple[Any, ...]:
+    # SubGroupPolicy's equality leaves out the label selector: compare it here.
+    return (pg.min_member, pg.min_task_member, pg.queue, pg.priority_class_name, pg.min_resources, pg.annotations,
+            pg.labels, pg.network_topology, [(p, p.label_selector) for p in pg.sub_group_policy])
 
 
 def _hypernode_spec(hn: HyperNode) -> tuple[Any, ...]:

@@ -3,9 +3,10 @@
 The objects are listed straight from the API server (no informers): ConfigMap (the
 scheduler configuration: ``--scheduler-conf FILE`` if given, else the
 ``volcano-system/volcano-scheduler-configmap`` ConfigMap when it can be read), then
-PriorityClasses, Queues, Nodes, PodGroups, Pods and Jobs (:mod:`pyvolcano.runtime.snapshot`).
-``--kinds`` keeps some of them: ``--kinds Node,Queue,PriorityClass`` writes the CLUSTER file
-of ``simulate --cluster``. Jobs that cannot be listed (no CRD, no permission) and a
+PriorityClasses, Queues, Nodes, HyperNodes, PodGroups, Pods and Jobs
+(:mod:`pyvolcano.runtime.snapshot`). ``--kinds`` keeps some of them: ``--kinds
+Node,HyperNode,Queue,PriorityClass`` writes the CLUSTER file of ``simulate --cluster``. Jobs
+that cannot be listed (no CRD, no permission), HyperNodes on a cluster without their CRD and a
 configuration that cannot be read are left out with a note on stderr (a ConfigMap whose
 configuration does not load is recorded as it is, with a note; a bad ``--scheduler-conf`` is
 an error); a scheduler input
@@ -27,7 +28,7 @@ from pyvolcano.cli.output import error, note
 
 __all__ = ["SNAPSHOT_CHOICES", "SnapshotError", "snapshot", "take_snapshot", "write_text_atomically"]
 
-SNAPSHOT_CHOICES = ("ConfigMap", "PriorityClass", "Queue", "Node", "PodGroup", "Pod", "Job")
+SNAPSHOT_CHOICES = ("ConfigMap", "PriorityClass", "Queue", "Node", "HyperNode", "PodGroup", "Pod", "Job")
 
 
 class SnapshotError(ValueError):
@@ -69,8 +70,9 @@ def _config_text(store: Any, path: Path | None, notes: list[str]) -> str | None:
 def take_snapshot(store: Any, *, scheduler_conf: Path | None = None,
                   kinds: Sequence[str] = SNAPSHOT_CHOICES) -> tuple[list[dict[str, Any]], list[str]]:
     """The snapshot documents of the cluster behind ``store``, and the notes to print."""
+    from pyvolcano.kube.resources import RESOURCES
     from pyvolcano.runtime.snapshot import SNAPSHOT_KINDS, snapshot_documents
-    from pyvolcano.store.base import StoreError
+    from pyvolcano.store.base import NotFound, StoreError
 
     notes: list[str] = []
     config = _config_text(store, scheduler_conf, notes) if "ConfigMap" in kinds else None
@@ -80,6 +82,13 @@ def take_snapshot(store: Any, *, scheduler_conf: Path | None = None,
             continue
         try:
             listed[kind] = store.list(kind)
+        except NotFound as e:
+            res = RESOURCES[kind]
+            if not res.optional and kind != "Job":
+                raise
+            notes.append(f"{kind}s left out: the cluster does not serve {res.api_version} {res.plural} (no {kind} "
+                         "CRD)" if res.optional else f"Jobs left out: {e}")
+            listed[kind] = []
         except StoreError as e:
             if kind != "Job":
                 raise
@@ -122,8 +131,8 @@ def snapshot(
         "--scheduler-conf", metavar="FILE",
         help="The scheduler configuration to record (default: the volcano-scheduler-configmap ConfigMap)")] = None,
     kinds: Annotated[str | None, typer.Option(
-        "--kinds", metavar="LIST", help="Comma list of ConfigMap, PriorityClass, Queue, Node, PodGroup, Pod, Job "
-        "(default: all)")] = None,
+        "--kinds", metavar="LIST", help="Comma list of ConfigMap, PriorityClass, Queue, Node, HyperNode, PodGroup, "
+        "Pod, Job (default: all)")] = None,
 ) -> None:
     """Write the live cluster's scheduler inputs as YAML that schedule reads."""
     from pyvolcano.kube import connect

@@ -13,7 +13,9 @@ pod references, looked up in the store); ``minResources`` = the pod's quota usag
 ``scheduling.volcano.sh/queue-name`` (left empty otherwise, for the admission layer to
 default); the owners' ``volcano.sh/*`` annotations; the pod's preemptable / cooldown /
 revocable-zone / JDB annotations and preemptable / cooldown labels; the network topology
-from the pod's ``volcano.sh/network-topology-*`` annotations; and ``status.phase: Pending``.
+from the pod's own ``volcano.sh/network-topology-mode`` and
+``volcano.sh/network-topology-highest-tier`` annotations (an invalid value is logged and left
+out, the rest kept, as upstream's ``parseNetworkTopologyFromPod``); and ``status.phase: Pending``.
 
 Failures are retried with exponential back-off (5 ms doubling, at most 1000 s) without a
 limit, like upstream. Upstream's ReplicaSet / StatefulSet handlers (refreshing the PodGroup
@@ -196,7 +198,7 @@ class PodGroupController:
             pg_ann[JDB_MIN_AVAILABLE_KEY] = pod_ann[JDB_MIN_AVAILABLE_KEY]
         elif JDB_MAX_UNAVAILABLE_KEY in pod_ann:
             pg_ann[JDB_MAX_UNAVAILABLE_KEY] = pod_ann[JDB_MAX_UNAVAILABLE_KEY]
-        topology = _network_topology(pod_ann)
+        topology = _network_topology(pod, pod_ann)
         if topology is not None:
             pg_spec["networkTopology"] = topology
         md: dict[str, Any] = {
@@ -232,16 +234,28 @@ def _owner_references(pod: dict[str, Any]) -> list[dict[str, Any]]:
     }]
 
 
-def _network_topology(ann: dict[str, str]) -> dict[str, Any] | None:
-    """``parseNetworkTopologyFromPod``: hard mode unless ``soft``; the highest tier if numeric."""
+def _network_topology(pod: dict[str, Any], ann: dict[str, str]) -> dict[str, Any] | None:
+    """``parseNetworkTopologyFromPod``: none without either annotation; hard mode unless the mode
+    is ``hard`` or ``soft`` (any case); the highest tier when it is an integer (``strconv.Atoi``).
+    An invalid value is logged and left out, as upstream does; the PodGroup is still created."""
     if NETWORK_TOPOLOGY_MODE_KEY not in ann and NETWORK_TOPOLOGY_TIER_KEY not in ann:
         return None
     nt: dict[str, Any] = {"mode": "hard"}
+    where = f"{meta(pod).get('namespace') or ''}/{meta(pod).get('name') or ''}"
     mode = ann.get(NETWORK_TOPOLOGY_MODE_KEY)
-    if mode is not None and mode.lower() in ("hard", "soft"):
-        nt["mode"] = mode.lower()
+    if mode is not None:
+        if mode.lower() in ("hard", "soft"):
+            nt["mode"] = mode.lower()
+        else:
+            logger.warning("Invalid network topology mode %r in pod %s, using default 'hard' mode", mode, where)
     tier = ann.get(NETWORK_TOPOLOGY_TIER_KEY)
     if tier is not None:
-        with contextlib.suppress(ValueError):
-            nt["highestTierAllowed"] = int(tier)
+        try:
+            value = parse_int(tier)
+            if not -(2**63) <= value < 2**63:  # Atoi's range error
+                raise ValueError(f"value out of range {tier!r}")
+        except ValueError as e:
+            logger.warning("Invalid network topology highest tier %s in pod %s: %s", tier, where, e)
+        else:
+            nt["highestTierAllowed"] = value
     return nt

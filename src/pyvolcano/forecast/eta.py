@@ -53,7 +53,7 @@ DEFAULT_HORIZON = 30 * 86400.0
 Tracker = Callable[[Any], Mapping[str, str]]
 """Given the simulation's scheduler cache: job name → PodGroup key of the jobs to follow."""
 # Creation order for objects without a creationTimestamp (and ties): what must exist first.
-_KIND_RANK = {"PriorityClass": 0, "Queue": 1, "Node": 2, "PodGroup": 3, "Job": 4, "Pod": 5}
+_KIND_RANK = {"PriorityClass": 0, "Queue": 1, "Node": 2, "HyperNode": 3, "PodGroup": 4, "Job": 5, "Pod": 6}
 
 
 @dataclass(frozen=True, slots=True)

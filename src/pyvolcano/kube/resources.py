@@ -5,6 +5,10 @@ turns a kind into its REST path. It lists every kind a pyvolcano component reads
 The Volcano kinds match upstream's CRDs (``config/crd/volcano/bases``): Job and Queue have a
 status subresource; PodGroup (``subresources: {}``) and Command have none, so a PodGroup's
 status is written through the object itself.
+
+A kind marked ``optional`` belongs to a CRD that a cluster may not serve (an older Volcano
+bundle, or plain Kubernetes without the topology CRD): a 404 for its collection means "no such
+objects", not an error (the informers of :mod:`pyvolcano.kube.store` list none).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class Resource:
     plural: str
     namespaced: bool
     status_subresource: bool = False
+    optional: bool = False
 
     @property
     def api_version(self) -> str:
@@ -44,9 +49,10 @@ class Resource:
         return f"{path}/{subresource}" if subresource else path
 
 
-def _r(kind: str, api_version: str, plural: str, namespaced: bool = True, status: bool = False) -> Resource:
+def _r(kind: str, api_version: str, plural: str, namespaced: bool = True, status: bool = False,
+       optional: bool = False) -> Resource:
     group, _, version = api_version.rpartition("/")
-    return Resource(kind, group, version, plural, namespaced, status)
+    return Resource(kind, group, version, plural, namespaced, status, optional)
 
 
 RESOURCES: Final[dict[str, Resource]] = {
@@ -75,7 +81,7 @@ RESOURCES: Final[dict[str, Resource]] = {
         _r("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups"),
         _r("Queue", "scheduling.volcano.sh/v1beta1", "queues", namespaced=False, status=True),
         _r("Command", "bus.volcano.sh/v1alpha1", "commands"),
-        _r("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", namespaced=False, status=True),
+        _r("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", namespaced=False, status=True, optional=True),
     )
 }
 

@@ -16,6 +16,10 @@ Design and invariants:
   are reported DELETED, so deletions made while disconnected are not lost. Transport errors
   reconnect with capped exponential back-off. :meth:`wait_for_sync` returns once every kind
   has been listed; runtimes open no session before that.
+* **Optional kinds.** A 404 for the collection of an optional kind (a CRD the cluster does
+  not serve, :mod:`pyvolcano.kube.resources`) counts as an empty list: the kind is synced
+  with no objects (any it had are DELETED), this is logged once at info, and the reflector
+  lists again every ``backoff[1]`` seconds, so a CRD installed later is picked up.
 * **Read your writes.** A successful write puts the object the API server returned into the
   cache at once (and emits its event); the watch event for the same resourceVersion is then
   dropped. An object is only ever replaced by a newer resourceVersion (compared as integers,
@@ -368,6 +372,7 @@ class Reflector:
         self.synced = threading.Event()
         self.resource_version = ""
         self.relists = 0
+        self.served = True  # False while the API server answers 404 for an optional kind
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -375,7 +380,22 @@ class Reflector:
         self._thread.start()
 
     def list_and_replace(self) -> None:
-        items, rv = self.store.client.list(self.res, self.namespace, label_selector=self.label_selector)
+        try:
+            items, rv = self.store.client.list(self.res, self.namespace, label_selector=self.label_selector)
+        except NotFound:
+            if not self.res.optional:
+                raise
+            if self.served:
+                logger.info("%s: the API server does not serve %s %s (CRD not installed); treating it as none",
+                            self.res.kind, self.res.api_version, self.res.plural)
+            self.served = False
+            self.store.replace(self.res.kind, [], None)
+            self.resource_version = ""
+            self.synced.set()
+            return
+        if not self.served:
+            logger.info("%s: the API server serves %s %s now", self.res.kind, self.res.api_version, self.res.plural)
+            self.served = True
         self.store.replace(self.res.kind, items, int(rv) if rv.isdigit() else None)
         self.resource_version = rv
         self.relists += 1
@@ -401,6 +421,10 @@ class Reflector:
                 if need_list:
                     self.list_and_replace()
                     need_list = False
+                if not self.served:  # nothing to watch: look again later
+                    need_list = True
+                    self.store._stop.wait(self.backoff[1])
+                    continue
                 self.watch_once()
                 delay = self.backoff[0]
             except Expired:

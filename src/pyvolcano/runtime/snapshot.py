@@ -2,8 +2,8 @@
 
 A snapshot holds, in this order, the scheduler configuration (upstream's
 ``volcano-system/volcano-scheduler-configmap`` ConfigMap with its ``volcano-scheduler.conf``
-key), PriorityClasses, Queues, Nodes, PodGroups, Pods and Volcano Jobs; each kind sorted by
-namespace and name, so the same cluster state gives the same bytes. Jobs are not scheduler
+key), PriorityClasses, Queues, Nodes, HyperNodes, PodGroups, Pods and Volcano Jobs; each kind
+sorted by namespace and name, so the same cluster state gives the same bytes. Jobs are not scheduler
 inputs (their pods and PodGroups are); they are kept for ``vcctl job list|view --cluster``,
 and ``schedule`` skips them.
 
@@ -47,7 +47,7 @@ CONFIG_NAMESPACE: Final = "volcano-system"
 CONFIG_MAP: Final = "volcano-scheduler-configmap"
 CONFIG_KEY: Final = "volcano-scheduler.conf"
 
-SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "Job")
+SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "HyperNode", "PodGroup", "Pod", "Job")
 """The kinds a snapshot lists, in its document order: every kind of
 :data:`pyvolcano.api.names.SCHEDULER_KINDS`, the cluster-scoped ones first, then Volcano Jobs."""
 
