@@ -259,36 +259,31 @@ def check_trace_format(value: Any, where: str, name: str = "trace_format") -> st
     return value
 
 
+def check_path(value: Any, where: str, item: str, base: Path | None, *, packaged: tuple[str, ...] = ()) -> Path:
+    """An existing file (relative to ``base``), or one of ``packaged``'s names."""
+    if not isinstance(value, str) or not value:
+        raise SweepFileError(where, item, f"got {value!r}", "a file name")
+    path = Path(value)
+    if base is not None and not path.is_absolute():
+        path = base / path
+    if value in packaged and not path.exists():
+        return Path(value)
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        extra = f" (or one of {', '.join(packaged)})" if packaged else ""
+        raise SweepFileError(where, item, f"{str(path)!r} {what}", f"an existing file{extra}")
+    return path
+
+
 def check_paths(values: list[Any], where: str, name: str, base: Path | None, *,
                 packaged: tuple[str, ...] = ()) -> list[Path]:
-    """Each entry an existing file (relative to ``base``), or one of ``packaged``'s names."""
-    out: list[Path] = []
-    for i, v in enumerate(values):
-        item = f"{name}[{i}]"
-        if not isinstance(v, str) or not v:
-            raise SweepFileError(where, item, f"got {v!r}", "a file name")
-        path = Path(v)
-        if base is not None and not path.is_absolute():
-            path = base / path
-        if v in packaged and not path.exists():
-            out.append(Path(v))
-            continue
-        if not path.is_file():
-            what = "is not a file" if path.exists() else "does not exist"
-            extra = f" (or one of {', '.join(packaged)})" if packaged else ""
-            raise SweepFileError(where, item, f"{str(path)!r} {what}", f"an existing file{extra}")
-        out.append(path)
-    return out
+    return [check_path(v, where, f"{name}[{i}]", base, packaged=packaged) for i, v in enumerate(values)]
 
 
-def check_configs(values: list[Any], where: str, base: Path | None) -> list[Path | None]:
-    out: list[Path | None] = []
-    for i, v in enumerate(values):
-        if v is None or v == DEFAULT_CONFIG:
-            out.append(None)
-        else:
-            out += check_paths([v], where, f"configs[{i}]", base)
-    return out
+def check_configs(values: list[Any], where: str, base: Path | None, name: str = "configs") -> list[Path | None]:
+    """Configuration files; ``default`` (or null) is simulate's default configuration."""
+    return [None if v is None or v == DEFAULT_CONFIG else check_path(v, where, f"{name}[{i}]", base)
+            for i, v in enumerate(values)]
 
 
 def load_sweep_file(path: Path) -> SweepSpec:
@@ -352,7 +347,7 @@ def spec_from_options(base: SweepSpec | None, *, configs: list[str], seeds: list
     spec = base or SweepSpec()
     over: dict[str, Any] = {}
     if configs:
-        over["configs"] = check_configs(list(configs), where, None)
+        over["configs"] = check_configs(list(configs), where, None, "--config")
     if seeds:
         over["seeds"] = parse_seed_values(list(seeds), where, "--seed")
     if traces:
