@@ -65,3 +65,33 @@ def test_a_local_ray_cluster_runs_a_2x2_grid_with_the_results_of_simulate_alone(
     for cell in cells:
         alone = run("simulate", *cell["simulate"], "-o", "json")
         assert json.dumps(cell["result"]) + "\n" == alone.stdout
+
+
+KILLER = '''
+import functools, os
+import pyvolcano.simulator.sweep.cell as cell_module
+
+_run_cell = cell_module.run_cell
+
+
+@functools.wraps(_run_cell)
+def run_cell(cell, report=False):
+    if cell.seed == 1:
+        os._exit(3)  # the worker dies as if killed
+    return _run_cell(cell, report)
+
+
+cell_module.run_cell = run_cell
+'''
+
+
+def test_a_cell_whose_worker_dies_fails_alone_and_the_cells_beside_it_run_again(tmp_path: Path) -> None:
+    (tmp_path / "sitecustomize.py").write_text(KILLER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    proc = run("sweep", "--cluster", str(EX / "cluster.yaml"), "--workload", str(EX / "jobs.yaml"), "--seed", "0-2",
+               "--default-duration", "10m", "-j", "2", "-o", "json", env=env)
+    assert proc.returncode == 1
+    cells = json.loads(proc.stdout)["cells"]
+    assert [(c["seed"], c["status"]) for c in cells] == [(0, "ok"), (1, "failed"), (2, "ok")]
+    assert "the worker process died while running this cell" in cells[1]["error"]
+    assert proc.stderr.count("): ok in ") == 2

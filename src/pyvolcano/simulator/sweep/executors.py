@@ -12,7 +12,8 @@
 
 Both call ``on_done`` with each :class:`~pyvolcano.simulator.sweep.cell.CellOutcome` as it
 arrives (in completion order) and return the outcomes in cell order. A cell whose worker dies
-(killed, out of memory) comes back as a failed outcome; the other cells go on.
+(killed, out of memory) comes back as a failed outcome; the other cells go on (locally, the
+cells a dead worker's pool did not finish run again on a fresh pool, see :func:`run_local`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from pyvolcano.simulator.sweep.cell import CellOutcome, run_cell
@@ -41,9 +43,37 @@ def _lost(cell: Cell, why: BaseException) -> CellOutcome:
 
 def run_local(cells: Sequence[Cell], *, workers: int, report: bool = False,
               on_done: OnDone | None = None) -> list[CellOutcome]:
-    """Run ``cells`` on ``workers`` local processes."""
+    """Run ``cells`` on ``workers`` local processes.
+
+    A worker that dies breaks its pool: every cell not finished on it fails with
+    :class:`BrokenProcessPool`, whichever cell killed it. Those cells run again on a fresh
+    pool; when a pool finishes none of its cells, each of them runs alone on a pool of its own,
+    so a cell that kills its worker every time is the only one that fails."""
     outcomes: dict[int, CellOutcome] = {}
     context = multiprocessing.get_context("spawn")
+
+    def record(outcome: CellOutcome) -> None:
+        outcomes[outcome.index] = outcome
+        if on_done is not None:
+            on_done(outcome)
+
+    todo = list(cells)
+    while todo:
+        broken = _pool_round(todo, workers, context, report, record)
+        if len(broken) < len(todo) and len(broken) > 1:
+            todo = broken
+            continue
+        for cell in broken:  # alone: a dead worker now names its own cell
+            for lost in _pool_round([cell], 1, context, report, record):
+                record(_lost(lost, BrokenProcessPool("the worker process died while running this cell")))
+        break
+    return [outcomes[c.index] for c in cells]
+
+
+def _pool_round(cells: Sequence[Cell], workers: int, context: Any, report: bool,
+                record: OnDone) -> list[Cell]:
+    """Run ``cells`` on one pool; record what came back and return the cells a dead worker lost."""
+    broken: list[Cell] = []
     with ProcessPoolExecutor(max_workers=max(1, min(workers, len(cells))), mp_context=context) as pool:
         futures: dict[Future[CellOutcome], Cell] = {pool.submit(run_cell, cell, report): cell for cell in cells}
         pending = set(futures)
@@ -52,13 +82,12 @@ def run_local(cells: Sequence[Cell], *, workers: int, report: bool = False,
             for fut in sorted(done, key=lambda f: futures[f].index):
                 cell = futures[fut]
                 try:
-                    outcome = fut.result()
-                except Exception as e:  # a dead worker (BrokenProcessPool) fails its cells only
-                    outcome = _lost(cell, e)
-                outcomes[cell.index] = outcome
-                if on_done is not None:
-                    on_done(outcome)
-    return [outcomes[c.index] for c in cells]
+                    record(fut.result())
+                except BrokenProcessPool:
+                    broken.append(cell)
+                except Exception as e:  # e.g. an outcome that cannot be sent back
+                    record(_lost(cell, e))
+    return sorted(broken, key=lambda c: c.index)
 
 
 def import_ray() -> Any:
