@@ -160,7 +160,7 @@ def _print_tables(rows: list[dict[str, Any]], *, wide: bool) -> None:
     console = make_console()
     keys = [k for k, _ in METRICS] if wide else list(_TABLE_METRICS)
     titles = dict(METRICS)
-    t = Table(title="Sweep: one row per cell", title_justify="left")
+    t = Table(title="Sweep: one row per cell", title_justify="left", box=None)
     for col in ("CELL", "CONFIG", "SEED", "INPUT", "CLUSTER", "STATUS"):
         t.add_column(col, no_wrap=True, justify="right" if col == "SEED" else "left")
     for k in keys:
@@ -177,7 +177,7 @@ def _print_tables(rows: list[dict[str, Any]], *, wide: bool) -> None:
     console.print(t)
     groups = group_rows(rows)
     if len(groups) < len(rows):
-        g = Table(title="Means over seeds", title_justify="left")
+        g = Table(title="Means over seeds", title_justify="left", box=None)
         for col in ("CONFIG", "INPUT", "CLUSTER", "RUNS", "FAILED"):
             g.add_column(col, no_wrap=True, justify="right" if col in ("RUNS", "FAILED") else "left")
         for k in keys:
