@@ -7,8 +7,10 @@ runs the whole trace (82,247 jobs: about 15 minutes per run, so an hour or more 
 2 workers). "One run alone" is ``pyvolcano simulate`` of the first cell in a fresh process,
 timed from start to exit; the sweep is :func:`run_local` of all cells, timed from the first
 worker's start to the last result. With W workers on W free cores the ideal ratio is N / W
-(8 runs on 2 workers: 4.0×; the issue's target is at most 4.5×). Not a test: it never fails on
-timing.
+(8 runs on 2 workers: 4.0×; the issue's target is at most 4.5×). On a machine busy with other
+work the wall times depend on that work, so the CPU seconds of the run alone and of all the
+sweep's workers are printed too, with the ratio they imply on W otherwise idle cores
+(sweep CPU / W against one run's CPU). Not a test: it never fails on timing.
 
     python benchmarks/sweep.py [--limit 1500] [--runs 8] [--workers 2] [--whole]
 """
@@ -44,6 +46,12 @@ def write_slice(limit: int, out: Path) -> Path:
     return out
 
 
+def _children_cpu() -> float:
+    """User + system CPU seconds of the finished child processes (a pool's workers are joined)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=1500, help="the first N jobs of the trace (default 1500)")
@@ -62,21 +70,26 @@ def main() -> None:
         cells = spec.cells()
         print(f"{what} on 552 machines; {args.runs} runs on {args.workers} workers; {os.cpu_count()} CPUs; "
               f"load average {os.getloadavg()[0]:.2f}", flush=True)
+        c0 = _children_cpu()
         t0 = time.perf_counter()
         alone = subprocess.run([sys.executable, "-m", "pyvolcano", "simulate", *cells[0].simulate_arguments(),
                                 "-o", "json"], capture_output=True, text=True, check=False)
         one = time.perf_counter() - t0
+        one_cpu = _children_cpu() - c0
         if alone.returncode != 0:
             sys.exit(f"simulate failed: {alone.stderr.strip()}")
-        print(f"one run alone (pyvolcano simulate, fresh process): {one:.1f} s", flush=True)
+        print(f"one run alone (pyvolcano simulate, fresh process): {one:.1f} s wall, {one_cpu:.1f} s CPU",
+              flush=True)
 
         def done(outcome: object) -> None:
             print(f"  ... {time.perf_counter() - t1:.0f} s: cell {getattr(outcome, 'index', '?')} finished "
                   f"({getattr(outcome, 'seconds', 0.0):.1f} s)", file=sys.stderr, flush=True)
 
+        c1 = _children_cpu()
         t1 = time.perf_counter()
         outcomes = run_local(cells, workers=args.workers, on_done=done)
         sweep = time.perf_counter() - t1
+        sweep_cpu = _children_cpu() - c1
         failed = [o for o in outcomes if not o.ok]
         if failed:
             sys.exit(f"{len(failed)} cell(s) failed: {failed[0].error}")
@@ -84,8 +97,11 @@ def main() -> None:
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(f"sweep of {args.runs} runs on {args.workers} workers: {sweep:.1f} s "
               f"(cells {min(per_cell):.1f} to {max(per_cell):.1f} s each)")
-        print(f"ratio sweep / one run: {sweep / one:.2f}x (ideal {args.runs / args.workers:.2f}x, "
-              f"target at most {args.runs / args.workers + 0.5:.2f}x); peak RSS of a worker {rss:.0f} MiB")
+        print(f"CPU: {sweep_cpu:.1f} s in all the workers, {sweep_cpu / args.runs:.1f} s per run "
+              f"(alone: {one_cpu:.1f} s)")
+        print(f"ratio sweep / one run: {sweep / one:.2f}x wall; {sweep_cpu / args.workers / one_cpu:.2f}x from CPU "
+              f"seconds on {args.workers} idle cores (ideal {args.runs / args.workers:.2f}x, target at most "
+              f"{args.runs / args.workers + 0.5:.2f}x); peak RSS of one process {rss:.0f} MiB")
 
 
 if __name__ == "__main__":
