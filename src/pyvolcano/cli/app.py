@@ -224,7 +224,7 @@ def sweep(
                                                 help="Local worker processes (default: the number of CPUs)")] = None,
     ray: Annotated[str | None, typer.Option(
         "--ray", metavar="ADDRESS", help="Run the cells on a Ray cluster: its address, auto, or local to start one "
-        "(needs pip install 'pyvolcano[ray]')")] = None,
+        "(needs pip install 'pyvolcano\\[ray]')")] = None,
     report: Annotated[Path | None, typer.Option("--report", metavar="DIR", callback=options.report_dir,
                                                 help="Write every cell's report and one combined report.html here")
                       ] = None,
