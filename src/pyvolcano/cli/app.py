@@ -195,6 +195,56 @@ def simulate(
     ))
 
 
+@app.command()
+def sweep(
+    sweep_file: Annotated[Path | None, typer.Argument(
+        metavar="SWEEP", help="A sweep file (YAML): the grid's axes and settings; options replace its fields")] = None,
+    config: Annotated[list[str] | None, typer.Option(
+        "--config", "-c", metavar="FILE", help="A volcano-scheduler.conf, or default (repeatable: an axis)")] = None,
+    seed: Annotated[list[str] | None, typer.Option(
+        "--seed", metavar="N", help="A seed or a range such as 0-4 (repeatable: an axis)")] = None,
+    trace: Annotated[list[str] | None, typer.Option(
+        "--trace", metavar="FILE", help="A trace CSV, or philly|openb|kalos|dlrm (repeatable: an axis)")] = None,
+    trace_format: Annotated[str | None, typer.Option("--trace-format", metavar="FORMAT",
+                                                     help="philly|openb|kalos|dlrm|csv, for every trace")] = None,
+    nodes: Annotated[list[str] | None, typer.Option(
+        "--nodes", metavar="FILE", help="A machine list or CLUSTER.yaml for the traces (repeatable: an axis)")] = None,
+    cluster: Annotated[list[str] | None, typer.Option(
+        "--cluster", metavar="FILE", help="A CLUSTER.yaml or snapshot (repeatable: an axis)")] = None,
+    workload: Annotated[list[str] | None, typer.Option(
+        "--workload", metavar="FILE", help="A WORKLOAD.yaml (repeatable: an axis)")] = None,
+    until: Annotated[str | None, typer.Option("--until", metavar="DURATION", callback=options.until,
+                                              help="Stop every run at this virtual time, e.g. 24h")] = None,
+    default_duration: Annotated[str | None, typer.Option(
+        "--default-duration", metavar="DURATION",
+        help="Run time of pods without a pyvolcano.io/duration annotation, e.g. 10m")] = None,
+    schedule_period: Annotated[float | None, typer.Option("--schedule-period", metavar="SECONDS",
+                                                          help="Seconds between scheduling sessions")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", "-j", metavar="N",
+                                                help="Local worker processes (default: the number of CPUs)")] = None,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", metavar="ADDRESS", help="Run the cells on a Ray cluster: its address, auto, or local to start one "
+        "(needs pip install 'pyvolcano\\[ray]')")] = None,
+    report: Annotated[Path | None, typer.Option("--report", metavar="DIR", callback=options.report_dir,
+                                                help="Write every cell's report and one combined report.html here")
+                      ] = None,
+    csv_file: Annotated[Path | None, typer.Option("--csv", metavar="FILE", help="Write one row per cell here")
+                        ] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", metavar="FORMAT",
+                                               callback=options.output_format(), help=OUTPUT_HELP)] = None,
+    timings: Annotated[bool, typer.Option("--timings", help=TIMINGS_HELP)] = False,
+) -> None:
+    """Run a grid of simulations (configurations × seeds × traces or workloads × clusters) in parallel."""
+    from pyvolcano.cli.sweep import run_sweep_command
+
+    raise typer.Exit(run_sweep_command(
+        sweep_file=sweep_file, configs=config or [], seeds=seed or [], traces=trace or [], trace_format=trace_format,
+        nodes=nodes or [], clusters=cluster or [], workloads=workload or [], until=until,
+        default_duration=default_duration, schedule_period=schedule_period, workers=workers, ray=ray, report=report,
+        csv_file=csv_file, output=str(output), timings=timings,
+    ))
+
+
 @experiment_app.command("fgd")
 def experiment_fgd(
     nodes: Annotated[Path | None, typer.Option("--nodes", metavar="FILE",

@@ -21,7 +21,8 @@ from typing import Any, TextIO
 
 from rich.console import Console
 
-__all__ = ["TIMING_KEYS", "console", "emit", "error", "note", "one_line", "strip_timings", "warn"]
+__all__ = ["TIMING_KEYS", "console", "emit", "error", "note", "one_line", "render", "strip_timings",
+           "warn"]
 
 UNLIMITED_WIDTH = 100_000
 TIMING_KEYS = frozenset({"wall_seconds", "session_seconds", "session_mean_s", "session_p50_s", "session_p99_s",
@@ -44,14 +45,18 @@ def console(*, stderr: bool = False) -> Console:
                    width=UNLIMITED_WIDTH, soft_wrap=True)
 
 
-def emit(data: Any, fmt: str) -> None:
-    """Print ``data`` as one JSON line (``json``) or one YAML document (``yaml``) on stdout."""
+def render(data: Any, fmt: str) -> str:
+    """``data`` as one JSON line (``json``) or one YAML document (``yaml``): what :func:`emit` prints."""
     if fmt == "yaml":
         import yaml
 
-        sys.stdout.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False))
-    else:
-        sys.stdout.write(json.dumps(data) + "\n")
+        return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False))
+    return json.dumps(data) + "\n"
+
+
+def emit(data: Any, fmt: str) -> None:
+    """Print ``data`` as one JSON line (``json``) or one YAML document (``yaml``) on stdout."""
+    sys.stdout.write(render(data, fmt))
 
 
 def strip_timings(data: Any, keys: frozenset[str] = TIMING_KEYS) -> Any:
