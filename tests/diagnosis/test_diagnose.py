@@ -213,7 +213,8 @@ def test_preemption_that_could_help_but_the_preempt_action_is_absent() -> None:
     assert (d["stage"], d["reason"]) == ("preemption", "Preemption.NotAllowed")
     pre = d["preemption"]
     assert pre == {"could_help": True, "action": "preempt", "enabled": False,
-                   "why_not": "neither the preempt nor the gangpreempt action is configured (actions: enqueue, allocate)",
+                   "why_not": "neither the preempt nor the gangpreempt action is configured "
+                              "(actions: enqueue, allocate)",
                    "victims": ["ns/low-0"]}
     assert d["hint"].startswith("neither the preempt nor the gangpreempt action is configured")
 
