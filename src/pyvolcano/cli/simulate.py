@@ -3,7 +3,9 @@
 Inputs are checked before anything runs: ``--workload`` needs ``--cluster`` and the other way
 round, ``--nodes`` needs ``--trace``, a cluster must hold at least one Node and a workload at
 least one object (exit 2 otherwise), and ``--report DIR`` must be writable (checked by its
-option callback). ``-o json|yaml`` prints one document without wall-clock timings unless
+option callback). ``--topology`` adds a network topology's HyperNodes (not to a snapshot; how
+its hosts and the run's nodes combine: :mod:`pyvolcano.simulator.hypernodes`); a cluster needs
+no Node of its own then. ``-o json|yaml`` prints one document without wall-clock timings unless
 ``--timings`` is given, so the same inputs and seed print the same bytes; ``-o table|wide``
 prints tables (wide: a QUEUE column and the whole timeline), and notes go to stderr.
 """
@@ -153,6 +155,7 @@ def run_simulate_command(
     schedule_period: float = 1.0,
     timings: bool = False,
     default_duration: str | None = None,
+    topology: str | None = None,
 ) -> int:
     """Manifest mode (``--cluster/--workload``), trace mode (``--trace``) or the built-in scenario."""
     from pyvolcano.simulator.traces import TraceError, builtin_scenario, load_trace
@@ -174,13 +177,21 @@ def run_simulate_command(
     if trace_format is not None and trace is None:
         error("--trace-format needs --trace")
         return 2
+    if topology is not None and cluster is not None and trace is None and snapshot:
+        error("--topology does not apply to a snapshot: it runs with the HyperNodes it holds")
+        return 2
     registry = default_registry()
     default_label = "default"
     state = None
+    topo = None
     try:
         horizon = parse_until(until)
         check_run_parameters(seed=seed, schedule_period=schedule_period)
         pod_duration = parse_default_duration(default_duration)
+        if topology is not None:
+            from pyvolcano.simulator.hypernodes import load_cluster_topology
+
+            topo = load_cluster_topology(topology)
         configs = [(config, load_configuration(registry, config))]
         if compare is not None:
             configs.append((compare, load_configuration(registry, compare)))
@@ -215,12 +226,20 @@ def run_simulate_command(
             scenario = Path(workload).stem
             cluster_subs, _ = load_workload(cluster, cluster=True)
             work_subs, events = load_workload(workload)
-            if not any(sub.kind == "Node" for sub in [*cluster_subs, *work_subs]):
+            if topo is None and not any(sub.kind == "Node" for sub in [*cluster_subs, *work_subs]):
                 raise ManifestError(f"{cluster}: no Node objects; a simulation needs at least one Node")
             if not work_subs and not events:
                 raise ManifestError(f"{workload}: no objects passed to simulate")
             notes = []
             manifest_mode = True
+        if topo is not None:
+            from pyvolcano.simulator.hypernodes import apply_topology
+
+            own = nodes is not None if not manifest_mode else any(
+                sub.kind == "Node" for sub in [*cluster_subs, *work_subs])
+            cluster_subs, topo_notes = apply_topology(cluster_subs, topo, own_nodes=own,
+                                                      replace_nodes=not manifest_mode)
+            notes += topo_notes
     except (ManifestError, ConfigError, ArgumentError, ValueError, TraceError) as e:
         error(str(e))
         return 2
@@ -240,6 +259,8 @@ def run_simulate_command(
             r = res.rejected[0]
             error(f"{cluster}: {r['kind']} {r['name']}: {r['error']}")
             return 2
+        if topo is not None and not bad:
+            bad = [r for r in res.rejected if r.get("file") == topo.source]
         if bad:
             r = bad[0]
             error(f"{r['file']}: document {r['document']} ({r['kind']} {r['name']}): {r['error']}")
