@@ -448,12 +448,12 @@ class Simulation:
             jm.pending_reason, jm.pending_hint = (str(d.reason), d.hint) if d is not None else ("", "")
         self.collector.set_spans()
         if m.topology:
-            spans = {jm.key: jm for jm in m.jobs}
+            spans = {j.key: j for j in m.jobs}
             for key, rec in self.jobs.items():
-                jm = spans.get(key)
-                rec.span = None if jm is None or not jm.span_nodes else {
-                    "nodes": jm.span_nodes, "domains": jm.span_domains, "hypernode": jm.span_hypernode,
-                    "tier": jm.span_tier}
+                sj = spans.get(key)
+                rec.span = None if sj is None or not sj.span_nodes else {
+                    "nodes": sj.span_nodes, "domains": sj.span_domains, "hypernode": sj.span_hypernode,
+                    "tier": sj.span_tier}
         queues = {}
         for q in self.store.list("Queue"):
             st = q.get("status") or {}

@@ -18,8 +18,9 @@ A job whose pods never bound has 0, 0, None, None.
 **Topology fragmentation** (:func:`topology_fragmentation`), at every metrics sample: the idle
 GPUs of the domains whose idle GPUs no pending job can use, summed over those domains, and the
 number of such domains. A domain's idle GPUs are Σ (allocatable − requested) ``nvidia.com/gpu``
-over its nodes. A *pending job* is a job with pending pods that request GPUs; its *gang* is those
-pods. A pending job **can use** domain ``D`` when both hold:
+over its nodes. A *pending job* is a job with pending pods that request GPUs, its *gang* those
+pods; or a PodGroup not yet enqueued whose pods do not exist yet (a vcjob waits so), its gang
+``minMember`` pods sharing the GPUs of ``minResources`` evenly. A pending job **can use** domain ``D`` when both hold:
 
 1. one of its pods fits on a node of ``D`` (its GPU request ≤ that node's idle GPUs), and
 2. its whole gang fits inside the HyperNode it may span from ``D``: with a ``hard``
@@ -49,6 +50,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE, HyperNodeTree
+from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskStatus
 
 if TYPE_CHECKING:
@@ -139,15 +141,28 @@ def _allowed_tier(job: JobInfo, tree: HyperNodeTree) -> int | None:
     return None
 
 
+def _unborn_gang(job: JobInfo) -> list[int]:
+    """The gang of a PodGroup whose pods do not exist yet (not enqueued): ``minMember`` pods
+    sharing ``minResources``' GPUs evenly."""
+    pg = job.podgroup
+    if pg is None or job.tasks or pg.phase not in ("", "Pending", "Inqueue") or pg.min_member <= 0:
+        return []
+    if not pg.min_resources or GPU not in pg.min_resources:
+        return []
+    total = Resource.from_list({GPU: pg.min_resources[GPU]}).scalars.get(GPU, 0.0)
+    return [round(total / pg.min_member)] * pg.min_member
+
+
 def pending_gangs(jobs: Iterable[JobInfo], tree: HyperNodeTree) -> frozenset[Gang]:
-    """The distinct gangs of the jobs with pending GPU pods."""
+    """The distinct gangs of the pending jobs (module docstring)."""
     out: set[Gang] = set()
     for job in jobs:
         pending = job.tasks_in(TaskStatus.Pending)
-        if not pending:
-            continue
-        reqs = sorted((round(t.resreq.scalars.get(GPU, 0.0)) for t in pending.values()), reverse=True)
-        reqs = [r for r in reqs if r > 0]
+        if pending:
+            reqs = [round(t.resreq.scalars.get(GPU, 0.0)) for t in pending.values()]
+        else:
+            reqs = _unborn_gang(job)
+        reqs = sorted((r for r in reqs if r > 0), reverse=True)
         if reqs:
             out.add(Gang(tuple(reqs), _allowed_tier(job, tree)))
     return frozenset(out)
