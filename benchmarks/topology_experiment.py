@@ -5,22 +5,27 @@
 Workloads (both shipped with pyvolcano, see docs/traces.md): Philly's multi-node jobs and Acme
 Kalos' multi-node jobs, each job a gang of whole 8-GPU nodes, keeping the gangs of 2 to 8 pods:
 the largest Lingjun rack has 8 hosts, so a larger gang can never be placed under
-``highestTierAllowed: 1`` (Philly's three 16-pod jobs and 200 of Kalos' gangs are left out).
-Gang sizes, durations and arrival order are the traces'; the arrivals are compressed so that the
-offered load (Σ GPUs × duration / arrival span) is ``--load`` of the fabric's GPUs (0.85 by
-default): at the traces' own pace the 6,776 GPUs would be 1 % busy and nothing would ever wait.
+``highestTierAllowed: 1`` (Philly's three 16-pod jobs and 183 larger Kalos gangs are left out).
+Gang sizes, durations and arrival order are the traces'. Their arrivals span three months, at
+which pace the fabric would be about 1 % busy and nothing would wait, so each trace's arrivals
+are spread over one common window (keeping their order and relative spacing; the two traces
+interleave) chosen so that the offered load, Σ GPUs × duration clipped to the window / (window ×
+GPUs), is ``--load`` of the fabric's GPUs.
 
-Cluster: the 847 Lingjun hosts (:func:`pyvolcano.simulator.traces.topology.load_topology`), each
-with 8 GPUs, 128 cores and 2 TiB (Kalos' node size; the topology file has no sizes), under 119
-racks (tier 1), 3 aggregation switches (tier 2) and one spine (tier 3).
+Fabric (``--fabric``): by default the largest aggregation block of the Lingjun fabric,
+``agg-p10`` (362 hosts in 48 racks under one aggregation switch and the spine); ``all`` is the
+whole fabric (847 hosts, 119 racks, 3 aggregation switches), on which these gangs never contend.
+Hosts come from :func:`pyvolcano.simulator.traces.topology.load_topology`, each with 8 GPUs,
+128 cores and 2 TiB (Kalos' node size; the topology file has no sizes).
 
 Modes, set on every job as the Volcano Job's ``spec.networkTopology`` (the job controller copies it
 to the PodGroup): ``none`` (no field), ``soft`` (``mode: soft``), ``hard`` (``mode: hard,
-highestTierAllowed: 1``: the whole gang inside one rack). Scheduler: the built-in scenario's
-configuration (upstream's chart configuration with reclaim), plus the ``network-topology-aware``
+highestTierAllowed: 1``: the whole gang inside one rack). Every job goes to the ``default``
+queue, so that only placement makes a job wait (the traces' queues would add fair-share waits).
+Scheduler: upstream's chart configuration (:data:`CONFIG`), plus the ``network-topology-aware``
 plugin when the scheduler has it.
 
-Prints one Markdown table (per workload and mode: jobs, never started, mean and p95 wait, mean
+Prints one Markdown table (per mode, for all jobs and per trace: jobs, never started, mean and p95 wait, mean
 JCT, GPU allocation over the busy window, multi-node jobs inside one rack, mean racks per job,
 topology fragmentation) and writes the figure ``--figure`` (default
 ``docs/img/topology-experiment.png``). The simulator does not slow down a job whose pods are
@@ -45,7 +50,7 @@ from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.metrics import JobMetrics
 from pyvolcano.simulator.report.stats import summarize
 from pyvolcano.simulator.runtime import Simulation
-from pyvolcano.simulator.traces import BUILTIN_CONFIG, load_trace
+from pyvolcano.simulator.traces import load_trace
 from pyvolcano.simulator.traces._common import SUBMIT_AT, Trace, go_duration
 from pyvolcano.simulator.traces.topology import load_topology
 from pyvolcano.simulator.workload import Submission
@@ -59,6 +64,7 @@ WORKLOADS = ("philly", "kalos")
 TOPOLOGY_PLUGIN = "network-topology-aware"
 GPU = "nvidia.com/gpu"
 MIN_PODS, MAX_PODS = 2, 8
+LOAD = 1.5
 
 
 @dataclass(frozen=True)
@@ -112,10 +118,12 @@ def workload(formats: list[str], *, load: float, capacity_gpus: int, limit: int 
     jobs = []
     for job, f, first, span in sorted(picked, key=lambda p: ((p[1][3] - p[2]) / p[3], p[0]["metadata"]["name"])):
         job = copy.deepcopy(job)
+        job["spec"]["queue"] = "default"
         job["metadata"]["annotations"][SUBMIT_AT] = go_duration((f[3] - first) / span * window)
         jobs.append(job)
     notes.append(f"arrivals of each trace spread over the same {window / 3600:.1f} h, in their order and relative "
                  f"spacing: an offered load of {load:.0%} of {capacity_gpus:,} GPUs (GPU-time clipped to the window)")
+    notes.append(f"{len(jobs)} gangs arriving over {window / 3600:.1f} h, offered load {load:.0%}")
     return Workload(traces, jobs, window, notes)
 
 
@@ -151,8 +159,28 @@ def with_constraint(jobs: list[dict[str, Any]], constraint: dict[str, Any] | Non
     return out
 
 
+CONFIG = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+"""Upstream's shipped chart configuration (installer/helm/chart/volcano/config/volcano-scheduler.conf)."""
+
+
 def scheduler_conf(registry: Any) -> tuple[Any, bool]:
-    text = BUILTIN_CONFIG
+    text = CONFIG
     has_plugin = TOPOLOGY_PLUGIN in registry.plugin_names
     if has_plugin:
         text += f"  - name: {TOPOLOGY_PLUGIN}\n"
@@ -176,8 +204,7 @@ def run_one(wl: Workload, mode: str, hosts: list[dict[str, Any]], hypernodes: li
             conf: Any, registry: Any, seed: int) -> list[dict[str, Any]]:
     """One simulation; rows for all jobs, then per trace."""
     sim = Simulation(config=conf, registry=registry, seed=seed)
-    cluster = [o for t in wl.traces for o in (*t.priority_classes, *t.queues)]
-    cluster += [*hosts, *hypernodes]
+    cluster = [*hosts, *hypernodes]
     sim.submit([Submission(0.0, i, "cluster", o) for i, o in enumerate(cluster)])
     jobs = with_constraint(wl.jobs, MODES[mode])
     sim.submit([Submission(parse_duration_strict(j["metadata"]["annotations"][SUBMIT_AT]), i, "jobs", j)
@@ -200,8 +227,8 @@ def _h(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds / 3600:.2f} h"
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1%}"
+def _pct(x: float | None, decimals: int = 1) -> str:
+    return "-" if x is None else f"{x:.{decimals}%}"
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -213,7 +240,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['workload']} | {r['mode']} | {r['jobs']} | {r['never_started']} | {_h(r['mean_wait_s'])} "
                      f"| {_h(r['p95_wait_s'])} | {_h(r['mean_jct_s'])} | {_pct(r['busy_gpu_allocation_ratio'])} "
                      f"| {r['in_one_rack']} of {r['multi_node_jobs']} ({_pct(share)}) "
-                     f"| {r['mean_racks'] or 0:.2f} | {_pct(r['topology_fragmentation_ratio'])} |")
+                     f"| {r['mean_racks'] or 0:.2f} | {_pct(r['topology_fragmentation_ratio'], 2)} |")
     return "\n".join(lines)
 
 
@@ -248,7 +275,7 @@ def figure(rows: list[dict[str, Any]], path: Path, subtitle: str) -> None:
         for k, mode in enumerate(modes):
             vals = [value(by[(w, mode)]) if (w, mode) in by else 0.0 for w in shown]
             bars = ax.bar(x + (k - (len(modes) - 1) / 2) * width, vals, width, color=colours[mode], label=mode)
-            ax.bar_label(bars, labels=[f"{v:.0%}" if pct else f"{v:.2f}" for v in vals], fontsize=8, padding=2)
+            ax.bar_label(bars, labels=[f"{v:.1%}" if pct else f"{v:.2f}" for v in vals], fontsize=8, padding=2)
         ax.set_xticks(x, shown)
         ax.set_title(title, fontsize=11)
         ax.grid(True, axis="y", alpha=0.3)
@@ -269,7 +296,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--fabric", default="agg-p10", help="all, or one aggregation block: agg-p8, agg-p10 (default), "
                                                          "agg-p12")
-    ap.add_argument("--load", type=float, default=0.9, help="offered load of the compressed arrivals (0.9)")
+    ap.add_argument("--load", type=float, default=LOAD, help=f"offered load of the compressed arrivals ({LOAD})")
     ap.add_argument("--jobs", type=int, default=None, help="keep the first N gangs of each trace (all)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="philly,kalos")
     ap.add_argument("--seed", type=int, default=0)
@@ -279,8 +306,8 @@ def main() -> None:
     capacity = 8 * len(hosts)
     registry = default_registry()
     conf, has_plugin = scheduler_conf(registry)
-    plugin_note = (f"scheduler: the built-in configuration + {TOPOLOGY_PLUGIN}" if has_plugin else
-                   f"scheduler: the built-in configuration; no {TOPOLOGY_PLUGIN} plugin in this build")
+    plugin_note = (f"scheduler: upstream's chart configuration + {TOPOLOGY_PLUGIN}, one queue" if has_plugin else
+                   f"scheduler: upstream's chart configuration, one queue; no {TOPOLOGY_PLUGIN} plugin in this build")
     wl = workload([w.strip() for w in args.workloads.split(",")], load=args.load, capacity_gpus=capacity,
                   limit=args.jobs)
     rows = []
@@ -289,7 +316,7 @@ def main() -> None:
         rows += got
         print(f"# {mode}: {got[0]['jobs']} jobs, {got[0]['wall_s']:.1f}s wall", flush=True)
     rows.sort(key=lambda r: (r["workload"] != "all", r["workload"]))
-    notes = [fabric_note + " (8 GPUs, 128 cores, 2 TiB each)", *wl.notes, plugin_note]
+    notes = [fabric_note + " (8 GPUs, 128 cores, 2 TiB each)", *wl.notes[:-1], plugin_note]
     print()
     print(table(rows))
     print()
