@@ -153,6 +153,15 @@ def test_given_nodes_and_hosts_missing_from_them_are_noted_not_refused() -> None
     assert any("1 of its 2 hosts are not nodes of the cluster (e.g. gone)" in n for n in notes)
 
 
+def test_a_malformed_hypernode_of_the_topology_is_an_error_naming_the_file_and_field() -> None:
+    bad = hypernode("r", 1, ["n0"])
+    bad["spec"]["members"][0]["selector"]["regexMatch"] = {"pattern": "n.*"}
+    topo = ClusterTopology("topo.yaml", [bad], [])
+    with pytest.raises(ManifestError, match=r"topo.yaml \(HyperNode r\): spec.members\[0\].selector: got exactMatch "
+                                            r"and regexMatch"):
+        apply_topology(subs([node("n0")]), topo, own_nodes=True)
+
+
 def test_a_hypernode_in_both_the_cluster_file_and_the_topology_is_an_error() -> None:
     topo = ClusterTopology("t", [hypernode("r", 1, ["n0"])], [])
     with pytest.raises(ManifestError, match="HyperNode r is also defined in the cluster file"):

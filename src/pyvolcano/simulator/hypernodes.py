@@ -130,8 +130,8 @@ def _check_groups(topo: ClusterTopology, nodes: Sequence[dict[str, Any]]) -> lis
     typed_nodes = [parse_object(n) for n in nodes]
     rows = [(n.name, dict(n.labels), i) for i, n in enumerate(typed_nodes) if isinstance(n, Node)]
     hns: list[HyperNode] = []
-    for i, doc in enumerate(topo.hypernodes):
-        hn = parse_object(doc, f"{topo.source}: HyperNode {i}")
+    for doc in topo.hypernodes:
+        hn = parse_object(doc, topo.source)
         if isinstance(hn, HyperNode):
             hns.append(hn)
     tree = HyperNodeTree.build(hns, rows)
