@@ -146,6 +146,12 @@ def test_given_nodes_keep_and_a_hypernode_grouping_none_of_them_is_an_error_nami
         apply_topology(subs([node("n0")]), topo, own_nodes=True)
 
 
+def test_nodes_given_in_the_workload_file_count_as_given_nodes() -> None:
+    topo = ClusterTopology("t", [hypernode("r", 1, ["n0"])], [node("h0")])
+    out, _ = apply_topology([], topo, own_nodes=True, other_nodes=subs([node("n0")], "w.yaml"))
+    assert [s.key for s in out] == ["r"]
+
+
 def test_given_nodes_and_hosts_missing_from_them_are_noted_not_refused() -> None:
     topo = ClusterTopology("t", [hypernode("r", 1, ["n0", "gone"])], [node("n0"), node("gone")])
     out, notes = apply_topology(subs([node("n0")]), topo, own_nodes=True)

@@ -238,7 +238,7 @@ def run_simulate_command(
             own = nodes is not None if not manifest_mode else any(
                 sub.kind == "Node" for sub in [*cluster_subs, *work_subs])
             cluster_subs, topo_notes = apply_topology(cluster_subs, topo, own_nodes=own,
-                                                      replace_nodes=not manifest_mode)
+                                                      replace_nodes=not manifest_mode, other_nodes=work_subs)
             notes += topo_notes
     except (ManifestError, ConfigError, ArgumentError, ValueError, TraceError) as e:
         error(str(e))

@@ -88,11 +88,13 @@ def load_cluster_topology(spec: str | os.PathLike[str]) -> ClusterTopology:
 
 
 def apply_topology(subs: Sequence[Submission], topo: ClusterTopology, *, own_nodes: bool,
-                   replace_nodes: bool = False) -> tuple[list[Submission], list[str]]:
+                   replace_nodes: bool = False,
+                   other_nodes: Sequence[Submission] = ()) -> tuple[list[Submission], list[str]]:
     """``subs`` (the cluster's submissions) with the topology's HyperNodes, and notes.
 
     ``own_nodes``: the user gave the nodes (see the module docstring); ``replace_nodes``: the
-    Node submissions in ``subs`` are a trace's default machines, replaced by the hosts.
+    Node submissions in ``subs`` are a trace's default machines, replaced by the hosts;
+    ``other_nodes``: Nodes the run creates besides those in ``subs`` (a workload file's).
     Raises :class:`ManifestError` naming the topology and the HyperNode at fault.
     """
     out = list(subs)
@@ -103,7 +105,7 @@ def apply_topology(subs: Sequence[Submission], topo: ClusterTopology, *, own_nod
         raise ManifestError(f"{topo.source}: HyperNode {clash[0]} is also defined in the cluster file; "
                             "expected each HyperNode in one place")
     if own_nodes:
-        nodes = [s.obj for s in out if s.kind == "Node"]
+        nodes = [s.obj for s in (*out, *other_nodes) if s.kind == "Node"]
         notes += _check_groups(topo, nodes)
     else:
         if not topo.hosts:
