@@ -164,6 +164,10 @@ def simulate(
                                                      help="philly|openb|kalos|dlrm|csv")] = None,
     nodes: Annotated[Path | None, typer.Option("--nodes", metavar="FILE",
                                                help="Machine list CSV or CLUSTER.yaml for --trace")] = None,
+    topology: Annotated[str | None, typer.Option(
+        "--topology", metavar="NAME|FILE",
+        help="HyperNodes of a network topology: a shipped one (lingjun), a topology CSV or a YAML of "
+             "HyperNodes; its hosts are the nodes unless --cluster or --nodes gives them")] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE",
                                                 help="volcano-scheduler.conf")] = None,
     compare: Annotated[Path | None, typer.Option("--compare", metavar="FILE",
@@ -191,7 +195,7 @@ def simulate(
     raise typer.Exit(run_simulate_command(
         cluster=cluster, workload=workload, trace=trace, trace_format=trace_format, nodes=nodes, config=config,
         compare=compare, until=until, seed=seed, report=report, output=str(output),
-        schedule_period=schedule_period, timings=timings, default_duration=default_duration,
+        schedule_period=schedule_period, timings=timings, default_duration=default_duration, topology=topology,
     ))
 
 

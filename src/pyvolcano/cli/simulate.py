@@ -3,7 +3,9 @@
 Inputs are checked before anything runs: ``--workload`` needs ``--cluster`` and the other way
 round, ``--nodes`` needs ``--trace``, a cluster must hold at least one Node and a workload at
 least one object (exit 2 otherwise), and ``--report DIR`` must be writable (checked by its
-option callback). ``-o json|yaml`` prints one document without wall-clock timings unless
+option callback). ``--topology`` adds a network topology's HyperNodes (not to a snapshot; how
+its hosts and the run's nodes combine: :mod:`pyvolcano.simulator.hypernodes`); a cluster needs
+no Node of its own then. ``-o json|yaml`` prints one document without wall-clock timings unless
 ``--timings`` is given, so the same inputs and seed print the same bytes; ``-o table|wide``
 prints tables (wide: a QUEUE column and the whole timeline), and notes go to stderr.
 """
@@ -130,12 +132,13 @@ def run_simulate_command(
     schedule_period: float = 1.0,
     timings: bool = False,
     default_duration: str | None = None,
+    topology: str | None = None,
 ) -> int:
     """Manifest mode (``--cluster/--workload``), trace mode (``--trace``) or the built-in scenario."""
     try:
         inputs = load_inputs(cluster=cluster, workload=workload, trace=trace, trace_format=trace_format, nodes=nodes,
                              config=config, compare=compare, until=until, seed=seed, schedule_period=schedule_period,
-                             default_duration=default_duration)
+                             default_duration=default_duration, topology=topology)
     except (ManifestError, ConfigError, ArgumentError, ValueError) as e:
         error(str(e))
         return 2

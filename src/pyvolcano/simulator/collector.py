@@ -6,6 +6,8 @@ samples the scheduler cache once the events of an instant have settled: after ev
 and whenever the pending/running job counts change without a session at that instant. A
 sample therefore always describes the state *after* the events of its instant. A job is
 either a vcjob (Job objects) or, for workloads of plain PodGroups, the PodGroup itself.
+Once the cluster has a HyperNode the collector also follows each job's span and samples the
+topology fragmentation (:mod:`pyvolcano.simulator.topology_metrics`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pyvolcano.gpu.devices import NO_GPU, DemandKind, GpuDemand, GpuLedger, Node
 from pyvolcano.gpu.frag import node_terms
 from pyvolcano.gpu.session import assign_node_tasks, workload_typical_pods
 from pyvolcano.simulator.metrics import JobMetrics, QueueSample, RunMetrics, Sample
+from pyvolcano.simulator.topology_metrics import SpanTracker, TopologyFragmentation, has_topology
 from pyvolcano.store.base import WatchEvent
 
 if TYPE_CHECKING:
@@ -173,6 +176,8 @@ class MetricsCollector:
         # Set when the pending/running counts moved since the last sample.
         self.counts_changed = False
         self._fragmentation = FragmentationTracker(cache)
+        self._spans = SpanTracker(cache)
+        self._topology_fragmentation = TopologyFragmentation(cache)
 
     # ------------------------------------------------------------------ events
     def on_event(self, ev: WatchEvent, now: float) -> None:
@@ -189,8 +194,13 @@ class MetricsCollector:
             node = (obj.get("spec") or {}).get("nodeName")
             if node:
                 jm = self._job_of_pod(ns, md)
-                if jm is not None and jm.first_bind is None:
-                    jm.first_bind = now
+                if jm is not None:
+                    if jm.first_bind is None:
+                        jm.first_bind = now
+                    if self.metrics.topology:
+                        self._spans.bound(jm.key, node)
+        elif ev.kind == "HyperNode" and not self.metrics.topology:
+            self.metrics.topology = has_topology(self.cache.hypernode_tree)
 
     def _job_of_pod(self, ns: str, md: dict[str, Any]) -> JobMetrics | None:
         ann = md.get("annotations") or {}
@@ -272,6 +282,13 @@ class MetricsCollector:
             if jm is not None:
                 jm.reason = why
 
+    def set_spans(self) -> None:
+        """Fill in every job's ``span_*`` (with HyperNodes in the cluster)."""
+        if not self.metrics.topology:
+            return
+        for key, jm in self.jobs.items():
+            jm.span_nodes, jm.span_domains, jm.span_hypernode, jm.span_tier = self._spans.span(key)
+
     def on_eviction(self, namespace: str, name: str) -> None:
         for t in self.cache.tasks.values():
             if t.namespace == namespace and t.name == name:
@@ -321,5 +338,8 @@ class MetricsCollector:
                 queues = {q: (last[q] if last.get(q) == v else v) for q, v in queues.items()}
         if self.metrics.samples and self.metrics.samples[-1].t == now:
             self.metrics.samples.pop()
-        self.metrics.samples.append(Sample(now, gpu_used, gpu_cap, cpu_used, cpu_cap, self._fragmentation.value(),
-                                           pending, running, queues))
+        sample = Sample(now, gpu_used, gpu_cap, cpu_used, cpu_cap, self._fragmentation.value(), pending, running,
+                        queues)
+        if self.metrics.topology:
+            sample.topology_fragmentation, sample.fragmented_domains = self._topology_fragmentation.value()
+        self.metrics.samples.append(sample)

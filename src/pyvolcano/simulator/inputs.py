@@ -83,6 +83,9 @@ class SimulationInputs:
     manifest_mode: bool
     cluster: Path | None = None
     state: Any = None
+    # The file of ``--topology`` (a name of a built-in topology has none): objects rejected
+    # from it are bad input, like a cluster file's.
+    topology_source: str | None = None
 
 
 def load_inputs(
@@ -98,6 +101,7 @@ def load_inputs(
     seed: int = 0,
     schedule_period: float = 1.0,
     default_duration: str | None = None,
+    topology: str | None = None,
 ) -> SimulationInputs:
     """Check the options' combination and load every file, as ``pyvolcano simulate`` does."""
     from pyvolcano.simulator.traces import builtin_scenario, load_trace
@@ -114,12 +118,19 @@ def load_inputs(
         raise InputError("--nodes needs --trace (it gives the machines a trace runs on)")
     if trace_format is not None and trace is None:
         raise InputError("--trace-format needs --trace")
+    if topology is not None and cluster is not None and trace is None and snapshot:
+        raise InputError("--topology does not apply to a snapshot: it runs with the HyperNodes it holds")
     registry = default_registry()
     default_label = "default"
     state = None
     horizon = parse_until(until)
     check_run_parameters(seed=seed, schedule_period=schedule_period)
     pod_duration = parse_default_duration(default_duration)
+    topo = None
+    if topology is not None:
+        from pyvolcano.simulator.hypernodes import load_cluster_topology
+
+        topo = load_cluster_topology(topology)
     configs: list[tuple[Path | None, Any]] = [(config, load_configuration(registry, config))]
     if compare is not None:
         configs.append((compare, load_configuration(registry, compare)))
@@ -154,17 +165,26 @@ def load_inputs(
         scenario = Path(workload).stem
         cluster_subs, _ = load_workload(cluster, cluster=True)
         work_subs, events = load_workload(workload)
-        if not any(sub.kind == "Node" for sub in [*cluster_subs, *work_subs]):
+        if topo is None and not any(sub.kind == "Node" for sub in [*cluster_subs, *work_subs]):
             raise ManifestError(f"{cluster}: no Node objects; a simulation needs at least one Node")
         if not work_subs and not events:
             raise ManifestError(f"{workload}: no objects passed to simulate")
         notes = []
         manifest_mode = True
+    if topo is not None:
+        from pyvolcano.simulator.hypernodes import apply_topology
+
+        own = nodes is not None if not manifest_mode else any(
+            sub.kind == "Node" for sub in [*cluster_subs, *work_subs])
+        cluster_subs, topo_notes = apply_topology(cluster_subs, topo, own_nodes=own,
+                                                  replace_nodes=not manifest_mode, other_nodes=work_subs)
+        notes += topo_notes
     labelled = [(path.name if path is not None else default_label, conf) for path, conf in configs]
     return SimulationInputs(configs=labelled, registry=registry, seed=seed, horizon=horizon,
                             schedule_period=schedule_period, pod_duration=pod_duration, scenario=scenario,
                             cluster_subs=cluster_subs, work_subs=work_subs, events=events, notes=notes,
-                            manifest_mode=manifest_mode, cluster=cluster, state=state)
+                            manifest_mode=manifest_mode, cluster=cluster, state=state,
+                            topology_source=topo.source if topo is not None else None)
 
 
 def is_snapshot(path: Path) -> bool:
@@ -205,6 +225,8 @@ def run_simulation(inputs: SimulationInputs, index: int = 0, *,
         r = res.rejected[0]
         raise InputError(f"{cluster}: {r['kind']} {r['name']}: {r['error']}")
     bad = [r for r in res.rejected if cluster is not None and r.get("file") == str(cluster)]
+    if inputs.topology_source is not None and not bad:
+        bad = [r for r in res.rejected if r.get("file") == inputs.topology_source]
     if bad:
         r = bad[0]
         raise InputError(f"{r['file']}: document {r['document']} ({r['kind']} {r['name']}): {r['error']}")

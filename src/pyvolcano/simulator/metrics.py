@@ -18,6 +18,11 @@ Definitions (all times are virtual seconds from the start of the run):
   paper's measure with the pending pods as target workload (see
   :func:`pyvolcano.simulator.collector.fragmentation`); per queue: allocated GPUs, deserved GPUs (proportion's
   deserved, when computed) and share.
+* with HyperNodes in the cluster (:attr:`RunMetrics.topology`): per job, the HyperNodes its pods
+  span (``span_*``), and per sample the topology fragmentation (idle GPUs in racks, or other
+  lowest-tier HyperNodes, that no pending job can use); defined in
+  :mod:`pyvolcano.simulator.topology_metrics`. Without HyperNodes these stay unset and no
+  output shows them.
 """
 
 from __future__ import annotations
@@ -47,6 +52,11 @@ class JobMetrics:
     # For a job that never started: its last session's diagnosis (pyvolcano.diagnosis).
     pending_reason: str = ""
     pending_hint: str = ""
+    # Where its pods ran, with HyperNodes in the cluster (pyvolcano.simulator.topology_metrics).
+    span_nodes: int = 0
+    span_domains: int = 0
+    span_hypernode: str | None = None
+    span_tier: int | None = None
 
     @property
     def wait(self) -> float | None:
@@ -76,6 +86,9 @@ class Sample:
     pending_jobs: int
     running_jobs: int
     queues: dict[str, QueueSample] = field(default_factory=dict)
+    # With HyperNodes in the cluster (pyvolcano.simulator.topology_metrics), else None.
+    topology_fragmentation: float | None = None   # idle GPUs in domains no pending job can use
+    fragmented_domains: int | None = None          # the domains counted in it
 
     @property
     def gpu_ratio(self) -> float:
@@ -99,3 +112,4 @@ class RunMetrics:
     sessions: int = 0
     notes: list[str] = field(default_factory=list)
     end_reason: str = "finished"   # finished | until | stalled (see SimulationResult.end_reason)
+    topology: bool = False         # the cluster had HyperNodes: the topology figures are filled in

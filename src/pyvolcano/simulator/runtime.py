@@ -63,7 +63,9 @@ __all__ = ["JobRecord", "Simulation", "SimulationResult"]
 logger = logging.getLogger(__name__)
 
 FINAL_JOB_PHASES = {"Completed", "Failed", "Terminated", "Aborted"}
-_SCHEDULER_KIND_SET = frozenset(SCHEDULER_KINDS)
+# HyperNodes too: the cache keeps the HyperNode tree the topology-aware scheduler and the
+# collector's topology figures read.
+_SCHEDULER_KIND_SET = frozenset((*SCHEDULER_KINDS, "HyperNode"))
 MAX_SEED = 2**64 - 1  # numpy's default_rng takes any non-negative int; keep seeds printable and portable
 
 
@@ -82,6 +84,8 @@ class JobRecord:
     :meth:`Simulation.explain_unfinished`); None for finished jobs."""
     # Why a job that never started was pending, from its last session (pyvolcano.diagnosis).
     why: Diagnosis | None = None
+    # With HyperNodes in the cluster: the HyperNodes its pods span (pyvolcano.simulator.topology_metrics).
+    span: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -99,13 +103,16 @@ class SimulationResult:
     """Why the run stopped: ``finished`` (every job reached a final phase), ``until`` (the
     horizon), or ``stalled`` (nothing left that could change anything: pods without a
     duration run forever, or jobs can never be scheduled)."""
+    topology: bool = False
+    """The cluster had HyperNodes: each job's record says what its pods span (``span``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "jobs": {
                 k: {"phase": r.phase, "retryCount": r.retry_count, "submitted": r.submitted, "started": r.started,
                     "finished": r.finished, "pods": dict(r.pods), "reason": r.reason,
-                    "why": None if r.why is None else r.why.to_dict()}
+                    "why": None if r.why is None else r.why.to_dict(),
+                    **({"span": r.span} if self.topology else {})}
                 for k, r in sorted(self.jobs.items())
             },
             "podgroups": dict(sorted(self.podgroups.items())),
@@ -439,6 +446,14 @@ class Simulation:
         for jm in m.jobs:
             d = diagnosed.get(jm.key) if jm.start is None else None
             jm.pending_reason, jm.pending_hint = (str(d.reason), d.hint) if d is not None else ("", "")
+        self.collector.set_spans()
+        if m.topology:
+            spans = {j.key: j for j in m.jobs}
+            for key, rec in self.jobs.items():
+                sj = spans.get(key)
+                rec.span = None if sj is None or not sj.span_nodes else {
+                    "nodes": sj.span_nodes, "domains": sj.span_domains, "hypernode": sj.span_hypernode,
+                    "tier": sj.span_tier}
         queues = {}
         for q in self.store.list("Queue"):
             st = q.get("status") or {}
@@ -447,6 +462,7 @@ class Simulation:
             jobs=self.jobs, podgroups=podgroups, queues=queues, rejected=self.rejected,
             virtual_seconds=self.loop.now, sessions=self.sessions, wall_seconds=wall,
             session_seconds=self.session_seconds, timeline=self.timeline, end_reason=self.end_reason,
+            topology=m.topology,
         )
 
     def explain_unfinished(self) -> dict[str, str]:

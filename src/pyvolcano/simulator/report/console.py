@@ -59,6 +59,8 @@ def print_summary(run: RunMetrics, *, other: RunMetrics | None = None, console: 
         if reasons:
             console.print("Never started, by reason: " + ", ".join(f"{r} {n}" for r, n in reasons.items()),
                           highlight=False, markup=False)
+        if "topology" in sa:
+            console.print(_topology_line(sa["topology"]), highlight=False, markup=False)
         console.print(_session_line(st), highlight=False)
         return
     la, lb = run_labels(run, other)
@@ -99,6 +101,13 @@ def print_summary(run: RunMetrics, *, other: RunMetrics | None = None, console: 
     console.print(st_)
     console.print(f"[cyan]{la}[/]: " + _session_line(st), highlight=False)
     console.print(f"[magenta]{lb}[/]: " + _session_line(sb["stats"]), highlight=False)
+
+
+def _topology_line(t: dict[str, Any]) -> str:
+    spread = (f"{t['multi_node_jobs_in_one_domain']} of {t['multi_node_jobs']} multi-node jobs inside one domain, "
+              f"{t['mean_span_domains']:.2f} domains each on average" if t["multi_node_jobs"] else "no multi-node job")
+    return (f"Topology: {spread}; topology fragmentation {fmt_ratio(t['fragmentation_ratio'])} of GPU capacity "
+            f"(mean {t['mean_fragmented_gpus'] or 0:,.1f} idle GPUs no pending job can use)")
 
 
 def _session_line(st: dict[str, Any]) -> str:

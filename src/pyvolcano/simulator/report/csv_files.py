@@ -16,7 +16,8 @@ import numpy as np
 from pyvolcano.simulator.metrics import RunMetrics
 from pyvolcano.simulator.report.stats import Series
 
-__all__ = ["COMPARE_COLUMNS", "JOBS_COLUMNS", "QUEUES_COLUMNS", "TIMESERIES_COLUMNS", "write_compare_csv",
+__all__ = ["COMPARE_COLUMNS", "JOBS_COLUMNS", "QUEUES_COLUMNS", "TIMESERIES_COLUMNS", "TOPOLOGY_JOB_COLUMNS",
+           "TOPOLOGY_TIMESERIES_COLUMNS", "write_compare_csv",
            "write_jobs_csv", "write_queues_csv", "write_timeseries_csv"]
 
 JOBS_COLUMNS = ("key", "queue", "submit_s", "first_bind_s", "start_s", "end_s", "wait_s", "jct_s", "gpus", "pods",
@@ -26,6 +27,10 @@ QUEUES_COLUMNS = ("queue", "jobs", "never_started", "mean_wait_s", "p95_wait_s",
 TIMESERIES_COLUMNS = ("t_s", "gpu_allocated", "gpu_capacity", "gpu_ratio", "cpu_ratio", "gpu_fragmentation",
                       "pending_jobs", "running_jobs")
 COMPARE_COLUMNS = ("metric", "a", "b", "delta", "relative")
+TOPOLOGY_JOB_COLUMNS = ("span_nodes", "span_domains", "span_tier", "span_hypernode")
+"""Added to ``jobs.csv`` when the cluster had HyperNodes (see pyvolcano.simulator.topology_metrics)."""
+TOPOLOGY_TIMESERIES_COLUMNS = ("topology_fragmentation", "fragmented_domains")
+"""Added to ``timeseries.csv`` after ``running_jobs`` when the cluster had HyperNodes."""
 
 
 def _cell(v: object) -> object:
@@ -46,10 +51,12 @@ def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object
 
 
 def write_jobs_csv(run: RunMetrics, path: Path) -> Path:
+    topo = run.topology
     rows = ((j.key, j.queue, j.submit, j.first_bind, j.start, j.end, j.wait, j.jct, float(j.gpus), j.pods, j.phase,
-             j.restarts, j.preemptions, j.reason, j.pending_reason, j.pending_hint)
+             j.restarts, j.preemptions, j.reason, j.pending_reason, j.pending_hint,
+             *((j.span_nodes, j.span_domains, j.span_tier, j.span_hypernode) if topo else ()))
             for j in sorted(run.jobs, key=lambda j: (j.submit, j.key)))
-    return _write_csv(path, JOBS_COLUMNS, rows)
+    return _write_csv(path, (*JOBS_COLUMNS, *(TOPOLOGY_JOB_COLUMNS if topo else ())), rows)
 
 
 def write_queues_csv(summ: dict[str, Any], path: Path) -> Path:
@@ -63,6 +70,9 @@ def write_timeseries_csv(ser: Series, path: Path) -> Path:
     header = list(TIMESERIES_COLUMNS)
     cols = [ser.t, ser.gpu_allocated, ser.gpu_capacity, ser.gpu_ratio, ser.cpu_ratio, ser.gpu_fragmentation,
             ser.pending, ser.running]
+    if ser.topology_fragmentation is not None and ser.fragmented_domains is not None:
+        header += TOPOLOGY_TIMESERIES_COLUMNS
+        cols += [ser.topology_fragmentation, ser.fragmented_domains]
     for q in ser.queues:
         header += [f"{q}_allocated_gpu", f"{q}_deserved_gpu", f"{q}_share"]
         cols += [ser.q_alloc[q], ser.q_deserved[q], ser.q_share[q]]

@@ -95,6 +95,19 @@ def _stats_rows(st: dict[str, Any]) -> list[list[str]]:
             [_e("wall time"), _e(f"{st['wall_seconds'] or 0:.1f} s")]]
 
 
+_TOPOLOGY_ROWS: tuple[tuple[str, str, Any], ...] = (
+    ("fragmentation_ratio", "topology fragmentation, share of GPU capacity (whole run)", fmt_ratio),
+    ("busy_fragmentation_ratio", "topology fragmentation, share of GPU capacity (busy window)", fmt_ratio),
+    ("mean_fragmented_gpus", "idle GPUs no pending job can use (time-weighted mean)", lambda x: f"{x:,.1f}"),
+    ("mean_fragmented_domains", "domains holding them (time-weighted mean)", lambda x: f"{x:,.1f}"),
+    ("multi_node_jobs", "jobs that ran on two nodes or more", str),
+    ("multi_node_jobs_in_one_domain", "of them inside one domain", str),
+    ("mean_span_domains", "domains per such job (mean)", lambda x: f"{x:.2f}"),
+    ("max_span_domains", "domains per such job (max)", str),
+    ("span_tiers", "span tier: jobs", lambda d: ", ".join(f"tier {t}: {n}" for t, n in d.items()) or "-"),
+)
+
+
 def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | None,
            plots: Sequence[tuple[Path, str, str]], *, csv_files: Sequence[str] = (),
            plot_error: str | None = None) -> str:
@@ -141,6 +154,17 @@ def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | Non
     for label, s in runs:
         suffix = f" — {label}" if len(runs) > 1 else ""
         parts.append(f"<h2>Queues{_e(suffix)}</h2>" + _table(_QUEUE_HEADER, _queue_rows(s)))
+    topo_runs = [(label, s["topology"]) for label, s in runs if "topology" in s]
+    if topo_runs:
+        parts.append("<h2>Network topology</h2>" + _table(
+            ("metric", *(label for label, _ in topo_runs)),
+            [[_e(t), *(_e(f(topo.get(k)) if topo.get(k) is not None else "-") for _, topo in topo_runs)]
+             for k, t, f in _TOPOLOGY_ROWS])
+            + "<p class=meta>A domain is a HyperNode of the lowest tier (a rack). Topology fragmentation = idle GPUs "
+              "of the domains none of whose idle GPUs any pending job can use: none of its pods fits on their "
+              "nodes, or its whole gang does not fit inside the HyperNode its networkTopology allows (the whole "
+              "cluster without a hard constraint). A job's span tier is the tier of the lowest HyperNode holding "
+              "all the nodes its pods ran on.</p>")
     for label, s in runs:
         suffix = f" — {label}" if len(runs) > 1 else ""
         why = s["summary"].get("never_started_reasons") or {}

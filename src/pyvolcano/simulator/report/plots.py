@@ -27,7 +27,7 @@ from pyvolcano.simulator.metrics import RunMetrics
 from pyvolcano.simulator.report.formatting import fmt_duration
 from pyvolcano.simulator.report.stats import RunView, busy_end, makespan
 
-__all__ = ["write_plots"]
+__all__ = ["plot_topology", "write_plots"]
 
 _BINS = 1000
 _SHARE_BINS = 400       # queue shares are noisier: coarser bins read better
@@ -417,6 +417,53 @@ def plot_compare_queues(runs: Runs, path: Path) -> Path:
     return _save(fig, path)
 
 
+def plot_topology(runs: Runs, path: Path) -> Path:
+    """Topology fragmentation (idle GPUs in domains no pending job can use) over time, and how
+    many domains the multi-node jobs spanned."""
+    window = max(_window(v.run) for v in runs)
+    edges = np.linspace(0.0, window, _BINS + 1)
+    x = _centres(edges)
+    fig = _figure(13, 4.6)
+    ax_t, ax_h = fig.subplots(1, 2, width_ratios=(2, 1))
+    top = 0
+    for i, v in enumerate(runs):
+        ser, topo = v.series, v.summary.get("topology") or {}
+        colour, style = _RUN_COLOURS[i % 2], _RUN_STYLES[i % 2]
+        if ser.topology_fragmentation is not None and len(ser.t):
+            ax_t.plot(x, _binned(ser.t, ser.topology_fragmentation, edges), color=colour, ls=style, lw=1.4,
+                      label=f"{v.label}: mean {topo.get('mean_fragmented_gpus') or 0:,.1f} GPUs, "
+                            f"{_pct(topo.get('fragmentation_ratio'))} of capacity")
+        spans = [j.span_domains for j in v.run.jobs if j.span_nodes >= 2]
+        if spans:
+            top = max(top, max(spans))
+            counts = np.bincount(spans)
+            off = (i - (len(runs) - 1) / 2) * 0.38
+            ax_h.bar(np.arange(len(counts)) + off, counts, width=0.38 if len(runs) > 1 else 0.7, color=colour,
+                     label=f"{v.label}: {topo.get('multi_node_jobs_in_one_domain', 0)} of {len(spans)} in one domain")
+    ax_t.set_ylim(bottom=0)
+    ax_t.set_ylabel("idle GPUs no pending job can use")
+    _style_time_axis(ax_t, window)
+    ax_t.set_xlabel(_time_label(window))
+    ax_t.grid(True, alpha=0.3)
+    ax_t.set_title("Topology fragmentation over time", fontsize=10)
+    if ax_t.get_legend_handles_labels()[0]:
+        ax_t.legend(loc="upper left", fontsize=9)
+    else:
+        _no_data(ax_t, "no samples")
+    if top:
+        ax_h.set_xlim(0.4, top + 0.6)
+        ax_h.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax_h.legend(loc="upper right", fontsize=9)
+    else:
+        _no_data(ax_h, "no job ran on two nodes or more")
+    ax_h.set_xlabel("domains (lowest-tier HyperNodes) a job's pods used")
+    ax_h.set_ylabel("jobs on two nodes or more")
+    ax_h.set_title("Spread of multi-node jobs", fontsize=10)
+    ax_h.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"Network topology — {runs[0].run.name}", fontsize=12)
+    return _save(fig, path)
+
+
 def write_plots(runs: Runs, out_dir: Path) -> list[tuple[Path, str, str]]:
     """Write the plots of one run (or of two runs, compared) into ``out_dir``: ``(file, title, caption)``."""
     out = [
@@ -434,6 +481,12 @@ def write_plots(runs: Runs, out_dir: Path) -> list[tuple[Path, str, str]]:
         (plot_jct_cdf(runs, out_dir / "jct_cdf.png"), "Job completion time CDF",
          "Fraction of all jobs finished within a given JCT (log scale), with p50 and p95 marked."),
     ]
+    if any(v.run.topology for v in runs):
+        out.append((plot_topology(runs, out_dir / "topology.png"), "Network topology",
+                    "Left: topology fragmentation, the idle GPUs of the lowest-tier HyperNodes (domains, e.g. racks) "
+                    "that no pending job can use, because none of its pods fits on their nodes or its whole gang "
+                    "does not fit inside the HyperNode its networkTopology allows. Right: how many domains each "
+                    "job that ran on two nodes or more used."))
     if len(runs) > 1:
         out.append((plot_compare_queues(runs, out_dir / "compare_queues.png"), "Per-queue comparison",
                     "Mean wait and mean GPU share per queue in both runs; black ticks mark the deserved share."))

@@ -44,6 +44,14 @@
   the wait statistics. ``completed`` counts jobs whose phase is ``Completed``; ``finished``
   counts every job that reached a final phase (has an ``end``).
 * Statistics over no values are ``None`` (JSON ``null``), never NaN.
+* With HyperNodes in the cluster (``RunMetrics.topology``) the result has a ``topology``
+  section (absent otherwise): ``fragmentation_ratio`` / ``busy_fragmentation_ratio`` =
+  time-weighted mean of ``topology_fragmentation / gpu_capacity`` over the window / the busy
+  window; ``mean_fragmented_gpus`` and ``mean_fragmented_domains`` = time-weighted means of the
+  two figures (:mod:`pyvolcano.simulator.topology_metrics` defines them); over the jobs whose pods
+  used two nodes or more (``multi_node_jobs``): how many stayed in one domain
+  (``multi_node_jobs_in_one_domain``), ``mean_span_domains``, ``max_span_domains``, and
+  ``span_tiers`` = {tier of the lowest HyperNode holding the job: jobs}.
 """
 
 from __future__ import annotations
@@ -126,6 +134,9 @@ class Series:
     q_deserved: dict[str, np.ndarray]   # NaN where unknown
     q_share: dict[str, np.ndarray]
     q_deserved_share: dict[str, np.ndarray]  # NaN where unknown
+    # With HyperNodes in the cluster (RunMetrics.topology), else None.
+    topology_fragmentation: np.ndarray | None = None
+    fragmented_domains: np.ndarray | None = None
 
     def mean(self, v: np.ndarray) -> float | None:
         """Time-weighted mean over the whole window (0 before the first sample)."""
@@ -196,10 +207,14 @@ def run_series(run: RunMetrics, window: float | None = None) -> Series:
         known = ~np.isnan(d)
         ds[known] = _ratio(d[known], gc[known])
         q_dshare[q] = ds
+    topo_frag = topo_domains = None
+    if run.topology:
+        topo_frag = np.fromiter((s.topology_fragmentation or 0.0 for s in samples), dtype=float, count=n)
+        topo_domains = np.fromiter((s.fragmented_domains or 0 for s in samples), dtype=float, count=n)
     return Series(t=t, dt=dt, window=w, gpu_allocated=ga, gpu_capacity=gc, gpu_ratio=_ratio(ga, gc),
                    cpu_ratio=_ratio(ca, cc), gpu_fragmentation=frag, frag_ratio=_ratio(frag, gc),
                    pending=pend, running=run_, queues=names, q_alloc=q_alloc, q_deserved=q_des, q_share=q_share,
-                   q_deserved_share=q_dshare)
+                   q_deserved_share=q_dshare, topology_fragmentation=topo_frag, fragmented_domains=topo_domains)
 
 
 @dataclass(slots=True)
@@ -304,7 +319,32 @@ def summarize_series(run: RunMetrics, ser: Series) -> dict[str, Any]:
     unfinished = [{"job": j.key, "started": j.start is not None, "phase": j.phase, "reason": j.reason,
                    "pending_reason": j.pending_reason or None, "pending_hint": j.pending_hint or None}
                   for j in open_jobs[:UNFINISHED_LISTED]]
-    return {"summary": summary, "queues": queues, "stats": stats, "unfinished": unfinished}
+    out = {"summary": summary, "queues": queues, "stats": stats, "unfinished": unfinished}
+    if run.topology:
+        out["topology"] = _topology_summary(run, ser, busy)
+    return out
+
+
+def _topology_summary(run: RunMetrics, ser: Series, busy: Series) -> dict[str, Any]:
+    frag = ser.topology_fragmentation if ser.topology_fragmentation is not None else np.zeros(len(ser.t))
+    doms = ser.fragmented_domains if ser.fragmented_domains is not None else np.zeros(len(ser.t))
+    busy_frag = busy.topology_fragmentation if busy.topology_fragmentation is not None else np.zeros(len(busy.t))
+    multi = [j for j in run.jobs if j.span_nodes >= 2]
+    tiers: dict[str, int] = {}
+    for j in multi:
+        if j.span_tier is not None:
+            tiers[str(j.span_tier)] = tiers.get(str(j.span_tier), 0) + 1
+    return {
+        "fragmentation_ratio": ser.mean(_ratio(frag, ser.gpu_capacity)),
+        "busy_fragmentation_ratio": busy.mean(_ratio(busy_frag, busy.gpu_capacity)),
+        "mean_fragmented_gpus": ser.mean(frag),
+        "mean_fragmented_domains": ser.mean(doms),
+        "multi_node_jobs": len(multi),
+        "multi_node_jobs_in_one_domain": sum(1 for j in multi if j.span_domains == 1),
+        "mean_span_domains": _f(_mean([j.span_domains for j in multi])),
+        "max_span_domains": max((j.span_domains for j in multi), default=None),
+        "span_tiers": dict(sorted(tiers.items(), key=lambda kv: int(kv[0]))),
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,330 @@
+"""Experiment: real multi-node gangs on the Lingjun fabric under no, soft and hard network-topology constraints.
+
+    python benchmarks/topology_experiment.py
+
+Workloads (both shipped with pyvolcano, see docs/traces.md): Philly's multi-node jobs and Acme
+Kalos' multi-node jobs, each job a gang of whole 8-GPU nodes, keeping the gangs of 2 to 8 pods:
+the largest Lingjun rack has 8 hosts, so a larger gang can never be placed under
+``highestTierAllowed: 1`` (Philly's three 16-pod jobs and 183 larger Kalos gangs are left out).
+Gang sizes, durations and arrival order are the traces'. Their arrivals span three months, at
+which pace the fabric would be about 1 % busy and nothing would wait, so each trace's arrivals
+are spread over one common window (keeping their order and relative spacing; the two traces
+interleave) chosen so that the offered load, Σ GPUs × duration clipped to the window / (window ×
+GPUs), is ``--load`` of the fabric's GPUs.
+
+Fabric (``--fabric``): by default the largest aggregation block of the Lingjun fabric,
+``agg-p10`` (362 hosts in 48 racks under one aggregation switch and the spine); ``all`` is the
+whole fabric (847 hosts, 119 racks, 3 aggregation switches), on which these gangs never contend.
+Hosts come from :func:`pyvolcano.simulator.traces.topology.load_topology`, each with 8 GPUs,
+128 cores and 2 TiB (Kalos' node size; the topology file has no sizes).
+
+Modes, set on every job as the Volcano Job's ``spec.networkTopology`` (the job controller copies it
+to the PodGroup): ``none`` (no field), ``soft`` (``mode: soft``), ``hard`` (``mode: hard,
+highestTierAllowed: 1``: the whole gang inside one rack). Every job goes to the ``default``
+queue, so that only placement makes a job wait (the traces' queues would add fair-share waits).
+Scheduler: upstream's chart configuration (:data:`CONFIG`), plus the ``network-topology-aware``
+plugin when the scheduler has it.
+
+Prints one Markdown table (per mode, for all jobs and per trace: jobs, never started, mean and p95 wait, mean
+JCT, GPU allocation over the busy window, multi-node jobs inside one rack, mean racks per job,
+topology fragmentation) and writes the figure ``--figure`` (default
+``docs/img/topology-experiment.png``). The simulator does not slow down a job whose pods are
+spread (its run time is the trace's), so JCT differs only by the wait; the spread columns show
+the placement itself. Deterministic: the same arguments print the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pyvolcano.api.duration import parse_duration_strict
+from pyvolcano.conf import load_configuration
+from pyvolcano.framework.registry import default_registry
+from pyvolcano.simulator.metrics import JobMetrics
+from pyvolcano.simulator.report.stats import summarize
+from pyvolcano.simulator.runtime import Simulation
+from pyvolcano.simulator.traces import load_trace
+from pyvolcano.simulator.traces._common import SUBMIT_AT, Trace, go_duration
+from pyvolcano.simulator.traces.topology import load_topology
+from pyvolcano.simulator.workload import Submission
+
+MODES: dict[str, dict[str, Any] | None] = {
+    "none": None,
+    "soft": {"mode": "soft"},
+    "hard": {"mode": "hard", "highestTierAllowed": 1},
+}
+WORKLOADS = ("philly", "kalos")
+TOPOLOGY_PLUGIN = "network-topology-aware"
+GPU = "nvidia.com/gpu"
+MIN_PODS, MAX_PODS = 2, 8
+LOAD = 1.5
+
+
+@dataclass(frozen=True)
+class Workload:
+    traces: list[Trace]
+    jobs: list[dict[str, Any]]
+    window_s: float
+    notes: list[str]
+
+
+def _pods_and_gpus(job: dict[str, Any]) -> tuple[int, int, float, float]:
+    """(pods, GPUs, duration s, submit s) of a trace Job."""
+    tasks = job["spec"]["tasks"]
+    pods = sum(t["replicas"] for t in tasks)
+    gpus = sum(t["replicas"] * int(t["template"]["spec"]["containers"][0]["resources"]["requests"].get(GPU, "0"))
+               for t in tasks)
+    duration = parse_duration_strict(tasks[0]["template"]["metadata"]["annotations"]["pyvolcano.io/duration"])
+    return pods, gpus, duration, parse_duration_strict(job["metadata"]["annotations"][SUBMIT_AT])
+
+
+def _offered(facts: list[tuple[int, float]], window: float, capacity: int) -> float:
+    """Σ GPUs × (duration clipped to the window) / (window × capacity)."""
+    return sum(g * min(d, window) for g, d in facts) / (window * capacity)
+
+
+def workload(formats: list[str], *, load: float, capacity_gpus: int, limit: int | None) -> Workload:
+    """The 2-8-pod gangs of each trace, every trace's arrivals spread over one window chosen so
+    that the offered load is ``load`` (the traces interleave in that window)."""
+    picked: list[tuple[dict[str, Any], tuple[int, int, float, float], float, float]] = []
+    traces = []
+    notes = []
+    for fmt in formats:
+        trace = load_trace(fmt)
+        traces.append(trace)
+        gangs = [j for j in trace.jobs if MIN_PODS <= sum(t["replicas"] for t in j["spec"]["tasks"]) <= MAX_PODS]
+        jobs = [(j, _pods_and_gpus(j)) for j in gangs]
+        if limit is not None:
+            jobs = jobs[:limit]
+        first, last = jobs[0][1][3], jobs[-1][1][3]
+        picked += [(j, f, first, max(last - first, 1.0)) for j, f in jobs]
+        notes.append(f"{fmt}: {len(jobs)} gangs of {MIN_PODS}-{MAX_PODS} pods ({sum(f[1] for _j, f in jobs):,} GPUs) "
+                     f"of {len(trace.jobs):,} jobs, arriving over {(last - first) / 86400:.1f} days")
+    facts = [(f[1], f[2]) for _j, f, _first, _span in picked]
+    lo, hi = 60.0, 365 * 86400.0
+    if _offered(facts, lo, capacity_gpus) < load:
+        raise SystemExit(f"the gangs cannot offer a load of {load:.0%} of {capacity_gpus:,} GPUs; lower --load")
+    for _ in range(60):  # the offered load falls as the window grows
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _offered(facts, mid, capacity_gpus) > load else (lo, mid)
+    window = hi
+    jobs = []
+    for job, f, first, span in sorted(picked, key=lambda p: ((p[1][3] - p[2]) / p[3], p[0]["metadata"]["name"])):
+        job = copy.deepcopy(job)
+        job["spec"]["queue"] = "default"
+        job["metadata"]["annotations"][SUBMIT_AT] = go_duration((f[3] - first) / span * window)
+        jobs.append(job)
+    notes.append(f"arrivals of each trace spread over the same {window / 3600:.1f} h, in their order and relative "
+                 f"spacing: an offered load of {load:.0%} of {capacity_gpus:,} GPUs (GPU-time clipped to the window)")
+    notes.append(f"{len(jobs)} gangs arriving over {window / 3600:.1f} h, offered load {load:.0%}")
+    return Workload(traces, jobs, window, notes)
+
+
+def fabric(block: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """Hosts and HyperNodes of the Lingjun fabric, or of one of its aggregation blocks."""
+    topo = load_topology("lingjun", gpus=8, cpu="128", memory="2Ti")
+    if block == "all":
+        return topo.nodes, topo.hypernodes, f"Lingjun: {len(topo.nodes)} hosts, 119 racks, 3 aggregation blocks"
+    hosts = [n for n in topo.nodes if n["metadata"]["labels"].get("pyvolcano.io/topology-agg") == block]
+    if not hosts:
+        raise SystemExit(f"--fabric: no aggregation block {block!r}; expected all, agg-p8, agg-p10 or agg-p12")
+    names = {n["metadata"]["name"] for n in hosts}
+    kept: set[str] = set(names)
+    hypernodes = []
+    for hn in topo.hypernodes:  # lowest tier first: a parent sees its children's verdict
+        members = [m for m in hn["spec"]["members"] if m["selector"]["exactMatch"]["name"] in kept]
+        if members:
+            hn = copy.deepcopy(hn)
+            hn["spec"]["members"] = members
+            hypernodes.append(hn)
+            kept.add(hn["metadata"]["name"])
+    racks = sum(1 for h in hypernodes if h["spec"]["tier"] == 1)
+    return hosts, hypernodes, f"Lingjun aggregation block {block}: {len(hosts)} hosts in {racks} racks"
+
+
+def with_constraint(jobs: list[dict[str, Any]], constraint: dict[str, Any] | None) -> list[dict[str, Any]]:
+    out = []
+    for job in jobs:
+        job = copy.deepcopy(job)
+        if constraint is not None:
+            job["spec"]["networkTopology"] = dict(constraint)
+        out.append(job)
+    return out
+
+
+CONFIG = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+"""Upstream's shipped chart configuration (installer/helm/chart/volcano/config/volcano-scheduler.conf)."""
+
+
+def scheduler_conf(registry: Any) -> tuple[Any, bool]:
+    text = CONFIG
+    has_plugin = TOPOLOGY_PLUGIN in registry.plugin_names
+    if has_plugin:
+        text += f"  - name: {TOPOLOGY_PLUGIN}\n"
+    return load_configuration(registry, text=text, source="topology experiment"), has_plugin
+
+
+def _subset(jobs: list[JobMetrics], prefix: str | None) -> dict[str, Any]:
+    sel = [j for j in jobs if prefix is None or j.key.startswith(f"default/{prefix}-")]
+    waits = [w for j in sel if (w := j.wait) is not None]
+    jcts = [c for j in sel if (c := j.jct) is not None]
+    multi = [j for j in sel if j.span_nodes >= 2]
+    return {"jobs": len(sel), "never_started": len(sel) - len(waits),
+            "mean_wait_s": float(np.mean(waits)) if waits else None,
+            "p95_wait_s": float(np.percentile(waits, 95)) if waits else None,
+            "mean_jct_s": float(np.mean(jcts)) if jcts else None,
+            "multi_node_jobs": len(multi), "in_one_rack": sum(1 for j in multi if j.span_domains == 1),
+            "mean_racks": float(np.mean([j.span_domains for j in multi])) if multi else None}
+
+
+def run_one(wl: Workload, mode: str, hosts: list[dict[str, Any]], hypernodes: list[dict[str, Any]],
+            conf: Any, registry: Any, seed: int) -> list[dict[str, Any]]:
+    """One simulation; rows for all jobs, then per trace."""
+    sim = Simulation(config=conf, registry=registry, seed=seed)
+    cluster = [*hosts, *hypernodes]
+    sim.submit([Submission(0.0, i, "cluster", o) for i, o in enumerate(cluster)])
+    jobs = with_constraint(wl.jobs, MODES[mode])
+    sim.submit([Submission(parse_duration_strict(j["metadata"]["annotations"][SUBMIT_AT]), i, "jobs", j)
+                for i, j in enumerate(jobs)])
+    t0 = time.perf_counter()
+    sim.run()
+    wall = time.perf_counter() - t0
+    topo = summarize(sim.metrics)["topology"]
+    summ = summarize(sim.metrics)["summary"]
+    rows = []
+    for prefix in (None, *(t.format for t in wl.traces)):
+        row = {"workload": prefix or "all", "mode": mode, **_subset(sim.metrics.jobs, prefix), "wall_s": wall,
+               "busy_gpu_allocation_ratio": summ["busy_gpu_allocation_ratio"] if prefix is None else None,
+               "topology_fragmentation_ratio": topo["busy_fragmentation_ratio"] if prefix is None else None}
+        rows.append(row)
+    return rows
+
+
+def _h(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 3600:.2f} h"
+
+
+def _pct(x: float | None, decimals: int = 1) -> str:
+    return "-" if x is None else f"{x:.{decimals}%}"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = ("| jobs of | constraint | jobs | never started | mean wait | p95 wait | mean JCT | GPU allocation "
+            "(busy window) | gangs inside one rack | racks per gang (mean) | topology fragmentation (busy window) |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        share = r["in_one_rack"] / r["multi_node_jobs"] if r["multi_node_jobs"] else None
+        lines.append(f"| {r['workload']} | {r['mode']} | {r['jobs']} | {r['never_started']} | {_h(r['mean_wait_s'])} "
+                     f"| {_h(r['p95_wait_s'])} | {_h(r['mean_jct_s'])} | {_pct(r['busy_gpu_allocation_ratio'])} "
+                     f"| {r['in_one_rack']} of {r['multi_node_jobs']} ({_pct(share)}) "
+                     f"| {r['mean_racks'] or 0:.2f} | {_pct(r['topology_fragmentation_ratio'], 2)} |")
+    return "\n".join(lines)
+
+
+def figure(rows: list[dict[str, Any]], path: Path, subtitle: str) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import PercentFormatter
+
+    panels = (
+        ("mean wait (hours)", lambda r: (r["mean_wait_s"] or 0.0) / 3600, False),
+        ("mean JCT (hours)", lambda r: (r["mean_jct_s"] or 0.0) / 3600, False),
+        ("GPU allocation, busy window (all jobs)", lambda r: r["busy_gpu_allocation_ratio"] or 0.0, True),
+        ("gangs inside one rack",
+         lambda r: r["in_one_rack"] / r["multi_node_jobs"] if r["multi_node_jobs"] else 0.0, True),
+        ("racks per gang (mean)", lambda r: r["mean_racks"] or 0.0, False),
+        ("topology fragmentation, busy window (all jobs)", lambda r: r["topology_fragmentation_ratio"] or 0.0,
+         True),
+    )
+    fig = Figure(figsize=(15, 7.5), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(2, 3).ravel()
+    workloads = list(dict.fromkeys(r["workload"] for r in rows))
+    rows_all = [r for r in rows if r["workload"] == "all"]
+    modes = list(MODES)
+    colours = {"none": "tab:gray", "soft": "tab:blue", "hard": "tab:orange"}
+    x = np.arange(len(workloads))
+    width = 0.8 / len(modes)
+    by = {(r["workload"], r["mode"]): r for r in rows}
+    for ax, (title, value, pct) in zip(axes, panels):
+        shown = ["all"] if "all jobs" in title else workloads
+        x = np.arange(len(shown))
+        for k, mode in enumerate(modes):
+            vals = [value(by[(w, mode)]) if (w, mode) in by else 0.0 for w in shown]
+            bars = ax.bar(x + (k - (len(modes) - 1) / 2) * width, vals, width, color=colours[mode], label=mode)
+            ax.bar_label(bars, labels=[f"{v:.1%}" if pct else f"{v:.2f}" for v in vals], fontsize=8, padding=2)
+        ax.set_xticks(x, shown)
+        ax.set_title(title, fontsize=11)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.margins(y=0.15)
+        if pct:
+            ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, [f"networkTopology: {m}" for m in labels], loc="outside lower center", ncol=len(modes),
+               frameon=False)
+    fig.suptitle(f"Multi-node gangs of Philly and Acme Kalos: no, soft and hard (highestTierAllowed 1) topology "
+                 f"constraint\n{subtitle}", fontsize=11)
+    del rows_all
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, facecolor="white")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--fabric", default="agg-p10", help="all, or one aggregation block: agg-p8, agg-p10 (default), "
+                                                         "agg-p12")
+    ap.add_argument("--load", type=float, default=LOAD, help=f"offered load of the compressed arrivals ({LOAD})")
+    ap.add_argument("--jobs", type=int, default=None, help="keep the first N gangs of each trace (all)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help="philly,kalos")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--figure", type=Path, default=Path("docs/img/topology-experiment.png"))
+    args = ap.parse_args()
+    hosts, hypernodes, fabric_note = fabric(args.fabric)
+    capacity = 8 * len(hosts)
+    registry = default_registry()
+    conf, has_plugin = scheduler_conf(registry)
+    plugin_note = (f"scheduler: upstream's chart configuration + {TOPOLOGY_PLUGIN}, one queue" if has_plugin else
+                   f"scheduler: upstream's chart configuration, one queue; no {TOPOLOGY_PLUGIN} plugin in this build")
+    wl = workload([w.strip() for w in args.workloads.split(",")], load=args.load, capacity_gpus=capacity,
+                  limit=args.jobs)
+    rows = []
+    for mode in MODES:
+        got = run_one(wl, mode, hosts, hypernodes, conf, registry, args.seed)
+        rows += got
+        print(f"# {mode}: {got[0]['jobs']} jobs, {got[0]['wall_s']:.1f}s wall", flush=True)
+    rows.sort(key=lambda r: (r["workload"] != "all", r["workload"]))
+    notes = [fabric_note + " (8 GPUs, 128 cores, 2 TiB each)", *wl.notes[:-1], plugin_note]
+    print()
+    print(table(rows))
+    print()
+    for n in notes:
+        print(f"* {n}")
+    figure(rows, args.figure, f"{fabric_note}; {wl.notes[-1]}")
+    print(f"\nfigure written to {args.figure}")
+
+
+if __name__ == "__main__":
+    main()
