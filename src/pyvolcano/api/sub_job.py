@@ -28,7 +28,7 @@ outlive a session, as upstream's cache keeps them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final
 
 from pyvolcano.api.matching.errors import SelectorError
@@ -255,11 +255,11 @@ class JobTopology:
     def contains_network_topology(self) -> bool:
         return self.network_topology is not None or any(sj.with_network_topology for sj in self.sub_jobs.values())
 
-    def _count_groups(self, cond: object) -> dict[str, int]:
+    def _count_groups(self, cond: Callable[[SubJobInfo], bool] | None) -> dict[str, int]:
         counts: dict[str, int] = {}
         for sj in self.sub_jobs.values():
             counts.setdefault(sj.gid, 0)
-            if cond is None or cond(sj):  # type: ignore[operator]
+            if cond is None or cond(sj):
                 counts[sj.gid] += 1
         return counts
 
