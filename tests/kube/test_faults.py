@@ -65,7 +65,7 @@ class Cluster:
         self.scheduler = LiveScheduler(self._store("scheduler", SCHEDULER_KINDS), seed=0, period=0.05,
                                        bind_workers=4)
         self._thread("scheduler", self.scheduler.run)
-        obs_store = self._store("observer", ("Pod",))
+        obs_store = self._store("observer", ("Pod", "Job"))
         for r in obs_store.reflectors:
             r.backoff = (0.05, 0.2)
         self.observer = Observer(obs_store).start()
@@ -216,7 +216,7 @@ def test_check_names_every_broken_invariant() -> None:
     queue = {"metadata": {"name": "default"}, "status": {"running": 0}}
     from pyvolcano.kube.chaos import Snapshot
 
-    problems = check(Snapshot([job], pods, [pg], [queue]), double_binds=["u0"])
+    problems = check(Snapshot([job], pods, [pg], [queue], NS), double_binds=["u0"])
     assert problems == [
         f"job {NS}/j is Running, not finished",
         f"job {NS}/j had 3 live pods, more than its 2 replicas",

@@ -13,10 +13,11 @@ The invariants are the ones a user relies on across an API server or etcd outage
   ``failed`` counts are those of its pods, and a queue's ``pending`` / ``running`` /
   ``inqueue`` / ``completed`` counts are those of its PodGroups' phases.
 
-:class:`Observer` follows Pods from its own informer (reconnecting within half a second, so
-that it sees binding resume promptly): every pod's node, the largest number of live pods each
-job had, and the time each pod was first seen bound, from which :meth:`Observer.recovery`
-measures the time from a fault's end to the first bind after it. Nothing here decides
+:class:`Observer` follows Pods and Jobs from its own informer (reconnecting within half a
+second, so that it sees binding resume promptly): every pod's node, the largest number of live
+pods each job had, the time each pod was first seen bound, from which
+:meth:`Observer.recovery` measures the time from a fault's end to the first bind after it, and
+the time each job was first seen finished. Nothing here decides
 anything for the components; it only reads.
 """
 
@@ -74,18 +75,21 @@ def _alive(pod: Mapping[str, Any]) -> bool:
 
 @dataclass(slots=True)
 class Snapshot:
-    """The objects :func:`check` reads, as plain dicts."""
+    """The objects :func:`check` reads, as plain dicts: the Jobs and Pods of ``namespace`` (all
+    namespaces when None), and every PodGroup and Queue (a queue counts PodGroups of every
+    namespace); only the PodGroups of ``namespace`` are checked against their pods."""
 
     jobs: list[dict[str, Any]]
     pods: list[dict[str, Any]]
     podgroups: list[dict[str, Any]]
     queues: list[dict[str, Any]]
+    namespace: str | None = None
 
 
 def snapshot(store: Store, namespace: str | None = None) -> Snapshot:
-    """Jobs, Pods and PodGroups of ``namespace`` (all when None) and every Queue."""
-    return Snapshot(store.list("Job", namespace), store.list("Pod", namespace), store.list("PodGroup", namespace),
-                    store.list("Queue"))
+    """The objects :func:`check` needs, read from ``store``."""
+    return Snapshot(store.list("Job", namespace), store.list("Pod", namespace), store.list("PodGroup"),
+                    store.list("Queue"), namespace)
 
 
 def check(snap: Snapshot, *, expect_phase: str | None = "Completed", max_live_pods: Mapping[str, int] | None = None,
@@ -132,6 +136,8 @@ def _stale_podgroups(snap: Snapshot) -> list[str]:
             c["failed"] += 1
     out = []
     for pg in snap.podgroups:
+        if snap.namespace is not None and _md(pg).get("namespace") != snap.namespace:
+            continue
         key = f"{_md(pg).get('namespace')}/{_md(pg).get('name')}"
         want = counts.get(key, {"running": 0, "succeeded": 0, "failed": 0})
         got = {k: int(_st(pg).get(k) or 0) for k in want}
@@ -167,14 +173,16 @@ class _Seen:
 
 @dataclass
 class Observer:
-    """Follows the Pods of a store (a :class:`~pyvolcano.kube.store.KubeStore` of its own) on a
-    thread: the first time each pod is seen bound, double binds, live pods per job."""
+    """Follows the Pods and Jobs of a store (a :class:`~pyvolcano.kube.store.KubeStore` of its
+    own) on a thread: the first time each pod is seen bound, double binds, live pods per job,
+    the first time each job is seen finished."""
 
     store: Store
     clock: Callable[[], float] = time.monotonic
     bound_at: dict[str, float] = field(default_factory=dict)     # pod uid -> first seen bound
     double_binds: list[str] = field(default_factory=list)
     max_live_pods: dict[str, int] = field(default_factory=dict)  # job key -> most live pods at once
+    completed_at: dict[str, float] = field(default_factory=dict)  # job key -> first seen finished
     _pods: dict[str, _Seen] = field(default_factory=dict)
     _live: dict[str, set[str]] = field(default_factory=dict)
     _revision: int = 0
@@ -202,12 +210,18 @@ class Observer:
                 self._stop.wait(0.05)
 
     def step(self) -> None:
-        events = self.store.watch(self._revision, ("Pod",))
+        events = self.store.watch(self._revision, ("Pod", "Job"))
         now = self.clock()
         with self._lock:
             for ev in events:
                 self._revision = ev.revision
-                self._observe(ev.type, ev.object, now)
+                if ev.kind == "Pod":
+                    self._observe(ev.type, ev.object, now)
+                    continue
+                key = f"{_md(ev.object).get('namespace')}/{_md(ev.object).get('name')}"
+                phase = (_st(ev.object).get("state") or {}).get("phase")
+                if phase in FINAL_JOB_PHASES and key not in self.completed_at:
+                    self.completed_at[key] = now
 
     def _observe(self, typ: str, pod: Mapping[str, Any], now: float) -> None:
         uid = str(_md(pod).get("uid") or "")
