@@ -113,10 +113,10 @@ def cluster() -> Iterator[Cluster]:
         c.close()
 
 
-def _run_through(cluster: Cluster, fault: Callable[[FakeApiServer], float], *, jobs: int = JOBS) -> float:
+def _run_through(cluster: Cluster, fault: Callable[[FakeApiServer], float], *, jobs: int = JOBS) -> float | None:
     """Submit ``jobs`` vcjobs, inject ``fault`` once a few have finished (it returns how long
     the fault lasts), and wait until every job is done and every status settled. Returns the
-    seconds from the fault's end to the first bind after it."""
+    seconds from the fault's end to the first bind after it (None: all were bound before)."""
     names = [f"j{i:03d}" for i in range(jobs)]
     cluster.submit(names[: jobs // 2])
     wait_for(lambda: cluster.finished() >= 3, 20, "the first jobs to finish")
@@ -135,13 +135,12 @@ def _run_through(cluster: Cluster, fault: Callable[[FakeApiServer], float], *, j
     except AssertionError:
         raise AssertionError("\n".join(problems)) from None
     after = cluster.binds_after(fault_end)
-    assert after, "nothing was bound after the fault"
-    return min(after) - fault_end
+    return min(after) - fault_end if after else None
 
 
 def test_a_run_without_faults_keeps_every_invariant(cluster: Cluster) -> None:
     recovery = _run_through(cluster, lambda api: 0.0)
-    assert recovery < 2.0
+    assert recovery is None or recovery < 2.0
 
 
 def test_an_api_server_that_refuses_connections_loses_no_job(cluster: Cluster) -> None:
@@ -151,7 +150,7 @@ def test_an_api_server_that_refuses_connections_loses_no_job(cluster: Cluster) -
 
     recovery = _run_through(cluster, down)
     assert cluster.api.refused > 0
-    assert recovery < 10.0
+    assert recovery is not None and recovery < 10.0
 
 
 @pytest.mark.parametrize(("code", "reason", "message"), [
@@ -167,7 +166,7 @@ def test_failure_statuses_for_a_while_lose_no_job(cluster: Cluster, code: int, r
 
     recovery = _run_through(cluster, failing)
     assert cluster.api.refused > 0
-    assert recovery < 10.0
+    assert recovery is not None and recovery < 10.0
 
 
 def test_watches_that_expire_during_a_burst_lose_no_job(cluster: Cluster) -> None:
@@ -192,7 +191,7 @@ def test_a_restarted_api_server_loses_no_job(cluster: Cluster) -> None:
         return 2.0
 
     recovery = _run_through(cluster, restart)
-    assert recovery < 10.0
+    assert recovery is not None and recovery < 10.0
 
 
 def test_a_scheduler_cut_off_from_the_api_server_resumes_binding(cluster: Cluster) -> None:
@@ -201,7 +200,7 @@ def test_a_scheduler_cut_off_from_the_api_server_resumes_binding(cluster: Cluste
         return 4.0
 
     recovery = _run_through(cluster, cut)
-    assert recovery < 10.0
+    assert recovery is not None and recovery < 10.0
 
 
 def test_check_names_every_broken_invariant() -> None:
