@@ -225,3 +225,42 @@ def test_check_names_every_broken_invariant() -> None:
         "queue default status says {'pending': 0, 'running': 0, 'inqueue': 0, 'completed': 0}, its PodGroups "
         "{'pending': 0, 'running': 1, 'inqueue': 0, 'completed': 0}",
     ]
+
+
+def test_a_cut_relay_resets_its_connections_and_refuses_new_ones_until_healed() -> None:
+    import socket
+
+    from pyvolcano.kube.faults import Relay
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def echo() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=lambda c=conn: [c.sendall(d) for d in iter(lambda: c.recv(1024), b"")],
+                             daemon=True).start()
+
+    threading.Thread(target=echo, daemon=True).start()
+    relay = Relay(server.getsockname()[:2])
+    try:
+        def roundtrip(conn: socket.socket) -> bytes:
+            conn.sendall(b"ping")
+            return conn.recv(16)
+
+        live = socket.create_connection(("127.0.0.1", relay.port), timeout=2)
+        assert roundtrip(live) == b"ping"
+        relay.cut(0.5)
+        wait_for(lambda: live.recv(16) == b"", 2, "the cut connection to close")
+        refused = socket.create_connection(("127.0.0.1", relay.port), timeout=2)
+        assert refused.recv(16) == b""  # accepted and closed at once
+        time.sleep(0.6)
+        healed = socket.create_connection(("127.0.0.1", relay.port), timeout=2)
+        assert roundtrip(healed) == b"ping"
+        for c in (live, refused, healed):
+            c.close()
+    finally:
+        relay.close()
+        server.close()
