@@ -46,7 +46,8 @@ def main() -> int:
                 result = run_scenario(cluster, SCENARIOS[name], Workload(jobs, args.duration, args.spread),
                                       namespace=name, timeout=300.0 + jobs / 5)
                 for i, f in enumerate(result.faults):
-                    recovery = "never" if f.recovery is None else f"{f.recovery:.1f}s"
+                    recovery = (f"{f.recovery:.1f}s" if f.recovery is not None else
+                                "(next)" if "overlapped" in f.notes else "never")
                     tail = (f"{result.restarts or '-'}; " + ("ok" if not result.problems else
                                                              f"{len(result.problems)} problems: "
                                                              f"{result.problems[0]}")) if i == 0 else ""

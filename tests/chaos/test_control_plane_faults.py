@@ -10,7 +10,8 @@ grow with it, so thousands of jobs flow through each fault when asked.
 
 Each scenario asserts the invariants (:func:`pyvolcano.kube.chaos.check`: every job Completed,
 no job with more pods than replicas, no pod bound twice, no stale PodGroup or queue status) and
-a recovery, from the fault's end to the first pod bound after it, within two lease periods.
+a recovery, from the fault's end to the first pod bound after it, within two lease periods
+(a fault followed by the next before anything was bound is measured with that one).
 """
 
 from __future__ import annotations
@@ -60,8 +61,12 @@ def _run(cluster: object, name: str, jobs: int = JOBS) -> None:
                         *result.problems])
     print(report)
     assert not result.problems, report
-    for f in result.faults:
+    measured = [f for f in result.faults if "overlapped" not in f.notes]
+    assert measured, report
+    for f in measured:
         assert f.recovery is not None and f.recovery <= 2 * LEASE_SECONDS, report
+    if name == "watch-expiry-during-burst":
+        assert result.faults[0].notes["relists"] > 0, report  # the informers were answered 410 and relisted
 
 
 @pytest.mark.parametrize("name", [

@@ -16,7 +16,9 @@ invariants :func:`pyvolcano.kube.chaos.check` found broken, the recovery time (f
 end to the first pod bound after it) and the work done while the fault lasted (pods bound and
 jobs completed). A fault "ends" when what it broke is back: the restarted API server answers
 ``/readyz``, the relay is healed; a ``kill -9`` ends the moment it is sent, so its recovery
-includes the restart or the standby's takeover.
+includes the restart or the standby's takeover. When the next fault of a scenario begins
+before anything was bound after a fault, that fault's recovery is the next one's (noted as
+``overlapped``). After the run the scenario's Jobs, PodGroups and Pods are deleted.
 
 ``tests/chaos`` asserts on the results; ``benchmarks/chaos_recovery.py`` prints them.
 """
@@ -384,7 +386,7 @@ class FaultResult:
     name: str
     at: float                          # seconds after the first submission
     seconds: float = 0.0
-    recovery: float | None = None      # fault end -> first pod bound after it
+    recovery: float | None = None      # fault end -> first pod bound after it (None: see notes)
     binds_during: int = 0
     completed_during: int = 0
     notes: dict[str, Any] = field(default_factory=dict)
@@ -400,11 +402,6 @@ class Result:
     restarts: dict[str, int] = field(default_factory=dict)
     submit_retries: int = 0
 
-    @property
-    def recovery(self) -> float | None:
-        """The slowest recovery of the scenario's faults (None if one never recovered)."""
-        times = [f.recovery for f in self.faults]
-        return None if not times or any(t is None for t in times) else max(t for t in times if t is not None)
 
 
 Fault = Callable[[ChaosCluster], dict[str, Any] | None]
@@ -528,14 +525,33 @@ def run_scenario(cluster: ChaosCluster, scenario: Scenario, workload: Workload, 
     finally:
         observer.stop()
         getattr(observer.store, "stop", lambda: None)()
-    for f, (t0, t1) in zip(result.faults, windows, strict=True):
+    for i, (f, (t0, t1)) in enumerate(zip(result.faults, windows, strict=True)):
         f.recovery = observer.recovery(t1)
+        if f.recovery is not None and i + 1 < len(windows) and windows[i + 1][0] < t1 + f.recovery:
+            # The next fault came before anything was bound: this one's recovery is that one's.
+            f.notes["overlapped"] = result.faults[i + 1].name
+            f.recovery = None
         f.binds_during = observer.binds_between(t0, t1)
         f.completed_during = sum(1 for t in observer.completed_at.values() if t0 <= t < t1)
     after = cluster.restarts()
     result.restarts = {k: v - restarts_before.get(k, 0) for k, v in after.items() if v != restarts_before.get(k, 0)}
     result.submit_retries = sum(s.retries for s in submitters)
+    _clean_up(store, namespace)
     return result
+
+
+def _clean_up(store: Any, namespace: str) -> None:
+    """Delete the scenario's Jobs, PodGroups and Pods (nothing garbage-collects by owner on a
+    bare control plane), so that the next scenario's restarts do not relist them."""
+    for kind in ("Job", "PodGroup", "Pod"):
+        try:
+            objs = store.list(kind, namespace)
+        except StoreError as e:
+            logger.warning("clean-up of %s: %s", namespace, e)
+            return
+        for obj in objs:
+            with contextlib.suppress(StoreError):
+                store.delete(kind, namespace, obj["metadata"]["name"], grace_period_seconds=0)
 
 
 def _wait_finished(store: Any, namespace: str, submitters: list[_Submitter], jobs: int, deadline: float) -> None:
