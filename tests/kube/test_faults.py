@@ -158,7 +158,9 @@ def test_an_api_server_that_refuses_connections_loses_no_job(cluster: Cluster) -
     (500, "InternalError", "etcdserver: leader changed"),
     (504, "Timeout", "etcdserver: request timed out"),
     (429, "TooManyRequests", "too many requests, please try again later"),
-], ids=["503", "etcd-leader-changed", "etcd-timeout", "429"])
+    # a restarted kube-apiserver refuses everything until its RBAC authorizer has synced
+    (403, "Forbidden", 'podgroups.scheduling.volcano.sh is forbidden: User "system:serviceaccount:x" cannot patch'),
+], ids=["503", "etcd-leader-changed", "etcd-timeout", "429", "403-until-rbac-syncs"])
 def test_failure_statuses_for_a_while_lose_no_job(cluster: Cluster, code: int, reason: str, message: str) -> None:
     def failing(api: FakeApiServer) -> float:
         api.fail_requests(3.0, code, reason, message)

@@ -13,12 +13,15 @@ store writes, for the live scheduler and the simulator alike:
 * **PodGroup status**, only for the PodGroups whose status the session changed, with an
   ``Unschedulable`` (Warning) or ``Scheduled`` Event; all of them are written before
   :meth:`write` returns, so that two sessions' writes of one PodGroup never race. A status the
-  API server could not take (:class:`~pyvolcano.store.base.Unavailable`) is written again, as
-  the cache then holds it, with the next session's writes until one is accepted;
+  API server refused for any reason but the PodGroup being gone (it is unavailable, or a
+  restarted API server answers ``403`` until its authorizer has synced) is written again, as
+  the cache then holds it, with the next session's writes until one is accepted: the session
+  only writes what changed, so a refused write would otherwise leave the API's status behind
+  the cache's for good;
 * **pending pods' ``PodScheduled=False`` condition** (upstream ``taskUnschedulable``), when its
   reason or message changed since this writer last wrote it, with a ``FailedScheduling``
-  Event; a condition the API server could not take is forgotten as written, so the next
-  session sends it again.
+  Event; a condition the API server refused (but for a pod that is gone) is forgotten as
+  written, so the next session sends it again.
 
 Nominations are sent again by every session in which the pod stays pipelined; Events are best
 effort, as upstream's.
@@ -46,7 +49,7 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import podgroup_status
 from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.cycle import BindRequest, SessionResult
-from pyvolcano.store.base import Store, StoreError, Unavailable, to_rfc3339
+from pyvolcano.store.base import NotFound, Store, StoreError, to_rfc3339
 
 __all__ = ["DecisionWriter", "EventSink", "run_all_now", "run_now"]
 
@@ -214,7 +217,7 @@ class DecisionWriter:
             self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
         except StoreError as e:
             logger.log(self._warn, "PodGroup %s/%s status not written: %s", pg.namespace, pg.name, e)
-            if isinstance(e, Unavailable):
+            if not isinstance(e, NotFound):
                 with self._unwritten_lock:
                     self._unwritten_podgroups.add(f"{pg.namespace}/{pg.name}")
         if self.events is None:
@@ -267,7 +270,7 @@ class DecisionWriter:
                 "lastTransitionTime": to_rfc3339(self.clock())}
         try:
             self.store.patch("Pod", ns, name, {"status": {"conditions": [cond]}}, subresource="status")
-        except Unavailable:
-            self._unwritten_conditions.put((uid, want))
+        except NotFound:
+            pass  # the pod is gone
         except StoreError:
-            pass  # the pod is gone or changed: the next session sees it anew
+            self._unwritten_conditions.put((uid, want))
