@@ -174,3 +174,42 @@ def test_go_style_booleans_are_accepted(certs: Certs) -> None:
     assert argv == ["--no-enable-root-queue-protection", "--enable-healthz", "--enable-queue-allocated-pods-check"]
     result = invoke([*tls_args(certs), *argv])  # parsed; stops at the missing webhook address
     assert result.exit_code == 2 and "failed to start webhooks" in result.output
+
+
+def test_a_registration_the_api_server_cannot_take_yet_is_retried_until_it_can(
+        certs: Certs, capsys: pytest.CaptureFixture[str]) -> None:
+    from pyvolcano.store.base import Unavailable
+
+    class Starting(InMemoryStore):
+        """Answers the first two writes of a webhook configuration as a starting API server does."""
+
+        refusals = 2
+
+        def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+            if obj.get("kind", "").endswith("WebhookConfiguration") and self.refusals:
+                self.refusals -= 1
+                raise Unavailable(obj["kind"], obj["metadata"]["name"], "the server is currently unable to "
+                                  "handle the request")
+            return super().create(obj)
+
+    store = Starting(admission=VolcanoAdmission())
+    store.create(queue_obj("root", reclaimable=False))
+    store.create(queue_obj("default"))
+    opts = AdmissionOptions(tls_cert_file=str(certs.cert), tls_private_key_file=str(certs.key),
+                            ca_cert_file=str(certs.ca), listen_address="127.0.0.1", port=free_port(),
+                            webhook_namespace="volcano-system", webhook_service_name="volcano-admission-service",
+                            enable_healthz=False)
+    ready = threading.Event()
+    stop = threading.Event()
+    rc: list[int] = []
+    thread = threading.Thread(target=lambda: rc.append(run_admission(opts, store=store, stop=stop,
+                                                                     on_ready=lambda _s: ready.set())))
+    thread.start()
+    try:
+        assert ready.wait(10), "the registration was not retried"
+        assert len(store.list("ValidatingWebhookConfiguration")) > 0
+    finally:
+        stop.set()
+        thread.join(10)
+    assert rc == [0] and store.refusals == 0
+    assert capsys.readouterr().err.count("retrying in") == 2

@@ -329,3 +329,27 @@ def test_job_commands(action: str, phase: str, final: str | None) -> None:
     if final:
         h.finalize()
         assert h.phase("j") == final
+
+
+def test_an_api_server_away_longer_than_the_requeue_limit_delays_the_job_but_never_terminates_it() -> None:
+    from pyvolcano.store.base import Unavailable
+
+    h = Harness(max_requeue=15)
+    real_create = h.store.create
+    down = True
+
+    def create(obj: dict[str, Any]) -> dict[str, Any]:
+        if down and obj.get("kind") == "Pod":
+            raise Unavailable("Pod", "default/x", "connection refused")
+        return real_create(obj)
+
+    h.store.create = create  # type: ignore[method-assign]
+    h.create(vcjob("j", task("worker", 2)))
+    h.settle()
+    h.set_pg_phase("j", "Inqueue")
+    h.advance(600)  # far past the ~164 s that 15 counted retries take
+    assert h.pod_names() == [] and "Terminating" not in h.phase_history("j")
+    down = False
+    h.advance(6)  # the uncounted back-off is capped at 5 s
+    assert h.pod_names() == ["j-worker-0", "j-worker-1"]
+    assert h.phase("j") == "Pending"

@@ -91,3 +91,45 @@ def test_a_session_writes_binds_conditions_status_and_events() -> None:
     assert reasons == {("Pod", "fits-0", "Scheduled"), ("Pod", "fits-1", "Scheduled"),
                        ("PodGroup", "big", "Unschedulable"), ("PodGroup", "half", "Unschedulable"),
                        *{("Pod", p, "FailedScheduling") for p in ("big-0", "big-1", "half-0", "half-1", "half-2")}}
+
+
+class _AwayStore(InMemoryStore):
+    """An in-memory store whose status writes fail as an unavailable API server's do while ``away``."""
+
+    def __init__(self) -> None:
+        super().__init__(clock=lambda: 0.0)
+        self.away = False
+
+    def patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any], *,
+              subresource: str | None = None) -> dict[str, Any]:
+        if self.away and subresource == "status":
+            from pyvolcano.store.base import Unavailable
+
+            raise Unavailable(kind, f"{namespace}/{name}", "etcdserver: leader changed")
+        return super().patch(kind, namespace, name, patch, subresource=subresource)
+
+
+def test_status_and_conditions_an_unavailable_server_refused_are_written_with_the_next_session() -> None:
+    store = _AwayStore()
+    for doc in DOCS:
+        store.create(doc)
+    sched = LiveScheduler(store, seed=0, clock=lambda: 0.0, bind_workers=1)
+
+    def written_so_far() -> dict[str, Any]:
+        sched._pool.submit(lambda: None).result()  # one bind worker: every earlier write is done
+        return _written(store)
+
+    try:
+        store.away = True
+        sched.run_once()
+        assert written_so_far()["pods"]["big-0"][1] == []
+        assert sched.writer.unwritten_podgroups == 3
+        store.away = False
+        sched.run_once()  # nothing changed in this session: only the refused writes go again
+        written = written_so_far()
+    finally:
+        sched.close(wait=True)
+    assert sched.writer.unwritten_podgroups == 0
+    assert {name: status["conditions"][0]["type"] for name, status in written["podgroups"].items()} == {
+        "fits": "Scheduled", "big": "Unschedulable", "half": "Unschedulable"}
+    assert written["pods"]["big-0"][1][0]["reason"] == "Unschedulable"

@@ -8,7 +8,9 @@ Start-up: check the flags; read ``--ca-cert-file`` and the serving certificate; 
 cluster (``pyvolcano.kube.connect``); start ``/healthz`` if enabled; serve HTTPS on
 ``--listen-address:--port``; then create or update the webhook configurations of the enabled
 paths (upstream registers before it listens; listening first means the API server never calls
-a webhook that is not there yet). Until SIGTERM or SIGINT; then it stops accepting and gives
+a webhook that is not there yet); while the API server is unavailable (no connection, 429, a
+5xx) the registration is tried again with back-off, so a control plane that restarts under it
+delays the registration but does not end the process. Until SIGTERM or SIGINT; then it stops accepting and gives
 requests in flight up to ``--graceful-shutdown-time`` to finish. A bad flag or file is one
 ``error:`` line and exit 2; an address in use or a cluster that refuses the registration is exit 1.
 
@@ -25,7 +27,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Final, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 
 import typer
 
@@ -238,7 +240,10 @@ def _serve(opts: AdmissionOptions, prepared: _Prepared, store: Store, stop: thre
             server.start()
             print(f"serving {', '.join(s.path for s in prepared.services)} on "
                   f"https://{opts.listen_address or '*'}:{server.port}", file=sys.stderr)
-            for r in register(store, prepared.services, prepared.target, prepared.ca_bundle, opts.scheduler_names):
+            registered = _register_until_accepted(
+                lambda: register(store, prepared.services, prepared.target, prepared.ca_bundle,
+                                 opts.scheduler_names), stop)
+            for r in registered:
                 print(f"{r.kind} {r.name}: {r.action}", file=sys.stderr)
             if on_ready is not None:
                 on_ready(server)
@@ -253,6 +258,23 @@ def _serve(opts: AdmissionOptions, prepared: _Prepared, store: Store, stop: thre
         if healthz is not None:
             healthz.close()
     return 0
+
+
+def _register_until_accepted(write: Callable[[], list[Any]], stop: threading.Event,
+                             delays: tuple[float, float] = (0.5, 30.0)) -> list[Any]:
+    """The registration, tried again (0.5 s doubling to 30 s) while the API server is
+    unavailable; any other refusal is raised. Nothing is registered if ``stop`` comes first."""
+    from pyvolcano.store.base import Unavailable
+
+    delay = delays[0]
+    while True:
+        try:
+            return write()
+        except Unavailable as e:
+            print(f"registering the webhook configurations: {e}; retrying in {delay:g}s", file=sys.stderr)
+            if stop.wait(delay):
+                return []
+            delay = min(delay * 2, delays[1])
 
 
 def _on_signals(stop: threading.Event) -> Callable[[], None]:

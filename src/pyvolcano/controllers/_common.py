@@ -11,6 +11,14 @@ item is re-added after the per-item exponential back-off of
 ``workqueue.DefaultControllerRateLimiter`` (5 ms doubling, capped). The bucket limiter that
 upstream combines with it (10 qps, burst 100) is not modelled: it only matters under load
 that a simulation does not need to reproduce.
+
+An item that failed because the API server or etcd was unavailable
+(:class:`~pyvolcano.store.base.Unavailable`) is re-added with :meth:`WorkQueue.add_unavailable`
+instead: its own back-off (5 ms doubling, capped at :data:`UNAVAILABLE_MAX_DELAY`) that does not
+count towards a controller's ``--max-requeue-num``. Upstream counts such failures too, and
+terminates a job (or drops a queue request) whose retries run out during a long outage; here an
+outage delays work but never abandons it, and the short cap resumes it within seconds of the
+server's return.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from typing import Any, Generic, TypeVar
 from pyvolcano.store.base import can_peek
 
 __all__ = [
+    "UNAVAILABLE_MAX_DELAY",
     "WorkQueue",
     "annotations_of",
     "controller_of",
@@ -44,6 +53,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=Hashable)
+
+UNAVAILABLE_MAX_DELAY = 5.0
+"""The longest wait, in seconds, before an item that met an unavailable server is tried again."""
 
 
 # ---------------------------------------------------------------------- object accessors
@@ -182,6 +194,7 @@ class WorkQueue(Generic[T]):
         self._delayed: list[_Delayed[T]] = []
         self._seq = 0
         self._requeues: dict[T, int] = {}
+        self._unavailable: dict[T, int] = {}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -209,11 +222,19 @@ class WorkQueue(Generic[T]):
         delay = min(self._base * math.pow(2, n), self._max)
         self.add_after(item, now + delay)
 
+    def add_unavailable(self, item: T, now: float) -> None:
+        """Re-add ``item`` after a failure of the server rather than of the item: a back-off of
+        its own, capped at :data:`UNAVAILABLE_MAX_DELAY`, not counted by :meth:`num_requeues`."""
+        n = self._unavailable.get(item, 0)
+        self._unavailable[item] = n + 1
+        self.add_after(item, now + min(self._base * math.pow(2, n), UNAVAILABLE_MAX_DELAY))
+
     def num_requeues(self, item: T) -> int:
         return self._requeues.get(item, 0)
 
     def forget(self, item: T) -> None:
         self._requeues.pop(item, None)
+        self._unavailable.pop(item, None)
 
     def promote(self, now: float) -> None:
         """Move delayed items whose time has come into the queue (in due order)."""

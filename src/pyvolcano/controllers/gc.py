@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from pyvolcano.controllers._common import WorkQueue, meta, name_of, namespace_of, spec, status
-from pyvolcano.store.base import NotFound, Store, StoreError, WatchEvent, from_rfc3339
+from pyvolcano.store.base import NotFound, Store, StoreError, Unavailable, WatchEvent, from_rfc3339
 
 __all__ = ["GarbageCollector", "needs_cleanup"]
 
@@ -59,7 +59,10 @@ class GarbageCollector:
                 self._process(key)
             except (StoreError, _TTLError) as e:
                 logger.error("error cleaning up job %s: %s", key, e)
-                self.queue.add_rate_limited(key, now)
+                if isinstance(e, Unavailable):
+                    self.queue.add_unavailable(key, now)
+                else:
+                    self.queue.add_rate_limited(key, now)
                 continue
             self.queue.forget(key)
         return self.queue.next_wakeup()

@@ -44,7 +44,7 @@ from pyvolcano.api.names import (
 )
 from pyvolcano.controllers._common import WorkQueue, annotations_of, controller_of, labels_of, meta, spec, uid_of
 from pyvolcano.controllers._resources import format_list, pod_quota_usage, scale_list
-from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, WatchEvent
+from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, Unavailable, WatchEvent
 from pyvolcano.util.numbers import parse_int
 
 __all__ = ["PodGroupController", "pod_group_name_for"]
@@ -120,7 +120,10 @@ class PodGroupController:
             self._create_pod_group_if_not_exist(pod)
         except StoreError as e:
             logger.error("failed to handle pod %s/%s: %s", key.namespace, key.name, e)
-            self.queue.add_rate_limited(key, self.now)
+            if isinstance(e, Unavailable):
+                self.queue.add_unavailable(key, self.now)
+            else:
+                self.queue.add_rate_limited(key, self.now)
             return
         self.queue.forget(key)
 

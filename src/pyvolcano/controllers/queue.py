@@ -42,7 +42,7 @@ from typing import Any
 
 from pyvolcano.api.names import CLOSED_BY_PARENT_KEY, SCHEDULING_API_VERSION
 from pyvolcano.controllers._common import WorkQueue, annotations_of, name_of, namespace_of, spec, status
-from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, WatchEvent
+from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, Unavailable, WatchEvent
 
 __all__ = ["QueueController", "ensure_default_queues"]
 
@@ -196,7 +196,9 @@ class QueueController:
         except NotFound:
             return
         except StoreError as e:
-            if self.max_requeue == -1 or self.commands.num_requeues(cmd) < self.max_requeue:
+            if isinstance(e, Unavailable):
+                self.commands.add_unavailable(cmd, self.now)
+            elif self.max_requeue == -1 or self.commands.num_requeues(cmd) < self.max_requeue:
                 self.commands.add_rate_limited(cmd, self.now)
             else:
                 logger.error("dropping command %s/%s: %s", cmd.namespace, cmd.name, e)
@@ -214,7 +216,9 @@ class QueueController:
         try:
             self._execute(queue, req.action)
         except (StoreError, _QueueError) as e:
-            if self.max_requeue == -1 or self.queue.num_requeues(req) < self.max_requeue:
+            if isinstance(e, Unavailable):
+                self.queue.add_unavailable(req, self.now)
+            elif self.max_requeue == -1 or self.queue.num_requeues(req) < self.max_requeue:
                 self.queue.add_rate_limited(req, self.now)
             else:
                 logger.warning("%s queue %s failed for %s", req.action, req.queue, e)

@@ -9,7 +9,9 @@ into dicts costs a JSON parse, where typed models cost several times more
 
 Failures come back as the store's errors (:mod:`pyvolcano.store.base`), mapped from the
 ``Status`` the API server returns: 404 → NotFound, 409 → Conflict or AlreadyExists (by
-``reason``), 422 → Invalid (with its causes), 403 → Forbidden, 410 → :class:`Expired`. Every
+``reason``), 422 → Invalid (with its causes), 403 → Forbidden, 410 → :class:`Expired`; 429, a
+5xx and a failed or timed-out connection → :class:`ServerUnavailable`, a
+:class:`~pyvolcano.store.base.Unavailable` the writers retry. Every
 request first takes a token from the client-side rate limiter (``--kube-api-qps`` /
 ``--kube-api-burst``), as client-go's ``flowcontrol`` does.
 """
@@ -23,13 +25,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pyvolcano.kube.resources import Resource
-from pyvolcano.store.base import AlreadyExists, Conflict, Forbidden, Invalid, NotFound, StoreError
+from pyvolcano.store.base import AlreadyExists, Conflict, Forbidden, Invalid, NotFound, StoreError, Unavailable
 
 __all__ = [
     "ApiError",
     "Expired",
     "KubeClient",
     "RateLimiter",
+    "ServerUnavailable",
     "WatchItem",
     "load_config",
 ]
@@ -60,6 +63,10 @@ class ApiError(StoreError):
     def __init__(self, kind: str, key: str, message: str, code: int):
         super().__init__(kind, key, message)
         self.code = code
+
+
+class ServerUnavailable(ApiError, Unavailable):
+    """429, a 5xx, or no answer at all (``code`` 0): the request may succeed later."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +141,7 @@ class KubeClient:
         try:
             resp = self.http.request(method, path, content=content, params=params, headers=headers)
         except self._httpx.HTTPError as e:
-            raise ApiError(what[0], what[1], f"{method} {path}: {e}", 0) from None
+            raise ServerUnavailable(what[0], what[1], f"{method} {path}: {e}", 0) from None
         data = _decode(resp.content) if resp.content else None
         if resp.status_code >= 400:
             raise status_error(resp.status_code, data, what)
@@ -191,7 +198,7 @@ class KubeClient:
                     obj.setdefault("kind", res.kind)
                     yield WatchItem(str(typ), obj)
         except self._httpx.HTTPError as e:
-            raise ApiError(res.kind, "", f"watch: {e}", 0) from None
+            raise ServerUnavailable(res.kind, "", f"watch: {e}", 0) from None
 
 
 def status_error(code: int, data: Any, what: tuple[str, str]) -> StoreError:
@@ -220,4 +227,6 @@ def status_error(code: int, data: Any, what: tuple[str, str]) -> StoreError:
         return Forbidden(kind, key, message)
     if code == 410:
         return Expired(kind, key, message)
+    if code == 429 or code >= 500:
+        return ServerUnavailable(kind, key, message, code)
     return ApiError(kind, key, message, code)

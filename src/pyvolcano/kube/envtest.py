@@ -10,6 +10,10 @@ plugins are disabled; authorization is RBAC, so components can run with their ow
 ServiceAccount tokens (:meth:`ControlPlane.service_account_kubeconfig`, through the
 TokenRequest API).
 
+For fault tests, :meth:`ControlPlane.kill` ends etcd or kube-apiserver with ``SIGKILL`` and
+:meth:`ControlPlane.restart` starts it again with the same flags, ports and data directory, as
+a supervisor restarting a crashed static pod would.
+
 Requires the ``cryptography`` package (a development dependency).
 """
 
@@ -137,6 +141,8 @@ class ControlPlane:
     kubeconfig: Path = field(init=False)
     ca: _Certs = field(init=False)
     _procs: list[subprocess.Popen[bytes]] = field(init=False, default_factory=list)
+    _commands: dict[str, list[str]] = field(init=False, default_factory=dict)
+    _admin: tuple[bytes, bytes] = field(init=False, default=(b"", b""))
 
     def __enter__(self) -> ControlPlane:
         self.start()
@@ -165,27 +171,57 @@ class ControlPlane:
         (w / "sa.pub").write_bytes(sa.public_key().public_bytes(serialization.Encoding.PEM,
                                                                 serialization.PublicFormat.SubjectPublicKeyInfo))
         etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
-        log = open(w / "etcd.log", "wb")  # noqa: SIM115 - closed with the process
-        self._procs.append(subprocess.Popen(
-            [str(assets / "etcd"), "--data-dir", str(w / "etcd"),
-             "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
-             "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
-             "--listen-peer-urls", f"http://127.0.0.1:{peer_port}"], stdout=log, stderr=log))
-        api_log = open(w / "apiserver.log", "wb")  # noqa: SIM115
-        self._procs.append(subprocess.Popen(
-            [str(assets / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+        self._commands["etcd"] = [
+            str(assets / "etcd"), "--data-dir", str(w / "etcd"),
+            "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+            "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+            "--listen-peer-urls", f"http://127.0.0.1:{peer_port}"]
+        self._commands["kube-apiserver"] = [
+            str(assets / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
              "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
              f"--tls-cert-file={w / 'apiserver.crt'}", f"--tls-private-key-file={w / 'apiserver.key'}",
              f"--client-ca-file={w / 'ca.crt'}",
              "--service-account-issuer=https://kubernetes.default.svc",
              f"--service-account-key-file={w / 'sa.pub'}", f"--service-account-signing-key-file={w / 'sa.key'}",
              "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC", "--allow-privileged=true",
-             "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition", *self.extra_args],
-            stdout=api_log, stderr=api_log))
+             "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition", *self.extra_args]
+        self._launch("etcd")
+        self._launch("kube-apiserver")
         self.url = f"https://127.0.0.1:{api_port}"
         self.kubeconfig = w / "admin.kubeconfig"
         self.write_kubeconfig(self.kubeconfig, client_cert=admin_cert, client_key=admin_key)
+        self._admin = (admin_cert, admin_key)
         self._wait_ready(admin_cert, admin_key)
+
+    def _launch(self, name: str) -> subprocess.Popen[bytes]:
+        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(self._commands[name], stdout=log, stderr=log)
+        log.close()
+        self._procs = [p for p in self._procs if p.args != proc.args] + [proc]
+        self._procs.sort(key=lambda p: 0 if p.args == self._commands["etcd"] else 1)
+        return proc
+
+    def _proc(self, name: str) -> subprocess.Popen[bytes] | None:
+        return next((p for p in self._procs if p.args == self._commands[name]), None)
+
+    def kill(self, name: str) -> None:
+        """``kill -9`` ``etcd`` or ``kube-apiserver`` and wait until it is gone."""
+        proc = self._proc(name)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+
+    def restart(self, name: str, *, wait: bool = True) -> None:
+        """Start ``etcd`` or ``kube-apiserver`` again (killing it first if it runs); with
+        ``wait``, return once the API server answers ``/readyz``."""
+        self.kill(name)
+        self._launch(name)
+        if wait:
+            self._wait_ready(*self._admin)
+
+    def running(self, name: str) -> bool:
+        proc = self._proc(name)
+        return proc is not None and proc.poll() is None
 
     def _ssl_context(self, cert: bytes | None = None, key: bytes | None = None) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cadata=self.ca.ca_cert.decode())
@@ -205,6 +241,9 @@ class ControlPlane:
                 if p.poll() is not None:
                     self.stop(keep=True)
                     raise RuntimeError(f"control plane exited ({p.args!r}); logs in {self.workdir}")
+            for name in ("etcd", "kube-apiserver"):
+                if self._proc(name) is None:
+                    raise RuntimeError(f"{name} is not running (killed, not restarted)")
             try:
                 with urllib.request.urlopen(f"{self.url}/readyz", context=ctx, timeout=5) as r:
                     if r.status == 200:

@@ -12,10 +12,19 @@ store writes, for the live scheduler and the simulator alike:
 * **nominations**: ``status.nominatedNodeName`` of pipelined pods;
 * **PodGroup status**, only for the PodGroups whose status the session changed, with an
   ``Unschedulable`` (Warning) or ``Scheduled`` Event; all of them are written before
-  :meth:`write` returns, so that two sessions' writes of one PodGroup never race;
+  :meth:`write` returns, so that two sessions' writes of one PodGroup never race. A status the
+  API server refused for any reason but the PodGroup being gone (it is unavailable, or a
+  restarted API server answers ``403`` until its authorizer has synced) is written again, as
+  the cache then holds it, with the next session's writes until one is accepted: the session
+  only writes what changed, so a refused write would otherwise leave the API's status behind
+  the cache's for good;
 * **pending pods' ``PodScheduled=False`` condition** (upstream ``taskUnschedulable``), when its
   reason or message changed since this writer last wrote it, with a ``FailedScheduling``
-  Event.
+  Event; a condition the API server refused (but for a pod that is gone) is forgotten as
+  written, so the next session sends it again.
+
+Nominations are sent again by every session in which the pod stays pipelined; Events are best
+effort, as upstream's.
 
 How writes are carried out is the owner's choice and the only difference between owners:
 ``submit`` runs one write (the live scheduler hands it to its bind workers, the simulator and
@@ -40,7 +49,7 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import podgroup_status
 from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.cycle import BindRequest, SessionResult
-from pyvolcano.store.base import Store, StoreError, to_rfc3339
+from pyvolcano.store.base import NotFound, Store, StoreError, to_rfc3339
 
 __all__ = ["DecisionWriter", "EventSink", "run_all_now", "run_now"]
 
@@ -96,6 +105,9 @@ class DecisionWriter:
         self._inflight = 0
         self._inflight_lock = threading.Lock()
         self._pod_conditions: dict[str, tuple[str, str]] = {}  # pod uid -> (reason, message) written
+        self._unwritten_conditions: queue.SimpleQueue[tuple[str, tuple[str, str]]] = queue.SimpleQueue()
+        self._unwritten_podgroups: set[str] = set()  # "ns/name" of PodGroups whose status was refused
+        self._unwritten_lock = threading.Lock()
 
     def write(self, result: SessionResult) -> None:
         """Everything the session decided: :meth:`write_decisions`, then :meth:`write_pod_conditions`."""
@@ -116,7 +128,22 @@ class DecisionWriter:
         for key, node in result.nominated.items():
             ns, name = key.split("/", 1)
             self.submit(functools.partial(self._nominate, ns, name, node))
-        self.write_all([functools.partial(self._write_podgroup, pg) for pg in result.changed_podgroups])
+        podgroups = list(result.changed_podgroups)
+        with self._unwritten_lock:
+            retry, self._unwritten_podgroups = self._unwritten_podgroups, set()
+        if retry:
+            retry -= {f"{pg.namespace}/{pg.name}" for pg in podgroups}
+            for uid in sorted(retry):
+                job = self.cache.pg_jobs.get(uid)
+                if job is not None and job.podgroup is not None:
+                    podgroups.append(job.podgroup)
+        self.write_all([functools.partial(self._write_podgroup, pg) for pg in podgroups])
+
+    @property
+    def unwritten_podgroups(self) -> int:
+        """PodGroups whose last status write the API server could not take."""
+        with self._unwritten_lock:
+            return len(self._unwritten_podgroups)
 
     def take_failures(self) -> list[tuple[str, str, str]]:
         """The refused binds and evictions since the last call: (namespace, name, why)."""
@@ -190,6 +217,9 @@ class DecisionWriter:
             self.store.patch("PodGroup", pg.namespace, pg.name, {"status": status}, subresource="status")
         except StoreError as e:
             logger.log(self._warn, "PodGroup %s/%s status not written: %s", pg.namespace, pg.name, e)
+            if not isinstance(e, NotFound):
+                with self._unwritten_lock:
+                    self._unwritten_podgroups.add(f"{pg.namespace}/{pg.name}")
         if self.events is None:
             return
         if pg.phase in _UNSCHEDULED_PHASES:
@@ -205,6 +235,13 @@ class DecisionWriter:
         FailedScheduling event) when its reason or message changed (``taskUnschedulable``)."""
         seen: set[str] = set()
         written = self._pod_conditions
+        while True:
+            try:
+                uid, refused = self._unwritten_conditions.get_nowait()
+            except queue.Empty:
+                break
+            if written.get(uid) == refused:
+                del written[uid]
         for job in self.cache.pg_jobs.values():
             pg = job.podgroup
             if pg is None or pg.phase not in _UNSCHEDULED_PHASES:
@@ -221,15 +258,19 @@ class DecisionWriter:
                     if written.get(task.uid) == want:
                         continue
                     written[task.uid] = want
-                    self.submit(functools.partial(self._patch_condition, task.namespace, task.name, want))
+                    self.submit(functools.partial(self._patch_condition, task.namespace, task.name, task.uid, want))
                     if self.events is not None:
                         self.events.event(_pod_ref(task.namespace, task.name, task.uid), "Warning",
                                           "FailedScheduling", want[1])
         for uid in [u for u in written if u not in seen]:
             del written[uid]
 
-    def _patch_condition(self, ns: str, name: str, want: tuple[str, str]) -> None:
+    def _patch_condition(self, ns: str, name: str, uid: str, want: tuple[str, str]) -> None:
         cond = {"type": "PodScheduled", "status": "False", "reason": want[0], "message": want[1],
                 "lastTransitionTime": to_rfc3339(self.clock())}
-        with contextlib.suppress(StoreError):
+        try:
             self.store.patch("Pod", ns, name, {"status": {"conditions": [cond]}}, subresource="status")
+        except NotFound:
+            pass  # the pod is gone
+        except StoreError:
+            self._unwritten_conditions.put((uid, want))

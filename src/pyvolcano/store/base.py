@@ -54,6 +54,7 @@ __all__ = [
     "Store",
     "StoreError",
     "Synced",
+    "Unavailable",
     "Waitable",
     "WatchEvent",
     "call_all",
@@ -132,6 +133,12 @@ class Invalid(StoreError):
 
 class Forbidden(StoreError):
     """An operation admission refuses outright, e.g. deleting the ``root`` queue."""
+
+
+class Unavailable(StoreError):
+    """The server could not take the request now: the connection failed or timed out, or it
+    answered 429 or a 5xx (an etcd outage or leader change comes back as a 500 or 504). The same
+    request may succeed later, so a writer keeps it and retries instead of giving it up."""
 
 
 # ----------------------------------------------------------------------------- events / protocols

@@ -44,7 +44,7 @@ from pyvolcano.controllers.hypernode.discovery import (
     topology_label_keys,
 )
 from pyvolcano.controllers.hypernode.members import NodeSets
-from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, WatchEvent, clone
+from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, Unavailable, WatchEvent, clone
 
 __all__ = ["HyperNodeController"]
 
@@ -134,7 +134,10 @@ class HyperNodeController:
                     self._discover()
             except (DiscoveryError, StoreError) as e:
                 logger.error("hypernode discovery (%s): %s", item, e)
-                self.discovery_queue.add_rate_limited(item, now)
+                if isinstance(e, Unavailable):
+                    self.discovery_queue.add_unavailable(item, now)
+                else:
+                    self.discovery_queue.add_rate_limited(item, now)
                 continue
             self.discovery_queue.forget(item)
         if self._recount_all:
@@ -149,7 +152,10 @@ class HyperNodeController:
                 self._sync_status(name, sets)
             except StoreError as e:
                 logger.error("failed to update the status of HyperNode %s: %s", name, e)
-                self.status_queue.add_rate_limited(name, now)
+                if isinstance(e, Unavailable):
+                    self.status_queue.add_unavailable(name, now)
+                else:
+                    self.status_queue.add_rate_limited(name, now)
                 continue
             self.status_queue.forget(name)
         wakeups = [t for t in (self.discovery_queue.next_wakeup(), self.status_queue.next_wakeup()) if t is not None]

@@ -61,6 +61,7 @@ from pyvolcano.store.base import (
     NotFound,
     Store,
     StoreError,
+    Unavailable,
     call_all,
     clone,
     from_rfc3339,
@@ -78,7 +79,12 @@ _COUNTER_OF_PHASE = {"Pending": "pending", "Running": "running", "Succeeded": "s
 
 
 class SyncError(Exception):
-    """An action could not be completed; the request is retried with back-off."""
+    """An action could not be completed; the request is retried with back-off. ``unavailable``:
+    some of the writes it gathers failed because the API server was unavailable."""
+
+    def __init__(self, message: str, *, unavailable: bool = False):
+        super().__init__(message)
+        self.unavailable = unavailable
 
 
 def canonical(value: Any) -> Any:
@@ -269,6 +275,7 @@ class JobActions:
             to_delete.extend(existing[n] for n in sorted(existing))
 
         errors: list[str] = []
+        unavailable = False
         for index, creates in to_create:
             if not creates:
                 continue
@@ -282,21 +289,25 @@ class JobActions:
                     continue
                 if isinstance(created, StoreError):
                     errors.append(f"failed to create pod {name_of(pod)}, err: {created}")
+                    unavailable = unavailable or isinstance(created, Unavailable)
                     continue
                 classify(created, counts)
                 count_task_status(created, task_counts)
         if errors:
-            raise SyncError(f"failed to create {len(errors)} pods of {len(to_create)}: {'; '.join(errors)}")
+            raise SyncError(f"failed to create {len(errors)} pods of {len(to_create)}: {'; '.join(errors)}",
+                            unavailable=unavailable)
 
         for pod in to_delete:
             try:
                 self._delete_pod(pod)
             except StoreError as e:
                 errors.append(f"failed to delete pod {name_of(pod)}, err {e}")
+                unavailable = unavailable or isinstance(e, Unavailable)
                 continue
             terminating += 1
         if errors:
-            raise SyncError(f"failed to delete {len(errors)} pods of {len(to_delete)}: {'; '.join(errors)}")
+            raise SyncError(f"failed to delete {len(errors)} pods of {len(to_delete)}: {'; '.join(errors)}",
+                            unavailable=unavailable)
 
         old = status(job)
         new_status: dict[str, Any] = {
@@ -501,6 +512,7 @@ class JobActions:
                         to_kill[pod_name] = pod
 
         errors: list[str] = []
+        unavailable = False
         for pod_name in sorted(to_kill):
             pod = to_kill[pod_name]
             try:
@@ -511,6 +523,7 @@ class JobActions:
                 pass
             except StoreError as e:
                 errors.append(str(e))
+                unavailable = unavailable or isinstance(e, Unavailable)
                 del to_kill[pod_name]
         victims = []
         for pod_name in sorted(to_kill):
@@ -523,12 +536,14 @@ class JobActions:
                             strict=True):
             if isinstance(res, StoreError):
                 errors.append(str(res))
+                unavailable = unavailable or isinstance(res, Unavailable)
                 classify(pod, counts)
                 count_task_status(pod, task_counts)
                 continue
             terminating += 1
         if errors:
-            raise SyncError(f"failed to kill {len(errors)} pods of {total}: {'; '.join(errors)}")
+            raise SyncError(f"failed to kill {len(errors)} pods of {total}: {'; '.join(errors)}",
+                            unavailable=unavailable)
 
         job = clone(cached)
         st = job.setdefault("status", {})

@@ -19,9 +19,11 @@ at the given virtual time. Each request is resolved by :func:`~.policies.apply_p
 policy with a ``timeout`` schedules the action (a delayed action) instead, keyed by job and
 pod. Failures are retried with client-go's exponential back-off (5 ms doubling, at most
 1000 s) up to ``max_requeue`` times (``--max-requeue-num``, 15; -1 = unlimited), after which
-the job is terminated. Upstream spreads requests over ``--worker-threads`` goroutines, each
-job on one worker; on the in-memory store they are handled one at a time in arrival order,
-which is one of upstream's possible interleavings. On a remote store (one that offers
+the job is terminated; a failure because the API server was unavailable is retried on its own
+uncounted back-off instead (:meth:`~pyvolcano.controllers._common.WorkQueue.add_unavailable`).
+Upstream spreads requests over ``--worker-threads`` goroutines, each job on one worker; on the
+in-memory store they are handled one at a time in arrival order, which is one of upstream's
+possible interleavings. On a remote store (one that offers
 ``map_concurrently``) the requests of different jobs run concurrently, each job's in order,
 and the bookkeeping they share (work queue, delayed actions) is guarded by a lock.
 """
@@ -57,13 +59,17 @@ from pyvolcano.controllers.job.plugins.base import PluginBuilder, PluginError
 from pyvolcano.controllers.job.pods import is_out_of_sync, pod_phase
 from pyvolcano.controllers.job.policies import DelayAction, Request, StateAction
 from pyvolcano.controllers.job.states import execute
-from pyvolcano.store.base import NotFound, Store, StoreError, WatchEvent, calls_concurrently
+from pyvolcano.store.base import NotFound, Store, StoreError, Unavailable, WatchEvent, calls_concurrently
 
 __all__ = ["JobController"]
 
 logger = logging.getLogger(__name__)
 
 _FAILURES = (StoreError, SyncError, PluginError)
+
+
+def _unavailable(err: Exception) -> bool:
+    return isinstance(err, Unavailable) or (isinstance(err, SyncError) and err.unavailable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +297,10 @@ class JobController:
                 continue
             except StoreError as e:
                 logger.error("failed to delete Command <%s/%s>: %s", item.namespace, item.name, e)
-                self.commands.add_rate_limited(item, self.now)
+                if isinstance(e, Unavailable):
+                    self.commands.add_unavailable(item, self.now)
+                else:
+                    self.commands.add_rate_limited(item, self.now)
                 continue
             self.commands.forget(item)
             self.queue.add(Request(item.namespace, item.target, event=P.COMMAND_ISSUED, action=item.action))
@@ -347,6 +356,10 @@ class JobController:
                 self._cleanup_delay_actions(d)
 
     def _handle_error(self, req: Request, info: Any, err: Exception, action: str) -> None:
+        if _unavailable(err):
+            logger.info("Failed to handle Job <%s>, the API server is unavailable: %s", req.job_key, err)
+            self.queue.add_unavailable(req, self.now)
+            return
         if self.max_requeue == -1 or self.queue.num_requeues(req) < self.max_requeue:
             logger.info("Failed to handle Job <%s>: %s", req.job_key, err)
             self.queue.add_rate_limited(req, self.now)
