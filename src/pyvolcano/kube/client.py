@@ -43,8 +43,13 @@ try:  # msgspec comes with lightkube; its decoder is about twice as fast as json
     import msgspec as _msgspec
 
     _decode: Callable[[bytes], Any] = _msgspec.json.Decoder().decode
+    # Request bodies (a pod per create, a status per write) encode in a third of json.dumps' time.
+    _encode: Callable[[Any], bytes] = _msgspec.json.Encoder().encode
 except ImportError:  # pragma: no cover - lightkube always brings msgspec
     _decode = json.loads
+
+    def _encode(body: Any) -> bytes:
+        return json.dumps(body, separators=(",", ":")).encode()
 
 
 class RateLimiter(Protocol):
@@ -136,7 +141,7 @@ class KubeClient:
         headers = {"Accept": "application/json"}
         content = None
         if body is not None:
-            content = json.dumps(body, separators=(",", ":")).encode()
+            content = _encode(body)
             headers["Content-Type"] = content_type
         try:
             resp = self.http.request(method, path, content=content, params=params, headers=headers)

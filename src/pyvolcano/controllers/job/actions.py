@@ -53,7 +53,7 @@ from pyvolcano.controllers.job.podgroup import (
     task_priority_values,
     update_pod_group_spec,
 )
-from pyvolcano.controllers.job.pods import classify, count_task_status, create_job_pod, pod_phase
+from pyvolcano.controllers.job.pods import TaskPods, classify, count_task_status, pod_phase
 from pyvolcano.controllers.job.policies import Target
 from pyvolcano.controllers.job.states import RETAIN_SOFT, UpdateStatusFn
 from pyvolcano.store.base import (
@@ -247,10 +247,13 @@ class JobActions:
             creates: list[dict[str, Any]] = []
             # Inlined classify / count_task_status: this loop runs for every pod on every sync.
             hist: dict[str, int] = {}
+            factory: TaskPods | None = None
             for i in range(int(ts.get("replicas") or 0)):
                 pod = existing.pop(make_pod_name(job_name, task_name, i), None)
                 if pod is None:
-                    new_pod = create_job_pod(job, ts, i, forwarding=forwarding, entropy=self.entropy)
+                    if factory is None:
+                        factory = TaskPods(job, ts, forwarding=forwarding, entropy=self.entropy)
+                    new_pod = factory.pod(i)
                     for plugin in plugins:
                         plugin.on_pod_create(new_pod, job)
                     creates.append(new_pod)

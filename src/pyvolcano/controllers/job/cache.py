@@ -31,6 +31,8 @@ class JobInfo:
     name: str
     job: dict[str, Any] | None
     pods: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # Per task: Σ container restarts of its Running/Pending pods in ``pods`` (kept by JobCache).
+    restarts: dict[str, int] = field(default_factory=dict)
 
     def partition_pods(self, task: str, partition: str) -> dict[str, dict[str, Any]]:
         """Pods of ``task`` labelled with ``volcano.sh/partition-id == partition``."""
@@ -116,7 +118,10 @@ class JobCache:
         if key is None or task is None:
             return
         info = self._jobs.setdefault(key, JobInfo(namespace_of(pod), "", None))
-        info.pods.setdefault(task, {}).setdefault(name_of(pod), pod)
+        pods = info.pods.setdefault(task, {})
+        if name_of(pod) not in pods:
+            pods[name_of(pod)] = pod
+            self._count_restarts(info, task, pod, 1)
 
     def update_pod(self, pod: dict[str, Any]) -> None:
         key, task = self._pod_key(pod), self._pod_task(pod)
@@ -126,7 +131,9 @@ class JobCache:
         pods = info.pods.get(task)
         if pods is None or name_of(pod) not in pods:
             return  # upstream: "can not find pod in cache"
+        self._count_restarts(info, task, pods[name_of(pod)], -1)
         pods[name_of(pod)] = pod
+        self._count_restarts(info, task, pod, 1)
 
     def delete_pod(self, pod: dict[str, Any]) -> None:
         key, task = self._pod_key(pod), self._pod_task(pod)
@@ -137,10 +144,25 @@ class JobCache:
             return
         pods = info.pods.get(task)
         if pods is not None:
-            pods.pop(name_of(pod), None)
+            gone = pods.pop(name_of(pod), None)
+            if gone is not None:
+                self._count_restarts(info, task, gone, -1)
             if not pods:
                 del info.pods[task]
+                info.restarts.pop(task, None)
         self._cleanup(key)
+
+    @staticmethod
+    def _count_restarts(info: JobInfo, task: str, pod: dict[str, Any], sign: int) -> None:
+        st = pod.get("status") or {}
+        if st.get("phase") not in ("Running", "Pending"):
+            return
+        n = 0
+        for cs in [*(st.get("initContainerStatuses") or []), *(st.get("containerStatuses") or [])]:
+            if isinstance(cs, dict):
+                n += int(cs.get("restartCount") or 0)
+        if n:
+            info.restarts[task] = info.restarts.get(task, 0) + sign * n
 
     def has_pod(self, pod: dict[str, Any]) -> bool:
         key, task = self._pod_key(pod), self._pod_task(pod)
@@ -183,11 +205,5 @@ class JobCache:
             return False
         if max_retry == 0:
             max_retry = 3
-        retried = 0
-        for p in info.pods[task].values():
-            st = p.get("status") or {}
-            if st.get("phase") in ("Running", "Pending"):
-                for cs in [*(st.get("initContainerStatuses") or []), *(st.get("containerStatuses") or [])]:
-                    if isinstance(cs, dict):
-                        retried += int(cs.get("restartCount") or 0)
-        return retried >= max_retry
+        # The sum is kept as pods come and go: this runs on every update of a Running/Pending pod.
+        return info.restarts.get(task, 0) >= max_retry

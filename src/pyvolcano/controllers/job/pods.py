@@ -16,7 +16,6 @@ that their later events are recognised as its own doing.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,8 +43,10 @@ from pyvolcano.api.names import (
 from pyvolcano.controllers._common import annotations_of, controller_ref, labels_of, name_of, namespace_of, spec, uid_of
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.controllers.job.plugins.base import make_pod_name
+from pyvolcano.store.base import clone
 
 __all__ = [
+    "TaskPods",
     "classify",
     "count_task_status",
     "create_job_pod",
@@ -99,80 +100,115 @@ def create_job_pod(
     entropy: Entropy,
 ) -> dict[str, Any]:
     """Build pod ``index`` of ``task`` (the template name is the task name)."""
-    template = copy.deepcopy(task.get("template") or {})
-    tmeta: dict[str, Any] = template["metadata"] if isinstance(template.get("metadata"), dict) else {}
-    task_name = str(task.get("name", ""))
-    job_spec, job_name, ns = spec(job), name_of(job), namespace_of(job)
-    pod_spec: dict[str, Any] = template["spec"] if isinstance(template.get("spec"), dict) else {}
-    pod_meta: dict[str, Any] = {
-        "name": make_pod_name(job_name, task_name, index),
-        "namespace": ns,
-        "ownerReferences": [controller_ref(job, JOB_API_VERSION, "Job")],
-    }
-    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
-    if not pod_spec.get("schedulerName") and job_spec.get("schedulerName"):
-        pod_spec["schedulerName"] = job_spec["schedulerName"]
-    if not pod_spec.get("priorityClassName") and job_spec.get("priorityClassName"):
-        pod_spec["priorityClassName"] = job_spec["priorityClassName"]
+    return TaskPods(job, task, forwarding=forwarding, entropy=entropy).pod(index)
 
-    mounted: dict[str, str] = {}
-    for volume in job_spec.get("volumes") or []:
-        if not isinstance(volume, dict):
-            continue
-        claim = str(volume.get("volumeClaimName") or "")
-        vol_name = f"{job_name}-{entropy.name_suffix()}"
-        if claim in mounted:
-            continue
-        pod_spec["volumes"] = [
-            *(pod_spec.get("volumes") or []),
-            {"name": vol_name, "persistentVolumeClaim": {"claimName": claim}},
-        ]
-        mounted[claim] = vol_name
-        for c in pod_spec.get("containers") or []:
-            mount = {"mountPath": volume.get("mountPath"), "name": vol_name}
-            c["volumeMounts"] = [*(c.get("volumeMounts") or []), mount]
 
-    ann = dict(tmeta.get("annotations") or {})
-    ts_key = task_name or DEFAULT_TASK_SPEC
-    ann[TASK_INDEX_KEY] = str(index)
-    ann[TASK_SPEC_KEY] = ts_key
-    ann[GROUP_NAME_KEY] = pod_group_name(job)
-    ann[JOB_NAME_KEY] = job_name
-    ann[QUEUE_NAME_KEY] = str(job_spec.get("queue") or "")
-    ann[JOB_VERSION_KEY] = str(int(((job.get("status") or {}).get("version")) or 0))
-    ann[TEMPLATE_UID_KEY] = f"{job_name}-{task_name}"
-    ann[RETRY_COUNT_KEY] = str(int(((job.get("status") or {}).get("retryCount")) or 0))
-    if task.get("topologyPolicy"):
-        ann[NUMA_POLICY_KEY] = str(task["topologyPolicy"])
-    job_ann = annotations_of(job)
-    for key in (PREEMPTABLE_KEY, COOLDOWN_KEY, REVOCABLE_ZONE_KEY):
-        if key in job_ann:
-            ann[key] = job_ann[key]
-    if JDB_MIN_AVAILABLE_KEY in job_ann:
-        ann[JDB_MIN_AVAILABLE_KEY] = job_ann[JDB_MIN_AVAILABLE_KEY]
-    elif JDB_MAX_UNAVAILABLE_KEY in job_ann:
-        ann[JDB_MAX_UNAVAILABLE_KEY] = job_ann[JDB_MAX_UNAVAILABLE_KEY]
+class TaskPods:
+    """The pods of one task of one job version: what does not depend on the replica index (the
+    template's copy, the job's defaults, annotations and labels) is built once, and each
+    :meth:`pod` is a copy of that prototype with its name, task index and partition id.
 
-    lbl = dict(tmeta.get("labels") or {})
-    lbl[TASK_INDEX_KEY] = str(index)
-    lbl[JOB_NAME_KEY] = job_name
-    lbl[TASK_SPEC_KEY] = ts_key
-    lbl[JOB_NAMESPACE_KEY] = ns
-    lbl[QUEUE_NAME_KEY] = str(job_spec.get("queue") or "")
-    job_lbl = labels_of(job)
-    for key in (PREEMPTABLE_KEY, COOLDOWN_KEY):
-        if key in job_lbl:
-            lbl[key] = job_lbl[key]
-    if forwarding:
-        ann[JOB_FORWARDING_KEY] = "true"
-        lbl[JOB_FORWARDING_KEY] = "true"
-    partition = task.get("partitionPolicy")
-    if isinstance(partition, dict):
-        size = int(partition.get("partitionSize") or 0)
-        lbl[PARTITION_ID_KEY] = str(index // size if size > 0 else 0)
+    Key order matches a pod built field by field. A job with volumes gets a random volume name
+    per pod and per claim (upstream's ``GenRandomStr`` in ``createJobPod``), so its pods are
+    built one by one, in the same order of draws from ``entropy``."""
 
-    pod_meta["labels"] = lbl
-    pod_meta["annotations"] = ann
-    # kube-apiserver's pod strategy starts every new pod in phase Pending.
-    pod["status"] = {"phase": "Pending"}
-    return pod
+    def __init__(self, job: Mapping[str, Any], task: Mapping[str, Any], *, forwarding: bool, entropy: Entropy):
+        self.job, self.task, self.forwarding, self.entropy = job, task, forwarding, entropy
+        self.job_name, self.task_name = name_of(job), str(task.get("name", ""))
+        partition = task.get("partitionPolicy")
+        self.partition_size: int | None = None
+        if isinstance(partition, dict):
+            self.partition_size = int(partition.get("partitionSize") or 0)
+        self.per_pod = any(isinstance(v, dict) for v in spec(job).get("volumes") or [])
+        self.prototype = None if self.per_pod else self._build(0)
+
+    def pod(self, index: int) -> dict[str, Any]:
+        if self.prototype is None:
+            return self._build(index)
+        pod: dict[str, Any] = clone(self.prototype)
+        md = pod["metadata"]
+        md["name"] = make_pod_name(self.job_name, self.task_name, index)
+        md["annotations"][TASK_INDEX_KEY] = md["labels"][TASK_INDEX_KEY] = str(index)
+        size = self.partition_size
+        if size is not None:
+            md["labels"][PARTITION_ID_KEY] = str(index // size if size > 0 else 0)
+        return pod
+
+    def _build(self, index: int) -> dict[str, Any]:
+        job, task, entropy = self.job, self.task, self.entropy
+        template = clone(task.get("template") or {})
+        tmeta: dict[str, Any] = template["metadata"] if isinstance(template.get("metadata"), dict) else {}
+        task_name = self.task_name
+        job_spec, job_name, ns = spec(job), self.job_name, namespace_of(job)
+        pod_spec: dict[str, Any] = template["spec"] if isinstance(template.get("spec"), dict) else {}
+        pod_meta: dict[str, Any] = {
+            "name": make_pod_name(job_name, task_name, index),
+            "namespace": ns,
+            "ownerReferences": [controller_ref(job, JOB_API_VERSION, "Job")],
+        }
+        pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
+        if not pod_spec.get("schedulerName") and job_spec.get("schedulerName"):
+            pod_spec["schedulerName"] = job_spec["schedulerName"]
+        if not pod_spec.get("priorityClassName") and job_spec.get("priorityClassName"):
+            pod_spec["priorityClassName"] = job_spec["priorityClassName"]
+
+        mounted: dict[str, str] = {}
+        for volume in job_spec.get("volumes") or []:
+            if not isinstance(volume, dict):
+                continue
+            claim = str(volume.get("volumeClaimName") or "")
+            vol_name = f"{job_name}-{entropy.name_suffix()}"
+            if claim in mounted:
+                continue
+            pod_spec["volumes"] = [
+                *(pod_spec.get("volumes") or []),
+                {"name": vol_name, "persistentVolumeClaim": {"claimName": claim}},
+            ]
+            mounted[claim] = vol_name
+            for c in pod_spec.get("containers") or []:
+                mount = {"mountPath": volume.get("mountPath"), "name": vol_name}
+                c["volumeMounts"] = [*(c.get("volumeMounts") or []), mount]
+
+        ann = dict(tmeta.get("annotations") or {})
+        ts_key = task_name or DEFAULT_TASK_SPEC
+        ann[TASK_INDEX_KEY] = str(index)
+        ann[TASK_SPEC_KEY] = ts_key
+        ann[GROUP_NAME_KEY] = pod_group_name(job)
+        ann[JOB_NAME_KEY] = job_name
+        ann[QUEUE_NAME_KEY] = str(job_spec.get("queue") or "")
+        ann[JOB_VERSION_KEY] = str(int(((job.get("status") or {}).get("version")) or 0))
+        ann[TEMPLATE_UID_KEY] = f"{job_name}-{task_name}"
+        ann[RETRY_COUNT_KEY] = str(int(((job.get("status") or {}).get("retryCount")) or 0))
+        if task.get("topologyPolicy"):
+            ann[NUMA_POLICY_KEY] = str(task["topologyPolicy"])
+        job_ann = annotations_of(job)
+        for key in (PREEMPTABLE_KEY, COOLDOWN_KEY, REVOCABLE_ZONE_KEY):
+            if key in job_ann:
+                ann[key] = job_ann[key]
+        if JDB_MIN_AVAILABLE_KEY in job_ann:
+            ann[JDB_MIN_AVAILABLE_KEY] = job_ann[JDB_MIN_AVAILABLE_KEY]
+        elif JDB_MAX_UNAVAILABLE_KEY in job_ann:
+            ann[JDB_MAX_UNAVAILABLE_KEY] = job_ann[JDB_MAX_UNAVAILABLE_KEY]
+
+        lbl = dict(tmeta.get("labels") or {})
+        lbl[TASK_INDEX_KEY] = str(index)
+        lbl[JOB_NAME_KEY] = job_name
+        lbl[TASK_SPEC_KEY] = ts_key
+        lbl[JOB_NAMESPACE_KEY] = ns
+        lbl[QUEUE_NAME_KEY] = str(job_spec.get("queue") or "")
+        job_lbl = labels_of(job)
+        for key in (PREEMPTABLE_KEY, COOLDOWN_KEY):
+            if key in job_lbl:
+                lbl[key] = job_lbl[key]
+        if self.forwarding:
+            ann[JOB_FORWARDING_KEY] = "true"
+            lbl[JOB_FORWARDING_KEY] = "true"
+        size = self.partition_size
+        if size is not None:
+            lbl[PARTITION_ID_KEY] = str(index // size if size > 0 else 0)
+
+        pod_meta["labels"] = lbl
+        pod_meta["annotations"] = ann
+        # kube-apiserver's pod strategy starts every new pod in phase Pending.
+        pod["status"] = {"phase": "Pending"}
+        return pod
