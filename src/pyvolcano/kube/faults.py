@@ -74,6 +74,10 @@ class Relay:
             self._cut_until = time.monotonic() + seconds
             conns, self._conns = self._conns, set()
         for c in conns:
+            # shutdown first: it sends the FIN and wakes the pump blocked in select at once,
+            # where a bare close from this thread leaves the peer waiting for the pump's timeout.
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
                 c.close()
 
