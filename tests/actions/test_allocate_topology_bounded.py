@@ -18,6 +18,7 @@ from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import schedule_objects
+from topology_builders import hypernode
 
 CONF = """
 actions: "enqueue, allocate"
@@ -33,25 +34,19 @@ tiers:
 """
 
 
-def hypernode(name: str, tier: int, members: list[str], kind: str = "Node") -> dict[str, Any]:
-    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
-            "spec": {"tier": tier, "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}}
-                                               for m in members]}}
-
-
 def scenario(mode: str, tier: int | None) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = [queue("q")]
     racks, per_rack = 8, 4
     for r in range(racks):
         names = [f"r{r}-n{i}" for i in range(per_rack)]
         docs += [node(n, cpu="16", memory="64Gi") for n in names]
-        docs.append(hypernode(f"rack-{r}", 1, names))
+        docs.append(hypernode(f"rack-{r}", 1, nodes=tuple(names)))
         # rack r starts with r cpus in use on its first node: every rack scores differently
         if r:
             docs.append(podgroup(f"busy-{r}", min_member=1, phase="Running"))
             docs.append(pod(f"busy-{r}", f"busy-{r}", cpu=str(r), memory="1Gi", node_name=names[0], phase="Running"))
     for a in range(racks // 2):
-        docs.append(hypernode(f"agg-{a}", 2, [f"rack-{2 * a}", f"rack-{2 * a + 1}"], kind="HyperNode"))
+        docs.append(hypernode(f"agg-{a}", 2, children=(f"rack-{2 * a}", f"rack-{2 * a + 1}")))
     for j, size in enumerate((4, 6, 3, 8, 2, 5)):
         nt: dict[str, Any] = {"mode": mode}
         if tier is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from builders import node, pod, podgroup, queue, schedule
+from topology_builders import hypernode
 
 TOPO = """
 actions: "enqueue, allocate"
@@ -20,21 +21,15 @@ tiers:
 """
 
 
-def hypernode(name: str, tier: int, members: list[str], kind: str = "Node") -> dict[str, Any]:
-    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
-            "spec": {"tier": tier, "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}}
-                                               for m in members]}}
-
-
 def fabric(racks: int = 4, per_rack: int = 4) -> list[dict[str, Any]]:
     """``racks`` racks of ``per_rack`` 8-GPU nodes; two racks per aggregation switch."""
     docs: list[dict[str, Any]] = [queue("q")]
     for r in range(racks):
         names = [f"r{r}-n{i}" for i in range(per_rack)]
         docs += [node(n, cpu="64", memory="512Gi", nvidia_com__gpu="8") for n in names]
-        docs.append(hypernode(f"rack-{r}", 1, names))
+        docs.append(hypernode(f"rack-{r}", 1, nodes=tuple(names)))
     for a in range(racks // 2):
-        docs.append(hypernode(f"agg-{a}", 2, [f"rack-{2 * a}", f"rack-{2 * a + 1}"], kind="HyperNode"))
+        docs.append(hypernode(f"agg-{a}", 2, children=(f"rack-{2 * a}", f"rack-{2 * a + 1}")))
     return docs
 
 
@@ -81,9 +76,9 @@ def test_soft_mode_never_blocks_on_topology() -> None:
 
 def test_a_topology_that_is_not_ready_holds_topology_jobs_and_says_so() -> None:
     docs = fabric(racks=2, per_rack=2)
-    docs.append(hypernode("rack-x", 1, ["r0-n0"]))  # r0-n0 claimed by rack-0 and rack-x
-    docs.append(hypernode("loop-a", 3, ["loop-b"], kind="HyperNode"))
-    docs.append(hypernode("loop-b", 3, ["loop-a"], kind="HyperNode"))
+    docs.append(hypernode("rack-x", 1, nodes=("r0-n0",)))  # r0-n0 claimed by rack-0 and rack-x
+    docs.append(hypernode("loop-a", 3, children=("loop-b",)))
+    docs.append(hypernode("loop-b", 3, children=("loop-a",)))
     out = schedule(*docs, *gang("g", 2, mode="hard", highestTierAllowed=1), conf=TOPO)
     assert out["binds"] == {}
     assert out["diagnoses"]["ns/g"]["reason"] == "Topology.NotReady"
