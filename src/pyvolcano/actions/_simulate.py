@@ -39,7 +39,8 @@ its commit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +70,7 @@ __all__ = [
     "build_nomination_plan",
     "candidate_domains",
     "collect_pending_tasks",
+    "domain_arguments",
     "evict_in_domains",
     "eviction_worksheet",
     "pick_domains",
@@ -105,6 +107,14 @@ def starving_jobs(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, Pri
             by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
         by_queue[job.queue].push(job)
     return queues, by_queue
+
+
+def domain_arguments(arguments: Mapping[str, Any] | None, owner: str) -> tuple[int, bool]:
+    """gangpreempt's and gangreclaim's own arguments: ``maxDomains`` (≤ 0 means the default)
+    and ``allowWholeBundle``."""
+    args = Arguments(arguments or {}, owner=owner)
+    max_domains = args.get_int("maxDomains", DEFAULT_MAX_DOMAINS)
+    return (max_domains if max_domains > 0 else DEFAULT_MAX_DOMAINS), args.get_bool("allowWholeBundle", True)
 
 
 def allocate_predicate_error_cache(ssn: Session) -> bool:

@@ -42,7 +42,6 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import PREEMPTABLE_STATUS, TaskInfo
-from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import EvictionContext, EvictionKind
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
@@ -57,10 +56,7 @@ class GangPreempt:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments or {}, owner=f"action {NAME}")
-        max_domains = args.get_int("maxDomains", sim.DEFAULT_MAX_DOMAINS)
-        self.max_domains = max_domains if max_domains > 0 else sim.DEFAULT_MAX_DOMAINS
-        self.allow_whole_bundle = args.get_bool("allowWholeBundle", True)
+        self.max_domains, self.allow_whole_bundle = sim.domain_arguments(arguments, f"action {NAME}")
         self.enable_predicate_error_cache = True
 
     def execute(self, ssn: Session) -> None:
