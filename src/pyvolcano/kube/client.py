@@ -1,8 +1,10 @@
 """A small REST client for the kube-apiserver, on lightkube's configuration and transport.
 
 lightkube (``lightkube.config``) reads kubeconfig files (contexts, client certificates,
-bearer tokens and token files, exec plugins) and in-cluster service-account configuration,
-and builds the authenticated ``httpx2`` client. Above it this module speaks the API directly
+bearer tokens and token files, exec plugins) and in-cluster service-account configuration;
+:mod:`pyvolcano.kube.transport` sends the requests (HTTP/1.1 on keep-alive sockets, or
+lightkube's authenticated ``httpx2`` client where an exec plugin needs its auth flow). Above
+them this module speaks the API directly
 and keeps objects as plain JSON dicts, the store protocol's currency: decoding 10,000 Pods
 into dicts costs a JSON parse, where typed models cost several times more
 (``benchmarks/kube_decode.py``; figures in docs/kubernetes.md).
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pyvolcano.kube.resources import Resource
+from pyvolcano.kube.transport import HttpxTransport, Transport, TransportError, transport_for
 from pyvolcano.store.base import AlreadyExists, Conflict, Forbidden, Invalid, NotFound, StoreError, Unavailable
 
 __all__ = [
@@ -112,26 +115,17 @@ def load_config(kubeconfig: str | None = None, master: str | None = None, contex
 
 
 class KubeClient:
-    """JSON requests to one API server. Thread-safe (httpx clients are)."""
+    """JSON requests to one API server. Thread-safe (its transports are)."""
 
     def __init__(self, config: Any = None, *, http: Any = None, limiter: RateLimiter | None = None,
                  timeout: float = 30.0, user_agent: str = "pyvolcano"):
-        import httpx2
-
-        if http is None:
-            from lightkube.config import client_adapter
-
-            params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
-            kwargs = params.httpx_params(config)
-            kwargs["limits"] = httpx2.Limits(max_connections=200, max_keepalive_connections=50)
-            kwargs["headers"] = {"User-Agent": user_agent}
-            http = httpx2.Client(**kwargs)
-        self.http = http
+        """``http``, an ``httpx2.Client``, replaces the transport built from ``config``."""
+        self.transport: Transport = HttpxTransport(http) if http is not None else \
+            transport_for(config, timeout=timeout, user_agent=user_agent)
         self.limiter = limiter
-        self._httpx = httpx2
 
     def close(self) -> None:
-        self.http.close()
+        self.transport.close()
 
     # ------------------------------------------------------------------ requests
     def request(self, method: str, path: str, *, body: Any = None, params: Mapping[str, Any] | None = None,
@@ -144,12 +138,12 @@ class KubeClient:
             content = _encode(body)
             headers["Content-Type"] = content_type
         try:
-            resp = self.http.request(method, path, content=content, params=params, headers=headers)
-        except self._httpx.HTTPError as e:
+            resp = self.transport.request(method, path, content=content, params=params, headers=headers)
+        except TransportError as e:
             raise ServerUnavailable(what[0], what[1], f"{method} {path}: {e}", 0) from None
         data = _decode(resp.content) if resp.content else None
-        if resp.status_code >= 400:
-            raise status_error(resp.status_code, data, what)
+        if resp.status >= 400:
+            raise status_error(resp.status, data, what)
         return data
 
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
@@ -185,24 +179,21 @@ class KubeClient:
                                   "allowWatchBookmarks": "true", "timeoutSeconds": timeout_seconds}
         if label_selector:
             params["labelSelector"] = label_selector
-        timeout = self._httpx.Timeout(30.0, read=timeout_seconds + 30.0)
         try:
-            with self.http.stream("GET", res.collection_path(namespace), params=params, timeout=timeout) as resp:
-                if resp.status_code >= 400:
-                    resp.read()
-                    raise status_error(resp.status_code, _decode(resp.content) if resp.content else None,
-                                       (res.kind, ""))
-                for line in resp.iter_lines():
-                    if not line:
-                        continue
-                    ev = _decode(line.encode() if isinstance(line, str) else line)
+            with self.transport.stream(res.collection_path(namespace), params=params,
+                                       read_timeout=timeout_seconds + 30.0) as resp:
+                if resp.status >= 400:
+                    body = resp.read()
+                    raise status_error(resp.status, _decode(body) if body else None, (res.kind, ""))
+                for line in resp.lines():
+                    ev = _decode(line)
                     typ, obj = ev.get("type"), ev.get("object") or {}
                     if typ == "ERROR":
                         raise status_error(int(obj.get("code") or 500), obj, (res.kind, ""))
                     obj.setdefault("apiVersion", res.api_version)
                     obj.setdefault("kind", res.kind)
                     yield WatchItem(str(typ), obj)
-        except self._httpx.HTTPError as e:
+        except TransportError as e:
             raise ServerUnavailable(res.kind, "", f"watch: {e}", 0) from None
 
 
