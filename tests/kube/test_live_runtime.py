@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import httpx2
 
@@ -11,6 +12,7 @@ from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, LiveControllerManager, build_controllers
 from pyvolcano.runtime.scheduler import LiveScheduler
+from pyvolcano.store.base import WatchEvent, clone
 from waiting import wait_for
 
 
@@ -355,3 +357,46 @@ def test_controller_manager_discovers_hypernodes_from_node_labels_and_counts_the
         assert any(m == "PUT" and p.endswith("/status") and "/hypernodes/" in p for m, p in api.requests)
     finally:
         store.stop()
+
+
+class _SharingCheckedStore(KubeStore):
+    """Hands out shared event objects as asked and remembers each with a copy of how it was."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.shared: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    def watch(self, since_revision: int, kinds: Any = None, *, copy: bool = True) -> list[WatchEvent]:
+        events = super().watch(since_revision, kinds, copy=copy)
+        if not copy:
+            self.shared.extend((e.object, clone(e.object)) for e in events)
+        return events
+
+
+def test_live_components_only_read_the_watch_events_they_share_with_the_cache():
+    api = FakeApiServer()
+    _cluster(api, nodes=3, pods=0)
+    cm_store = _SharingCheckedStore(api.client(), CONTROLLER_KINDS).start()
+    sched_store = _SharingCheckedStore(api.client(), SCHEDULER_KINDS).start()
+    assert cm_store.wait_for_sync(5) and sched_store.wait_for_sync(5)
+    cm = LiveControllerManager(cm_store, build_controllers(cm_store))
+    sched = LiveScheduler(sched_store, seed=0, bind_workers=2)
+    try:
+        with api.lock:
+            api.store.create(_vcjob("j", 3))
+
+        def progressed() -> bool:
+            cm.step()
+            sched.run_once()
+            return sched.inflight_binds == 0 and sorted(v for v in _bound(api).values() if v) != [] and \
+                all(_bound(api).get(f"j-worker-{i}") for i in range(3))
+
+        wait_for(progressed)
+        cm.step()
+        assert cm_store.shared and sched_store.shared
+        for obj, before in cm_store.shared + sched_store.shared:
+            assert obj == before, (obj.get("kind"), (obj.get("metadata") or {}).get("name"))
+    finally:
+        sched.close()
+        sched_store.stop()
+        cm_store.stop()

@@ -182,11 +182,16 @@ class KubeStore:
     def revision(self) -> int:
         return self._revision
 
-    def watch(self, since_revision: int, kinds: Collection[str] | None = None) -> builtins.list[WatchEvent]:
+    def watch(self, since_revision: int, kinds: Collection[str] | None = None, *,
+              copy: bool = True) -> builtins.list[WatchEvent]:
+        """Events after ``since_revision``. ``copy=False`` hands out the cached objects themselves,
+        for consumers that only read them (the cache never mutates a stored object in place)."""
         with self._lock:
             start = max(0, since_revision + 1 - self._first)
             events = self._events[start:]
         wanted = None if kinds is None else set(kinds)
+        if not copy:
+            return events if wanted is None else [e for e in events if e.kind in wanted]
         return [WatchEvent(e.type, e.kind, clone(e.object), e.revision) for e in events
                 if wanted is None or e.kind in wanted]
 

@@ -80,7 +80,7 @@ class LiveControllerManager:
 
     def step(self) -> float | None:
         """Dispatch new events and run every controller once; returns the earliest wake-up."""
-        events = self.store.watch(self.revision, CONTROLLER_KINDS)
+        events = self.store.watch(self.revision, CONTROLLER_KINDS, copy=False)
         for ev in events:
             self.revision = ev.revision
             if self.metrics is not None:

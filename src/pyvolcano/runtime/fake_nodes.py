@@ -195,7 +195,7 @@ class FakeNodes:
 
     # ------------------------------------------------------------------ the loop
     def step(self) -> None:
-        for ev in self.store.watch(self.revision, ("Pod",)):
+        for ev in self.store.watch(self.revision, ("Pod",), copy=False):
             self.revision = ev.revision
             self.kubelets.on_event(ev)
         if isinstance(self.store, Compactable):

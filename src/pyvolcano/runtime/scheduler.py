@@ -143,7 +143,7 @@ class LiveScheduler:
 
     # ------------------------------------------------------------------ one session
     def ingest(self) -> int:
-        events = self.store.watch(self.revision, SCHEDULER_KINDS)
+        events = self.store.watch(self.revision, SCHEDULER_KINDS, copy=False)
         for ev in events:
             if ev.kind == "Node" and self.node_selector and not self._selected(ev.object):
                 continue  # upstream's nodeCanAddCache: ignored on add, update and delete

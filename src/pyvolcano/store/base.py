@@ -179,7 +179,11 @@ class Store(Protocol):
     def bind(self, namespace: str, pod_name: str, node_name: str, *,
              annotations: Mapping[str, str] | None = None) -> dict[str, Any]: ...
 
-    def watch(self, since_revision: int, kinds: Collection[str] | None = None) -> builtins.list[WatchEvent]: ...
+    def watch(self, since_revision: int, kinds: Collection[str] | None = None, *,
+              copy: bool = True) -> builtins.list[WatchEvent]:
+        """Events after ``since_revision``; with ``copy=False`` their objects are the store's own,
+        shared and read-only for the caller (an informer's cache objects)."""
+        ...
 
 
 @runtime_checkable
