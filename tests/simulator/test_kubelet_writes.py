@@ -94,3 +94,18 @@ def test_a_pod_deleted_meanwhile_is_not_written_again() -> None:
     _run(store, loop, kubelets, 100.0, seen)
     assert kubelets.unwritten() == 0
     assert kubelets.write_retries == retries
+
+
+def test_a_pod_whose_running_status_is_still_refused_exits_on_time_and_the_final_status_wins() -> None:
+    store, loop, kubelets = _setup("2s")
+    store.down = True  # the API server goes away before the kubelet reports Running
+    seen = [0]
+    _run(store, loop, kubelets, 20.0, seen)
+    assert _phase(store) == "Pending"
+    assert kubelets.finished_pods == 1  # the run ended at 2 s all the same
+    store.down = False
+    _run(store, loop, kubelets, 60.0, seen)
+    pod = store.get("Pod", "ns", "p")
+    assert pod["status"]["phase"] == "Succeeded"
+    assert pod["status"]["startTime"]  # the Running status it never got to write is folded in
+    assert kubelets.unwritten() == 0

@@ -18,8 +18,10 @@ kept until the store accepts it, and a write the store refuses for any reason bu
 absence (the API server or etcd unavailable, a timeout, 429, 5xx) is sent again after a
 back-off that doubles from :data:`RETRY_FIRST` to :data:`RETRY_MAX` seconds; the same holds for
 the final delete of a terminated pod. A watch event that shows the wanted phase already stored
-ends the retries early. The in-memory store of a simulation refuses no such write, so a
-simulation never retries and its timeline is unchanged.
+ends the retries early. A pod's run ends on time even when its ``Running`` status is still
+waiting to be accepted: the exit reads the kubelet's own wanted status before the store's, and
+replaces it. The in-memory store of a simulation refuses no such write, so a simulation never
+retries and its timeline is unchanged.
 """
 
 from __future__ import annotations
@@ -141,7 +143,12 @@ class Kubelets:
 
     def _exit(self, ns: str, name: str, uid: str) -> None:
         pod = self._get(ns, name, uid)
-        if pod is None or (pod.get("status") or {}).get("phase") != "Running" or _meta(pod).get("deletionTimestamp"):
+        if pod is None or _meta(pod).get("deletionTimestamp"):
+            return
+        wanted = self._unwritten.get(uid)
+        if wanted is not None:  # the kubelet's own status counts, not the one the store has yet
+            pod["status"] = dict(wanted[2])
+        if (pod.get("status") or {}).get("phase") != "Running":
             return
         ann = _meta(pod).get("annotations") or {}
         code = _int(ann.get(EXIT_CODE), 0)
