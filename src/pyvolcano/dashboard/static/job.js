@@ -27,8 +27,8 @@ function diagnosis(d) {
   const t = d.tasks;
   const parts = [keyValues([
     ["stage", d.stage], ["reason", d.reason], ["message", d.message], ["hint", d.hint],
-    ["pods", `${t.total} total, minAvailable ${t.min_available}, ${t.placed} placed, ${t.unplaced} unplaced, ` +
-             `${t.gated} gated`],
+    ["pods", t ? `${t.total} total, minAvailable ${t.min_available}, ${t.placed} placed, ${t.unplaced} unplaced, ` +
+             `${t.gated} gated` : null],
     ["pod", d.task ? `${d.task} (figures per ${d.scope})` : null],
   ])];
   if (d.resources && d.resources.length) {

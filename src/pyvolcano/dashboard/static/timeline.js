@@ -2,7 +2,7 @@
 // run, from the run's own series, as inline SVG line charts. A click on a chart moves the time
 // slider, and with it the other views, to that instant.
 
-import { h, s, duration, percent, section } from "./dom.js";
+import { h, s, duration, section } from "./dom.js";
 
 const W = 760;
 const H = 160;
@@ -12,12 +12,18 @@ function chart(app, series, xs, t0, t1, lines, yMax, yLabel) {
   const x = (t) => PAD + ((t - t0) / Math.max(t1 - t0, 1e-9)) * (W - PAD - 8);
   const y = (v) => H - 18 - (v / Math.max(yMax, 1e-9)) * (H - 30);
   const paths = lines.map((line, i) => {
+    // A sample holds until the next one: draw steps, not slopes.
     let d = "";
+    let last = null;
     xs.forEach((t, k) => {
       const v = line.values[k];
       if (v === null || v === undefined) return;
-      d += `${d ? "L" : "M"}${x(t).toFixed(1)},${y(v).toFixed(1)}`;
+      const px = x(t).toFixed(1);
+      const py = y(v).toFixed(1);
+      d += d ? `H${px}V${py}` : `M${px},${py}`;
+      last = py;
     });
+    if (last !== null) d += `H${x(t1).toFixed(1)}`;
     return s("path", { class: `series s${i % 10}`, d }, s("title", {}, line.label));
   });
   const marker = app.t !== null ? s("line", { class: "now", x1: x(app.t), x2: x(app.t), y1: 6, y2: H - 18 }) : null;
@@ -57,5 +63,5 @@ export async function renderTimeline(app) {
       queues.map(([q, values]) => ({ label: q, values })),
       Math.max(...queues.flatMap(([, v]) => v.filter((x) => x !== null)), 0.01), "share")),
     h("p", { class: "muted", id: "timeline-at" }, app.t === null ? "" :
-      `at ${duration(app.t - t0)}: mean GPU allocation over the run ${percent(data.mean_gpu_ratio)}`));
+      `the other views show the run at ${duration(app.t - t0)} of ${duration(t1 - t0)}; click a chart to move there`));
 }
