@@ -31,17 +31,19 @@ def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1300, "height": 900})
     pg = context.new_page()
     errors: list[str] = []
+    confirmations: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
 
     def on_dialog(dialog: Any) -> None:  # confirmations are accepted; any other dialog is a failure
         if dialog.type == "confirm":
+            confirmations.append(dialog.message)
             dialog.accept()
         else:
             errors.append(f"{dialog.type}: {dialog.message}")
             dialog.dismiss()
 
     pg.on("dialog", on_dialog)
-    pg.errors = errors
+    pg.confirmations = confirmations
     yield pg
     context.close()
     assert not errors, errors
