@@ -1,13 +1,32 @@
-"""Fixtures of the dashboard tests: one headless Chromium per module for the browser tests,
-skipped with the reason where no browser or no Playwright is installed."""
+"""Fixtures of the dashboard tests: one simulation run for the session, and one headless
+Chromium per module for the browser tests, skipped with the reason where no browser or no
+Playwright is installed."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from dashboard_serving import chromium_path
+from typer.testing import CliRunner
+
+from pyvolcano.cli.app import app
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "simulate"
+
+
+@pytest.fixture(scope="session")
+def example_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """``simulate --report DIR -o json`` of examples/simulate (five jobs on 4 CPU and 2 GPU
+    nodes): the report directory and the printed document."""
+    out = tmp_path_factory.mktemp("run") / "report"
+    result = CliRunner().invoke(app, ["simulate", "--cluster", str(EXAMPLES / "cluster.yaml"), "--workload",
+                                      str(EXAMPLES / "jobs.yaml"), "--report", str(out), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    return out, json.loads(result.stdout)
 
 
 @pytest.fixture(scope="module")

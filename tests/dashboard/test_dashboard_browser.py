@@ -11,15 +11,10 @@ from typing import Any
 import pytest
 from dashboard_cluster import HTML_NAME, write
 from dashboard_serving import serving
-from typer.testing import CliRunner
 
-from pyvolcano.cli.app import app
 from pyvolcano.dashboard.run_views import ReportSource
 from pyvolcano.dashboard.sources import SnapshotSource
 from pyvolcano.framework.registry import default_registry
-
-ROOT = Path(__file__).resolve().parents[2]
-EX = ROOT / "examples" / "simulate"
 
 
 @pytest.fixture(scope="module")
@@ -95,12 +90,8 @@ def test_the_nodes_view_is_a_gpu_map_by_rack(page: Any, snapshot_url: str) -> No
 
 
 @pytest.fixture(scope="module")
-def report_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    out = tmp_path_factory.mktemp("run") / "report"
-    result = CliRunner().invoke(app, ["simulate", "--cluster", str(EX / "cluster.yaml"), "--workload",
-                                      str(EX / "jobs.yaml"), "--report", str(out), "-o", "json"])
-    assert result.exit_code == 0, result.output
-    with serving(ReportSource(out)) as url:
+def report_url(example_run: tuple[Path, dict]) -> Iterator[str]:
+    with serving(ReportSource(example_run[0])) as url:
         yield url
 
 

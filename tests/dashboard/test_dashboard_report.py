@@ -15,18 +15,12 @@ from pyvolcano.cli.app import app
 from pyvolcano.dashboard.run_views import ReportSource
 from pyvolcano.dashboard.server import create_app
 
-ROOT = Path(__file__).resolve().parents[2]
-EX = ROOT / "examples" / "simulate"
 GPU = "nvidia.com/gpu"
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    out = tmp_path_factory.mktemp("run") / "report"
-    result = CliRunner().invoke(app, ["simulate", "--cluster", str(EX / "cluster.yaml"), "--workload",
-                                      str(EX / "jobs.yaml"), "--report", str(out), "-o", "json"])
-    assert result.exit_code == 0, result.output
-    return out, json.loads(result.stdout)
+def run(example_run: tuple[Path, dict]) -> tuple[Path, dict]:
+    return example_run
 
 
 def test_the_report_directory_holds_the_run_data(run: tuple[Path, dict]) -> None:

@@ -95,6 +95,10 @@ def run_dashboard(*, cluster: str | None, report: Path | None, kubeconfig: str |
                 raise SourceError(str(e)) from None
             source = LiveSource(store, registry, name=live_source(kubeconfig, context), config_path=config_path,
                                 policy=policy, seed=seed, clock=time.time, sync_timeout=timeout)
+            if not store.wait_for_sync(timeout):
+                source.close()
+                error(f"{source.name}: the objects were not listed within {timeout:g}s")
+                return 1
     except (SourceError, StateError) as e:
         error(str(e))
         return 2

@@ -7,7 +7,8 @@ from it, in the shapes of the cluster views (:mod:`.queues`, :mod:`.jobs`, :mod:
 
 * queues — the sample in force at ``t`` (the last one at or before it): allocated and deserved
   GPUs (proportion's, as the simulator sampled them) and allocated cores; the running and
-  pending jobs at ``t`` from the jobs' times; guarantee and capability are not recorded (None);
+  pending jobs at ``t`` from the jobs' times; a run records no queue guarantee or capability,
+  so ``guarantee`` is None and ``capability`` is the cluster's capacity (the bars' scale);
 * jobs — every job submitted by ``t``: Pending before its start, Running until its end, then
   its final phase; a pending job's ``start`` is when it really started in the run (None if it
   never did, with the reason of its last session), its position the order of submission among
@@ -144,7 +145,7 @@ class RunViews:
             for r in mine:
                 phases[r["phase"]] = phases.get(r["phase"], 0) + 1
             resources = [{"name": "cpu", "allocated": figure(name, "allocated_cpu"), "deserved": None,
-                          "guarantee": None, "capability": None}]
+                          "guarantee": None, "capability": samples["cpu_capacity"][i] if i >= 0 else None}]
             if any(samples["gpu_capacity"]):
                 resources.append({"name": GPU, "allocated": figure(name, "allocated_gpu"),
                                   "deserved": figure(name, "deserved_gpu"), "guarantee": None,
@@ -243,7 +244,7 @@ class ReportSource:
             raise SourceError(f"{path}: version {data.get('version') if isinstance(data, dict) else None!r}; "
                               f"expected {RUN_DATA_VERSION} (run `pyvolcano simulate --report {d}` again)")
         self.data = data
-        self.name = f"{d} ({data.get('name')}, {data.get('config')}, seed {data.get('seed')})"
+        self.name = f"{d.name or d} ({data.get('name')}, {data.get('config')}, seed {data.get('seed')})"
         self.end = float(data.get("end") or 0.0)
 
     def views(self, t: float | None = None) -> RunViews:

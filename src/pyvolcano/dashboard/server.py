@@ -25,7 +25,11 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import AsyncIterator, Callable
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +45,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from pyvolcano.dashboard.actions import perform
 from pyvolcano.dashboard.sources import Source, SourceError
 
-__all__ = ["CSP", "STATIC", "SecurityHeaders", "create_app"]
+__all__ = ["CSP", "STATIC", "SecurityHeaders", "create_app", "serving_in_thread"]
 
 STATIC = Path(__file__).resolve().parent / "static"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -175,3 +179,31 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+@contextmanager
+def serving_in_thread(source: Source, *, allow_actions: bool = False, debounce: float = 0.3,
+                      host: str = "127.0.0.1") -> Iterator[str]:
+    """Serve ``source`` on a free port of ``host`` in a thread for the duration of the block and
+    yield the base URL (for tests and the screenshot script)."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind((host, 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(source, allow_actions=allow_actions, debounce=debounce),
+                            log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the dashboard did not start listening")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

@@ -196,7 +196,7 @@ class LiveSource:
         return self.revision()
 
     def views(self, t: float | None = None) -> Views:
-        from pyvolcano.forecast.state import state_from_store
+        from pyvolcano.forecast.state import LiveReadError, state_from_store
 
         with self._lock:
             rev = self.revision()
@@ -205,7 +205,7 @@ class LiveSource:
             try:
                 state = state_from_store(self.store, self.sync_timeout, self.name, float(math.floor(self.clock())),
                                          None if self.config_path is not None else self.registry)
-            except ManifestError as e:
+            except (ManifestError, LiveReadError) as e:
                 raise SourceError(str(e)) from None
             config = state.config if self.config_path is None and state.config is not None else self.config
             notes = list(state.notes)

@@ -71,5 +71,7 @@ export async function renderJobs(app) {
   const t = table(headers, [], { class: "jobs" });
   t.replaceChild(body, t.tBodies[0]);
   return h("div", { id: "jobs-view" }, h("div", { class: "toolbar" }, filter, phase, count),
-    h("p", { class: "muted" }, `positions and estimates as queue top computes them at ${data.now}`), t);
+    h("p", { class: "muted" }, app.meta.kind === "report"
+      ? `the run at ${data.now}: positions in order of submission, starts as they happened in the run`
+      : `positions and estimates as queue top computes them at ${data.now}`), t);
 }

@@ -36,7 +36,8 @@ function card(node) {
       node.gpu_count ? h("span", { class: "gpu-figure" }, `${round(node.gpu_allocated)}/${node.gpu_count} GPU`) : null,
       node.shared ? h("span", { class: "shared" }, " shared") : null,
       h("span", { class: "muted" }, ` cpu ${round(node.cpu.used)}/${round(node.cpu.allocatable)}`,
-        ` mem ${amount("memory", node.memory.used)}/${amount("memory", node.memory.allocatable)}`)));
+        node.memory.allocatable !== null
+          ? ` mem ${amount("memory", node.memory.used)}/${amount("memory", node.memory.allocatable)}` : null)));
 }
 
 export async function renderNodes(app) {

@@ -24,7 +24,7 @@ function chart(app, series, xs, t0, t1, lines, yMax, yLabel) {
       last = py;
     });
     if (last !== null) d += `H${x(t1).toFixed(1)}`;
-    return s("path", { class: `series s${i % 10}`, d }, s("title", {}, line.label));
+    return s("path", { class: `series s${i % 12}`, d }, s("title", {}, line.label));
   });
   const marker = app.t !== null ? s("line", { class: "now", x1: x(app.t), x2: x(app.t), y1: 6, y2: H - 18 }) : null;
   const svg = s("svg", { class: "chart", width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img",
@@ -40,7 +40,7 @@ function chart(app, series, xs, t0, t1, lines, yMax, yLabel) {
     app.setTime(Math.round(Math.max(t0, Math.min(t1, t))));
   });
   const legend = lines.length > 1 ? h("div", { class: "chart-legend" }, lines.map((l, i) =>
-    h("span", { class: `key s${i % 10}` }, l.label))) : null;
+    h("span", { class: `key s${i % 12}` }, l.label))) : null;
   return h("div", { class: "chart-box" }, svg, legend);
 }
 
