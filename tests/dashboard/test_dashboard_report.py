@@ -5,6 +5,7 @@ the views rebuilt from it at a time t agree with what the run printed; bad ``--r
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,14 @@ def test_bad_sources_are_one_line_errors(tmp_path: Path) -> None:
     bad.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: 1x}}\n")
     assert "bad.yaml" in _error("--cluster", str(bad))
     assert "give one source" in _error("--cluster", str(bad), "--report", str(tmp_path))
+
+
+def test_a_port_in_use_is_a_one_line_error(tmp_path: Path) -> None:
+    from dashboard_cluster import write
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = _error("--cluster", str(write(tmp_path / "c.yaml")), "--port", str(port))
+    assert line.startswith(f"error: --listen-address/--port 127.0.0.1:{port}: ")

@@ -42,7 +42,7 @@ from pyvolcano.dashboard.queues import queues_view
 from pyvolcano.forecast.eta import RuntimePolicy
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry
-from pyvolcano.store.base import Store, StoreError
+from pyvolcano.store.base import Store, StoreError, Synced, Waitable
 
 __all__ = ["LIVE_KINDS", "LiveSource", "SnapshotSource", "Source", "SourceError", "StateViews", "Views",
            "snapshot_events"]
@@ -188,11 +188,10 @@ class LiveSource:
         return int(self.store.revision)
 
     def wait(self, since: int, timeout: float) -> int:
-        waiter = getattr(self.store, "wait", None)
-        if waiter is None:
-            time.sleep(timeout)
+        if isinstance(self.store, Waitable):
+            self.store.wait(since, timeout)
         else:
-            waiter(since, timeout)
+            time.sleep(timeout)
         return self.revision()
 
     def views(self, t: float | None = None) -> Views:
@@ -226,6 +225,5 @@ class LiveSource:
         return self.store
 
     def close(self) -> None:
-        stop = getattr(self.store, "stop", None)
-        if stop is not None:
-            stop()
+        if isinstance(self.store, Synced):
+            self.store.stop()
