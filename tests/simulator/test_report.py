@@ -277,7 +277,7 @@ def test_report_directory(tmp_path: Path) -> None:
     files = write_report(two_jobs(), tmp_path)
     names = {f.name for f in files}
     assert names == {"jobs.csv", "queues.csv", "timeseries.csv", "allocation.png", "queue_share.png",
-                     "wait_cdf.png", "jct_cdf.png", "report.html"}
+                     "wait_cdf.png", "jct_cdf.png", "report.html", "run.json"}
     assert all(f.exists() and f.stat().st_size > 0 for f in files)
     assert _header(tmp_path / "jobs.csv") == ["key", "queue", "submit_s", "first_bind_s", "start_s", "end_s", "wait_s",
                                               "jct_s", "gpus", "pods", "phase", "restarts", "preemptions", "reason",
@@ -333,7 +333,7 @@ def test_report_module_does_not_import_matplotlib() -> None:
 def test_without_matplotlib_the_report_has_csvs_and_html(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyvolcano.simulator.report.plots", None)  # import fails like a missing extra
     files = write_report(two_jobs(), tmp_path)
-    assert {f.name for f in files} == {"jobs.csv", "queues.csv", "timeseries.csv", "report.html"}
+    assert {f.name for f in files} == {"jobs.csv", "queues.csv", "timeseries.csv", "report.html", "run.json"}
     assert "plots skipped" in (tmp_path / "report.html").read_text()
 
 

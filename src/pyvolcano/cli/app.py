@@ -82,6 +82,15 @@ def _register_queue_commands() -> None:
 _register_queue_commands()
 
 
+def _register_dashboard_command() -> None:
+    from pyvolcano.cli.dashboard import dashboard
+
+    app.command("dashboard")(dashboard)
+
+
+_register_dashboard_command()
+
+
 @app.callback()
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,

@@ -51,8 +51,10 @@ SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "HyperNode", "PodGrou
 """The kinds a snapshot lists, in its document order: every kind of
 :data:`pyvolcano.api.names.SCHEDULER_KINDS`, the cluster-scoped ones first, then Volcano Jobs."""
 
-# Kinds a snapshot may hold besides the scheduler's inputs: skipped by the reader (vcctl reads them).
-_SKIPPED_KINDS = {(JOB_API_VERSION, "Job"), (BUS_API_VERSION, "Command")}
+# Kinds a snapshot may hold besides the scheduler's inputs: skipped by the reader (vcctl reads
+# Jobs and Commands, the dashboard's job page Events).
+_SKIPPED_KINDS = {(JOB_API_VERSION, "Job"), (BUS_API_VERSION, "Command"), ("v1", "Event"),
+                  ("events.k8s.io/v1", "Event")}
 _SCHEDULER_KINDS_TEXT = ("v1 Pod, v1 Node, scheduling.volcano.sh/v1beta1 PodGroup, "
                          "scheduling.volcano.sh/v1beta1 Queue, scheduling.k8s.io/v1 PriorityClass, "
                          "topology.volcano.sh/v1alpha1 HyperNode")

@@ -21,10 +21,19 @@ from pyvolcano.api.objects import Pod
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.framework.job_sums import JobSums
-from pyvolcano.gpu.devices import NO_GPU, DemandKind, GpuDemand, GpuLedger, NodeGpus, node_gpus, pod_demand
+from pyvolcano.gpu.devices import (
+    GPU_MILLI_ANNOTATION,
+    NO_GPU,
+    DemandKind,
+    GpuDemand,
+    GpuLedger,
+    NodeGpus,
+    node_gpus,
+    pod_demand,
+)
 from pyvolcano.gpu.frag import node_terms
 from pyvolcano.gpu.session import assign_node_tasks, workload_typical_pods
-from pyvolcano.simulator.metrics import JobMetrics, QueueSample, RunMetrics, Sample
+from pyvolcano.simulator.metrics import JobMetrics, NodeRecord, PodRecord, QueueRecord, QueueSample, RunMetrics, Sample
 from pyvolcano.simulator.topology_metrics import SpanTracker, TopologyFragmentation, has_topology
 from pyvolcano.store.base import WatchEvent
 
@@ -157,6 +166,24 @@ class FragmentationTracker:
         return value
 
 
+def _pod_size(obj: dict[str, Any], md: dict[str, Any]) -> tuple[float, float]:
+    """(GPUs, cores) a pod object requests: ``nvidia.com/gpu`` of its containers, else its
+    GPU-share annotation as a fraction of one GPU; the containers' cpu requests."""
+    gpu = cpu = 0.0
+    for c in (obj.get("spec") or {}).get("containers") or []:
+        req = (c.get("resources") or {}).get("requests") or {}
+        try:
+            r = Resource.from_list({k: v for k, v in req.items() if k in ("cpu", GPU)})
+        except ValueError:
+            continue
+        gpu += r.scalars.get(GPU, 0.0) / 1000
+        cpu += r.milli_cpu / 1000
+    milli = ((md.get("annotations") or {}).get(GPU_MILLI_ANNOTATION) or "").strip()
+    if not gpu and milli.isdigit():
+        gpu = min(int(milli), 1000) / 1000
+    return gpu, cpu
+
+
 def _allocated(job: JobInfo) -> tuple[Resource]:
     return (job.allocated.clone(),)
 
@@ -178,6 +205,7 @@ class MetricsCollector:
         self._fragmentation = FragmentationTracker(cache)
         self._spans = SpanTracker(cache)
         self._topology_fragmentation = TopologyFragmentation(cache)
+        self._pods: dict[str, PodRecord] = {}  # by uid
 
     # ------------------------------------------------------------------ events
     def on_event(self, ev: WatchEvent, now: float) -> None:
@@ -190,15 +218,16 @@ class MetricsCollector:
             self._on_job(ev, key, obj, now)
         elif ev.kind == "PodGroup" and not self._uses_vcjobs:
             self._on_podgroup(ev, key, obj, now)
-        elif ev.kind == "Pod" and ev.type != "DELETED":
+        elif ev.kind == "Pod":
             node = (obj.get("spec") or {}).get("nodeName")
-            if node:
+            if node and ev.type != "DELETED":
                 jm = self._job_of_pod(ns, md)
                 if jm is not None:
                     if jm.first_bind is None:
                         jm.first_bind = now
                     if self.metrics.topology:
                         self._spans.bound(jm.key, node)
+            self._track_pod(ev, key, ns, md, obj, now)
         elif ev.kind == "HyperNode" and not self.metrics.topology:
             self.metrics.topology = has_topology(self.cache.hypernode_tree)
 
@@ -212,6 +241,40 @@ class MetricsCollector:
         if group:
             return self.jobs.get(self._pg_to_job.get(f"{ns}/{group}", f"{ns}/{group}"))
         return None
+
+    def _track_pod(self, ev: WatchEvent, key: str, ns: str, md: dict[str, Any], obj: dict[str, Any],
+                   now: float) -> None:
+        """Keep the pod's :class:`PodRecord`: opened when it is first seen bound, closed when it
+        ends or goes."""
+        uid = str(md.get("uid") or key)
+        rec = self._pods.get(uid)
+        phase = (obj.get("status") or {}).get("phase")
+        done = ev.type == "DELETED" or phase in ("Succeeded", "Failed")
+        if rec is None:
+            node = (obj.get("spec") or {}).get("nodeName")
+            if not node or done:
+                return
+            jm = self._job_of_pod(ns, md)
+            gpu, cpu = _pod_size(obj, md)
+            rec = self._pods[uid] = PodRecord(key, jm.key if jm is not None else "", str(node), now, gpu=gpu, cpu=cpu)
+            self.metrics.pods.append(rec)
+        elif done and rec.end is None:
+            rec.end = now
+
+    def record_cluster(self) -> None:
+        """Record the cluster's nodes and queues as they are now (the end of the run)."""
+        from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
+
+        tree = self.cache.hypernode_tree
+        m = self.metrics
+        m.nodes = []
+        for n in self.cache.node_list:
+            inv = node_gpus(n.node)
+            path = tuple(h for h in tree.hypernodes_of(n.name) if h != CLUSTER_TOP_HYPERNODE) if m.topology else ()
+            m.nodes.append(NodeRecord(n.name, inv.count, inv.model, n.allocatable.milli_cpu / 1000, path))
+            for h in path:
+                m.hypernode_tiers[h] = tree.tier(h)
+        m.queues = [QueueRecord(q.name, q.parent, q.weight, q.state) for _name, q in sorted(self.cache.queues.items())]
 
     def _on_job(self, ev: WatchEvent, key: str, obj: dict[str, Any], now: float) -> None:
         jm = self.jobs.get(key)

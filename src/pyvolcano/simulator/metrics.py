@@ -18,6 +18,11 @@ Definitions (all times are virtual seconds from the start of the run):
   paper's measure with the pending pods as target workload (see
   :func:`pyvolcano.simulator.collector.fragmentation`); per queue: allocated GPUs, deserved GPUs (proportion's
   deserved, when computed) and share.
+* per pod (:class:`PodRecord`): the node it was bound to, when (``start``) and when it ended
+  (``end``: Succeeded, Failed or deleted; None if it was still there), with its GPUs and
+  cores; and the cluster's nodes and queues at the end of the run (:class:`NodeRecord`,
+  :class:`QueueRecord`). From them and the jobs' times, the state at any instant of the run
+  can be rebuilt (the dashboard's time slider, :mod:`pyvolcano.simulator.report.run_data`).
 * with HyperNodes in the cluster (:attr:`RunMetrics.topology`): per job, the HyperNodes its pods
   span (``span_*``), and per sample the topology fragmentation (idle GPUs in racks, or other
   lowest-tier HyperNodes, that no pending job can use); defined in
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["ENDLESS", "JobMetrics", "QueueSample", "RunMetrics", "Sample"]
+__all__ = ["ENDLESS", "JobMetrics", "NodeRecord", "PodRecord", "QueueRecord", "QueueSample", "RunMetrics", "Sample"]
 
 ENDLESS = "running without end: its pods have no pyvolcano.io/duration annotation"
 """The reason of a job still running because some of its pods never exit on their own."""
@@ -65,6 +70,34 @@ class JobMetrics:
     @property
     def jct(self) -> float | None:
         return None if self.end is None else self.end - self.submit
+
+
+@dataclass(slots=True)
+class PodRecord:
+    key: str                   # ns/name
+    job: str                   # the job's key ("" if the pod belongs to no job the collector follows)
+    node: str
+    start: float               # bound to ``node``
+    end: float | None = None   # Succeeded, Failed or deleted
+    gpu: float = 0.0           # whole-GPU equivalents (a share annotation counts its fraction)
+    cpu: float = 0.0           # cores
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    name: str
+    gpus: int
+    gpu_model: str
+    cpu: float                 # allocatable cores
+    hypernodes: tuple[str, ...] = ()   # the HyperNodes holding it, lowest tier first (virtual root left out)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRecord:
+    name: str
+    parent: str
+    weight: int
+    state: str
 
 
 @dataclass(slots=True)
@@ -113,3 +146,7 @@ class RunMetrics:
     notes: list[str] = field(default_factory=list)
     end_reason: str = "finished"   # finished | until | stalled (see SimulationResult.end_reason)
     topology: bool = False         # the cluster had HyperNodes: the topology figures are filled in
+    pods: list[PodRecord] = field(default_factory=list)
+    nodes: list[NodeRecord] = field(default_factory=list)     # at the end of the run
+    queues: list[QueueRecord] = field(default_factory=list)   # at the end of the run
+    hypernode_tiers: dict[str, int] = field(default_factory=dict)

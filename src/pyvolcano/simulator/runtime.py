@@ -447,6 +447,7 @@ class Simulation:
             d = diagnosed.get(jm.key) if jm.start is None else None
             jm.pending_reason, jm.pending_hint = (str(d.reason), d.hint) if d is not None else ("", "")
         self.collector.set_spans()
+        self.collector.record_cluster()
         if m.topology:
             spans = {j.key: j for j in m.jobs}
             for key, rec in self.jobs.items():

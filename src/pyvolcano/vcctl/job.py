@@ -19,7 +19,8 @@ import yaml
 from pyvolcano.api.names import JOB_API_VERSION, JOB_TYPE_KEY
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 from pyvolcano.cli.options import UsageError
-from pyvolcano.vcctl.commands import command_for
+from pyvolcano.vcctl.commands import delete_job as delete_job_object
+from pyvolcano.vcctl.commands import operate_job
 from pyvolcano.vcctl.common import (
     AllNamespaces,
     Cluster,
@@ -377,14 +378,12 @@ def run_job(
 
 
 # ---------------------------------------------------------------------------- suspend / resume / delete
-def _job_command(ctx: typer.Context, verb: str, action: str, job: str | None, name: str | None,
+def _job_command(ctx: typer.Context, verb: str, job: str | None, name: str | None,
                  namespace: str | None, kubeconfig: str | None, master: str | None, context: str | None,
                  cluster: Path | None) -> None:
     job_name = _name(job, name, f"job name is mandatory to {verb} a particular job")
     src = open_source(ctx, kubeconfig, master, context, cluster, verb=f"job {verb}")
-    target = src.get("Job", namespace or src.default_namespace, job_name)
-    ns = str(_md(target).get("namespace") or namespace or src.default_namespace)
-    writer(src).create(command_for(target, action, ns))
+    operate_job(writer(src), namespace or src.default_namespace, job_name, verb)
 
 
 @job_app.command("suspend")
@@ -392,7 +391,7 @@ def suspend_job(ctx: typer.Context, job: NameArg = None, namespace: Namespace = 
                 kubeconfig: Kubeconfig = None, master: Master = None, context: Context = None,
                 cluster: Cluster = None) -> None:
     """abort a job"""
-    _job_command(ctx, "suspend", "AbortJob", job, name, namespace, kubeconfig, master, context, cluster)
+    _job_command(ctx, "suspend", job, name, namespace, kubeconfig, master, context, cluster)
 
 
 @job_app.command("resume")
@@ -400,7 +399,7 @@ def resume_job(ctx: typer.Context, job: NameArg = None, namespace: Namespace = N
                kubeconfig: Kubeconfig = None, master: Master = None, context: Context = None,
                cluster: Cluster = None) -> None:
     """resume a job"""
-    _job_command(ctx, "resume", "ResumeJob", job, name, namespace, kubeconfig, master, context, cluster)
+    _job_command(ctx, "resume", job, name, namespace, kubeconfig, master, context, cluster)
 
 
 @job_app.command("delete")
@@ -410,5 +409,5 @@ def delete_job(ctx: typer.Context, job: NameArg = None, namespace: Namespace = N
     """delete a job"""
     job_name = _name(job, name, "job name is mandatory to delete a particular job")
     src = open_source(ctx, kubeconfig, master, context, cluster, verb="job delete")
-    writer(src).delete("Job", namespace or src.default_namespace, job_name)
+    delete_job_object(writer(src), namespace or src.default_namespace, job_name)
     typer.echo(f"delete job {job_name} successfully")

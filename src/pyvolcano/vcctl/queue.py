@@ -16,7 +16,7 @@ import typer
 
 from pyvolcano.api.names import SCHEDULING_API_VERSION
 from pyvolcano.cli.options import UsageError
-from pyvolcano.vcctl.commands import command_for
+from pyvolcano.vcctl.commands import operate_queue as operate_queue_object
 from pyvolcano.vcctl.common import (
     Cluster,
     Context,
@@ -175,7 +175,6 @@ def delete_queue(
     writer(src).delete("Queue", None, queue_name)
 
 
-ACTIONS = {"open": "OpenQueue", "close": "CloseQueue"}
 
 
 @queue_app.command("operate")
@@ -206,5 +205,4 @@ def operate_queue(
     if action == "update":
         store.patch("Queue", None, queue_name, {"spec": {"weight": weight}})
         return
-    target = store.get("Queue", None, queue_name)
-    store.create(command_for(target, ACTIONS[action], "default"))
+    operate_queue_object(store, queue_name, action)

@@ -18,6 +18,7 @@ from pyvolcano.simulator.report.csv_files import (
     write_queues_csv,
     write_timeseries_csv,
 )
+from pyvolcano.simulator.report.run_data import RUN_DATA_FILE, write_run_data
 from pyvolcano.simulator.report.stats import (
     RunView,
     compare_summaries,
@@ -34,7 +35,9 @@ def write_report(run: RunMetrics, out_dir: Path, *, other: RunMetrics | None = N
     """Write the report directory and return the files written.
 
     One run: ``jobs.csv``, ``queues.csv``, ``timeseries.csv``, ``allocation.png``,
-    ``queue_share.png``, ``wait_cdf.png``, ``jct_cdf.png``, ``report.html``. With ``other``:
+    ``queue_share.png``, ``wait_cdf.png``, ``jct_cdf.png``, ``report.html``, and ``run.json``
+    (:mod:`.run_data`: the run's own data, which ``pyvolcano dashboard --report DIR`` reads;
+    with ``other``, of the first run). With ``other``:
     the three CSVs once per run, suffixed with the run's label (``jobs-<label>.csv``, …; see
     :func:`run_labels`), ``compare.csv`` (the ``diff`` of :func:`compare`), the four plots
     showing both runs, ``compare_queues.png``, and the comparison in ``report.html``. The
@@ -67,6 +70,7 @@ def write_report(run: RunMetrics, out_dir: Path, *, other: RunMetrics | None = N
     else:
         plots = plotmod.write_plots(views, out_dir)
         written += [p for p, _, _ in plots]
+    written.append(write_run_data(run, out_dir / RUN_DATA_FILE))
     html = out_dir / "report.html"
     html.write_text(html_page.render([(v.label, v.summary) for v in views], cmp, plots,
                                        csv_files=[p.name for p in written if p.suffix == ".csv"],

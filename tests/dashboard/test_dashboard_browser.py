@@ -1,0 +1,120 @@
+"""The dashboard in a real browser (headless Chromium): each view renders the figures of a
+snapshot, a job page shows its diagnosis, HTML in a name stays text, and the time slider of a
+simulation run moves the views. One browser for the module; skipped without one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dashboard_cluster import HTML_NAME, write
+from dashboard_serving import serving
+
+from pyvolcano.dashboard.run_views import ReportSource
+from pyvolcano.dashboard.sources import SnapshotSource
+from pyvolcano.framework.registry import default_registry
+
+
+@pytest.fixture(scope="module")
+def snapshot_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    path = write(tmp_path_factory.mktemp("browser") / "cluster.yaml")
+    with serving(SnapshotSource(path, default_registry())) as url:
+        yield url
+
+
+def _open(page: Any, url: str, view: str) -> None:
+    page.goto(f"{url}/#/{view}")
+    _wait_view(page, view.split("/")[0])
+
+
+def _wait_view(page: Any, view: str) -> None:
+    # Selectors, not wait_for_function: the page's CSP forbids the eval that one needs.
+    page.wait_for_selector(f'body[data-view="{view}"]', state="attached")
+
+
+def test_the_queues_view_shows_allocated_and_deserved_gpus(page: Any, snapshot_url: str) -> None:
+    _open(page, snapshot_url, "queues")
+    gpu = page.locator('tr[data-queue="train"] [data-resource="nvidia.com/gpu"]')
+    assert gpu.locator("span.allocated").text_content() == "16"
+    assert gpu.locator("span.deserved").text_content() == "28"
+    assert gpu.locator("svg.bar rect.alloc").count() == 1
+    assert page.locator('tr[data-queue="infer"] td.running').text_content() == "1"
+
+
+def test_the_jobs_view_sorts_and_filters(page: Any, snapshot_url: str) -> None:
+    _open(page, snapshot_url, "jobs")
+    assert page.locator("table.jobs tbody tr").count() == 4
+    page.click('th[data-sort="name"]')
+    names = page.locator("table.jobs tbody tr td:nth-child(3)").all_text_contents()
+    assert names == sorted(names)
+    page.click('th[data-sort="name"]')
+    assert page.locator("table.jobs tbody tr td:nth-child(3)").all_text_contents() == sorted(names, reverse=True)
+    page.fill("#job-filter", "big")
+    assert page.locator("table.jobs tbody tr").count() == 1
+    assert page.locator("table.jobs tbody tr").get_attribute("data-key") == "train/big"
+    assert page.locator("table.jobs tbody tr .reason").text_content() == "Queue.OverDeserved"
+
+
+def test_a_job_page_shows_its_diagnosis(page: Any, snapshot_url: str) -> None:
+    _open(page, snapshot_url, "job/train/big")
+    assert page.locator('dd[data-field="reason"]').text_content() == "Queue.OverDeserved"
+    assert "deserved share" in page.locator('dd[data-field="hint"]').text_content()
+    assert page.locator('table.figures tr[data-resource="nvidia.com/gpu"] td.short').text_content() == "12"
+    assert "would not help" in page.locator("#preemption").text_content()
+    assert page.locator("#job-view section:has(h2:text('Events')) tbody tr").count() == 1
+
+
+def test_a_name_with_html_in_it_is_shown_as_text(page: Any, snapshot_url: str) -> None:
+    _open(page, snapshot_url, "jobs")
+    link = page.get_by_role("link", name=HTML_NAME)
+    assert link.text_content() == HTML_NAME
+    assert page.locator("main img").count() == 0
+    link.click()
+    _wait_view(page, "job")
+    page.wait_for_selector(".job-name")
+    assert page.locator(".job-name").text_content() == HTML_NAME
+    _open(page, snapshot_url, "job/train/big")  # the Event's message carries the same markup
+    assert HTML_NAME in page.locator("#job-view td.message").text_content()
+    assert page.locator("img").count() == 0
+
+
+def test_the_nodes_view_is_a_gpu_map_by_rack(page: Any, snapshot_url: str) -> None:
+    _open(page, snapshot_url, "nodes")
+    assert page.locator("section.group h2").all_text_contents() == ["rack-a ‹ spine tier 1", "rack-b ‹ spine tier 1"]
+    assert page.locator('[data-node="g3"] .gpu-figure').text_content() == "3/8 GPU"
+    assert page.locator('[data-node="g3"] g.gpu').count() == 8
+    assert page.locator('[data-node="g3"] rect.gpu-used').count() == 3
+    assert page.locator("#gpu-allocated").text_content() == "19 of 32"
+
+
+@pytest.fixture(scope="module")
+def report_url(example_run: tuple[Path, dict]) -> Iterator[str]:
+    with serving(ReportSource(example_run[0])) as url:
+        yield url
+
+
+def _slide(page: Any, t: float) -> None:
+    before = page.evaluate("document.body.dataset.rendered")
+    page.evaluate("(t) => { const s = document.getElementById('time'); s.value = String(t); "
+                  "s.dispatchEvent(new Event('change')); }", t)
+    page.wait_for_selector(f'body:not([data-rendered="{before}"])', state="attached")
+
+
+def test_the_time_slider_moves_the_views_through_the_run(page: Any, report_url: str) -> None:
+    _open(page, report_url, "timeline")
+    assert page.locator("#timeline-view svg.chart").count() == 3
+    page.click("#nav-jobs")
+    _wait_view(page, "jobs")
+    assert page.locator("table.jobs tbody tr").count() == 5  # the end of the run: all five jobs
+    _slide(page, 50)
+    keys = {r.get_attribute("data-key") for r in page.locator("table.jobs tbody tr").all()}
+    assert keys == {"default/test-job", "default/lm-mpi-job"}
+    assert page.locator('tr[data-key="default/lm-mpi-job"] td.phase').text_content() == "Running"
+    page.click("#nav-nodes")
+    _wait_view(page, "nodes")
+    _slide(page, 100)
+    assert page.locator('[data-node="gpu-2"] .gpu-figure').text_content() == "2/4 GPU"
+    _slide(page, 700)
+    assert page.locator('[data-node="gpu-2"] .gpu-figure').text_content() == "0/4 GPU"
