@@ -35,11 +35,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -76,6 +78,27 @@ def _peak_rss_mib(pid: int) -> float:
     except OSError:
         pass
     return 0.0
+
+
+_REQUEST_SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$')
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def _api_requests(client: Any) -> Counter[str]:
+    """The API server's ``apiserver_request_total`` summed by verb, resource and subresource (and the
+    status code, where it is not a success)."""
+    out: Counter[str] = Counter()
+    text = client.transport.request("GET", "/metrics", headers={"Accept": "text/plain"}).content.decode()
+    for line in text.splitlines():
+        m = _REQUEST_SAMPLE.match(line)
+        if not m:
+            continue
+        labels = dict(_LABEL.findall(m.group(1)))
+        what = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+        code = labels.get("code", "200")
+        failed = "" if code.startswith("2") else f" ({code})"
+        out[f"{labels.get('verb', '')} {what}{failed}"] += int(float(m.group(2)))
+    return out
 
 
 def _container() -> dict[str, Any]:
@@ -131,6 +154,7 @@ class Result:
     cpu: dict[str, float] = field(default_factory=dict)
     rss: dict[str, float] = field(default_factory=dict)
     api_cpu: float = 0.0
+    requests: dict[str, int] = field(default_factory=dict)  # API requests by "VERB resource[/sub]"
 
     @property
     def rate(self) -> float:
@@ -227,6 +251,7 @@ class Run:
                 while len(store.list("Pod", "bench")) < total:
                     time.sleep(0.2)
                 api0 = sum(_cpu_seconds(pid) for pid in api_pids)
+                req0 = _api_requests(creator.client)
                 t0 = time.monotonic()
                 self._start_scheduler(cp)
             else:
@@ -234,6 +259,7 @@ class Run:
                 self._start_scheduler(cp)
                 time.sleep(5)
                 api0 = sum(_cpu_seconds(pid) for pid in api_pids)
+                req0 = _api_requests(creator.client)
                 t0 = time.monotonic()
                 with ThreadPoolExecutor(16) as pool:
                     list(pool.map(create, objs))
@@ -249,6 +275,7 @@ class Run:
             wall = time.monotonic() - t0
             res = Result(self.case, self.side, total, bound, wall,
                          api_cpu=sum(_cpu_seconds(pid) for pid in api_pids) - api0)
+            res.requests = {k: v for k, v in (_api_requests(creator.client) - req0).items() if v}
             for name in ("controller-manager", "scheduler"):
                 if name in self.procs:
                     res.cpu[name] = _cpu_seconds(self.procs[name].pid)
@@ -271,6 +298,11 @@ def _print(r: Result) -> None:
     comps = ", ".join(f"{k} {r.cpu[k]:.1f} s CPU / {r.rss[k]:.0f} MiB" for k in r.cpu)
     print(f"{r.case:>12} {r.side:>9}: {r.bound}/{r.pods} bound in {r.wall:.1f} s = {r.rate:.0f} pods/s; {comps}; "
           f"apiserver+etcd {r.api_cpu:.1f} s CPU", flush=True)
+    if r.requests and r.pods:
+        top = sorted(r.requests.items(), key=lambda kv: -kv[1])
+        print(f"{'':>24}API requests per pod: {sum(r.requests.values()) / r.pods:.2f} — "
+              + ", ".join(f"{k} {v / r.pods:.2f}" for k, v in top if v / r.pods >= 0.05
+                          and not k.startswith("WATCH")), flush=True)
 
 
 def _table(results: list[Result]) -> None:

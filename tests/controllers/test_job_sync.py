@@ -10,6 +10,7 @@ from ctrl_harness import Harness, task, vcjob
 from pyvolcano.controllers._resources import format_list
 from pyvolcano.controllers.job.actions import canonical
 from pyvolcano.controllers.job.podgroup import _first_count, _min_resources, calc_pg_min_resources
+from pyvolcano.store.base import AlreadyExists
 from pyvolcano.store.memory import InMemoryStore
 
 
@@ -339,3 +340,28 @@ def test_deleting_job_cascades() -> None:
 def test_canonical_drops_what_go_omitempty_drops_at_every_level_of_maps(value: Any, want: Any) -> None:
     got = canonical(value)
     assert got == want and repr(got) == repr(want)  # False stays False, 1 stays an int
+
+
+def test_pods_created_by_one_request_are_not_created_again_by_the_next_in_the_same_batch() -> None:
+    h = Harness()
+    h.create(vcjob("j", task("worker", 2)))
+    refused: list[str] = []
+    create = h.store.create
+
+    def counting_create(obj: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return create(obj)
+        except AlreadyExists:
+            refused.append(obj["metadata"]["name"])
+            raise
+
+    h.store.create = counting_create  # type: ignore[method-assign]
+    # Two requests for the job reach the controller in one batch, before any pod's watch event.
+    pg = h.pg_of("j")
+    h.store.patch("PodGroup", "default", pg["metadata"]["name"], {"status": {"phase": "Inqueue"}},
+                  subresource="status")
+    h.store.patch("Job", "default", "j", {"spec": {"minAvailable": 1}})
+    h.settle()
+    assert h.pod_names() == ["j-worker-0", "j-worker-1"]
+    assert refused == []
+    assert h.job("j")["status"]["pending"] == 2

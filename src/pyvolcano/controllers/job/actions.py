@@ -294,6 +294,9 @@ class JobActions:
                     errors.append(f"failed to create pod {name_of(pod)}, err: {created}")
                     unavailable = unavailable or isinstance(created, Unavailable)
                     continue
+                # Cached at once, not only when its watch event arrives: another request of this
+                # job in the same batch would otherwise create it again (and be refused).
+                self.cache.add_pod(created)
                 classify(created, counts)
                 count_task_status(created, task_counts)
         if errors:
