@@ -139,3 +139,27 @@ def test_a_podgroup_update_of_its_sub_group_policy_is_relevant_even_when_only_th
     other = {"matchLabels": {"volcano.sh/task-spec": "ps"}}
     assert update(_partitioned(other, 2))
     assert cache.pg_jobs["ns/pg"].podgroup.sub_group_policy[0].label_selector == other
+
+
+def test_an_event_older_than_the_schedulers_own_bind_does_not_make_the_pod_pending_again() -> None:
+    from pyvolcano.api.task import TaskStatus
+    from pyvolcano.cache.ingest import resync_pod
+    from pyvolcano.store.memory import InMemoryStore
+
+    p = pod("p", "pg")
+    cache = _cache(node("n1"), queue("q"), podgroup("pg", queue="q", phase="Inqueue"), p)
+    task = next(iter(cache.tasks.values()))
+    cache.bind(task, "n1")
+    # e.g. the PodScheduled condition written before the bind comes back after it
+    apply_event(cache, "MODIFIED", "Pod", p)
+    task = next(iter(cache.tasks.values()))
+    assert (task.status, task.pod.node_name) == (TaskStatus.Bound, "n1")
+    # the API server refused the bind: the resync puts back the stored, unbound pod
+    class _Store(InMemoryStore):
+        def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
+            return p
+
+    resync_pod(cache, _Store(), "ns", "p")
+    assert len(cache.tasks) == 1
+    task = next(iter(cache.tasks.values()))
+    assert (task.status, task.pod.node_name) == (TaskStatus.Pending, "")

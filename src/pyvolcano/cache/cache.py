@@ -68,6 +68,9 @@ class SchedulerOptions:
     diagnose: bool = True
 
 
+_IN_FLIGHT = TaskStatus.Allocated | TaskStatus.Binding | TaskStatus.Bound | TaskStatus.Pipelined
+
+
 class SchedulerCache:
     def __init__(self, options: SchedulerOptions | None = None):
         self.options = options or SchedulerOptions()
@@ -341,12 +344,16 @@ class SchedulerCache:
         if not job.tasks:
             del self.jobs[uid]
 
-    def upsert_pod(self, pod: Pod) -> TaskInfo | None:
+    def upsert_pod(self, pod: Pod, *, keep_in_flight: bool = True) -> TaskInfo | None:
         old = self.tasks.get(pod.uid)
         if old is not None:
             # Upstream (cache/event_handlers.go): an update without nodeName is ignored while
-            # the cached task holds an in-flight placement.
-            if not pod.node_name and old.status in (TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Pipelined):
+            # the cached task holds an in-flight placement. A bind this scheduler sent is one
+            # too: the cache takes it as Bound at once (upstream keeps Binding until the API
+            # answers), and an event older than the bind must not turn the pod Pending again
+            # for the next session to place it twice (a refused bind is resynced instead).
+            if keep_in_flight and not pod.node_name and old.status in _IN_FLIGHT and (
+                    old.status != TaskStatus.Bound or old.pod.node_name):
                 return old
             self._remove_task(pod.uid)
             new = self.add_pod(pod)

@@ -32,8 +32,10 @@ _QUIET_POD_TRANSITIONS = {
 }
 
 
-def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str, Any]) -> bool:
-    """Apply one ADDED / MODIFIED / DELETED event for a scheduler-relevant kind.
+def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str, Any], *,
+                resync: bool = False) -> bool:
+    """Apply one ADDED / MODIFIED / DELETED event for a scheduler-relevant kind (``resync``: the
+    store's current object after a refused write, which replaces an in-flight placement).
 
     Returns whether the change can alter a scheduling decision. A pod that was bound by the
     scheduler and now reports Bound or Running on the same node cannot, unless the next
@@ -60,7 +62,7 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     if isinstance(typed, Pod):
         old = cache.tasks.get(typed.uid)
         before = (old.status, old.node_name) if old is not None else None
-        new = cache.upsert_pod(typed)
+        new = cache.upsert_pod(typed, keep_in_flight=not resync)
         if before is None or new is None:
             return True
         if before[1] == new.node_name and (before[0], new.status) in _QUIET_POD_TRANSITIONS:
@@ -176,7 +178,7 @@ def resync_pod(cache: SchedulerCache, store: Store, namespace: str, name: str) -
             if t.namespace == namespace and t.name == name:
                 cache.delete_pod(t.uid)
         return None
-    apply_event(cache, "MODIFIED", "Pod", obj)
+    apply_event(cache, "MODIFIED", "Pod", obj, resync=True)
     return obj
 
 
