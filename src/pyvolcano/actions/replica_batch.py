@@ -285,8 +285,31 @@ class ReplicaBatch:
         placement leaves) when it has them, else it becomes dirty: re-evaluated only when a
         later window reaches it or something else changed the node table.
         """
-        ssn = self.ssn
-        table = ssn.node_table
+        self._catch_up(task)
+        return self._choose(task)
+
+    def select_many(self, task: TaskInfo, m: int) -> list[int]:
+        """The nodes the per-pod path would choose for the next ``m`` replicas of ``task``'s
+        template, each chosen as if the ones before it were already placed, none placed.
+
+        The caller places them, in order, before anything else changes the node table. Stops
+        early (fewer rows) where a selection would need rows this batch cannot know without
+        the placements (a dirty row in the window), where it would choose a row chosen before
+        in this call (the placement check of the second replica reads the first one's
+        placement), or where :meth:`select` would return None; an empty list means
+        :meth:`select` returns None for the first replica (nothing moved, nothing consumed).
+        """
+        self._catch_up(task)
+        row = self._choose(task)
+        if row is None:
+            return []
+        if m == 1 or not self.member[row]:
+            return [row]
+        return [row, *self._choose_ahead(task, m - 1)]
+
+    def _catch_up(self, task: TaskInfo) -> None:
+        """Bring the batch up to date with the node table's change log."""
+        table = self.ssn.node_table
         if table.change_position != self.position:
             if self._own_changes(table.rows_changed_since(self.position)):
                 # Only the rows this batch chose changed, once each where it projected them.
@@ -294,6 +317,9 @@ class ReplicaBatch:
                 self.advanced.clear()
             else:
                 self._sync(task)
+
+    def _choose(self, task: TaskInfo) -> int | None:
+        ssn = self.ssn
         n = self.n
         memo = ssn.memo
         start = memo.last_processed_node_index % n
@@ -324,7 +350,11 @@ class ReplicaBatch:
             memo.last_processed_node_index = (int(self.fidx2[k + want - 1]) + 1) % n
         else:
             memo.last_processed_node_index = start
-        p = k + pick
+        return self._take(task, k + pick, f)
+
+    def _take(self, task: TaskInfo, p: int, f: int) -> int:
+        """The row at position ``p`` of the doubled arrays is chosen: it takes its projected
+        values, or becomes dirty."""
         if p >= f:
             p -= f
         chosen = int(self.fidx[p])
@@ -333,6 +363,62 @@ class ReplicaBatch:
         else:
             self.dirty[chosen] = p
         return chosen
+
+    def _choose_ahead(self, task: TaskInfo, r: int) -> list[int]:
+        """Up to ``r`` further selections whose windows follow the last one's without
+        overlapping it or each other, computed together (the window maxima and ties of all
+        of them in one vectorised step; a choice changes only its own row, which no later
+        window of the step contains). Each selection's tie-break, round-robin move and
+        chosen row's update are then taken in order, exactly as :meth:`_choose` takes them.
+        Stops before a window with a dirty row, at a window without a finite best score
+        (:meth:`_choose` returns None there) and after a choice that leaves the feasible set
+        (the positions after it shift)."""
+        want = self.want
+        f = len(self.fidx)
+        if f < 2 * want:
+            return []
+        start = self.ssn.memo.last_processed_node_index % self.n
+        k = int(self.fidx.searchsorted(start))
+        r = min(r, f // want - 1, (2 * f - k) // want)
+        for p in self.dirty.values():
+            off = (p - k) % f
+            if off < r * want:
+                r = off // want
+        if r <= 0:
+            return []
+        span = slice(k, k + r * want)
+        idle = self.idle2[span].reshape(r, want)
+        n_idle = np.count_nonzero(idle, axis=1)
+        masked = self.masked2[span].reshape(r, want)
+        scores = self.scores2[span].reshape(r, want)
+        cand = np.where((n_idle > 0)[:, None], masked, scores)
+        best = cand.max(axis=1)
+        ties = cand == best[:, None]
+        n_ties = np.count_nonzero(ties, axis=1)
+        first = ties.argmax(axis=1)
+        rng = self.ssn.rng
+        memo = self.ssn.memo
+        fidx2 = self.fidx2
+        n = self.n
+        rows: list[int] = []
+        for i in range(r):
+            ni = int(n_idle[i])
+            if ni == 1:
+                pick = int(idle[i].argmax())
+            elif want == 1:
+                pick = 0
+            else:
+                if not math.isfinite(float(best[i])):
+                    break
+                nt = int(n_ties[i])
+                pick = int(first[i]) if nt == 1 else int(ties[i].nonzero()[0][int(rng.integers(nt))])
+            ki = k + i * want
+            memo.last_processed_node_index = (int(fidx2[ki + want - 1]) + 1) % n
+            row = self._take(task, ki + pick, f)
+            rows.append(row)
+            if not self.member[row]:
+                break
+        return rows
 
     def _own_changes(self, tail: list[int] | None) -> bool:
         """Whether the change-log entries ``tail`` are all this batch's placements.
