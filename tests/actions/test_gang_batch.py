@@ -199,3 +199,20 @@ def test_same_content_agrees_with_the_signature() -> None:
     for a in tasks:
         for b in tasks:
             assert same_content(a, b) == (template_signature(a) == template_signature(b))
+
+
+def test_chunks_of_several_windows_with_nodes_filling_up_decide_as_the_per_pod_path() -> None:
+    # 3,000 nodes (numNodesToFind 780): up to three replicas share one vectorised step.
+    # Binpack prefers the one-CPU nodes at the start of the cluster, which a replica fills:
+    # they leave the feasible set in the middle of a step (the positions after them shift).
+    conf = ("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: drf\n  - name: predicates\n"
+            "  - name: proportion\n  - name: binpack\n")
+    docs: list[dict[str, Any]] = [queue("q")]
+    docs += [node(f"n{i:04d}", cpu="1" if i < 300 else "3", memory="8Gi") for i in range(3000)]
+    for j in range(12):
+        docs.append(podgroup(f"g{j}", queue="q", min_member=40))
+        docs += [pod(f"g{j}-{r:02d}", f"g{j}", cpu="1", memory="1Gi") for r in range(40)]
+    per_pod = run(docs, conf, seed=2, sessions=1, batch_replicas=False)
+    assert run(docs, conf, seed=2, sessions=1) == per_pod
+    assert len(per_pod[1][0]) == 480
+    assert sum(node < "n0300" for _pod, node in per_pod[1][0]) > 100

@@ -397,10 +397,16 @@ class ReplicaBatch:
         n_ties = np.count_nonzero(ties, axis=1)
         first = ties.argmax(axis=1)
         rng = self.ssn.rng
-        memo = self.ssn.memo
-        fidx2 = self.fidx2
-        n = self.n
+        fidx = self.fidx
+        fidx2_before = self.fidx2
+        has_next, ok_next = self.has_next, self.ok_next
+        project = task.nonzero_request() == self.nonzero and not task.pod.has_pod_affinity
         rows: list[int] = []
+        # Rows taking their projected values, with their positions in fidx: written together
+        # after the loop (no later window of the step reads them).
+        adv_rows: list[int] = []
+        adv_pos: list[int] = []
+        taken = 0
         for i in range(r):
             ni = int(n_idle[i])
             if ni == 1:
@@ -412,13 +418,49 @@ class ReplicaBatch:
                     break
                 nt = int(n_ties[i])
                 pick = int(first[i]) if nt == 1 else int(ties[i].nonzero()[0][int(rng.integers(nt))])
-            ki = k + i * want
-            memo.last_processed_node_index = (int(fidx2[ki + want - 1]) + 1) % n
-            row = self._take(task, ki + pick, f)
+            taken = i + 1
+            p = k + i * want + pick
+            if p >= f:
+                p -= f
+            row = int(fidx[p])
             rows.append(row)
-            if not self.member[row]:
+            if not (project and has_next[row]):
+                self.dirty[row] = p
+            elif ok_next[row]:
+                adv_rows.append(row)
+                adv_pos.append(p)
+            else:
+                # It leaves the feasible set: the positions after it shift, the step ends
+                # (the rows before it first, at the positions they had).
+                self._advance_rows(adv_rows, adv_pos, f)
+                adv_rows = []
+                self._advance(row, p)
                 break
+        if taken:
+            last = k + (taken - 1) * want + want - 1
+            self.ssn.memo.last_processed_node_index = (int(fidx2_before[last]) + 1) % self.n
+        self._advance_rows(adv_rows, adv_pos, f)
         return rows
+
+    def _advance_rows(self, listed: list[int], positions: list[int], f: int) -> None:
+        """:meth:`_advance` of ``listed`` rows (distinct, staying feasible) at ``positions``
+        of ``fidx`` (of length ``f``)."""
+        if not listed:
+            return
+        rows = np.array(listed, dtype=np.int64)
+        pos = np.array(positions, dtype=np.int64)
+        self.has_next[rows] = False
+        self.need_next.update(listed)
+        self.advanced.update(listed)
+        idle = self.idle_next[rows]
+        scores = self.scores_next[rows]
+        self.idle_all[rows] = idle
+        self.scores_all[rows] = scores
+        masked = np.where(idle, scores, -np.inf)
+        for q in (pos, pos + f):
+            self.idle2[q] = idle
+            self.scores2[q] = scores
+            self.masked2[q] = masked
 
     def _own_changes(self, tail: list[int] | None) -> bool:
         """Whether the change-log entries ``tail`` are all this batch's placements.
