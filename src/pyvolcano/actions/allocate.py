@@ -334,7 +334,10 @@ class Allocate:
         allocated where the request fits Idle, else through :meth:`allocate_resources_for_task`.
         A row's Idle fit is read before the chunk's placements, which touch only other rows."""
         table = ssn.node_table
-        fits = table.fits_rows(vec, np.array(rows, dtype=np.int64), future=False).tolist()
+        if len(rows) < 4:
+            fits = [table.fits_row(vec, r, future=False) for r in rows]
+        else:
+            fits = table.fits_rows(vec, np.array(rows, dtype=np.int64), future=False).tolist()
         nodes = ssn.node_list
         j, n = 0, len(rows)
         while j < n:

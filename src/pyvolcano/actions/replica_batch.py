@@ -56,6 +56,8 @@ from pyvolcano.framework.session import Session
 __all__ = ["BatchKey", "ReplicaBatch", "batch_key"]
 
 BatchKey = tuple[Hashable, Hashable]
+# Below this many rows, per-row scalar updates cost less than fancy-indexed ones.
+_FEW = 4
 
 
 def batch_key(ssn: Session, task: TaskInfo) -> BatchKey | None:
@@ -386,6 +388,10 @@ class ReplicaBatch:
                 r = off // want
         if r <= 0:
             return []
+        if r == 1:
+            # One more window: the scalar selection is cheaper than the vectorised step.
+            row = self._choose(task)
+            return [] if row is None else [row]
         span = slice(k, k + r * want)
         idle = self.idle2[span].reshape(r, want)
         n_idle = np.count_nonzero(idle, axis=1)
@@ -433,7 +439,7 @@ class ReplicaBatch:
                 # It leaves the feasible set: the positions after it shift, the step ends
                 # (the rows before it first, at the positions they had).
                 self._advance_rows(adv_rows, adv_pos, f)
-                adv_rows = []
+                adv_rows, adv_pos = [], []
                 self._advance(row, p)
                 break
         if taken:
@@ -445,7 +451,9 @@ class ReplicaBatch:
     def _advance_rows(self, listed: list[int], positions: list[int], f: int) -> None:
         """:meth:`_advance` of ``listed`` rows (distinct, staying feasible) at ``positions``
         of ``fidx`` (of length ``f``)."""
-        if not listed:
+        if len(listed) < _FEW:
+            for row, p in zip(listed, positions, strict=True):
+                self._advance(row, p)
             return
         rows = np.array(listed, dtype=np.int64)
         pos = np.array(positions, dtype=np.int64)

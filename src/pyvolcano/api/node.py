@@ -34,6 +34,8 @@ from pyvolcano.api.task import TaskInfo, TaskStatus
 __all__ = ["NodeInfo", "NodeTable", "RequestVector"]
 
 RequestVector = tuple[tuple[int, float], ...]
+# NodeInfo.add_replicas updates fewer rows than this one at a time (cheaper than fancy indexing).
+_FEW_REPLICAS = 6
 _MAX_CHANGE_LOG = 1_000_000
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
@@ -310,7 +312,7 @@ class NodeInfo:
         """:meth:`add_task` of ``tasks[i]`` on ``nodes[i]`` for each ``i`` in order: allocated
         replicas of one template (one request) on nodes of one table; on distinct nodes each
         column is updated for all rows at once (the same float operation per row)."""
-        if len(tasks) == 1 or len({node.index for node in nodes}) != len(nodes):
+        if len(tasks) < _FEW_REPLICAS or len({node.index for node in nodes}) != len(nodes):
             for node, task in zip(nodes, tasks, strict=True):
                 node.add_task(task)
             return
