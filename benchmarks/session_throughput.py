@@ -2,7 +2,7 @@
 
 Prints, for 1,000 nodes / 10,000 pods and 10,000 nodes / 2,000 gang jobs × 50 pods
 (upstream's default configuration plus binpack), and for 5,000 nodes / 1,000 gangs × 50 pods
-(upstream's default configuration alone): seconds of one session, pods placed per second of
+(upstream's default configuration alone, and again with binpack): seconds of one session, pods placed per second of
 session time, peak RSS (of the whole process so far), and the session's CPU seconds (on a
 loaded machine the CPU time is the steadier figure); then the end-to-end time of
 ``pyvolcano schedule`` on a 1,000-node / 10,000-pod YAML. ``--per-pod`` forces allocate's
@@ -152,7 +152,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes only (smoke run)")
     ap.add_argument("--per-pod", action="store_true", help="force allocate's per-pod path")
-    ap.add_argument("--only", choices=["1k", "e2e", "10k", "5k", "5k-e2e"], help="run one measurement only")
+    ap.add_argument("--only", choices=["1k", "e2e", "10k", "5k", "5k-binpack", "5k-e2e"],
+                    help="run one measurement only")
     ap.add_argument("--repeat", type=int, default=1, help="runs of the whole command (5k-e2e)")
     args = ap.parse_args()
     if args.per_pod:
@@ -168,6 +169,8 @@ def main() -> None:
         one_session(10_000, 2_000, 50)
     if args.only in (None, "5k"):
         one_session(5_000, 1_000, 50, conf=DEFAULT_SCHEDULER_CONF, label="  (default conf)")
+    if args.only in (None, "5k-binpack"):
+        one_session(5_000, 1_000, 50, label="  (default conf + binpack)")
     if args.only in (None, "5k-e2e"):
         whole_command(5_000, 1_000, 50, args.repeat)
 

@@ -153,6 +153,7 @@ def test_device_sharing_keeps_allocate_on_the_per_pod_path(monkeypatch: Any) -> 
     conf = DEFAULT_SCHEDULER_CONF + ("  - name: deviceshare\n    arguments:\n"
                                      "      deviceshare.GPUNumberEnable: true\n")
     monkeypatch.setattr(ReplicaBatch, "select", _refuse)
+    monkeypatch.setattr(ReplicaBatch, "select_many", lambda self, task, _m: _refuse(self, task))
     res = run(docs, conf, batch=True, seed=0, sessions=1)
     assert len(res[0][0]) == 3
     with pytest.raises(AssertionError, match="batched placement used"):

@@ -36,6 +36,7 @@ from pyvolcano.actions.allocate_topology import JobWorksheet, TopologyPlacement,
 from pyvolcano.actions.replica_batch import BatchKey, ReplicaBatch, batch_key
 from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.job import JobInfo
+from pyvolcano.api.node import RequestVector
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.sub_job import SubJobInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
@@ -163,6 +164,9 @@ class Allocate:
         batching = whole and not aware and ssn.cache.options.batch_replicas and ssn.replicas_batchable()
         batch: ReplicaBatch | None = None
         pre_predicates = ssn.has("pre_predicate")
+        runs = batching and sub_job is None and not pre_predicates and ssn.cache.options.batch_templates
+        # Tasks taken from ``tasks`` for a run and not placed, the next one last.
+        leftover: list[TaskInfo] = []
 
         def ready() -> bool:
             return ssn.sub_job_ready(job, sub_job) if sub_job is not None else ssn.job_ready(job)
@@ -170,8 +174,8 @@ class Allocate:
         def keep_going() -> bool:
             return _need_continue(job, sub_job)
 
-        while tasks:
-            task = tasks.pop()
+        while leftover or tasks:
+            task = leftover.pop() if leftover else tasks.pop()
             if not ssn.allocatable(queue, task):
                 continue
             if task.sch_gated:
@@ -198,7 +202,15 @@ class Allocate:
                         batch = self._batches.get(bkey)
                         if batch is None:
                             batch = self._batches[bkey] = ReplicaBatch(ssn, task, bkey)
-                    chosen = batch.select(task)
+                    if runs:
+                        outcome = self._place_run(ssn, stmt, job, queue, task, batch, tasks, leftover)
+                        if outcome is _READY:
+                            break
+                        if outcome is _PLACED:
+                            continue
+                        chosen = None  # the first replica has no batched choice: per-pod path
+                    else:
+                        chosen = batch.select(task)
                     if chosen is not None:
                         self.allocate_resources_for_task(ssn, stmt, task, chosen)
                         if ready():
@@ -243,6 +255,8 @@ class Allocate:
                     allocated_hn = ssn.topology.lca(own, allocated_hn) if allocated_hn else own
             if ready():
                 break
+        for task in leftover:
+            tasks.push(task)
         if ready():
             return stmt
         if sub_job is not None and ssn.sub_job_pipelined(job, sub_job):
@@ -251,6 +265,91 @@ class Allocate:
             return stmt
         stmt.discard()
         return None
+
+    def _place_run(
+        self, ssn: Session, stmt: Statement, job: JobInfo, queue: QueueInfo, task: TaskInfo, batch: ReplicaBatch,
+        tasks: TaskQueue, leftover: list[TaskInfo],
+    ) -> object:
+        """Place ``task`` and the replicas of its template that follow it in the worksheet.
+
+        ``task`` passed the per-pod checks; so do its replicas, whose checks read only what
+        they share with it (template, role) or what only the per-pod path changes (fit
+        errors). In chunks: the queue-quota check once for the chunk (how many replicas fit,
+        ``Session.allocatable_count``), at most as many replicas as JobReady needs before it
+        can turn true (``Session.job_ready_bound``), their nodes chosen by
+        :meth:`ReplicaBatch.select_many`, then placed in order (``Statement.allocate_many``
+        for the ones that fit Idle) and JobReady asked once. Each form falls back to its
+        per-pod call when switched off or not declared by every enabled plugin.
+
+        Returns ``_READY`` (the job is ready: stop), ``_PLACED`` (carry on with the next task)
+        or None (no batched choice for ``task``: the per-pod path places it). Tasks taken
+        and not handled are left in ``leftover``.
+        """
+        opts = ssn.cache.options
+        tpl = job.template_of(task)
+        # Per-template work done once: the request vector and non-zero request are the
+        # first replica's (they derive from the containers, part of the template).
+        vec = ssn.node_table.task_vector(task)
+        nonzero = task.nonzero_request()
+        run = [task]
+        while leftover or tasks:
+            nxt = leftover.pop() if leftover else tasks.pop()
+            if job.template_of(nxt, like=task) is not tpl:
+                leftover.append(nxt)
+                break
+            nxt.req_vec = vec
+            nxt.nonzero_req = nonzero
+            run.append(nxt)
+        i = 0
+        while i < len(run):
+            remaining = len(run) - i
+            admitted = ssn.allocatable_count(queue, run[i], remaining) if opts.batch_quota else None
+            if admitted is None:
+                admitted = 1 if i == 0 or ssn.allocatable(queue, run[i]) else 0
+                if not admitted:
+                    i += 1  # refused, as the per-pod path skips it
+                    continue
+            elif not admitted:
+                # Refused, and so is every later replica (the state does not change in between).
+                return _PLACED
+            bound = ssn.job_ready_bound(job) if opts.batch_ready else None
+            if bound is None:
+                bound = 1
+            rows = batch.select_many(run[i], min(admitted, bound, remaining))
+            if not rows:
+                leftover.extend(reversed(run[i + 1:] if i == 0 else run[i:]))
+                return None if i == 0 else _PLACED
+            chunk = run[i:i + len(rows)]
+            self._place_chunk(ssn, stmt, chunk, rows, vec)
+            i += len(rows)
+            if len(rows) >= bound and ssn.job_ready(job):
+                leftover.extend(reversed(run[i:]))
+                return _READY
+        return _PLACED
+
+    def _place_chunk(
+        self, ssn: Session, stmt: Statement, chunk: list[TaskInfo], rows: list[int], vec: RequestVector
+    ) -> None:
+        """Place ``chunk[j]`` on ``rows[j]`` (distinct rows) in order, as the per-pod path does:
+        allocated where the request fits Idle, else through :meth:`allocate_resources_for_task`.
+        A row's Idle fit is read before the chunk's placements, which touch only other rows."""
+        table = ssn.node_table
+        if len(rows) < 4:
+            fits = [table.fits_row(vec, r, future=False) for r in rows]
+        else:
+            fits = table.fits_rows(vec, np.array(rows, dtype=np.int64), future=False).tolist()
+        nodes = ssn.node_list
+        j, n = 0, len(rows)
+        while j < n:
+            if not fits[j]:
+                self.allocate_resources_for_task(ssn, stmt, chunk[j], rows[j])
+                j += 1
+                continue
+            e = j + 1
+            while e < n and fits[e]:
+                e += 1
+            stmt.allocate_many(chunk[j:e], [nodes[r] for r in rows[j:e]])
+            j = e
 
     @staticmethod
     def prioritize_nodes(ssn: Session, task: TaskInfo, feasible: np.ndarray) -> int | None:
@@ -273,6 +372,10 @@ class Allocate:
             stmt.allocate(task, node)
         elif table.fits_row(vec, node_index, future=True):
             stmt.pipeline(task, node.name, False)
+
+
+_READY = object()
+_PLACED = object()
 
 
 def _cached_verdicts(mask: np.ndarray) -> Callable[[TaskInfo, np.ndarray], tuple[np.ndarray, FitErrors]]:

@@ -56,6 +56,8 @@ from pyvolcano.framework.session import Session
 __all__ = ["BatchKey", "ReplicaBatch", "batch_key"]
 
 BatchKey = tuple[Hashable, Hashable]
+# Below this many rows, per-row scalar updates cost less than fancy-indexed ones.
+_FEW = 4
 
 
 def batch_key(ssn: Session, task: TaskInfo) -> BatchKey | None:
@@ -285,8 +287,31 @@ class ReplicaBatch:
         placement leaves) when it has them, else it becomes dirty: re-evaluated only when a
         later window reaches it or something else changed the node table.
         """
-        ssn = self.ssn
-        table = ssn.node_table
+        self._catch_up(task)
+        return self._choose(task)
+
+    def select_many(self, task: TaskInfo, m: int) -> list[int]:
+        """The nodes the per-pod path would choose for the next ``m`` replicas of ``task``'s
+        template, each chosen as if the ones before it were already placed, none placed.
+
+        The caller places them, in order, before anything else changes the node table. Stops
+        early (fewer rows) where a selection would need rows this batch cannot know without
+        the placements (a dirty row in the window), where it would choose a row chosen before
+        in this call (the placement check of the second replica reads the first one's
+        placement), or where :meth:`select` would return None; an empty list means
+        :meth:`select` returns None for the first replica (nothing moved, nothing consumed).
+        """
+        self._catch_up(task)
+        row = self._choose(task)
+        if row is None:
+            return []
+        if m == 1 or not self.member[row]:
+            return [row]
+        return [row, *self._choose_ahead(task, m - 1)]
+
+    def _catch_up(self, task: TaskInfo) -> None:
+        """Bring the batch up to date with the node table's change log."""
+        table = self.ssn.node_table
         if table.change_position != self.position:
             if self._own_changes(table.rows_changed_since(self.position)):
                 # Only the rows this batch chose changed, once each where it projected them.
@@ -294,6 +319,9 @@ class ReplicaBatch:
                 self.advanced.clear()
             else:
                 self._sync(task)
+
+    def _choose(self, task: TaskInfo) -> int | None:
+        ssn = self.ssn
         n = self.n
         memo = ssn.memo
         start = memo.last_processed_node_index % n
@@ -324,7 +352,11 @@ class ReplicaBatch:
             memo.last_processed_node_index = (int(self.fidx2[k + want - 1]) + 1) % n
         else:
             memo.last_processed_node_index = start
-        p = k + pick
+        return self._take(task, k + pick, f)
+
+    def _take(self, task: TaskInfo, p: int, f: int) -> int:
+        """The row at position ``p`` of the doubled arrays is chosen: it takes its projected
+        values, or becomes dirty."""
         if p >= f:
             p -= f
         chosen = int(self.fidx[p])
@@ -333,6 +365,110 @@ class ReplicaBatch:
         else:
             self.dirty[chosen] = p
         return chosen
+
+    def _choose_ahead(self, task: TaskInfo, r: int) -> list[int]:
+        """Up to ``r`` further selections whose windows follow the last one's without
+        overlapping it or each other, computed together (the window maxima and ties of all
+        of them in one vectorised step; a choice changes only its own row, which no later
+        window of the step contains). Each selection's tie-break, round-robin move and
+        chosen row's update are then taken in order, exactly as :meth:`_choose` takes them.
+        Stops before a window with a dirty row, at a window without a finite best score
+        (:meth:`_choose` returns None there) and after a choice that leaves the feasible set
+        (the positions after it shift)."""
+        want = self.want
+        f = len(self.fidx)
+        if f < 2 * want:
+            return []
+        start = self.ssn.memo.last_processed_node_index % self.n
+        k = int(self.fidx.searchsorted(start))
+        r = min(r, f // want - 1, (2 * f - k) // want)
+        for p in self.dirty.values():
+            off = (p - k) % f
+            if off < r * want:
+                r = off // want
+        if r <= 0:
+            return []
+        if r == 1:
+            # One more window: the scalar selection is cheaper than the vectorised step.
+            row = self._choose(task)
+            return [] if row is None else [row]
+        span = slice(k, k + r * want)
+        idle = self.idle2[span].reshape(r, want)
+        n_idle = np.count_nonzero(idle, axis=1)
+        masked = self.masked2[span].reshape(r, want)
+        scores = self.scores2[span].reshape(r, want)
+        cand = np.where((n_idle > 0)[:, None], masked, scores)
+        best = cand.max(axis=1)
+        ties = cand == best[:, None]
+        n_ties = np.count_nonzero(ties, axis=1)
+        first = ties.argmax(axis=1)
+        rng = self.ssn.rng
+        fidx = self.fidx
+        fidx2_before = self.fidx2
+        has_next, ok_next = self.has_next, self.ok_next
+        project = task.nonzero_request() == self.nonzero and not task.pod.has_pod_affinity
+        rows: list[int] = []
+        # Rows taking their projected values, with their positions in fidx: written together
+        # after the loop (no later window of the step reads them).
+        adv_rows: list[int] = []
+        adv_pos: list[int] = []
+        taken = 0
+        for i in range(r):
+            ni = int(n_idle[i])
+            if ni == 1:
+                pick = int(idle[i].argmax())
+            elif want == 1:
+                pick = 0
+            else:
+                if not math.isfinite(float(best[i])):
+                    break
+                nt = int(n_ties[i])
+                pick = int(first[i]) if nt == 1 else int(ties[i].nonzero()[0][int(rng.integers(nt))])
+            taken = i + 1
+            p = k + i * want + pick
+            if p >= f:
+                p -= f
+            row = int(fidx[p])
+            rows.append(row)
+            if not (project and has_next[row]):
+                self.dirty[row] = p
+            elif ok_next[row]:
+                adv_rows.append(row)
+                adv_pos.append(p)
+            else:
+                # It leaves the feasible set: the positions after it shift, the step ends
+                # (the rows before it first, at the positions they had).
+                self._advance_rows(adv_rows, adv_pos, f)
+                adv_rows, adv_pos = [], []
+                self._advance(row, p)
+                break
+        if taken:
+            last = k + (taken - 1) * want + want - 1
+            self.ssn.memo.last_processed_node_index = (int(fidx2_before[last]) + 1) % self.n
+        self._advance_rows(adv_rows, adv_pos, f)
+        return rows
+
+    def _advance_rows(self, listed: list[int], positions: list[int], f: int) -> None:
+        """:meth:`_advance` of ``listed`` rows (distinct, staying feasible) at ``positions``
+        of ``fidx`` (of length ``f``)."""
+        if len(listed) < _FEW:
+            for row, p in zip(listed, positions, strict=True):
+                self._advance(row, p)
+            return
+        rows = np.array(listed, dtype=np.int64)
+        pos = np.array(positions, dtype=np.int64)
+        self.has_next[rows] = False
+        self.need_next.update(listed)
+        self.advanced.update(listed)
+        idle = self.idle_next[rows]
+        scores = self.scores_next[rows]
+        self.idle_all[rows] = idle
+        self.scores_all[rows] = scores
+        masked = np.where(idle, scores, -np.inf)
+        for q in (pos, pos + f):
+            self.idle2[q] = idle
+            self.scores2[q] = scores
+            self.masked2[q] = masked
 
     def _own_changes(self, tail: list[int] | None) -> bool:
         """Whether the change-log entries ``tail`` are all this batch's placements.

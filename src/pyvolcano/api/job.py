@@ -28,6 +28,7 @@ from pyvolcano.api.task import (
     TaskStatus,
     _parse_bool,
 )
+from pyvolcano.api.task_template import TaskTemplate, same_content, template_signature
 from pyvolcano.api.unschedule import FitErrors
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ class JobInfo:
         "task_min_available_total",
         "task_status_index",
         "tasks",
+        "templates",
         "topology",
         "total_request",
         "uid",
@@ -209,6 +211,8 @@ class JobInfo:
         # The HyperNode gangpreempt / gangreclaim nominated for the default sub-job of a job
         # without a JobTopology (a job with one keeps it on its sub-jobs); allocate redeems it.
         self.nominated_hypernode = ""
+        # The templates of the tasks (api/task_template.py), interned by signature.
+        self.templates: dict[tuple[object, ...], TaskTemplate] = {}
 
     # ------------------------------------------------------------------ podgroup
     def _moved(self) -> None:
@@ -382,6 +386,63 @@ class JobInfo:
             self.topology.moved(task, old, status)
         task.status = status
         self.task_status_index.setdefault(status, {})[task.uid] = task
+
+    def update_tasks_status(self, tasks: list[TaskInfo], status: TaskStatus) -> None:
+        """:meth:`update_task_status` for each of ``tasks`` in order, with the aggregates
+        moved once: the tasks share one template (so one status, role and request)."""
+        k = len(tasks)
+        first = tasks[0]
+        old = first.status
+        if k == 1 or self.topology is not None or old == status or any(t.status is not old for t in tasks):
+            for task in tasks:
+                self.update_task_status(task, status)
+            return
+        self.version += k - 1
+        self._moved()
+        bucket = self.task_status_index.get(old)
+        if bucket is not None:
+            for task in tasks:
+                bucket.pop(task.uid, None)
+        req = first.resreq
+        was = bool(old._value_ & _ALLOCATED)
+        now = bool(status._value_ & _ALLOCATED)
+        if was and not now:
+            self.allocated.sub_times(req, k)
+        elif now and not was:
+            self.allocated.add_times(req, k)
+        if old == TaskStatus.Pending:
+            self.pending_request.sub_times(req, k)
+            if first.best_effort:
+                self.pending_best_effort -= k
+        elif status == TaskStatus.Pending:
+            self.pending_request.add_times(req, k)
+            if first.best_effort:
+                self.pending_best_effort += k
+        sc = self.status_counts
+        sc[old._value_.bit_length() - 1] -= k
+        sc[status._value_.bit_length() - 1] += k
+        rs = self.role_status
+        rs[(first.role, old._value_)] -= k
+        nkey = (first.role, status._value_)
+        rs[nkey] = rs.get(nkey, 0) + k
+        target = self.task_status_index.setdefault(status, {})
+        for task in tasks:
+            task.status = status
+            target[task.uid] = task
+
+    def template_of(self, task: TaskInfo, like: TaskInfo | None = None) -> TaskTemplate:
+        """The template ``task`` shares with its replicas (api/task_template.py); ``like``, a
+        task whose template is known, is tried first (a field-by-field comparison)."""
+        tpl = task.template
+        if tpl is None and like is not None and like.template is not None and same_content(like, task):
+            tpl = task.template = like.template
+        if tpl is None:
+            sig = template_signature(task)
+            tpl = self.templates.get(sig)
+            if tpl is None:
+                tpl = self.templates[sig] = TaskTemplate(sig)
+            task.template = tpl
+        return tpl
 
     def tasks_in(self, status: TaskStatus) -> dict[str, TaskInfo]:
         return self.task_status_index.get(status, {})

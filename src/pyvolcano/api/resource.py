@@ -67,6 +67,16 @@ def share(left: float, right: float) -> float:
     return left / right
 
 
+def _repeat(x: float, v: float, k: int) -> float:
+    """``x`` after ``k`` additions of ``v`` one at a time (float sums are not associative,
+    so ``x + k * v`` could differ in the last bit; subtracting ``v`` is adding ``-v``)."""
+    if v == 0.0:
+        return x + v  # keeps a -0.0 exactly as one addition would
+    for _ in range(k):
+        x += v
+    return x
+
+
 def _le(left: float, right: float) -> bool:
     return left < right or abs(left - right) < MIN_RESOURCE
 
@@ -172,6 +182,28 @@ class Resource:
         self.memory -= other.memory
         for n, v in other.scalars.items():
             self.scalars[n] = self.scalars.get(n, 0.0) - v
+        return self
+
+    def add_times(self, other: Resource, k: int) -> Resource:
+        """``add(other)`` ``k`` times, with the same float operations in the same order."""
+        if k == 1:
+            return self.add(other)
+        self.milli_cpu = _repeat(self.milli_cpu, other.milli_cpu, k)
+        self.memory = _repeat(self.memory, other.memory, k)
+        scalars = self.scalars
+        for n, v in other.scalars.items():
+            scalars[n] = _repeat(scalars.get(n, 0.0), v, k)
+        return self
+
+    def sub_times(self, other: Resource, k: int) -> Resource:
+        """``sub(other)`` ``k`` times, with the same float operations in the same order."""
+        if k == 1:
+            return self.sub(other)
+        self.milli_cpu = _repeat(self.milli_cpu, -other.milli_cpu, k)
+        self.memory = _repeat(self.memory, -other.memory, k)
+        scalars = self.scalars
+        for n, v in other.scalars.items():
+            scalars[n] = _repeat(scalars.get(n, 0.0), -v, k)
         return self
 
     def sub_without_assert(self, other: Resource) -> Resource:

@@ -18,6 +18,7 @@ from pyvolcano.api.names import GROUP_NAME_KEY, PREEMPTABLE_KEY, TASK_PRIORITY_K
 from pyvolcano.api.objects import Pod
 from pyvolcano.api.quantity import milli_value, value
 from pyvolcano.api.resource import CPU, MEMORY, PODS, Resource
+from pyvolcano.api.task_template import TaskTemplate
 from pyvolcano.util.numbers import parse_int
 
 __all__ = [
@@ -204,6 +205,7 @@ class TaskInfo:
         "role",
         "sch_gated",
         "status",
+        "template",
         "uid",
     )
 
@@ -235,6 +237,8 @@ class TaskInfo:
         self.eq_key: object = None
         self.req_vec: object = None
         self.nonzero_req: tuple[float, float] | None = None
+        # The job's TaskTemplate for this task (api/task_template.py), set on first use.
+        self.template: TaskTemplate | None = None
 
     @staticmethod
     def _preemptable(pod: Pod) -> bool:

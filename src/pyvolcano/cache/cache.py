@@ -58,6 +58,18 @@ class SchedulerOptions:
     # scorer is node-local for them (actions/replica_batch.py); the decisions are those of
     # the per-pod path, which False forces (kept for the equivalence tests and benchmarks).
     batch_replicas: bool = True
+    # Within allocate's batched placement, consecutive replicas of one task template
+    # (api/task_template.py) are taken as a run with one equivalence key, and each of the
+    # following batch forms replaces its per-pod call for the run (actions/allocate.py);
+    # each False forces the per-pod form (for the equivalence tests and benchmarks).
+    batch_templates: bool = True
+    # The statement allocates a run with one call: the job's aggregates moved once, one
+    # batched allocate event per plugin; commit moves it to Binding at once (framework/statement.py).
+    batch_statement: bool = True
+    # The queue-quota check (Allocatable) counts how many replicas of the run fit, once.
+    batch_quota: bool = True
+    # JobReady is asked only once the gang's count can make it true.
+    batch_ready: bool = True
     # allocate's HyperNode search dry-runs candidates best-score-first and stops once no
     # untried candidate can score as high as the best placement found (the scores do not depend
     # on the dry runs; actions/allocate_topology.py). The chosen HyperNode is the one the
@@ -253,6 +265,22 @@ class SchedulerCache:
         node = self.nodes.get(node_name)
         if node is not None and task.uid in node.task_status:
             node.task_status[task.uid] = TaskStatus.Bound
+
+    def bind_many(self, tasks: list[TaskInfo], node_names: list[str]) -> None:
+        """:meth:`bind` of ``tasks[i]`` to ``node_names[i]`` (no annotations) for each ``i`` in
+        order: replicas of one template of one job, moved to Bound at once."""
+        job = self.jobs.get(tasks[0].job)
+        if job is None:
+            for task, node_name in zip(tasks, node_names, strict=True):
+                self.bind(task, node_name)
+            return
+        job.update_tasks_status(tasks, TaskStatus.Bound)
+        nodes = self.nodes
+        for task, node_name in zip(tasks, node_names, strict=True):
+            task.pod.node_name = node_name
+            node = nodes.get(node_name)
+            if node is not None and task.uid in node.task_status:
+                node.task_status[task.uid] = TaskStatus.Bound
 
     def evict(self, task: TaskInfo, now: float = 0.0) -> None:
         """Apply an eviction: delete the pod (one-shot mode) or mark it terminating."""

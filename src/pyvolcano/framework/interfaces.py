@@ -97,8 +97,20 @@ class Event:
 
 @dataclass(slots=True)
 class EventHandler:
+    """A plugin's bookkeeping hooks, fired by the statement's operations.
+
+    ``allocate_many`` (optional) is the batch form of ``allocate``: called with replicas of
+    one template of one job (api/task_template.py) that were all just allocated, it must
+    leave the plugin's state exactly as calling ``allocate`` on each of them in order does
+    (the same float operations in the same order), without reading the status of the tasks
+    (when it runs, every task of the batch is already placed). Additive handlers (a queue's
+    or job's allocated sum) declare it; a handler without it keeps the statement's batch
+    allocation off (:meth:`Statement.allocate_many` then allocates one task at a time).
+    """
+
     allocate: Callable[[Event], None] | None = None
     deallocate: Callable[[Event], None] | None = None
+    allocate_many: Callable[[list[TaskInfo]], None] | None = None
 
 
 class EvictionKind(enum.Enum):

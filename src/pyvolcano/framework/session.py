@@ -185,6 +185,14 @@ class Session(SchedulerHelper):
             job.update_task_status(task, TaskStatus.Binding)
         self.binds.append((task, task.node_name))
 
+    def dispatch_many(self, tasks: list[TaskInfo]) -> None:
+        """:meth:`dispatch` of each of ``tasks`` in order: replicas of one template of one job,
+        moved to Binding at once (``JobInfo.update_tasks_status``)."""
+        job = self.jobs.get(tasks[0].job)
+        if job is not None:
+            job.update_tasks_status(tasks, TaskStatus.Binding)
+        self.binds.extend((task, task.node_name) for task in tasks)
+
     def effects_evict(self, task: TaskInfo, reason: str) -> None:
         self.evictions.append((task, reason))
         job = self.jobs.get(task.job)

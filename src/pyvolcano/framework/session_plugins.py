@@ -93,6 +93,8 @@ class SessionPlugins:
         self._not_batchable: set[str] = set()
         self._task_order_keys: dict[str, Callable[[TaskInfo], Any]] = {}
         self._projectable: dict[str, Callable[[TaskInfo], bool]] = {}
+        self._allocatable_counts: dict[str, Callable[[QueueInfo, TaskInfo, int], int]] = {}
+        self._ready_bounds: dict[str, Callable[[JobInfo], int]] = {}
 
     # ------------------------------------------------------------------ registration
     def _add(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
@@ -196,14 +198,41 @@ class SessionPlugins:
     def add_overused_fn(self, name: str, fn: Callable[[QueueInfo], bool]) -> None:
         self._add("overused", name, fn)
 
-    def add_allocatable_fn(self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+    def add_allocatable_fn(
+        self, name: str, fn: Callable[[QueueInfo, TaskInfo], bool], *,
+        count: Callable[[QueueInfo, TaskInfo, int], int] | None = None,
+    ) -> None:
+        """Register a queue-quota check.
+
+        ``count(queue, task, k)`` (optional) is its batch form: how many of ``k`` replicas of
+        ``task``'s template, each allocated in turn with its allocate events fired, ``fn``
+        admits one after another before it first refuses one. The verdict must be monotone
+        (a refused replica leaves the state as it was, so every later one is refused too),
+        and ``count`` must compute it with the float operations the events would perform.
+        """
         self._add("allocatable", name, fn)
+        if count is not None:
+            self._allocatable_counts[name] = count
+        else:
+            self._allocatable_counts.pop(name, None)
 
     def add_preemptive_fn(self, name: str, fn: Callable[[QueueInfo, list[TaskInfo]], bool]) -> None:
         self._add("preemptive", name, fn)
 
-    def add_job_ready_fn(self, name: str, fn: Callable[[JobInfo], bool]) -> None:
+    def add_job_ready_fn(
+        self, name: str, fn: Callable[[JobInfo], bool], *, bound: Callable[[JobInfo], int] | None = None
+    ) -> None:
+        """Register a JobReady callback.
+
+        ``bound(job)`` (optional) is a number ``n ≥ 1`` such that ``fn(job)`` stays False until
+        at least ``n`` more of the job's pending tasks are allocated (a gang's count decides
+        it); allocate then asks ``fn`` only when that many were placed.
+        """
         self._add("job_ready", name, fn)
+        if bound is not None:
+            self._ready_bounds[name] = bound
+        else:
+            self._ready_bounds.pop(name, None)
 
     def add_job_pipelined_fn(self, name: str, fn: Callable[[JobInfo], int]) -> None:
         self._add("job_pipelined", name, fn)
@@ -333,6 +362,23 @@ class SessionPlugins:
     def job_ready(self, job: JobInfo) -> bool:
         return ep.walk_and(self._tiers("job_ready"), job)
 
+    def job_ready_bound(self, job: JobInfo) -> int | None:
+        """How many more of ``job``'s tasks must be allocated before :meth:`job_ready` can
+        turn True (at least 1); None when an enabled JobReady callback declared no bound.
+
+        Every callback must agree, so the largest of their bounds holds for the walk.
+        """
+        n = 1
+        for tier in self._tiers("job_ready"):
+            for name, _fn in tier:
+                bound = self._ready_bounds.get(name)
+                if bound is None:
+                    return None
+                b = bound(job)
+                if b > n:
+                    n = b
+        return n
+
     def job_pipelined(self, job: JobInfo) -> bool:
         return ep.walk_vote(self._tiers("job_pipelined"), job)
 
@@ -403,6 +449,23 @@ class SessionPlugins:
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return ep.walk_and(self._tiers("allocatable"), queue, task)
+
+    def allocatable_count(self, queue: QueueInfo, task: TaskInfo, k: int) -> int | None:
+        """How many of ``k`` replicas of ``task``'s template :meth:`allocatable` admits in a
+        row, each allocated in turn; None when an enabled callback declared no count.
+
+        Every callback's verdict is monotone, so the walk admits a replica exactly when each
+        callback does: the smallest of their counts.
+        """
+        n = k
+        for tier in self._tiers("allocatable"):
+            for name, _fn in tier:
+                count = self._allocatable_counts.get(name)
+                if count is None:
+                    return None
+                if n:
+                    n = min(n, count(queue, task, n))
+        return n
 
     def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
         return ep.walk_and(self._tiers("preemptive"), queue, tasks)
@@ -580,6 +643,17 @@ class SessionPlugins:
                 if ev.err:
                     ok = False
         return ok
+
+    def allocate_batchable(self) -> bool:
+        """Whether every allocate event handler declared its batch form (``allocate_many``)."""
+        return all(eh.allocate_many is not None for eh in self.event_handlers if eh.allocate is not None)
+
+    def fire_allocate_many(self, tasks: list[TaskInfo]) -> None:
+        """Every handler's batch form on ``tasks`` (see :class:`EventHandler`); handlers
+        without an allocate hook are skipped, as :meth:`fire_allocate` skips them."""
+        for eh in self.event_handlers:
+            if eh.allocate_many is not None:
+                eh.allocate_many(tasks)
 
     def fire_deallocate(self, task: TaskInfo) -> None:
         for eh in self.event_handlers:

@@ -8,6 +8,14 @@ for the close-time reason messages. A statement that is neither committed nor di
 (allocate keeps pipelined gangs) is discarded by the session at close, so nothing tentative
 ever leaks into the cluster state.
 
+Batch form: :meth:`Statement.allocate_many` allocates replicas of one template of one job
+(api/task_template.py) with one call: the job's aggregates move once
+(``JobInfo.update_tasks_status``) and every plugin's allocate event handler is called once
+with all of them (``EventHandler.allocate_many``); ``commit()`` likewise moves a run of
+such allocations to Binding at once. Both leave exactly the state the one-task-at-a-time
+form leaves, which they fall back to when an event handler has no batch form or
+``SchedulerOptions.batch_statement`` is off.
+
 Invariant: after ``discard()`` the session state equals the state before the first operation.
 """
 
@@ -18,12 +26,12 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from pyvolcano.api.node import NodeInfo
     from pyvolcano.framework.session import Session
 
 __all__ = ["OpKind", "Operation", "SavedOperation", "Statement"]
@@ -117,6 +125,20 @@ class Statement:
         self.operations.append(Operation(OpKind.ALLOCATE, task))
         return True
 
+    def allocate_many(self, tasks: list[TaskInfo], nodes: list[NodeInfo]) -> None:
+        """:meth:`allocate` of ``tasks[i]`` on ``nodes[i]`` for each ``i`` in order; the tasks
+        are pending replicas of one template of one job (see the module doc)."""
+        ssn = self.ssn
+        job = ssn.jobs.get(tasks[0].job)
+        if job is None or len(tasks) == 1 or not ssn.cache.options.batch_statement or not ssn.allocate_batchable():
+            for task, node in zip(tasks, nodes, strict=True):
+                self.allocate(task, node)
+            return
+        job.update_tasks_status(tasks, TaskStatus.Allocated)
+        NodeInfo.add_replicas(nodes, tasks)
+        self.operations.extend(Operation(OpKind.ALLOCATE, task) for task in tasks)
+        ssn.fire_allocate_many(tasks)
+
     # ------------------------------------------------------------------ reversal
     def _unevict(self, task: TaskInfo) -> None:
         ssn = self.ssn
@@ -169,13 +191,26 @@ class Statement:
             evicted = [op.reason for op in self.operations if op.kind is OpKind.EVICT]
             if evicted:
                 ssn.observer.evictions_committed(evicted[0], len(evicted))
-        for op in self.operations:
+        bulk = ssn.cache.options.batch_statement
+        ops = self.operations
+        i, n = 0, len(ops)
+        while i < n:
+            op = ops[i]
+            if op.kind is OpKind.ALLOCATE and bulk:
+                run = _allocation_run(ops, i)
+                if len(run) > 1:
+                    for task in run:
+                        task.clear_last_tx_context()
+                    ssn.dispatch_many(run)
+                    i += len(run)
+                    continue
             op.task.clear_last_tx_context()
             if op.kind is OpKind.EVICT:
                 ssn.effects_evict(op.task, op.reason)
             elif op.kind is OpKind.ALLOCATE:
                 ssn.dispatch(op.task)
             # Pipelining is session-only: nothing leaves the session.
+            i += 1
         self.operations = []
         self._close()
 
@@ -209,3 +244,17 @@ class Statement:
     def _close(self) -> None:
         with contextlib.suppress(ValueError):
             self.ssn._open_statements.remove(self)
+
+
+def _allocation_run(ops: list[Operation], i: int) -> list[TaskInfo]:
+    """The tasks of the allocations from ``ops[i]`` on that share its template (one job)."""
+    first = ops[i].task
+    tpl = first.template
+    run = [first]
+    if tpl is None:
+        return run
+    for op in ops[i + 1:]:
+        if op.kind is not OpKind.ALLOCATE or op.task.template is not tpl:
+            break
+        run.append(op.task)
+    return run

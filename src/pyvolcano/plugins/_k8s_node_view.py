@@ -83,6 +83,17 @@ class K8sNodeView:
         if self._affinity_pods is not None and has_preferred_pod_terms(task.pod.affinity):
             self._affinity_pods[task.uid] = task
 
+    def on_allocate_many(self, tasks: list[TaskInfo]) -> None:
+        """:meth:`on_allocate` of each task (replicas of one template: they all carry
+        preferred pod terms or none do)."""
+        if self._evicted:
+            for task in tasks:
+                self.on_allocate(Event(task))
+            return
+        if self._affinity_pods is not None and has_preferred_pod_terms(tasks[0].pod.affinity):
+            for task in tasks:
+                self._affinity_pods[task.uid] = task
+
     def on_deallocate(self, event: Event) -> None:
         task = event.task
         if self._affinity_pods is not None:

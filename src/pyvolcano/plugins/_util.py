@@ -14,12 +14,72 @@ __all__ = [
     "inqueue_resource",
     "max_resource",
     "queue_reservation",
+    "replicas_within",
     "running_reservation",
 ]
 
 
 def calculate_allocated_task_num(job: JobInfo) -> int:
     return job.count(ALLOCATED_STATUS)
+
+
+def replicas_within(allocated: Resource, limit: Resource, req: Resource, k: int) -> int:
+    """How many of ``k`` replicas requesting ``req`` pass, one after another, the check
+    ``allocated + req`` ≤ ``limit`` (``Resource.less_equal_with_dimension``: the dimensions
+    where ``req`` > 0, ``pods`` aside, no ε), ``allocated`` growing by ``req`` after each
+    admitted one as its allocate event adds it. The sums are formed one addition at a time,
+    as the events form them, so the count is the per-replica verdicts' exactly.
+    """
+    dims: list[tuple[float, float]] = []
+    values: list[float] = []
+    if req.milli_cpu > 0:
+        dims.append((req.milli_cpu, limit.milli_cpu))
+        values.append(allocated.milli_cpu)
+    if req.memory > 0:
+        dims.append((req.memory, limit.memory))
+        values.append(allocated.memory)
+    for name, v in req.scalars.items():
+        if name == PODS or v <= 0:
+            continue
+        dims.append((v, limit.scalars.get(name, 0.0)))
+        values.append(allocated.scalars.get(name, 0.0))
+    if not dims:
+        return k
+    exact = _exact_count(dims, values, k)
+    if exact is not None:
+        return exact
+    n = 0
+    while n < k:
+        for j, (v, bound) in enumerate(dims):
+            if values[j] + v > bound:
+                return n
+        for j, (v, _bound) in enumerate(dims):
+            values[j] += v
+        n += 1
+    return n
+
+
+_EXACT = float(2**53)
+
+
+def _exact_count(dims: list[tuple[float, float]], values: list[float], k: int) -> int | None:
+    """:func:`replicas_within`'s count without the loop, where every sum is exact: integral
+    start and step with ``start + k * step`` below 2**53, so the sum after ``i`` additions
+    is ``start + i * step`` exactly; None otherwise."""
+    n = k
+    for (v, bound), x in zip(dims, values, strict=True):
+        if not (x.is_integer() and v.is_integer() and abs(x) + k * v < _EXACT and math.isfinite(bound)):
+            return None
+        # The largest c with x + c * v <= bound (exact integer products, compared exactly).
+        c = math.floor((bound - x) / v)
+        c = max(min(c, k), -1)
+        while c >= 0 and x + c * v > bound:
+            c -= 1
+        while c < k and x + (c + 1) * v <= bound:
+            c += 1
+        # Replica i passes while x + (i + 1) * v <= bound: c of them.
+        n = min(n, max(c, 0))
+    return n
 
 
 def running_reservation(job: JobInfo) -> Resource | None:

@@ -137,6 +137,13 @@ class Drf:
             if hdrf is not None:
                 hdrf.task_added(ssn, ev.task)
 
+        def on_allocate_many(tasks: list[TaskInfo]) -> None:
+            attr = self.job_attrs.get(tasks[0].job)
+            if attr is None:
+                return
+            attr.allocated.add_times(tasks[0].resreq, len(tasks))
+            self.update_share(attr)
+
         def on_deallocate(ev: Event) -> None:
             attr = self.job_attrs.get(ev.task.job)
             if attr is None:
@@ -158,7 +165,9 @@ class Drf:
 
             ssn.add_queue_order_fn(NAME, queue_order)
             ssn.add_reclaimable_fn(NAME, reclaimable)
-        ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
+        # Hierarchical DRF follows every task through its tree: no batch form then.
+        ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate,
+                                           allocate_many=on_allocate_many if hdrf is None else None))
 
     def on_session_close(self, ssn: Session) -> None:
         self.total = Resource()

@@ -83,6 +83,11 @@ class Gang:
             topo = job.topology
             return job.check_task_ready() and (topo is None or topo.check_ready()) and job.is_ready()
 
+        def ready_bound(job: JobInfo) -> int:
+            # is_ready() needs minAvailable ready tasks (pending best-effort ones count); every
+            # allocation adds one, so fewer than the shortfall cannot make it true.
+            return max(1, job.min_available - job.ready_task_num() - job.pending_best_effort)
+
         def job_pipelined(job: JobInfo) -> int:
             topo = job.topology
             ok = job.check_task_pipelined() and (topo is None or topo.check_pipelined()) and job.is_pipelined()
@@ -106,7 +111,7 @@ class Gang:
         ssn.add_preemptable_fn(NAME, evictable)
         ssn.add_unified_evictable_fn(NAME, lambda _ctx, candidates: (candidates, Vote.PERMIT))
         ssn.add_job_order_fn(NAME, job_order)
-        ssn.add_job_ready_fn(NAME, job_ready)
+        ssn.add_job_ready_fn(NAME, job_ready, bound=ready_bound)
         ssn.add_job_pipelined_fn(NAME, job_pipelined)
         ssn.add_job_starving_fn(NAME, job_starving)
         ssn.add_sub_job_order_fn(NAME, sub_job_order)

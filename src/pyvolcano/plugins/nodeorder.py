@@ -180,7 +180,8 @@ class NodeOrder:
         if not order.weighted:
             return
         view = order.view
-        ssn.add_event_handler(EventHandler(allocate=view.on_allocate, deallocate=view.on_deallocate))
+        ssn.add_event_handler(EventHandler(allocate=view.on_allocate, deallocate=view.on_deallocate,
+                                           allocate_many=view.on_allocate_many))
         ssn.add_node_order_fn(NAME, order.node_order, cache_key=order.cache_key, projectable=_projectable)
 
     def on_session_close(self, ssn: Session) -> None:

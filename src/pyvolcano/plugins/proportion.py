@@ -27,6 +27,7 @@ from pyvolcano.plugins._util import (
     capability_resource,
     max_resource,
     queue_reservation,
+    replicas_within,
 )
 
 if TYPE_CHECKING:
@@ -232,6 +233,12 @@ class Proportion:
         def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
             return queue_allocatable(queue, [task])
 
+        def allocatable_count(queue: QueueInfo, task: TaskInfo, k: int) -> int:
+            if queue.state != "Open":
+                return 0
+            attr = opts[queue.uid]
+            return replicas_within(attr.allocated, attr.deserved, task.resreq, k)
+
         def job_enqueueable(job: JobInfo) -> int:
             attr = opts.get(job.queue)
             queue = ssn.queues[job.queue]
@@ -264,6 +271,13 @@ class Proportion:
                 attr.allocated.add(ev.task.resreq)
                 attr.update_share()
 
+        def on_allocate_many(tasks: list[TaskInfo]) -> None:
+            job = ssn.jobs.get(tasks[0].job)
+            attr = opts.get(job.queue) if job is not None else None
+            if attr is not None:
+                attr.allocated.add_times(tasks[0].resreq, len(tasks))
+                attr.update_share()
+
         def on_deallocate(ev: Event) -> None:
             job = ssn.jobs.get(ev.task.job)
             attr = opts.get(job.queue) if job is not None else None
@@ -274,11 +288,12 @@ class Proportion:
         ssn.add_queue_order_fn(NAME, queue_order)
         ssn.add_reclaimable_fn(NAME, reclaimable)
         ssn.add_overused_fn(NAME, overused)
-        ssn.add_allocatable_fn(NAME, allocatable)
+        ssn.add_allocatable_fn(NAME, allocatable, count=allocatable_count)
         ssn.add_preemptive_fn(NAME, queue_allocatable)
         ssn.add_job_enqueueable_fn(NAME, job_enqueueable)
         ssn.add_job_enqueued_fn(NAME, job_enqueued)
-        ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
+        ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate,
+                                           allocate_many=on_allocate_many))
 
     def deserved_snapshot(self) -> dict[str, Resource]:
         """Each queue's current deserved resources (read by the simulator's metrics)."""

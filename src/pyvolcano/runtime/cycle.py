@@ -140,12 +140,7 @@ def run_once(
     ssn.close()
     result.nominated = dict(ssn.nominated)
     result.diagnoses = ssn.diagnoses
-    for task, node_name in ssn.binds:
-        if task.status == TaskStatus.Binding:
-            ann = ssn.bind_annotations.get(task.uid) or {}
-            cache.bind(task, node_name, ann)
-            result.binds.append((task.key, node_name))
-            result.bind_requests.append(BindRequest(task.namespace, task.name, node_name, dict(ann), task.uid))
+    _apply_binds(cache, ssn, result)
     for task, reason in ssn.evictions:
         result.evictions.append(task.key)
         result.evict_requests.append((task.namespace, task.name, reason))
@@ -160,6 +155,43 @@ def run_once(
                 job.status_key = key
                 result.changed_podgroups.append(job.podgroup)
     return result
+
+
+def _apply_binds(cache: SchedulerCache, ssn: Session, result: SessionResult) -> None:
+    """Apply the session's binds to the cache and list them in ``result``, in order.
+
+    A run of binds of one template's replicas without bind annotations is applied with one
+    status change of their job (``SchedulerCache.bind_many``, with
+    ``SchedulerOptions.batch_statement``); the effect is that of one bind at a time.
+    """
+    binds = ssn.binds
+    annotations = ssn.bind_annotations
+    bulk = cache.options.batch_statement
+    i, n = 0, len(binds)
+    while i < n:
+        task, node_name = binds[i]
+        i += 1
+        if task.status != TaskStatus.Binding:
+            continue
+        tpl = task.template
+        if bulk and tpl is not None and task.uid not in annotations:
+            j = i
+            while (j < n and binds[j][0].template is tpl and binds[j][0].status == TaskStatus.Binding
+                   and binds[j][0].uid not in annotations):
+                j += 1
+            if j > i:
+                run = [task, *(t for t, _node in binds[i:j])]
+                names = [node_name, *(nn for _t, nn in binds[i:j])]
+                i = j
+                cache.bind_many(run, names)
+                for t, nn in zip(run, names, strict=True):
+                    result.binds.append((t.key, nn))
+                    result.bind_requests.append(BindRequest(t.namespace, t.name, nn, {}, t.uid))
+                continue
+        ann = annotations.get(task.uid) or {}
+        cache.bind(task, node_name, ann)
+        result.binds.append((task.key, node_name))
+        result.bind_requests.append(BindRequest(task.namespace, task.name, node_name, dict(ann), task.uid))
 
 
 def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, registry: Registry, *,

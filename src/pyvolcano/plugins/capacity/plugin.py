@@ -46,6 +46,7 @@ from pyvolcano.api.task import TaskInfo
 from pyvolcano.diagnosis.model import QueueQuota
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext, EvictionKind, Vote
+from pyvolcano.plugins._util import replicas_within
 from pyvolcano.plugins.capacity.attrs import (
     ROOT_QUEUE,
     QueueAttr,
@@ -143,10 +144,11 @@ class CapacitySession:
         ssn.add_reclaimable_fn(NAME, self.reclaimable)
         ssn.add_unified_evictable_fn(NAME, self.unified_evictable)
         ssn.add_preemptive_fn(NAME, self.preemptive)
-        ssn.add_allocatable_fn(NAME, self.allocatable)
+        ssn.add_allocatable_fn(NAME, self.allocatable, count=self.allocatable_count)
         ssn.add_job_enqueueable_fn(NAME, self.job_enqueueable)
         ssn.add_job_enqueued_fn(NAME, self.job_enqueued)
-        ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
+        ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate,
+                                           allocate_many=self.on_allocate_many))
         if not self.hierarchy:
             ssn.add_queue_order_fn(NAME, self.queue_order_flat)
         elif self.ready:
@@ -209,6 +211,22 @@ class CapacitySession:
             return future.less_equal_with_dimension(q.real_capability, task.resreq)[0]
 
         return all(fits(q) for q in self.path_to_root(attr))
+
+    def allocatable_count(self, queue: QueueInfo, task: TaskInfo, k: int) -> int:
+        """:meth:`allocatable`'s batch form: how many of ``k`` replicas it admits in a row."""
+        if not queue.is_open or not self.ready:
+            return 0
+        attr = self.opts.get(queue.uid)
+        if attr is None:
+            return k
+        if self.hierarchy and not attr.is_leaf:
+            return 0
+        n = k
+        for q in self.path_to_root(attr):
+            n = replicas_within(q.allocated, q.real_capability, task.resreq, n)
+            if not n:
+                break
+        return n
 
     def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
         if not self.ready or not queue.is_open:
@@ -381,6 +399,14 @@ class CapacitySession:
 
     def on_deallocate(self, event: Event) -> None:
         self._account(event.task, -1)
+
+    def on_allocate_many(self, tasks: list[TaskInfo]) -> None:
+        attr = self.attr_of_job(tasks[0].job)
+        if attr is None:
+            return
+        for q in self.path_to_root(attr):
+            q.allocated.add_times(tasks[0].resreq, len(tasks))
+        attr.update_share()
 
     def _account(self, task: TaskInfo, sign: int) -> None:
         attr = self.attr_of_job(task.job)
