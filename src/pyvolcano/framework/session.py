@@ -80,6 +80,8 @@ class Session(SchedulerHelper):
         self.queues: dict[str, QueueInfo] = dict(cache.queues)
         self.priority_classes = cache.priority_classes
         self.jobs: dict[str, JobInfo] = cache.session_jobs()  # with a PodGroup and an existing queue
+        # The queues of those jobs, each once, in the order a walk over self.jobs meets them.
+        self.job_queues: tuple[str, ...] = cache.session_job_queues()
         self.total_resource = self._total_resource()
         # HyperNodes and the jobs' effective network-topology constraints (framework/topology.py).
         self.topology = SessionTopology(cache.hypernode_tree)

@@ -37,24 +37,6 @@ class Gang:
         self.arguments = dict(arguments or {})
 
     def on_session_open(self, ssn: Session) -> None:
-        def job_valid(job: JobInfo) -> ValidateResult | None:
-            if not job.check_task_valid():
-                return ValidateResult(
-                    False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
-                )
-            if job.topology is not None and not job.topology.check_valid():
-                return ValidateResult(
-                    False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid subGroups of each task for gang-scheduling"
-                )
-            vtn = job.valid_task_num()
-            if vtn < job.min_available:
-                return ValidateResult(
-                    False,
-                    NOT_ENOUGH_PODS,
-                    f"Not enough valid tasks for gang-scheduling, valid: {vtn}, min: {job.min_available}",
-                )
-            return None
-
         def evictable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             victims: list[TaskInfo] = []
             occupied: dict[str, int] = {}
@@ -101,7 +83,7 @@ class Gang:
         def job_starving(job: JobInfo) -> bool:
             return job.is_starving()
 
-        ssn.add_job_valid_fn(NAME, job_valid)
+        ssn.add_job_valid_fn(NAME, job_valid, job_local=True)
         ssn.add_reclaimable_fn(NAME, evictable)
         ssn.add_preemptable_fn(NAME, evictable)
         ssn.add_unified_evictable_fn(NAME, lambda _ctx, candidates: (candidates, Vote.PERMIT))
@@ -133,6 +115,27 @@ class Gang:
                     message="", transition_id=ssn.uid, last_transition_time=ssn.now,
                 )
             update_podgroup_condition(job, cond)
+
+
+def job_valid(job: JobInfo) -> ValidateResult | None:
+    """Gang's JobValid: enough valid pods for the gang (and per role and sub-group). Reads only
+    the job's tasks and PodGroup (``job_local``)."""
+    if not job.check_task_valid():
+        return ValidateResult(
+            False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
+        )
+    if job.topology is not None and not job.topology.check_valid():
+        return ValidateResult(
+            False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid subGroups of each task for gang-scheduling"
+        )
+    vtn = job.valid_task_num()
+    if vtn < job.min_available:
+        return ValidateResult(
+            False,
+            NOT_ENOUGH_PODS,
+            f"Not enough valid tasks for gang-scheduling, valid: {vtn}, min: {job.min_available}",
+        )
+    return None
 
 
 def unready_task_count(job: JobInfo) -> int | None:
