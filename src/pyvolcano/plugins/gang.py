@@ -6,7 +6,9 @@ keep gangs whole through their safe / whole bundles), JobOrder, JobReady, JobPip
 SubJobOrder (not-ready first), SubJobReady and SubJobPipelined; a job with sub-group policies
 is valid, ready or pipelined only when every policy has ``minSubGroups`` such sub-jobs. At session close it
 writes the PodGroup condition: ``Unschedulable`` (reason ``NotEnoughResources``, message
-``"<k>/<n> tasks in gang unschedulable: <job fit error>"``) or ``Scheduled``.
+``"<k>/<n> tasks in gang unschedulable: <job fit error>"``) or ``Scheduled``, for the jobs
+session close did not find settled (``Session.unsettled``; ``SessionMemo.feed_close_passes =
+False`` walks every job and skips the settled ones).
 """
 
 from __future__ import annotations
@@ -96,8 +98,11 @@ class Gang:
         ssn.add_sub_job_pipelined_fn(NAME, lambda sj: Vote.PERMIT if sj.is_pipelined() else Vote.REJECT)
 
     def on_session_close(self, ssn: Session) -> None:
+        # Settled jobs keep the condition of the close that last looked at them; the unsettled
+        # ones are listed (framework/job_updater.py), so only they are visited.
         settled = ssn.settled
-        for uid, job in ssn.jobs.items():
+        visit = ((uid, ssn.jobs[uid]) for uid in ssn.unsettled) if ssn.memo.feed_close_passes else ssn.jobs.items()
+        for uid, job in visit:
             if not job.tasks or job.podgroup is None or uid in settled:
                 continue
             if not job.is_ready():
