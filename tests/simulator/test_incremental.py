@@ -48,6 +48,7 @@ def _from_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(SessionMemo, "feed_fit_reset", False)
     monkeypatch.setattr(SessionMemo, "feed_action_queues", False)
     monkeypatch.setattr(SessionMemo, "feed_close_passes", False)
+    monkeypatch.setattr(collector.FragmentationTracker, "fed", False)
     open_session = session.open_session
 
     def without_memos(cache: SchedulerCache, *args: Any, **kwargs: Any) -> Any:
