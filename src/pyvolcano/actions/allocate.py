@@ -83,6 +83,8 @@ class Allocate:
                 # Nothing for allocate (upstream builds an empty worksheet and skips the job;
                 # JobValid has no side effects, so asking it first changes nothing).
                 continue
+            if ssn.skip_unchanged and ssn.unchanged_since_failure(job):
+                continue  # before the checks below, which only skip too
             vr = ssn.job_valid(job)
             if vr is not None and not vr.passed:
                 continue
@@ -91,8 +93,6 @@ class Allocate:
                 continue
             topo = job.topology
             if topo is not None and not ssn.topology.ready and topo.contains_network_topology():
-                continue
-            if ssn.skip_unchanged and ssn.unchanged_since_failure(job):
                 continue
             if sub_job_needs_search(job):
                 ws = organize_worksheet(ssn, job)

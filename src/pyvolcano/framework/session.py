@@ -85,7 +85,7 @@ class Session(SchedulerHelper):
         self.total_resource = self._total_resource()
         # HyperNodes and the jobs' effective network-topology constraints (framework/topology.py).
         self.topology = SessionTopology(cache.hypernode_tree)
-        self.topology.open([j for j in self.jobs.values() if j.topology is not None])
+        self.topology.open(self._jobs_with_topology())
         self.enabled_actions = set(config.actions)
         self._init_plugin_tables()
         self._open_statements: list[Statement] = []
@@ -158,6 +158,14 @@ class Session(SchedulerHelper):
         for stmt in reversed(list(self._open_statements)):
             stmt.discard()
         job_updater.revert_tentative(self)
+
+    def _jobs_with_topology(self) -> list[JobInfo]:
+        """The session's jobs with a JobTopology, in uid order: kept by the change feed (a
+        job's topology is rebuilt only with its PodGroup, which moves its version); every job
+        is walked with ``SessionMemo.track_session_changes`` False."""
+        if not self.memo.track_session_changes:
+            return [j for j in self.jobs.values() if j.topology is not None]
+        return self.memo.job_filter("session/topology", _has_topology).select(self.jobs)
 
     def _reset_fit_errors(self) -> None:
         """Clear the jobs' fit errors and their pending tasks' last transactions (upstream's
@@ -259,6 +267,10 @@ class Session(SchedulerHelper):
 
     def all_node_indices(self) -> np.ndarray:
         return np.arange(self.node_table.n, dtype=np.int64)
+
+
+def _has_topology(job: JobInfo) -> bool:
+    return job.topology is not None
 
 
 def open_session(
