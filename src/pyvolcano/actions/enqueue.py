@@ -9,7 +9,8 @@ The job queues are built from the jobs enqueue can act on (a Pending PodGroup, o
 without its first-seen time), kept between sessions by the cache's change feed
 (:class:`~pyvolcano.cache.job_filter.JobFilter`); the queue heap still receives every queue
 that has a job in the session, in the order a walk over the jobs meets them, so ties pop as
-before. ``SessionMemo.feed_action_queues = False`` walks every job instead.
+before (and none when no job is Pending: the loop would only pop them).
+``SessionMemo.feed_action_queues = False`` walks every job instead.
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ class Enqueue:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs_map: dict[str, PriorityQueue[JobInfo]] = {}
         if ssn.memo.feed_action_queues:
-            for name in ssn.job_queues:
-                queues.push(ssn.queues[name])
             for job in ssn.memo.job_filter(NAME, _can_act_on).select(ssn.jobs):
                 if job.schedule_start is None:
                     job.schedule_start = ssn.now
                 if job.is_pending():
                     jobs_map.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+            if not jobs_map:
+                return  # the loop below would only pop every queue (QueueOrder has no side effects)
+            for name in ssn.job_queues:
+                queues.push(ssn.queues[name])
         else:
             queue_set: set[str] = set()
             for job in ssn.jobs.values():
