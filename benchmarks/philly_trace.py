@@ -2,8 +2,10 @@
 
 Prints wall seconds, simulated jobs per wall second, sessions, session latency p50/p99 and
 peak RSS for the Philly trace (philly.csv, 82,247 jobs) on its 552 machines with upstream's
-default configuration. ``--limit N`` runs only the first N jobs (by submit time) for a
-quicker measurement. Not a test: it never fails on timing.
+default configuration, and the job/timeline hash (SHA-256 of the result's JSON without its
+wall seconds, plus the timeline), which must not change with a change that keeps decisions.
+``--limit N`` runs only the first N jobs (by submit time) for a quicker measurement. Not a
+test: it never fails on timing.
 
     python benchmarks/philly_trace.py [--limit 5000]
 """
@@ -11,6 +13,8 @@ quicker measurement. Not a test: it never fails on timing.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import resource
 import sys
 import time
@@ -51,6 +55,10 @@ def main() -> None:
     print(f"virtual time {res.virtual_seconds / 86400:.1f} days, sessions {res.sessions:,}, "
           f"session latency p50 {np.percentile(lat, 50) * 1000:.1f} ms, p99 {np.percentile(lat, 99) * 1000:.1f} ms")
     print(f"peak RSS {rss:.0f} MiB")
+    out = res.to_json()
+    out["stats"].pop("wall_seconds", None)
+    out["timeline"] = res.timeline
+    print(f"job/timeline hash {hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()[:16]}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Each shortcut (per-queue sums kept by deltas, settled jobs left alone at session close, the
 reused proportion water-filling, the predicates' stable filters kept across sessions, the
-passes that visit only the jobs the cache's change feed reported) is switched back to its
+passes that visit only the jobs the cache's change feed reported: the status keys, the
+fit-error reset, enqueue's and allocate's job queues, gang's close and the diagnosis) is switched back to its
 from-scratch form and the whole simulation — every job's phase and times, every timeline
 entry, the session count — must come out the same. The metrics collector's GPU ledger, kept
 between samples, must give the fragmentation a fresh ledger gives at every sample; and the
@@ -44,6 +45,10 @@ def _from_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(job_updater, "unsettled_jobs",
                         lambda ssn: [uid for uid, job in ssn.jobs.items() if job.podgroup is not None])
     monkeypatch.setattr(SessionMemo, "track_session_changes", False)
+    monkeypatch.setattr(SessionMemo, "feed_fit_reset", False)
+    monkeypatch.setattr(SessionMemo, "feed_action_queues", False)
+    monkeypatch.setattr(SessionMemo, "feed_close_passes", False)
+    monkeypatch.setattr(collector.FragmentationTracker, "fed", False)
     open_session = session.open_session
 
     def without_memos(cache: SchedulerCache, *args: Any, **kwargs: Any) -> Any:

@@ -22,6 +22,12 @@ restricted to one HyperNode's nodes (their rows of the cached feasibility masks,
 of the whole cluster per candidate). A job's sub-job nominated by gangpreempt or gangreclaim is
 first tried on its nominated nodes (the nomination fast path, in the same module). Not
 modelled: node sharding.
+
+The job queues are built from the jobs allocate can act on (a pending pod that is not best
+effort in a job the job-local JobValid callbacks accept, such as a gang whose pods are all
+created, or a Pending PodGroup), kept between sessions by the cache's change feed
+(:class:`~pyvolcano.cache.job_filter.JobFilter`) and walked in uid order as the session's
+jobs are; ``SessionMemo.feed_action_queues = False`` walks every job instead.
 """
 
 from __future__ import annotations
@@ -67,7 +73,8 @@ class Allocate:
         worksheets: dict[str, TaskQueue] = {}
         topology_worksheets: dict[str, JobWorksheet] = {}
         placement = TopologyPlacement(ssn, self)
-        for job in ssn.jobs.values():
+        candidates = _candidates(ssn)
+        for job in candidates:
             if job.is_pending():
                 if "enqueue" in ssn.enabled_actions:
                     continue
@@ -77,6 +84,8 @@ class Allocate:
                 # Nothing for allocate (upstream builds an empty worksheet and skips the job;
                 # JobValid has no side effects, so asking it first changes nothing).
                 continue
+            if ssn.skip_unchanged and ssn.unchanged_since_failure(job):
+                continue  # before the checks below, which only skip too
             vr = ssn.job_valid(job)
             if vr is not None and not vr.passed:
                 continue
@@ -85,8 +94,6 @@ class Allocate:
                 continue
             topo = job.topology
             if topo is not None and not ssn.topology.ready and topo.contains_network_topology():
-                continue
-            if ssn.skip_unchanged and ssn.unchanged_since_failure(job):
                 continue
             if sub_job_needs_search(job):
                 ws = organize_worksheet(ssn, job)
@@ -376,6 +383,33 @@ class Allocate:
 
 _READY = object()
 _PLACED = object()
+
+
+def _candidates(ssn: Session) -> list[JobInfo]:
+    """The session's jobs allocate's walk can do anything for, in uid order: a Pending PodGroup
+    (admitted here without enqueue), or a pending pod that is not best effort in a job every
+    job-local JobValid callback accepts (JobValid has no side effects, and one rejection
+    rejects the job). Kept by the change feed; every job with ``feed_action_queues`` False."""
+    memo = ssn.memo
+    if not memo.feed_action_queues:
+        return list(ssn.jobs.values())
+    local = tuple(ssn.job_local_valid_fns())
+    name = f"{NAME}/valid:{','.join(n for n, _ in local)}"
+    fns = tuple(fn for _, fn in local)
+
+    def can_act_on(job: JobInfo) -> bool:
+        # Reads only what moves the job's version (the callbacks are job-local).
+        if job.is_pending():
+            return True
+        if len(job.tasks_in(TaskStatus.Pending)) == job.pending_best_effort:
+            return False
+        for fn in fns:
+            vr = fn(job)
+            if vr is not None and not vr.passed:
+                return False
+        return True
+
+    return memo.job_filter(name, can_act_on).select(ssn.jobs)
 
 
 def _cached_verdicts(mask: np.ndarray) -> Callable[[TaskInfo, np.ndarray], tuple[np.ndarray, FitErrors]]:

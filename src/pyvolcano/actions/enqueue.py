@@ -4,6 +4,13 @@ Decides which Pending PodGroups become Inqueue. Queues are visited in QueueOrder
 in JobOrder; every pending job is tried exactly once, interleaving queues by their current
 order. A PodGroup without ``minResources`` is admitted without asking any plugin;
 otherwise ``JobEnqueueable`` votes decide and ``JobEnqueued`` lets plugins account for it.
+
+The job queues are built from the jobs enqueue can act on (a Pending PodGroup, or a job
+without its first-seen time), kept between sessions by the cache's change feed
+(:class:`~pyvolcano.cache.job_filter.JobFilter`); the queue heap still receives every queue
+that has a job in the session, in the order a walk over the jobs meets them, so ties pop as
+before (and none when no job is Pending: the loop would only pop them).
+``SessionMemo.feed_action_queues = False`` walks every job instead.
 """
 
 from __future__ import annotations
@@ -27,19 +34,30 @@ class Enqueue:
 
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-        queue_set: set[str] = set()
         jobs_map: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in ssn.jobs.values():
-            if job.schedule_start is None:
-                job.schedule_start = ssn.now
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
-                continue
-            if queue.uid not in queue_set:
-                queue_set.add(queue.uid)
-                queues.push(queue)
-            if job.is_pending():
-                jobs_map.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+        if ssn.memo.feed_action_queues:
+            for job in ssn.memo.job_filter(NAME, _can_act_on).select(ssn.jobs):
+                if job.schedule_start is None:
+                    job.schedule_start = ssn.now
+                if job.is_pending():
+                    jobs_map.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+            if not jobs_map:
+                return  # the loop below would only pop every queue (QueueOrder has no side effects)
+            for name in ssn.job_queues:
+                queues.push(ssn.queues[name])
+        else:
+            queue_set: set[str] = set()
+            for job in ssn.jobs.values():
+                if job.schedule_start is None:
+                    job.schedule_start = ssn.now
+                queue = ssn.queues.get(job.queue)
+                if queue is None:
+                    continue
+                if queue.uid not in queue_set:
+                    queue_set.add(queue.uid)
+                    queues.push(queue)
+                if job.is_pending():
+                    jobs_map.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
         while queues:
             queue = queues.pop()
             jobs = jobs_map.get(queue.uid)
@@ -51,6 +69,12 @@ class Enqueue:
                 assert job.podgroup is not None
                 job.set_phase("Inqueue")
             queues.push(queue)
+
+
+def _can_act_on(job: JobInfo) -> bool:
+    """Whether enqueue's walk does anything for ``job`` (reads only what moves its version,
+    except the first-seen time, which only enqueue sets)."""
+    return job.schedule_start is None or job.is_pending()
 
 
 def new(arguments: Mapping[str, Any] | None = None) -> Enqueue:

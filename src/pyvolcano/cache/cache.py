@@ -96,6 +96,9 @@ class SchedulerCache:
         # The jobs a session visits (session_jobs), kept until the set of PodGroups, their
         # queues or the set of queues changes.
         self._session_view: dict[str, JobInfo] | None = None
+        # The queues of the view's jobs, in the order of their first job (uid order), kept
+        # with the view.
+        self._view_queues: tuple[str, ...] | None = None
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pods: dict[str, Pod] = {}
@@ -122,7 +125,7 @@ class SchedulerCache:
         self.job_changes = JobChanges()
         # What sessions keep from one to the next (feasibility masks, score cache, plugin
         # memos, the round-robin index, the change-feed cursors), handed to every session.
-        self.memo = SessionMemo(self.job_changes)
+        self.memo = SessionMemo(self.job_changes, self.jobs)
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -194,11 +197,24 @@ class SchedulerCache:
     def session_jobs(self) -> dict[str, JobInfo]:
         """The jobs a session visits: those with a PodGroup whose queue exists, in uid order
         (a new dict on every call)."""
+        return dict(self._view())
+
+    def _view(self) -> dict[str, JobInfo]:
         view = self._session_view
         if view is None:
             queues = self.queues
             view = self._session_view = {uid: j for uid, j in self.sorted_pg_jobs() if j.queue in queues}
-        return dict(view)
+            self._view_queues = None
+        return view
+
+    def session_job_queues(self) -> tuple[str, ...]:
+        """The queues of the jobs :meth:`session_jobs` returns, each once, in the order of its
+        first job (the order a walk over those jobs meets them)."""
+        view = self._view()
+        got = self._view_queues
+        if got is None:
+            got = self._view_queues = tuple(dict.fromkeys(j.queue for j in view.values()))
+        return got
 
     def _job_priority(self, pg: PodGroup) -> int:
         if pg.priority_class_name and pg.priority_class_name in self.priority_classes:

@@ -15,23 +15,30 @@ across sessions because the cache's change logs say exactly when it goes stale:
 * ``last_processed_node_index``: upstream's round-robin start of the feasible-node search;
 * ``session_changes`` / ``close_changes``: the cache's job change feed as seen by the session
   passes (jobs changed since the last session started) and by session close (jobs changed
-  since the last close, ``framework/job_updater.unsettled_jobs``).
+  since the last close, ``framework/job_updater.unsettled_jobs``);
+* ``fit_reset_changes`` / ``fit_reset_kept``: the jobs the session-open fit-error reset must
+  look at (reported since it last ran, or left alone by it as unchanged since their failure);
+* ``diagnosed``: the jobs that had a diagnosis after the last close (``diagnosis/diagnose.py``);
+* ``job_filter(name, wanted)``: the jobs an action can act on, kept by the change feed
+  (:class:`~pyvolcano.cache.job_filter.JobFilter`; enqueue's and allocate's job queues).
 
 The cache creates one memo and hands it to every session it opens (``Session(memo=...)``);
 nothing in a session reaches for these through cache attributes. Invariant: every shortcut
-the memo enables can be switched back to its from-scratch form (``track_session_changes``
-False, the plugin memos dropped) without changing a decision.
+the memo enables can be switched back to its from-scratch form (``track_session_changes``,
+``feed_fit_reset``, ``feed_action_queues``, ``feed_close_passes`` False, the plugin memos
+dropped) without changing a decision.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import numpy as np
 
-from pyvolcano.api.job import JobChanges
+from pyvolcano.api.job import JobChanges, JobInfo
 from pyvolcano.api.node import NodeTable
+from pyvolcano.cache.job_filter import JobFilter
 
 __all__ = ["RowMemo", "SessionMemo"]
 
@@ -89,11 +96,38 @@ class SessionMemo:
     # The per-session passes visit only the jobs the change feed reported (False: every job,
     # the from-scratch form the equivalence tests compare with).
     track_session_changes = True
+    # The fit-error reset at session open visits only the jobs reported since it last ran and
+    # those it left alone then (False: every job of the session).
+    feed_fit_reset = True
+    # enqueue and allocate build their job queues from the jobs they can act on, kept by the
+    # change feed (False: they walk every job of the session).
+    feed_action_queues = True
+    # gang's condition pass and the diagnosis at session close visit only the unsettled jobs
+    # and the jobs left with a diagnosis (False: every job of the session).
+    feed_close_passes = True
 
-    def __init__(self, job_changes: JobChanges):
+    def __init__(self, job_changes: JobChanges, jobs: Mapping[str, JobInfo] | None = None):
         self.feasibility = RowMemo(bool)
         self.score_cache = RowMemo(np.float64)
         self.plugin_memo: dict[str, Any] = {}
         self.last_processed_node_index = 0
         self.session_changes = job_changes.subscribe()
         self.close_changes = job_changes.subscribe()
+        self.fit_reset_changes = job_changes.subscribe()
+        self.fit_reset_kept: set[str] = set()
+        self.fit_reset_primed = False
+        self.diagnosed: dict[str, JobInfo] = {}
+        # (fed, enqueue configured) as of the walk ``diagnosed`` was last rebuilt by.
+        self.diagnosed_primed: tuple[bool, bool] | None = None
+        self._job_changes = job_changes
+        # The cache's jobs (with or without a PodGroup), read by the fed passes.
+        self.jobs: Mapping[str, JobInfo] = jobs if jobs is not None else {}
+        self._filters: dict[str, JobFilter] = {}
+
+    def job_filter(self, name: str, wanted: Callable[[JobInfo], bool]) -> JobFilter:
+        """The :class:`JobFilter` registered as ``name`` (created with ``wanted`` on first use;
+        one name, one predicate)."""
+        got = self._filters.get(name)
+        if got is None:
+            got = self._filters[name] = JobFilter(wanted, self.jobs, self._job_changes)
+        return got

@@ -23,7 +23,7 @@ inputs and seed give the same decisions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -80,10 +80,12 @@ class Session(SchedulerHelper):
         self.queues: dict[str, QueueInfo] = dict(cache.queues)
         self.priority_classes = cache.priority_classes
         self.jobs: dict[str, JobInfo] = cache.session_jobs()  # with a PodGroup and an existing queue
+        # The queues of those jobs, each once, in the order a walk over self.jobs meets them.
+        self.job_queues: tuple[str, ...] = cache.session_job_queues()
         self.total_resource = self._total_resource()
         # HyperNodes and the jobs' effective network-topology constraints (framework/topology.py).
         self.topology = SessionTopology(cache.hypernode_tree)
-        self.topology.open([j for j in self.jobs.values() if j.topology is not None])
+        self.topology.open(self._jobs_with_topology())
         self.enabled_actions = set(config.actions)
         self._init_plugin_tables()
         self._open_statements: list[Statement] = []
@@ -110,16 +112,7 @@ class Session(SchedulerHelper):
         # Why each job left short is blocked (pyvolcano.diagnosis), by job key; filled at close.
         self.diagnoses: dict[str, Diagnosis] = {}
         self.skip_unchanged = cache.options.skip_unchanged_unschedulable
-        for job in self.jobs.values():
-            if self.skip_unchanged and self.unchanged_since_failure(job):
-                continue  # keep the reasons of the attempt that is being skipped
-            job.reset_fit_err()
-            if not job.count(TaskStatus.Pending):
-                continue
-            for t in job.tasks_in(TaskStatus.Pending).values():
-                if t.last_transaction is not None:
-                    t.last_transaction = None
-                    job.bump_fit_version()
+        self._reset_fit_errors()
         for tier in config.tiers:
             for opt in tier.plugins:
                 factory = plugin_factories[opt.name]
@@ -165,6 +158,48 @@ class Session(SchedulerHelper):
         for stmt in reversed(list(self._open_statements)):
             stmt.discard()
         job_updater.revert_tentative(self)
+
+    def _jobs_with_topology(self) -> list[JobInfo]:
+        """The session's jobs with a JobTopology, in uid order: kept by the change feed (a
+        job's topology is rebuilt only with its PodGroup, which moves its version); every job
+        is walked with ``SessionMemo.track_session_changes`` False."""
+        if not self.memo.track_session_changes:
+            return [j for j in self.jobs.values() if j.topology is not None]
+        return self.memo.job_filter("session/topology", _has_topology).select(self.jobs)
+
+    def _reset_fit_errors(self) -> None:
+        """Clear the jobs' fit errors and their pending tasks' last transactions (upstream's
+        session open), except for jobs skipped as unchanged since their failure, which keep
+        the reasons of the attempt being skipped.
+
+        Only a job reported by the change feed since the last reset, or one that reset left
+        alone, can have anything to clear: recording fit errors moves the fit version, and the
+        statement marks a task's last transaction only as it returns the task to an earlier
+        status, which moves the job's version. A job that joins the view is reported too. So
+        the other jobs are skipped (``SessionMemo.feed_fit_reset = False``: every job)."""
+        memo = self.memo
+        reported = memo.fit_reset_changes.take()
+        visit: Iterable[JobInfo]
+        if not memo.feed_fit_reset or reported is None or not memo.fit_reset_primed:
+            visit = self.jobs.values()
+            memo.fit_reset_primed = memo.feed_fit_reset
+        else:
+            jobs = self.jobs
+            visit = [jobs[uid] for uid in sorted(memo.fit_reset_kept.union(reported)) if uid in jobs]
+        kept: set[str] = set()
+        skip_unchanged = self.skip_unchanged
+        for job in visit:
+            if skip_unchanged and self.unchanged_since_failure(job):
+                kept.add(job.uid)
+                continue  # keep the reasons of the attempt that is being skipped
+            job.reset_fit_err()
+            if not job.count(TaskStatus.Pending):
+                continue
+            for t in job.tasks_in(TaskStatus.Pending).values():
+                if t.last_transaction is not None:
+                    t.last_transaction = None
+                    job.bump_fit_version()
+        memo.fit_reset_kept = kept
 
     def _total_resource(self) -> Resource:
         t = self.node_table
@@ -240,6 +275,10 @@ class Session(SchedulerHelper):
 
     def all_node_indices(self) -> np.ndarray:
         return np.arange(self.node_table.n, dtype=np.int64)
+
+
+def _has_topology(job: JobInfo) -> bool:
+    return job.topology is not None
 
 
 def open_session(

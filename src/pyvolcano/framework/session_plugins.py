@@ -95,6 +95,7 @@ class SessionPlugins:
         self._projectable: dict[str, Callable[[TaskInfo], bool]] = {}
         self._allocatable_counts: dict[str, Callable[[QueueInfo, TaskInfo, int], int]] = {}
         self._ready_bounds: dict[str, Callable[[JobInfo], int]] = {}
+        self._job_local_valid: set[str] = set()
 
     # ------------------------------------------------------------------ registration
     def _add(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
@@ -237,8 +238,15 @@ class SessionPlugins:
     def add_job_pipelined_fn(self, name: str, fn: Callable[[JobInfo], int]) -> None:
         self._add("job_pipelined", name, fn)
 
-    def add_job_valid_fn(self, name: str, fn: Callable[[JobInfo], ValidateResult | None]) -> None:
+    def add_job_valid_fn(self, name: str, fn: Callable[[JobInfo], ValidateResult | None], *,
+                         job_local: bool = False) -> None:
+        """``job_local``: the verdict reads only what moves the job's mutation counter (its
+        tasks, PodGroup and phase), so a job's verdict stays valid until the job changes."""
         self._add("job_valid", name, fn)
+        if job_local:
+            self._job_local_valid.add(name)
+        else:
+            self._job_local_valid.discard(name)
 
     def add_job_enqueueable_fn(self, name: str, fn: Callable[[JobInfo], int]) -> None:
         self._add("job_enqueueable", name, fn)
@@ -435,6 +443,11 @@ class SessionPlugins:
                 if vr is not None and not vr.passed:
                     return vr
         return None
+
+    def job_local_valid_fns(self) -> list[tuple[str, Callable[[JobInfo], ValidateResult | None]]]:
+        """The enabled JobValid callbacks declared ``job_local``, in tier order."""
+        local = self._job_local_valid
+        return [(name, fn) for tier in self._tiers("job_valid") for name, fn in tier if name in local]
 
     def job_enqueueable(self, job: JobInfo) -> bool:
         return ep.walk_vote(self._tiers("job_enqueueable"), job)

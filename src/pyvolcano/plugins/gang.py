@@ -6,7 +6,9 @@ keep gangs whole through their safe / whole bundles), JobOrder, JobReady, JobPip
 SubJobOrder (not-ready first), SubJobReady and SubJobPipelined; a job with sub-group policies
 is valid, ready or pipelined only when every policy has ``minSubGroups`` such sub-jobs. At session close it
 writes the PodGroup condition: ``Unschedulable`` (reason ``NotEnoughResources``, message
-``"<k>/<n> tasks in gang unschedulable: <job fit error>"``) or ``Scheduled``.
+``"<k>/<n> tasks in gang unschedulable: <job fit error>"``) or ``Scheduled``, for the jobs
+session close did not find settled (``Session.unsettled``; ``SessionMemo.feed_close_passes =
+False`` walks every job and skips the settled ones).
 """
 
 from __future__ import annotations
@@ -37,24 +39,6 @@ class Gang:
         self.arguments = dict(arguments or {})
 
     def on_session_open(self, ssn: Session) -> None:
-        def job_valid(job: JobInfo) -> ValidateResult | None:
-            if not job.check_task_valid():
-                return ValidateResult(
-                    False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
-                )
-            if job.topology is not None and not job.topology.check_valid():
-                return ValidateResult(
-                    False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid subGroups of each task for gang-scheduling"
-                )
-            vtn = job.valid_task_num()
-            if vtn < job.min_available:
-                return ValidateResult(
-                    False,
-                    NOT_ENOUGH_PODS,
-                    f"Not enough valid tasks for gang-scheduling, valid: {vtn}, min: {job.min_available}",
-                )
-            return None
-
         def evictable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             victims: list[TaskInfo] = []
             occupied: dict[str, int] = {}
@@ -106,7 +90,7 @@ class Gang:
         def job_starving(job: JobInfo) -> bool:
             return job.is_starving()
 
-        ssn.add_job_valid_fn(NAME, job_valid)
+        ssn.add_job_valid_fn(NAME, job_valid, job_local=True)
         ssn.add_reclaimable_fn(NAME, evictable)
         ssn.add_preemptable_fn(NAME, evictable)
         ssn.add_unified_evictable_fn(NAME, lambda _ctx, candidates: (candidates, Vote.PERMIT))
@@ -119,8 +103,11 @@ class Gang:
         ssn.add_sub_job_pipelined_fn(NAME, lambda sj: Vote.PERMIT if sj.is_pipelined() else Vote.REJECT)
 
     def on_session_close(self, ssn: Session) -> None:
+        # Settled jobs keep the condition of the close that last looked at them; the unsettled
+        # ones are listed (framework/job_updater.py), so only they are visited.
         settled = ssn.settled
-        for uid, job in ssn.jobs.items():
+        visit = ((uid, ssn.jobs[uid]) for uid in ssn.unsettled) if ssn.memo.feed_close_passes else ssn.jobs.items()
+        for uid, job in visit:
             if not job.tasks or job.podgroup is None or uid in settled:
                 continue
             if not job.is_ready():
@@ -138,6 +125,27 @@ class Gang:
                     message="", transition_id=ssn.uid, last_transition_time=ssn.now,
                 )
             update_podgroup_condition(job, cond)
+
+
+def job_valid(job: JobInfo) -> ValidateResult | None:
+    """Gang's JobValid: enough valid pods for the gang (and per role and sub-group). Reads only
+    the job's tasks and PodGroup (``job_local``)."""
+    if not job.check_task_valid():
+        return ValidateResult(
+            False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
+        )
+    if job.topology is not None and not job.topology.check_valid():
+        return ValidateResult(
+            False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid subGroups of each task for gang-scheduling"
+        )
+    vtn = job.valid_task_num()
+    if vtn < job.min_available:
+        return ValidateResult(
+            False,
+            NOT_ENOUGH_PODS,
+            f"Not enough valid tasks for gang-scheduling, valid: {vtn}, min: {job.min_available}",
+        )
+    return None
 
 
 def unready_task_count(job: JobInfo) -> int | None:

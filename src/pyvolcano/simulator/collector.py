@@ -20,6 +20,7 @@ from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY
 from pyvolcano.api.objects import Pod
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.cache.job_filter import JobFilter
 from pyvolcano.framework.job_sums import JobSums
 from pyvolcano.gpu.devices import (
     GPU_MILLI_ANNOTATION,
@@ -69,6 +70,10 @@ def _pending_tasks(cache: SchedulerCache) -> list[TaskInfo]:
     return [t for job in cache.pg_jobs.values() for t in job.tasks_in(TaskStatus.Pending).values()]
 
 
+def _has_pending_tasks(job: JobInfo) -> bool:
+    return bool(job.tasks_in(TaskStatus.Pending))
+
+
 class FragmentationTracker:
     """:func:`fragmentation`, keeping the GPU ledger between samples.
 
@@ -79,8 +84,15 @@ class FragmentationTracker:
     inventory differs (its row width or model vocabulary may change). GPU demands are
     parsed once per pod object. With no row in the change log and no job reported by the
     cache's change feed since the last value (or the same pod objects pending), the value
-    itself is reused without walking the jobs.
+    itself is reused without walking the jobs. Otherwise the pending pods are read from the
+    jobs that have any, kept by the change feed (:class:`~pyvolcano.cache.job_filter.JobFilter`,
+    in uid order; the value depends only on the multiset of pending pods); ``fed = False``
+    walks every job instead.
     """
+
+    # The pending pods come from the jobs the change feed keeps as having any (False: walk
+    # every job, the from-scratch form the equivalence test compares with).
+    fed = True
 
     def __init__(self, cache: SchedulerCache):
         self.cache = cache
@@ -95,6 +107,7 @@ class FragmentationTracker:
         # Jobs reported since the last value (the cache's change feed): a pending task can
         # appear, leave or change only in a reported job.
         self._changed = cache.job_changes.subscribe()
+        self._with_pending = JobFilter(_has_pending_tasks, cache.jobs, cache.job_changes)
 
     def _demand_of(self, task: TaskInfo) -> GpuDemand:
         memo = self._demands.get(task.uid)
@@ -143,7 +156,11 @@ class FragmentationTracker:
         if last is not None and last[0] == position and not changed and not changed.overflowed:
             return last[2]  # no node row and no job changed: the same pending tasks on the same nodes
         changed.take()
-        pending = _pending_tasks(cache)
+        if self.fed:
+            jobs = self._with_pending.select(cache.pg_jobs)
+            pending = [t for job in jobs for t in job.tasks_in(TaskStatus.Pending).values()]
+        else:
+            pending = _pending_tasks(cache)
         if not pending or not cache.node_list:
             self._last = (position, [], 0.0)
             return 0.0
