@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from batch_outcome import session_outcome
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -96,12 +97,7 @@ def run(docs: list[dict[str, Any]], conf: str, *, batch: bool, seed: int, sessio
     out: list[Any] = []
     for i in range(sessions):
         res = run_once(cache, config, plugins, actions, now=float(i), rng=rng)
-        out.append((res.binds, sorted(res.pipelined.items()), res.evictions, sorted(res.podgroup_phases.items()),
-                    cache.memo.last_processed_node_index))
-        for pg in sorted(cache.podgroups(), key=lambda p: (p.namespace, p.name)):
-            out.append((pg.name, pg.phase, [(c.type, c.status, c.reason, c.message) for c in pg.conditions]))
-        for uid, job in sorted(cache.jobs.items()):
-            out.append((uid, job.job_fit_errors, sorted((k, v.error()) for k, v in job.nodes_fit_errors.items())))
+        out.extend(session_outcome(cache, res))
     return out
 
 

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import cache_of, node, pod, podgroup, queue
+from cache_changes import apply_change
 from pyvolcano.api.job import JobInfo
-from pyvolcano.api.objects import PodGroup, Queue
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 
@@ -29,9 +29,7 @@ def _walk(jobs: dict[str, JobInfo]) -> list[str]:
     return [uid for uid, job in jobs.items() if _has_pending(job)]
 
 
-# (op, job index, task index): 0 = allocate the task, 1 = back to pending, 2 = delete the task,
-# 3 = drop the PodGroup, 4 = the job's queue deleted, 5 = created again, 6 = the PodGroup added
-# again (a new JobInfo when the job had gone), 7 = its phase set to Inqueue, 8 = to Pending
+# (op, job index, task index), op as in cache_changes.apply_change
 ops = st.lists(st.tuples(st.integers(0, 8), st.integers(0, 5), st.integers(0, 1)), max_size=40)
 
 
@@ -44,22 +42,7 @@ def test_the_kept_selection_equals_a_walk_over_every_job_after_any_changes(
     selection = cache.memo.job_filter("test", _has_pending)
     assert [j.uid for j in selection.select(cache.session_jobs())] == _walk(cache.session_jobs())
     for i, (op, j, t) in enumerate(steps):
-        job = cache.pg_jobs.get(f"ns/pg{j}")
-        task = None if job is None else next((x for x in job.tasks.values() if x.name == f"p{j}-{t}"), None)
-        if op == 4:
-            cache.delete_queue("ab"[j % 2])
-        elif op == 5:
-            cache.upsert_queue(Queue(name="ab"[j % 2], uid="ab"[j % 2]))
-        elif op == 6:
-            cache.add_podgroup(PodGroup(namespace="ns", name=f"pg{j}", uid=f"pg{j}", queue="ab"[j % 2], min_member=1))
-        elif job is not None and task is not None and op in (0, 1):
-            job.update_task_status(task, TaskStatus.Allocated if op == 0 else TaskStatus.Pending)
-        elif task is not None and op == 2:
-            cache.delete_pod(task.uid)
-        elif job is not None and op == 3:
-            cache.delete_podgroup("ns", f"pg{j}")
-        elif job is not None and job.podgroup is not None and op in (7, 8):
-            job.set_phase("Inqueue" if op == 7 else "Pending")
+        apply_change(cache, op, j, t)
         if i % every == 0:  # a pass does not run after every change
             view = cache.session_jobs()
             assert [x.uid for x in selection.select(view)] == _walk(view)

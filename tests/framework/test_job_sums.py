@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import cache_of, node, pod, podgroup, queue
+from cache_changes import apply_change
 from pyvolcano.api.job import JobInfo
-from pyvolcano.api.objects import PodGroup, Queue
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
@@ -131,20 +131,7 @@ def test_job_sums_fed_by_the_change_feed_equal_fresh_sums_after_any_mutations(
     sums = JobSums(2, _allocated_and_pending, changes=cache.job_changes)
     assert _as_dict(sums.refresh(_session_view(cache))) == _as_dict(_fresh(_session_view(cache)))
     for op, j, t in steps:
-        job = cache.pg_jobs.get(f"ns/pg{j}")
-        task = None if job is None else next((x for x in job.tasks.values() if x.name == f"p{j}-{t}"), None)
-        if op == 4:
-            cache.delete_queue("ab"[j % 2])
-        elif op == 5:
-            cache.upsert_queue(Queue(name="ab"[j % 2], uid="ab"[j % 2]))
-        elif op == 6:
-            cache.add_podgroup(PodGroup(namespace="ns", name=f"pg{j}", uid=f"pg{j}", queue="ab"[j % 2], min_member=1))
-        elif job is not None and task is not None and op in (0, 1):
-            job.update_task_status(task, TaskStatus.Allocated if op == 0 else TaskStatus.Pending)
-        elif task is not None and op == 2:
-            cache.delete_pod(task.uid)
-        elif job is not None and op == 3:
-            cache.delete_podgroup("ns", f"pg{j}")
+        apply_change(cache, op, j, t)
         view = _session_view(cache)
         assert _as_dict(sums.refresh(view)) == _as_dict(_fresh(view))
 

@@ -26,12 +26,11 @@ from __future__ import annotations
 import bisect
 import json
 import math
-import time
 from pathlib import Path
 from typing import Any
 
 from pyvolcano.dashboard.nodes import group_nodes
-from pyvolcano.dashboard.sources import SourceError
+from pyvolcano.dashboard.sources import SourceError, Unchanging
 from pyvolcano.simulator.report.run_data import RUN_DATA_FILE, RUN_DATA_VERSION
 from pyvolcano.store.base import Store, to_rfc3339
 
@@ -222,7 +221,7 @@ class RunViews:
         return {"nodes": rows, "groups": groups, "fragmentation": frag}
 
 
-class ReportSource:
+class ReportSource(Unchanging):
     """``--report DIR``: the run in ``DIR/run.json``."""
 
     kind = "report"
@@ -272,13 +271,6 @@ class ReportSource:
             "running_jobs": take(s["running_jobs"]), "topology_fragmentation": take(s["topology_fragmentation"]),
             "queue_share": {q: take(v) for q, v in share.items()},
         }
-
-    def revision(self) -> int:
-        return 0
-
-    def wait(self, since: int, timeout: float) -> int:
-        time.sleep(timeout)
-        return 0
 
     def meta(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "notes": [], "start": 0.0, "end": self.end,

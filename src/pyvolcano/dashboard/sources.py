@@ -124,7 +124,18 @@ def _config(registry: Registry, config_path: Path | None) -> SchedulerConfigurat
         raise SourceError(str(e)) from None
 
 
-class SnapshotSource:
+class Unchanging:
+    """What a source that never changes answers: revision 0, and a wait that only waits."""
+
+    def revision(self) -> int:
+        return 0
+
+    def wait(self, since: int, timeout: float) -> int:
+        time.sleep(timeout)
+        return 0
+
+
+class SnapshotSource(Unchanging):
     kind = "snapshot"
 
     def __init__(self, path: str | Path, registry: Registry, *, config_path: Path | None = None,
@@ -147,13 +158,6 @@ class SnapshotSource:
 
     def views(self, t: float | None = None) -> Views:
         return self._views
-
-    def revision(self) -> int:
-        return 0
-
-    def wait(self, since: int, timeout: float) -> int:
-        time.sleep(timeout)
-        return 0
 
     def meta(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "notes": list(self.analysis.state.notes)}
