@@ -6,9 +6,12 @@ import time
 from typing import Any
 
 import httpx2
+import pytest
 
 from kube.fakeapi import FakeApiServer, not_served
+from pyvolcano.actions.allocate import Allocate
 from pyvolcano.api.names import SCHEDULER_KINDS
+from pyvolcano.cache.cache import SchedulerOptions
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, LiveControllerManager, build_controllers
 from pyvolcano.runtime.scheduler import LiveScheduler
@@ -89,6 +92,42 @@ def test_refused_bind_drops_the_assumption_and_the_pod_is_scheduled_again():
         # the refusal came back to the loop, p1 went Pending again and was placed anew
         assert refused == ["p1"] and failures == ["ns/p1"]
         assert _bound(api)["p1"] in ("n0", "n1") and _bound(api)["p1"] != _bound(api)["p0"]
+    finally:
+        sched.close()
+        store.stop()
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_skip_unchanged_unschedulable_retries_a_gang_only_once_a_node_arrives(monkeypatch, skip):
+    api = FakeApiServer()
+    _cluster(api, nodes=2, pods=3)  # three pods of 2 CPUs, two nodes of 2 CPUs: the gang cannot fit
+    attempts: list[str] = []
+    place = Allocate.allocate_resources_for_tasks
+
+    def counted(self: Allocate, ssn: Any, job: Any, *args: Any, **kwargs: Any) -> Any:
+        attempts.append(job.uid)
+        return place(self, ssn, job, *args, **kwargs)
+
+    monkeypatch.setattr(Allocate, "allocate_resources_for_tasks", counted)
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    assert store.wait_for_sync(5)
+    sched = LiveScheduler(store, seed=0, bind_workers=2, options=SchedulerOptions(skip_unchanged_unschedulable=skip))
+    try:
+        for _ in range(3):  # the first attempt, and one more once the PodGroup's new status comes back
+            sched.run_once()
+        tried = len(attempts)
+        for _ in range(3):
+            sched.run_once()
+        # upstream retries the gang every session; the option does not while nothing changes
+        assert len(attempts) - tried == (0 if skip else 3)
+        with api.lock:
+            api.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"},
+                              "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+                                         "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"}}})
+        wait_for(lambda: len(store.list("Node")) == 3)
+        sched.run_once()
+        wait_for(lambda: sched.inflight_binds == 0)
+        assert sorted(_bound(api).values()) == ["n0", "n1", "n2"]
     finally:
         sched.close()
         store.stop()

@@ -172,6 +172,10 @@ def scheduler(
         ),
     ] = None,
     seed: Annotated[int | None, typer.Option(metavar="N", help="Seed for tie-breaking between equal nodes")] = None,
+    skip_unchanged_unschedulable: Annotated[bool, typer.Option(
+        "--skip-unchanged-unschedulable",
+        help="pyvolcano extension: do not retry a job allocate could not place until resources are released, "
+             "a node or queue changes, or the job changes (off: upstream retries every session)")] = False,
     record: Annotated[Path | None, typer.Option(
         "--record", metavar="DIR", callback=report_dir,
         help="Keep the inputs and decisions of the last sessions here (see pyvolcano replay)")] = None,
@@ -209,6 +213,7 @@ def scheduler(
         min_nodes_to_find=minimum_feasible_nodes,
         min_percentage_of_nodes_to_find=minimum_percentage_nodes_to_find,
         percentage_of_nodes_to_find=percentage_nodes_to_find,
+        skip_unchanged_unschedulable=skip_unchanged_unschedulable,
     )
     metrics, registry = _scheduler_metrics(enable_metrics)
     work = scheduler_work(scheduler_names=names, conf_path=scheduler_conf, options=options, period=period, seed=seed,
