@@ -133,6 +133,18 @@ def test_an_idle_connection_dropped_by_the_server_is_replaced(server: _Server) -
     assert server.connections == 2
 
 
+def test_after_an_idle_timeout_the_retry_takes_a_new_connection_not_another_dropped_one(server: _Server) -> None:
+    t = _transport(server)
+    pooled = [t._take() for _ in range(3)]
+    for conn in pooled:
+        t._give_back(conn)
+    for conn in pooled:  # the server timed all of them out (kube-apiserver: after 90 s idle)
+        conn.sock.shutdown(socket.SHUT_RDWR)
+    assert t.request("GET", "/x", headers={}).status == 200
+    assert server.connections == 4
+    assert len(t._idle) == 1 and t._idle[0] not in pooled
+
+
 def test_chunked_bodies_are_joined(server: _Server) -> None:
     assert json.loads(_transport(server).request("GET", "/chunked", headers={}).content) == {"a": 1}
 

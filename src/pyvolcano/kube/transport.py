@@ -33,6 +33,7 @@ import contextlib
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,12 +87,13 @@ def _query(params: Mapping[str, Any] | None) -> str:
 
 # ---------------------------------------------------------------------------- HTTP/1.1 on sockets
 class _Conn:
-    __slots__ = ("reused", "rfile", "sock")
+    __slots__ = ("idle_since", "reused", "rfile", "sock")
 
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.rfile = sock.makefile("rb")
         self.reused = False
+        self.idle_since = 0.0
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -262,20 +264,31 @@ class Http11Transport:
             raise TransportError(f"connect {self.host}:{self.port}: {e}") from None
         return _Conn(sock)
 
-    def _take(self) -> _Conn:
-        with self._lock:
-            if self._idle:
-                conn = self._idle.pop()
-                conn.reused = True
-                return conn
+    def _take(self, *, fresh: bool = False) -> _Conn:
+        if not fresh:
+            with self._lock:
+                if self._idle:
+                    conn = self._idle.pop()
+                    conn.reused = True
+                    return conn
         return self._connect(self.timeout)
 
     def _give_back(self, conn: _Conn) -> None:
+        conn.idle_since = time.monotonic()
         with self._lock:
             if not self._closed and len(self._idle) < self.max_idle:
                 self._idle.append(conn)
                 return
         conn.close()
+
+    def _drop_idle_since(self, stale: _Conn) -> None:
+        """The server closed ``stale`` while it was idle: it closes idle connections after a time
+        (kube-apiserver after 90 s), so the connections idle at least as long are closed too."""
+        with self._lock:
+            old = [c for c in self._idle if c.idle_since <= stale.idle_since]
+            self._idle = [c for c in self._idle if c.idle_since > stale.idle_since]
+        for c in old:
+            c.close()
 
     def close(self) -> None:
         with self._lock:
@@ -307,8 +320,9 @@ class Http11Transport:
     def _exchange(self, method: str, target: str, headers: Mapping[str, str], content: bytes | None,
                   length: int | None, auth: str | None) -> Response:
         data = self._head(method, target, headers, length, auth) + (content or b"")
-        for _attempt in range(2):
-            conn = self._take()
+        for attempt in range(2):
+            # a retry goes on a new connection: the pooled ones may all have been dropped
+            conn = self._take(fresh=attempt > 0)
             try:
                 conn.sock.settimeout(self.timeout)
                 conn.sock.sendall(data)
@@ -316,10 +330,13 @@ class Http11Transport:
                 body, reusable = _body(conn, 0 if method == "HEAD" else clen, chunked)
             except _Stale:
                 conn.close()
+                if conn.reused:
+                    self._drop_idle_since(conn)
                 continue
             except (OSError, ssl.SSLError) as e:
                 conn.close()
                 if conn.reused and isinstance(e, BrokenPipeError | ConnectionResetError):
+                    self._drop_idle_since(conn)
                     continue  # the server dropped the idle connection while we were sending
                 raise TransportError(f"{method} {target}: {e}") from None
             except TransportError:
