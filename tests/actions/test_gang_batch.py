@@ -7,7 +7,9 @@ counted once (``batch_quota``) and JobReady asked only when the gang's count can
 true (``batch_ready``). The property test runs the same sessions with every form on, with
 each one switched off, and on the per-pod path (``batch_replicas`` off), on generated
 clusters where queue quotas cut gangs short, nodes fill up (pipelining and fit errors),
-gangs mix two templates and best-effort pods, and terminating pods release resources; it
+gangs mix two templates and best-effort pods, and terminating pods release resources,
+with upstream's numNodesToFind and with windows of two or three nodes (so that one
+vectorised step of a chunk takes many windows, their tie-break draws together); it
 requires identical binds (in order), pipelined tasks, evictions, PodGroup phases and
 conditions, fit errors, the round-robin index, and the queue and job shares as allocate
 left them. Configurations include hierarchical DRF, whose allocate handler has no batch
@@ -122,7 +124,7 @@ class _Recording(Allocate):
         self.record.append(_shares(ssn))
 
 
-def run(docs: list[dict[str, Any]], conf: str, *, seed: int, sessions: int, **options: bool) -> list[Any]:
+def run(docs: list[dict[str, Any]], conf: str, *, seed: int, sessions: int, **options: Any) -> list[Any]:
     objs = load_manifest_text(dump(*docs), "test.yaml")
     cache = SchedulerCache.from_objects(objs, SchedulerOptions(**options))
     config = load_scheduler_conf(conf)
@@ -138,15 +140,27 @@ def run(docs: list[dict[str, Any]], conf: str, *, seed: int, sessions: int, **op
     return out
 
 
+# numNodesToFind: upstream's (every node of these small clusters), or windows of two or three
+# nodes, so that a chunk takes many windows in one vectorised step (its tie-break draws
+# together, nodes leaving the feasible set in the middle of it).
+WINDOWS: dict[str, dict[str, int]] = {
+    "upstream": {},
+    "2 nodes": {"min_nodes_to_find": 2, "percentage_of_nodes_to_find": 1},
+    "3 nodes": {"min_nodes_to_find": 3, "percentage_of_nodes_to_find": 1},
+}
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(docs=clusters(), conf=st.sampled_from(sorted(CONFS)), seed=st.integers(0, 2**16), sessions=st.integers(1, 2))
+@given(docs=clusters(), conf=st.sampled_from(sorted(CONFS)), seed=st.integers(0, 2**16), sessions=st.integers(1, 2),
+       window=st.sampled_from(sorted(WINDOWS)))
 def test_every_batch_form_decides_exactly_as_the_per_pod_path(
-    docs: list[dict[str, Any]], conf: str, seed: int, sessions: int
+    docs: list[dict[str, Any]], conf: str, seed: int, sessions: int, window: str
 ) -> None:
-    per_pod = run(docs, CONFS[conf], seed=seed, sessions=sessions, batch_replicas=False)
-    assert run(docs, CONFS[conf], seed=seed, sessions=sessions) == per_pod
+    opts: dict[str, Any] = dict(WINDOWS[window])
+    per_pod = run(docs, CONFS[conf], seed=seed, sessions=sessions, batch_replicas=False, **opts)
+    assert run(docs, CONFS[conf], seed=seed, sessions=sessions, **opts) == per_pod
     for form in FORMS:
-        assert run(docs, CONFS[conf], seed=seed, sessions=sessions, **{form: False}) == per_pod, form
+        assert run(docs, CONFS[conf], seed=seed, sessions=sessions, **{form: False}, **opts) == per_pod, form
 
 
 def test_a_queue_quota_cuts_a_gang_short_as_one_pod_at_a_time_would() -> None:

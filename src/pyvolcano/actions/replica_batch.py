@@ -180,26 +180,32 @@ class ReplicaBatch:
         """Re-evaluate the rows changed since the batch was last up to date, and the dirty ones."""
         ssn = self.ssn
         table = ssn.node_table
-        changed = table.changes_since(self.position)
-        if changed is None:
+        tail = table.rows_changed_since(self.position)
+        if tail is None:
             # The change log no longer reaches back: start again from the store.
             self._start(task)
             return
+        # The rows to re-evaluate, sorted and unique: marked on a mask over the rows.
+        marks = np.zeros(self.n, dtype=bool)
+        if tail:
+            marks[tail] = True
         extra = self.recheck
         if self.dirty:
             extra.update(self.dirty)
             self.dirty.clear()
         if extra:
-            changed = np.union1d(changed, np.fromiter(extra, dtype=np.int64, count=len(extra)))
+            marks[list(extra)] = True
             extra.clear()
+        changed = np.flatnonzero(marks).astype(np.int64, copy=False)
         self.position = table.change_position
         self.advanced.clear()
         if len(changed):
             self.has_next[changed] = False
             self._evaluate(task, changed)
         if self.need_next:
-            changed = np.union1d(changed, np.fromiter(self.need_next, dtype=np.int64, count=len(self.need_next)))
+            marks[list(self.need_next)] = True
             self.need_next.clear()
+            changed = np.flatnonzero(marks).astype(np.int64, copy=False)
         if self.project and len(changed):
             self._project(task, changed[self.member[changed]])
 
@@ -396,13 +402,17 @@ class ReplicaBatch:
         idle = self.idle2[span].reshape(r, want)
         n_idle = np.count_nonzero(idle, axis=1)
         masked = self.masked2[span].reshape(r, want)
-        scores = self.scores2[span].reshape(r, want)
-        cand = np.where((n_idle > 0)[:, None], masked, scores)
+        if n_idle.all():
+            cand = masked  # the usual case: every window has a node where the request fits Idle
+        else:
+            cand = np.where((n_idle > 0)[:, None], masked, self.scores2[span].reshape(r, want))
         best = cand.max(axis=1)
         ties = cand == best[:, None]
         n_ties = np.count_nonzero(ties, axis=1)
         first = ties.argmax(axis=1)
         rng = self.ssn.rng
+        n_idle_l, n_ties_l, first_l = n_idle.tolist(), n_ties.tolist(), first.tolist()
+        finite = np.isfinite(best).tolist()
         fidx = self.fidx
         fidx2_before = self.fidx2
         has_next, ok_next = self.has_next, self.ok_next
@@ -414,16 +424,16 @@ class ReplicaBatch:
         adv_pos: list[int] = []
         taken = 0
         for i in range(r):
-            ni = int(n_idle[i])
+            ni = n_idle_l[i]
             if ni == 1:
                 pick = int(idle[i].argmax())
             elif want == 1:
                 pick = 0
             else:
-                if not math.isfinite(float(best[i])):
+                if not finite[i]:
                     break
-                nt = int(n_ties[i])
-                pick = int(first[i]) if nt == 1 else int(ties[i].nonzero()[0][int(rng.integers(nt))])
+                nt = n_ties_l[i]
+                pick = first_l[i] if nt == 1 else int(ties[i].nonzero()[0][int(rng.integers(nt))])
             taken = i + 1
             p = k + i * want + pick
             if p >= f:

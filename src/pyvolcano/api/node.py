@@ -167,7 +167,10 @@ class NodeTable:
             return _NO_ROWS
         if len(tail) == 1:
             return np.array(tail, dtype=np.int64)
-        return np.unique(np.array(tail, dtype=np.int64))
+        # Sorted and unique, as np.unique gives them; marking a mask over the rows is cheaper.
+        marks = np.zeros(self.n, dtype=bool)
+        marks[tail] = True
+        return np.flatnonzero(marks).astype(np.int64, copy=False)
 
     # ------------------------------------------------------------------ vectors
     def task_vector(self, task: TaskInfo) -> RequestVector:

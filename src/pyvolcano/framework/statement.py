@@ -136,7 +136,7 @@ class Statement:
             return
         job.update_tasks_status(tasks, TaskStatus.Allocated)
         NodeInfo.add_replicas(nodes, tasks)
-        self.operations.extend(Operation(OpKind.ALLOCATE, task) for task in tasks)
+        self.operations.extend([Operation(OpKind.ALLOCATE, task) for task in tasks])
         ssn.fire_allocate_many(tasks)
 
     # ------------------------------------------------------------------ reversal
