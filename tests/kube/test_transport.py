@@ -133,6 +133,19 @@ def test_an_idle_connection_dropped_by_the_server_is_replaced(server: _Server) -
     assert server.connections == 2
 
 
+def test_a_pool_of_idle_connections_the_server_dropped_is_replaced_at_once(server: _Server) -> None:
+    # a client that sent requests from 16 threads keeps 16 connections; after a long idle spell
+    # the server has timed them all out, and the next request must not fail on two of them
+    t = _transport(server)
+    for _ in range(3):
+        t._give_back(t._connect(t.timeout))
+    for conn in t._idle:
+        conn.sock.shutdown(socket.SHUT_RDWR)
+        conn.reused = True
+    assert t.request("GET", "/z", headers={}).status == 200
+    assert len(t._idle) == 1  # the fresh connection; the dropped ones are closed
+
+
 def test_chunked_bodies_are_joined(server: _Server) -> None:
     assert json.loads(_transport(server).request("GET", "/chunked", headers={}).content) == {"a": 1}
 

@@ -277,6 +277,14 @@ class Http11Transport:
                 return
         conn.close()
 
+    def _drop_idle(self) -> None:
+        """Close the pooled connections: the server dropped the most recently used one, so it
+        has dropped those idle longer too (the next attempt then connects anew)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for c in idle:
+            c.close()
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -316,10 +324,12 @@ class Http11Transport:
                 body, reusable = _body(conn, 0 if method == "HEAD" else clen, chunked)
             except _Stale:
                 conn.close()
+                self._drop_idle()
                 continue
             except (OSError, ssl.SSLError) as e:
                 conn.close()
                 if conn.reused and isinstance(e, BrokenPipeError | ConnectionResetError):
+                    self._drop_idle()
                     continue  # the server dropped the idle connection while we were sending
                 raise TransportError(f"{method} {target}: {e}") from None
             except TransportError:
