@@ -11,10 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from builders import node, pod, podgroup, queue
+from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cache.ingest import apply_event
 from pyvolcano.conf import default_configuration
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.events import EventRecorder
+from pyvolcano.runtime.cycle import SessionResult
 from pyvolcano.runtime.scheduler import LiveScheduler
+from pyvolcano.runtime.writer import DecisionWriter
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.store.base import Store
 from pyvolcano.store.memory import InMemoryStore
@@ -133,3 +137,63 @@ def test_status_and_conditions_an_unavailable_server_refused_are_written_with_th
     assert {name: status["conditions"][0]["type"] for name, status in written["podgroups"].items()} == {
         "fits": "Scheduled", "big": "Unschedulable", "half": "Unschedulable"}
     assert written["pods"]["big-0"][1][0]["reason"] == "Unschedulable"
+
+
+class _CountingStore(InMemoryStore):
+    """An in-memory store that counts status patches by kind."""
+
+    def __init__(self) -> None:
+        super().__init__(clock=lambda: 0.0)
+        self.status_patches: list[tuple[str, str]] = []
+        self.bodies: list[dict[str, Any]] = []
+
+    def patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any], *,
+              subresource: str | None = None) -> dict[str, Any]:
+        if subresource == "status":
+            self.status_patches.append((kind, name))
+            self.bodies.append(patch)
+        return super().patch(kind, namespace, name, patch, subresource=subresource)
+
+
+def test_a_restarted_scheduler_leaves_the_pending_pods_conditions_the_store_already_holds() -> None:
+    # upstream's taskUnschedulable compares with the pod's stored condition (podConditionHaveUpdate)
+    store = _CountingStore()
+    for doc in [queue("default"), node("n1", cpu="4"), podgroup("big", queue="default", min_member=2),
+                pod("big-0", "big", cpu="8"), pod("big-1", "big", cpu="8")]:
+        store.create(doc)
+    first = LiveScheduler(store, seed=0, clock=lambda: 0.0, bind_workers=1)
+    try:
+        first.run_once()
+        first._pool.submit(lambda: None).result()  # one bind worker: every earlier write is done
+    finally:
+        first.close(wait=True)
+    assert sorted(n for k, n in store.status_patches if k == "Pod") == ["big-0", "big-1"]
+    store.status_patches.clear()
+    restarted = LiveScheduler(store, seed=0, clock=lambda: 0.0, bind_workers=1)
+    try:
+        restarted.run_once()
+        restarted._pool.submit(lambda: None).result()
+    finally:
+        restarted.close(wait=True)
+    assert store.status_patches == []  # the conditions and the PodGroup status are as stored
+
+
+def test_a_pipelined_pods_nomination_goes_with_its_condition_in_one_request() -> None:
+    # upstream's taskUnschedulable writes the condition and nominatedNodeName in one status update
+    store = _CountingStore()
+    cache = SchedulerCache()
+    for doc in [queue("default"), node("n1"), podgroup("pg", queue="default", min_member=2),
+                pod("p0", "pg"), pod("p1", "pg")]:
+        apply_event(cache, "ADDED", doc["kind"], store.create(doc))
+    for task in cache.tasks.values():  # what session close derived for both pending pods
+        task.pod.conditions = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                "message": "once resource is released"}]
+    writer = DecisionWriter(store, cache, clock=lambda: 0.0)
+    writer.write(SessionResult(nominated={"ns/p0": "n1"}))
+    assert sorted(store.status_patches) == [("Pod", "p0"), ("Pod", "p1")]
+    p0 = store.get("Pod", "ns", "p0")["status"]
+    assert p0["nominatedNodeName"] == "n1" and p0["conditions"][0]["reason"] == "Unschedulable"
+    store.status_patches.clear()
+    writer.write(SessionResult(nominated={"ns/p1": "n1"}))  # conditions unchanged: the nomination alone
+    assert store.status_patches == [("Pod", "p1")]
+    assert store.bodies[-1] == {"status": {"nominatedNodeName": "n1"}}

@@ -303,6 +303,14 @@ def pod_uid(namespace: str, name: str, uid: str) -> str:
     return uid or f"{namespace}-{name}"
 
 
+def _unschedulable(conditions: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """(reason, message) of a pod's ``PodScheduled=False`` condition, or None without one."""
+    for c in conditions:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return str(c.get("reason") or ""), str(c.get("message") or "")
+    return None
+
+
 def _pod(d: _Doc) -> Pod:
     name, labels, annotations, created = _meta_common(d)
     ns = d.str_("metadata.namespace", "default") or "default"
@@ -347,6 +355,7 @@ def _pod(d: _Doc) -> Pod:
         topology_spread_constraints=[dict(t) for t in d.list_("spec.topologySpreadConstraints")],
         scheduling_gates=gates, phase=phase, conditions=conditions,
         nominated_node_name=d.str_("status.nominatedNodeName", ""),
+        stored_unschedulable=_unschedulable(conditions),
     )
 
 
@@ -490,6 +499,7 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
     priority = spec.get("priority")
     if priority is not None and (type(priority) is not int or not INT32_MIN <= priority <= INT32_MAX):
         raise _Uncommon
+    conditions = [dict(c) for c in _list_or_empty(status.get("conditions")) if isinstance(c, Mapping)]
     return Pod(
         namespace=ns, name=name, uid=uid, labels=labels, annotations=annotations, owner_references=owners,
         creation_timestamp=created, deletion_timestamp=_time_or_none(md.get("deletionTimestamp")),
@@ -501,9 +511,9 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         affinity=dict(affinity) if isinstance(affinity, Mapping) else None,
         tolerations=[dict(t) for t in _list_or_empty(tolerations)],
         topology_spread_constraints=[dict(t) for t in _list_or_empty(spread)],
-        scheduling_gates=gates, phase=phase,
-        conditions=[dict(c) for c in _list_or_empty(status.get("conditions")) if isinstance(c, Mapping)],
+        scheduling_gates=gates, phase=phase, conditions=conditions,
         nominated_node_name=_str_or(status.get("nominatedNodeName")),
+        stored_unschedulable=_unschedulable(conditions),
     )
 
 

@@ -9,7 +9,9 @@ spread constraints) are kept in their manifest shape (dicts and lists) and inter
 
 Invariant: objects are treated as values by the scheduler; the cache replaces an object on
 update instead of mutating it in place, except for status fields the scheduler owns
-(``Pod.node_name``/``phase`` on bind, ``PodGroup.phase``/``conditions`` at session close).
+(``Pod.node_name``/``phase`` on bind, ``Pod.conditions`` and ``PodGroup.phase``/``conditions`` at
+session close). ``Pod.stored_unschedulable`` keeps the ``PodScheduled=False`` condition as it was
+read, so that the decision writer can tell a condition the store already holds.
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ class Pod:
     phase: str = "Pending"
     conditions: list[dict[str, Any]] = field(default_factory=list)
     nominated_node_name: str = ""
+    # (reason, message) of the stored PodScheduled=False condition, as read; session close
+    # rewrites ``conditions``, never this.
+    stored_unschedulable: tuple[str, str] | None = None
 
     @property
     def key(self) -> str:

@@ -19,12 +19,16 @@ store writes, for the live scheduler and the simulator alike:
   only writes what changed, so a refused write would otherwise leave the API's status behind
   the cache's for good;
 * **pending pods' ``PodScheduled=False`` condition** (upstream ``taskUnschedulable``), when its
-  reason or message changed since this writer last wrote it, with a ``FailedScheduling``
-  Event; a condition the API server refused (but for a pod that is gone) is forgotten as
-  written, so the next session sends it again.
+  reason or message differs from the one this writer last wrote, or, for a pod it has not
+  written (after a restart, or once the pod left the pending set and came back), from the
+  one the store held when the pod was last read (upstream's ``podConditionHaveUpdate``), with
+  a ``FailedScheduling`` Event; a condition the API server refused (but for a pod that is
+  gone) is forgotten as written, so the next session sends it again.
 
-Nominations are sent again by every session in which the pod stays pipelined; Events are best
-effort, as upstream's.
+A pipelined pod's ``status.nominatedNodeName`` is sent when the session changed it; through
+:meth:`DecisionWriter.write` (the live scheduler's) in the same request as the pod's condition
+when that is written too, as upstream's ``taskUnschedulable`` writes both in one status
+update. Nominations and Events are best effort, as upstream's.
 
 How writes are carried out is the owner's choice and the only difference between owners:
 ``submit`` runs one write (the live scheduler hands it to its bind workers, the simulator and
@@ -40,8 +44,8 @@ import functools
 import logging
 import queue
 import threading
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from pyvolcano.api.objects import PodGroup
 from pyvolcano.api.task import TaskInfo, TaskStatus
@@ -110,12 +114,15 @@ class DecisionWriter:
         self._unwritten_lock = threading.Lock()
 
     def write(self, result: SessionResult) -> None:
-        """Everything the session decided: :meth:`write_decisions`, then :meth:`write_pod_conditions`."""
-        self.write_decisions(result)
-        self.write_pod_conditions()
+        """Everything the session decided: :meth:`write_decisions`, then :meth:`write_pod_conditions`
+        with the session's nominations, so that a pod whose condition and nomination both
+        changed gets them in one request, as upstream's ``taskUnschedulable`` sends them."""
+        self.write_decisions(result, nominations=False)
+        self.write_pod_conditions(result.nominated)
 
-    def write_decisions(self, result: SessionResult) -> None:
-        """Binds, evictions, nominations and the changed PodGroups' status."""
+    def write_decisions(self, result: SessionResult, *, nominations: bool = True) -> None:
+        """Binds, evictions, nominations (unless ``nominations`` is False: the caller passes them
+        to :meth:`write_pod_conditions`) and the changed PodGroups' status."""
         for b in result.bind_requests:
             self._submit_bind(b)
         if result.evict_requests:
@@ -125,9 +132,8 @@ class DecisionWriter:
                 self.submit(functools.partial(self._evict, ns, name))
                 if self.events is not None:
                     self._evict_event(tasks.get((ns, name)), reason)
-        for key, node in result.nominated.items():
-            ns, name = key.split("/", 1)
-            self.submit(functools.partial(self._nominate, ns, name, node))
+        if nominations:
+            self._write_nominations(result.nominated)
         podgroups = list(result.changed_podgroups)
         with self._unwritten_lock:
             retry, self._unwritten_podgroups = self._unwritten_podgroups, set()
@@ -191,6 +197,11 @@ class DecisionWriter:
             logger.log(self._warn, "evict %s/%s failed: %s", ns, name, e)
             self._failures.put((ns, name, str(e)))
 
+    def _write_nominations(self, nominated: Mapping[str, str]) -> None:
+        for key, node in nominated.items():
+            ns, name = key.split("/", 1)
+            self.submit(functools.partial(self._nominate, ns, name, node))
+
     def _nominate(self, ns: str, name: str, node: str) -> None:
         with contextlib.suppress(StoreError):
             self.store.patch("Pod", ns, name, {"status": {"nominatedNodeName": node}}, subresource="status")
@@ -230,9 +241,13 @@ class DecisionWriter:
             self.events.event(_podgroup_ref(pg), "Normal", "Scheduled", "pod group is ready")
 
     # ------------------------------------------------------------------ pod conditions
-    def write_pod_conditions(self) -> None:
+    def write_pod_conditions(self, nominated: Mapping[str, str] | None = None) -> None:
         """Pending pods of unschedulable gangs get upstream's PodScheduled=False condition (and a
-        FailedScheduling event) when its reason or message changed (``taskUnschedulable``)."""
+        FailedScheduling event) when its reason or message changed (``taskUnschedulable``):
+        since this writer wrote it, or, for a pod it has not written, since the store's.
+        ``nominated`` (pod key -> node): nominations to send, each in the same request as its
+        pod's condition when that is written, alone otherwise."""
+        nominations = dict(nominated or {})
         seen: set[str] = set()
         written = self._pod_conditions
         while True:
@@ -255,21 +270,32 @@ class DecisionWriter:
                         continue
                     seen.add(task.uid)
                     want = (str(cond.get("reason") or ""), str(cond.get("message") or ""))
-                    if written.get(task.uid) == want:
+                    last = written.get(task.uid)
+                    if last is None:
+                        # Not written by this writer (it restarted, or the pod left and came
+                        # back): the store's condition is the one to compare with.
+                        last = task.pod.stored_unschedulable
+                    if last == want:
+                        written[task.uid] = want
                         continue
                     written[task.uid] = want
-                    self.submit(functools.partial(self._patch_condition, task.namespace, task.name, task.uid, want))
+                    self.submit(functools.partial(self._patch_condition, task.namespace, task.name, task.uid, want,
+                                                  nominations.pop(task.key, "")))
                     if self.events is not None:
                         self.events.event(_pod_ref(task.namespace, task.name, task.uid), "Warning",
                                           "FailedScheduling", want[1])
         for uid in [u for u in written if u not in seen]:
             del written[uid]
+        self._write_nominations(nominations)
 
-    def _patch_condition(self, ns: str, name: str, uid: str, want: tuple[str, str]) -> None:
+    def _patch_condition(self, ns: str, name: str, uid: str, want: tuple[str, str], node: str = "") -> None:
         cond = {"type": "PodScheduled", "status": "False", "reason": want[0], "message": want[1],
                 "lastTransitionTime": to_rfc3339(self.clock())}
+        status: dict[str, Any] = {"conditions": [cond]}
+        if node:
+            status["nominatedNodeName"] = node
         try:
-            self.store.patch("Pod", ns, name, {"status": {"conditions": [cond]}}, subresource="status")
+            self.store.patch("Pod", ns, name, {"status": status}, subresource="status")
         except NotFound:
             pass  # the pod is gone
         except StoreError:
