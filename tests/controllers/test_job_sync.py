@@ -8,6 +8,7 @@ import pytest
 from ctrl_harness import Harness, task, vcjob
 
 from pyvolcano.controllers._resources import format_list
+from pyvolcano.controllers.job import podgroup as podgroup_module
 from pyvolcano.controllers.job.actions import canonical
 from pyvolcano.controllers.job.podgroup import _first_count, _min_resources, calc_pg_min_resources
 from pyvolcano.store.base import AlreadyExists
@@ -146,6 +147,28 @@ def test_podgroup_updated_when_replicas_change() -> None:
     # minAvailable / task minAvailable are not defaulted again on update, so only replicas move.
     assert pg["spec"]["minMember"] == 2
     assert pg["spec"]["minTaskMember"] == {"worker": 2}
+
+
+def test_min_resources_are_computed_once_per_job_spec_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    computed: list[int] = []
+    original = podgroup_module._calc
+
+    def spy(prioritised: Any, total_min: int, job: Any) -> dict[str, str]:
+        computed.append(job["metadata"]["generation"])
+        return original(prioritised, total_min, job)
+
+    monkeypatch.setattr(podgroup_module, "_calc", spy)
+    h = Harness()
+    h.create(vcjob("j", task("worker", 2)))
+    h.set_pg_phase("j", "Inqueue")
+    h.settle()
+    assert computed == [1]  # the PodGroup's creation; the later syncs find it in the memo
+    job = h.job("j")
+    job["spec"]["tasks"][0]["replicas"] = 4
+    h.store.update(job)
+    h.settle()
+    assert computed == [1, 2]
+    assert h.pg_of("j")["spec"]["minResources"] == calc_pg_min_resources(h.store, h.job("j"))
 
 
 # ---------------------------------------------------------------------- pods

@@ -131,3 +131,51 @@ def test_allocate_leaves_out_a_gang_whose_pods_are_not_all_created() -> None:
     jobs = [j.uid for j in kept["allocate/valid:gang"].select(cache.session_jobs())]
     assert jobs == [f"ns/pg{j:02}" for j in range(N_JOBS)]
     assert cache.pg_jobs["ns/gang"].count(TaskStatus.Pending) == 1
+
+
+def _best_effort_cluster() -> SchedulerCache:
+    """Best-effort pods (no requests) on a node that holds three pods: some placed per session,
+    one that no node matches, and a job admitted (enqueue) in the session that backfills it."""
+    docs: list[dict[str, Any]] = [node("n1", cpu="8", memory="8Gi", pods="3"), queue("q")]
+    for j in range(6):
+        docs.append(podgroup(f"be{j}", min_member=1))
+        docs.append(pod(f"be{j}", f"be{j}", cpu=None, memory=None))
+    docs.append(podgroup("stray", min_member=1))
+    docs.append(pod("stray", "stray", cpu=None, memory=None, nodeSelector={"zone": "x"}))
+    docs.append(podgroup("adm", min_member=1, phase="Pending"))
+    docs.append(pod("adm", "adm", cpu=None, memory=None))
+    docs.append(podgroup("cpu", min_member=1))
+    docs.append(pod("cpu", "cpu", cpu="1"))  # not best effort: allocate's, never backfill's
+    return cache_of(*docs)
+
+
+def _free_one_bound_pod(cache: SchedulerCache, i: int) -> None:
+    """Between sessions: a bound best-effort pod goes away, so the node has room for one more."""
+    for _uid, job in sorted(cache.pg_jobs.items()):
+        bound = [t for t in job.tasks.values() if t.node_name and t.resreq.is_empty()]
+        if bound:
+            cache.delete_pod(bound[0].uid)
+            return
+
+
+def test_backfill_on_the_change_feed_places_what_the_walk_over_every_job_places(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fed_cache = _best_effort_cluster()
+    fed_results = _sessions(fed_cache, 5, _free_one_bound_pod)
+    fed = _state(fed_cache, fed_results)
+    assert sum(len(res.binds) for res in fed_results) >= 5  # backfill placed pods in several sessions
+    monkeypatch.setattr(SessionMemo, "feed_action_queues", False)
+    cache = _best_effort_cluster()
+    assert _state(cache, _sessions(cache, 5, _free_one_bound_pod)) == fed
+
+
+def test_backfill_keeps_only_the_jobs_with_best_effort_work() -> None:
+    cache = _best_effort_cluster()
+    _sessions(cache, 1)
+    kept = cache.memo._filters["backfill"].select(cache.session_jobs())
+    # The node is full: the unplaced best-effort pods and the stray one are left; the job with
+    # a CPU request and the placed pods' jobs are not.
+    left = [j.uid for j in kept]
+    assert "ns/stray" in left and "ns/cpu" not in left
+    assert all(j.pending_best_effort for j in kept)

@@ -4,11 +4,18 @@ Places BestEffort tasks (empty requests), which allocate skips. Tasks are taken 
 order → job order → task order, predicated over all nodes and placed with the
 non-transactional ``Session.allocate``, which dispatches the job's allocated tasks as soon as
 it is JobReady.
+
+The walk visits only the jobs with BestEffort work (an admitted PodGroup with a pending
+BestEffort pod, or a pipelined pod), kept between sessions by the cache's change feed
+(:class:`~pyvolcano.cache.job_filter.JobFilter`, evaluated when backfill runs, so it sees
+what the session's earlier actions changed); the walk skips every other job without a side
+effect, so the order and the result are those of the walk over every job.
+``SessionMemo.feed_action_queues = False`` walks every job instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pyvolcano.actions._helpers import PredicateHelper
@@ -34,11 +41,13 @@ class Backfill:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            if job.is_pending():
-                continue
-            if not job.pending_best_effort and not job.tasks_in(TaskStatus.Pipelined):
-                continue  # no BestEffort work (JobValid has no side effects: skipping it is safe)
+        if ssn.memo.feed_action_queues:
+            candidates: Iterable[JobInfo] = ssn.memo.job_filter(NAME, _has_best_effort_work).select(ssn.jobs)
+        else:
+            candidates = ssn.jobs.values()
+        for job in candidates:
+            if not _has_best_effort_work(job):
+                continue  # JobValid has no side effects: skipping it is safe
             vr = ssn.job_valid(job)
             if vr is not None and not vr.passed:
                 continue
@@ -93,6 +102,13 @@ class Backfill:
                 continue
             best = ssn.select_best_node(task, feasible)
             ssn.allocate(task, ssn.node_list[best])
+
+
+def _has_best_effort_work(job: JobInfo) -> bool:
+    """Whether backfill's walk does anything for ``job`` (reads only what moves its version)."""
+    if job.is_pending():
+        return False
+    return bool(job.pending_best_effort) or bool(job.tasks_in(TaskStatus.Pipelined))
 
 
 def new(arguments: Mapping[str, Any] | None = None) -> Backfill:

@@ -207,7 +207,7 @@ class _Doc:
                 amount = parse_quantity(q)
             except QuantityError as e:
                 raise self.fail(f"{path}.{k}", str(e)) from None
-            if amount < 0:
+            if amount.numerator < 0:  # a Fraction's sign is its numerator's (and cheaper to read)
                 raise self.fail(f"{path}.{k}", f"got {q!r}; expected a non-negative quantity")
             out[k] = q
         return out

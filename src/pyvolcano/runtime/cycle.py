@@ -24,10 +24,11 @@ handed back.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -71,6 +72,13 @@ class SessionResult:
     deserved: dict[str, Resource] = field(default_factory=dict)
     # Why each job left short is blocked, by job key (pyvolcano.diagnosis).
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
+
+
+@functools.cache
+def _exports_deserved(cls: type) -> bool:
+    """``isinstance(plugin, DeservedExporter)`` decided once per plugin class (a protocol's
+    instance check inspects its members on every call, once per plugin per session)."""
+    return issubclass(cls, DeservedExporter)
 
 
 def _pg_status_key(pg: PodGroup | None) -> tuple[Any, ...]:
@@ -133,8 +141,8 @@ def run_once(
             for t in job.tasks_in(TaskStatus.Pipelined).values():
                 result.pipelined[t.key] = t.node_name
     for _opt, plugin in ssn.plugins:
-        if isinstance(plugin, DeservedExporter) and not result.deserved:
-            result.deserved = plugin.deserved_snapshot()
+        if not result.deserved and _exports_deserved(type(plugin)):
+            result.deserved = cast(DeservedExporter, plugin).deserved_snapshot()
     if observer is not None:
         observer.session_closing(ssn)
     ssn.close()

@@ -439,7 +439,7 @@ class JobActions:
         current = related_pod_group(self.store, job, read_only=True)
         if current is None:
             with contextlib.suppress(AlreadyExists):
-                self.store.create(build_pod_group(self.store, job))
+                self.store.create(build_pod_group(self.store, job, self.min_resources_memo))
             return
         # The PodGroup spec follows from the Job spec, the PodGroup spec and the tasks' priority
         # values; once found in line, it stays so until one of them changes (generations).

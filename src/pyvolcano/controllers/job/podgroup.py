@@ -228,8 +228,9 @@ def _sub_group_policies(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def build_pod_group(store: Store, job: Mapping[str, Any]) -> dict[str, Any]:
-    """The PodGroup ``createOrUpdatePodGroup`` creates for a job that has none."""
+def build_pod_group(store: Store, job: Mapping[str, Any], memo: MinResourcesMemo | None = None) -> dict[str, Any]:
+    """The PodGroup ``createOrUpdatePodGroup`` creates for a job that has none (``memo``: as
+    for :func:`calc_pg_min_resources`; the job's next sync finds its minResources there)."""
     sp = spec(job)
     md: dict[str, Any] = {
         "namespace": namespace_of(job),
@@ -246,7 +247,7 @@ def build_pod_group(store: Store, job: Mapping[str, Any]) -> dict[str, Any]:
             str(t.get("name", "")): min_task_member(t) for t in sp.get("tasks") or [] if isinstance(t, dict)
         },
         "queue": str(sp.get("queue") or ""),
-        "minResources": calc_pg_min_resources(store, job),
+        "minResources": calc_pg_min_resources(store, job, memo),
     }
     if sp.get("priorityClassName"):
         pg_spec["priorityClassName"] = sp["priorityClassName"]
