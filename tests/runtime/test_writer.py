@@ -197,3 +197,46 @@ def test_a_pipelined_pods_nomination_goes_with_its_condition_in_one_request() ->
     writer.write(SessionResult(nominated={"ns/p1": "n1"}))  # conditions unchanged: the nomination alone
     assert store.status_patches == [("Pod", "p1")]
     assert store.bodies[-1] == {"status": {"nominatedNodeName": "n1"}}
+
+
+def _conditions(store: Store, name: str) -> list[dict[str, Any]]:
+    p = store.get("Pod", "ns", name)
+    return [{k: v for k, v in c.items() if k != "lastTransitionTime"}
+            for c in (p.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"]
+
+
+def test_a_running_jobs_pod_beyond_its_min_member_gets_the_podscheduled_condition_too() -> None:
+    store = InMemoryStore(clock=lambda: 0.0)
+    for doc in (queue("default"), node("n1", cpu="4"), podgroup("elastic", queue="default", min_member=1),
+                pod("elastic-0", "elastic")):
+        store.create(doc)
+    sched = LiveScheduler(store, seed=0, clock=lambda: 0.0)
+    try:
+        sched.run_once()
+        sched.run_once()
+        assert store.get("PodGroup", "ns", "elastic")["status"]["phase"] == "Running"
+        store.create(pod("elastic-1", "elastic", cpu="8"))  # a replica beyond minMember that cannot fit
+        sched.run_once()
+    finally:
+        sched.close(wait=True)
+    # upstream's RecordJobStatusEvent writes the condition for the pending pods of every job
+    assert [(c["status"], c["reason"]) for c in _conditions(store, "elastic-1")] == [("False", "Unschedulable")]
+
+
+def test_a_pending_pod_without_fit_errors_is_told_all_nodes_are_unavailable(tmp_path: Any) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: priority\n  - name: predicates\n'
+                    "  - name: proportion\n")
+    store = InMemoryStore(clock=lambda: 0.0)
+    for doc in (queue("small", capability={"cpu": "1"}), node("n1", cpu="4"),
+                podgroup("wide", queue="small", phase="Pending", minResources={"cpu": "2"}),
+                pod("wide-0", "wide", cpu="2")):
+        store.create(doc)
+    sched = LiveScheduler(store, conf_path=conf, seed=0, clock=lambda: 0.0)
+    try:
+        sched.run_once()
+    finally:
+        sched.close(wait=True)
+    # enqueue turned it away, so allocate never tried it: upstream's baseErrorMessage
+    assert _conditions(store, "wide-0") == [{"type": "PodScheduled", "status": "False",
+                                             "reason": "Unschedulable", "message": "all nodes are unavailable"}]

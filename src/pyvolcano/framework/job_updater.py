@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from pyvolcano.api.job import JobInfo, podgroup_phase
 from pyvolcano.api.task import TaskStatus
+from pyvolcano.api.unschedule import ALL_NODES_UNAVAILABLE
 from pyvolcano.diagnosis.diagnose import amend_condition
 
 if TYPE_CHECKING:
@@ -128,6 +129,8 @@ def _record_task_conditions(ssn: Session, job: JobInfo) -> None:
             if task.sch_gated:
                 continue
             reason, msg, nominated = job.task_scheduling_reason(task)
+            if not msg:  # upstream cache.go RecordJobStatusEvent's baseErrorMessage
+                msg = job.job_fit_errors or ALL_NODES_UNAVAILABLE
             pod = task.pod
             cond = {"type": "PodScheduled", "status": "False", "reason": reason, "message": msg}
             pod.conditions = [c for c in pod.conditions if c.get("type") != "PodScheduled"] + [cond]

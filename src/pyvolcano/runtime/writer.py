@@ -242,7 +242,7 @@ class DecisionWriter:
 
     # ------------------------------------------------------------------ pod conditions
     def write_pod_conditions(self, nominated: Mapping[str, str] | None = None) -> None:
-        """Pending pods of unschedulable gangs get upstream's PodScheduled=False condition (and a
+        """Pending pods get upstream's PodScheduled=False condition (and a
         FailedScheduling event) when its reason or message changed (``taskUnschedulable``):
         since this writer wrote it, or, for a pod it has not written, since the store's.
         ``nominated`` (pod key -> node): nominations to send, each in the same request as its
@@ -258,9 +258,8 @@ class DecisionWriter:
             if written.get(uid) == refused:
                 del written[uid]
         for job in self.cache.pg_jobs.values():
-            pg = job.podgroup
-            if pg is None or pg.phase not in _UNSCHEDULED_PHASES:
-                continue
+            # every job's, as upstream's RecordJobStatusEvent: a Running job's pods beyond its
+            # minMember that wait get the condition too
             for status in (TaskStatus.Pending, TaskStatus.Allocated, TaskStatus.Pipelined):
                 for task in job.tasks_in(status).values():
                     if task.sch_gated:
