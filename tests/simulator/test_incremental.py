@@ -25,6 +25,7 @@ from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.framework import job_sums, job_updater, session
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime import cycle
+from pyvolcano.runtime.writer import DecisionWriter
 from pyvolcano.simulator import collector
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.traces import load_trace
@@ -49,6 +50,7 @@ def _from_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(SessionMemo, "feed_action_queues", False)
     monkeypatch.setattr(SessionMemo, "feed_close_passes", False)
     monkeypatch.setattr(collector.FragmentationTracker, "fed", False)
+    monkeypatch.setattr(DecisionWriter, "fed", False)
     open_session = session.open_session
 
     def without_memos(cache: SchedulerCache, *args: Any, **kwargs: Any) -> Any:

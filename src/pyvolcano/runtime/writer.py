@@ -47,10 +47,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from pyvolcano.api.job import JobInfo
 from pyvolcano.api.objects import PodGroup
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import podgroup_status
+from pyvolcano.cache.job_filter import JobFilter
 from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.cycle import BindRequest, SessionResult
 from pyvolcano.store.base import NotFound, Store, StoreError, to_rfc3339
@@ -90,7 +92,21 @@ def _podgroup_ref(pg: PodGroup) -> ObjectRef:
     return ObjectRef("PodGroup", _PODGROUP_API, pg.namespace, pg.name, pg.uid)
 
 
+_WAITING = (TaskStatus.Pending, TaskStatus.Allocated, TaskStatus.Pipelined)
+
+
+def _has_waiting_tasks(job: JobInfo) -> bool:
+    """Whether ``job`` has a pod that can carry a PodScheduled=False condition (reads only what
+    moves the job's mutation counter: its PodGroup and its tasks' statuses)."""
+    return job.podgroup is not None and job.count(TaskStatus.Pending | TaskStatus.Allocated | TaskStatus.Pipelined) > 0
+
+
 class DecisionWriter:
+    # The pending pods' conditions are looked for in the jobs with waiting tasks, a selection the
+    # cache's change feed keeps (cache/job_filter.py); False walks every job (the from-scratch
+    # form the equivalence tests compare with).
+    fed = True
+
     def __init__(self, store: Store, cache: SchedulerCache, *, clock: Callable[[], float],
                  events: EventSink | None = None, submit: Callable[[Write], object] = run_now,
                  write_all: Callable[[Sequence[Write]], None] = run_all_now, quiet: bool = False):
@@ -112,6 +128,7 @@ class DecisionWriter:
         self._unwritten_conditions: queue.SimpleQueue[tuple[str, tuple[str, str]]] = queue.SimpleQueue()
         self._unwritten_podgroups: set[str] = set()  # "ns/name" of PodGroups whose status was refused
         self._unwritten_lock = threading.Lock()
+        self._waiting = JobFilter(_has_waiting_tasks, cache.jobs, cache.job_changes)
 
     def write(self, result: SessionResult) -> None:
         """Everything the session decided: :meth:`write_decisions`, then :meth:`write_pod_conditions`
@@ -257,10 +274,10 @@ class DecisionWriter:
                 break
             if written.get(uid) == refused:
                 del written[uid]
-        for job in self.cache.pg_jobs.values():
-            # every job's, as upstream's RecordJobStatusEvent: a Running job's pods beyond its
-            # minMember that wait get the condition too
-            for status in (TaskStatus.Pending, TaskStatus.Allocated, TaskStatus.Pipelined):
+        # every job's, as upstream's RecordJobStatusEvent: a Running job's pods beyond its
+        # minMember that wait get the condition too
+        for job in self._waiting.select(self.cache.pg_jobs, enabled=self.fed):
+            for status in _WAITING:
                 for task in job.tasks_in(status).values():
                     if task.sch_gated:
                         continue
