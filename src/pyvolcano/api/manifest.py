@@ -46,6 +46,7 @@ from pyvolcano.api.objects import (
     PodGroupCondition,
     PriorityClass,
     Queue,
+    unschedulable_condition,
 )
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 from pyvolcano.util import safe_yaml
@@ -303,14 +304,6 @@ def pod_uid(namespace: str, name: str, uid: str) -> str:
     return uid or f"{namespace}-{name}"
 
 
-def _unschedulable(conditions: list[dict[str, Any]]) -> tuple[str, str] | None:
-    """(reason, message) of a pod's ``PodScheduled=False`` condition, or None without one."""
-    for c in conditions:
-        if c.get("type") == "PodScheduled" and c.get("status") == "False":
-            return str(c.get("reason") or ""), str(c.get("message") or "")
-    return None
-
-
 def _pod(d: _Doc) -> Pod:
     name, labels, annotations, created = _meta_common(d)
     ns = d.str_("metadata.namespace", "default") or "default"
@@ -355,7 +348,7 @@ def _pod(d: _Doc) -> Pod:
         topology_spread_constraints=[dict(t) for t in d.list_("spec.topologySpreadConstraints")],
         scheduling_gates=gates, phase=phase, conditions=conditions,
         nominated_node_name=d.str_("status.nominatedNodeName", ""),
-        stored_unschedulable=_unschedulable(conditions),
+        stored_unschedulable=unschedulable_condition(conditions),
     )
 
 
@@ -513,7 +506,7 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         topology_spread_constraints=[dict(t) for t in _list_or_empty(spread)],
         scheduling_gates=gates, phase=phase, conditions=conditions,
         nominated_node_name=_str_or(status.get("nominatedNodeName")),
-        stored_unschedulable=_unschedulable(conditions),
+        stored_unschedulable=unschedulable_condition(conditions),
     )
 
 

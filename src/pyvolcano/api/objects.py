@@ -31,6 +31,7 @@ __all__ = [
     "PodGroupCondition",
     "PriorityClass",
     "Queue",
+    "unschedulable_condition",
 ]
 
 
@@ -50,6 +51,16 @@ class Container:
     limits: dict[str, Any] = field(default_factory=dict)
     ports: list[dict[str, Any]] = field(default_factory=list)
     restart_policy: str | None = None  # "Always" marks a sidecar init container
+
+
+def unschedulable_condition(conditions: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """(reason, message) of a pod's ``PodScheduled`` condition when it is False, else None."""
+    for c in conditions:
+        if c.get("type") == "PodScheduled":
+            if c.get("status") != "False":
+                return None
+            return str(c.get("reason") or ""), str(c.get("message") or "")
+    return None
 
 
 @dataclass(slots=True)

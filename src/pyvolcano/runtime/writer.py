@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from pyvolcano.api.job import JobInfo
-from pyvolcano.api.objects import PodGroup
+from pyvolcano.api.objects import PodGroup, unschedulable_condition
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import podgroup_status
@@ -281,11 +281,10 @@ class DecisionWriter:
                 for task in job.tasks_in(status).values():
                     if task.sch_gated:
                         continue
-                    cond = next((c for c in task.pod.conditions if c.get("type") == "PodScheduled"), None)
-                    if cond is None or cond.get("status") != "False":
+                    want = unschedulable_condition(task.pod.conditions)
+                    if want is None:
                         continue
                     seen.add(task.uid)
-                    want = (str(cond.get("reason") or ""), str(cond.get("message") or ""))
                     last = written.get(task.uid)
                     if last is None:
                         # Not written by this writer (it restarted, or the pod left and came
