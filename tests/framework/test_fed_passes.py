@@ -22,8 +22,8 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.conf import default_configuration
 from pyvolcano.diagnosis import diagnose
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import SessionResult, run_once
+from pyvolcano.runtime.registry import default_registry
 
 N_JOBS = 12
 

@@ -23,8 +23,8 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.framework import job_sums, job_updater, session
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime import cycle
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.runtime.writer import DecisionWriter
 from pyvolcano.simulator import collector
 from pyvolcano.simulator.runtime import Simulation

@@ -71,7 +71,6 @@ import numpy as np
 from pyvolcano.actions._helpers import PredicateHelper
 from pyvolcano.actions._victims import (
     TaskFilter,
-    build_victims_queue,
     contains_unresolvable,
     nodes_passing_preempt_predicate,
     predicate_statuses_on_node,
@@ -89,6 +88,7 @@ from pyvolcano.api.task import PREEMPTABLE_STATUS, TaskInfo, TaskStatus
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.victims import build_victims_queue
 from pyvolcano.util.priority_queue import PriorityQueue
 
 __all__ = ["Candidate", "Preempt", "new", "select_candidate"]

@@ -35,7 +35,6 @@ from typing import Any
 from pyvolcano.actions._helpers import PredicateHelper
 from pyvolcano.actions._victims import (
     TaskFilter,
-    build_victims_queue,
     nodes_passing_preempt_predicate,
     preemption_never,
     request_fits,
@@ -48,6 +47,7 @@ from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.victims import build_victims_queue
 from pyvolcano.util.priority_queue import PriorityQueue
 
 __all__ = ["Reclaim", "new"]

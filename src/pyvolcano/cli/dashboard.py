@@ -66,7 +66,7 @@ def run_dashboard(*, cluster: str | None, report: Path | None, kubeconfig: str |
                   default_runtime: list[str] | None, seed: int, timeout: float) -> int:
     from pyvolcano.cli.output import error
     from pyvolcano.dashboard.sources import LIVE_KINDS, LiveSource, SnapshotSource, SourceError
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.runtime.registry import default_registry
 
     registry = default_registry()
     given = [flag for flag, v in (("--cluster", cluster), ("--report", report)) if v is not None]
@@ -85,8 +85,8 @@ def run_dashboard(*, cluster: str | None, report: Path | None, kubeconfig: str |
 
             source = ReportSource(report)
         else:
-            from pyvolcano.forecast.state import live_source
             from pyvolcano.kube import connect
+            from pyvolcano.simulator.state import live_source
 
             try:
                 store = connect(kubeconfig=kubeconfig, context=context, kinds=LIVE_KINDS,

@@ -1,6 +1,6 @@
 """One cluster state, analysed once: the scheduler's own answers the views are made of.
 
-:class:`Analysis` wraps a :class:`~pyvolcano.forecast.state.ClusterState` with the scheduler
+:class:`Analysis` wraps a :class:`~pyvolcano.simulator.state.ClusterState` with the scheduler
 configuration to read it with, and computes on first use, each at most once:
 
 * ``quotas`` — each queue's quota as the configured quota plugin (proportion or capacity)
@@ -31,10 +31,10 @@ import numpy as np
 
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.schema import SchedulerConfiguration
-from pyvolcano.forecast.eta import RuntimePolicy
-from pyvolcano.forecast.state import ClusterState
 from pyvolcano.framework.interfaces import QuotaExporter
-from pyvolcano.framework.registry import Registry
+from pyvolcano.runtime.registry import Registry
+from pyvolcano.simulator.restore import RuntimePolicy
+from pyvolcano.simulator.state import ClusterState
 
 if TYPE_CHECKING:
     from pyvolcano.diagnosis.model import QueueQuota

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from pyvolcano.api.task import TaskInfo
     from pyvolcano.diagnosis.model import QueueQuota
     from pyvolcano.framework.session import Session
-    from pyvolcano.gpu.session import SessionGpus
     from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
+    from pyvolcano.plugins.gpu_session import SessionGpus
 
 __all__ = ["Action", "CapacityStateExporter", "DeservedExporter", "EventHandler", "EvictionContext", "EvictionKind",
            "GpuSessionHolder", "Plugin", "PluginFactory", "ProportionStateExporter", "QuotaExporter", "Vote"]

@@ -41,8 +41,8 @@ from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.interfaces import Action, DeservedExporter, Plugin
 from pyvolcano.framework.observer import SessionObserver
-from pyvolcano.framework.registry import Registry
 from pyvolcano.framework.session import Session, open_session
+from pyvolcano.runtime.registry import Registry
 
 __all__ = ["BindRequest", "SessionResult", "run_once", "schedule_objects"]
 

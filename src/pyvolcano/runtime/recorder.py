@@ -254,8 +254,8 @@ def load_session(path: str | os.PathLike[str]) -> RecordedSession:
 
 def replay_session(rec: RecordedSession, registry: Any = None) -> dict[str, Any]:
     """Re-run a recorded session; returns its decisions in :func:`result_record`'s form."""
-    from pyvolcano.conf import load_configuration
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.runtime.configuration import load_configuration
+    from pyvolcano.runtime.registry import default_registry
 
     registry = registry or default_registry()
     source = str(rec.path / "cluster.yaml")

@@ -45,11 +45,12 @@ import numpy as np
 from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.cache.ingest import apply_event, resync_pod
-from pyvolcano.conf import ConfigError, default_configuration, load_configuration
+from pyvolcano.conf import ConfigError, default_configuration
 from pyvolcano.conf.schema import SchedulerConfiguration
-from pyvolcano.framework.registry import Registry, default_registry
 from pyvolcano.runtime.clock import wall_seconds
+from pyvolcano.runtime.configuration import load_configuration
 from pyvolcano.runtime.cycle import SessionResult, run_once
+from pyvolcano.runtime.registry import Registry, default_registry
 from pyvolcano.runtime.writer import DecisionWriter, Write
 from pyvolcano.store.base import Compactable, Store
 

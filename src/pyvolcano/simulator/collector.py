@@ -33,7 +33,7 @@ from pyvolcano.gpu.devices import (
     pod_demand,
 )
 from pyvolcano.gpu.frag import node_terms
-from pyvolcano.gpu.session import assign_node_tasks, workload_typical_pods
+from pyvolcano.plugins.gpu_session import assign_node_tasks, workload_typical_pods
 from pyvolcano.simulator.metrics import JobMetrics, NodeRecord, PodRecord, QueueRecord, QueueSample, RunMetrics, Sample
 from pyvolcano.simulator.topology_metrics import SpanTracker, TopologyFragmentation, has_topology
 from pyvolcano.store.base import WatchEvent
@@ -51,14 +51,14 @@ FINAL = {"Completed", "Failed", "Terminated", "Aborted"}
 def fragmentation(cache: SchedulerCache) -> float:
     """GPU fragmentation (whole-GPU equivalents) with respect to the pending pods.
 
-    The FGD paper's measure (:func:`pyvolcano.gpu.session.cluster_fragmentation`) with the
+    The FGD paper's measure (:func:`pyvolcano.plugins.gpu_session.cluster_fragmentation`) with the
     pending pods as the target workload: the expected idle GPU capacity that a typical pending
     pod — drawn by popularity from the pending pods' GPU shapes — cannot use, because the GPUs
     left on its node are too small, of the wrong model, or lack CPU. With nothing pending,
     nothing counts as fragmented. (:class:`FragmentationTracker` computes the same value
     incrementally.)
     """
-    from pyvolcano.gpu.session import cluster_fragmentation
+    from pyvolcano.plugins.gpu_session import cluster_fragmentation
 
     pending = _pending_tasks(cache)
     if not pending or not cache.node_list:
@@ -79,7 +79,7 @@ class FragmentationTracker:
 
     Rebuilding the ledger walks every task on every node; between two samples only the
     nodes in the node table's change log moved, so only their rows are rebuilt
-    (:func:`~pyvolcano.gpu.session.assign_node_tasks`). The whole ledger is rebuilt when a
+    (:func:`~pyvolcano.plugins.gpu_session.assign_node_tasks`). The whole ledger is rebuilt when a
     node was added, when the change log no longer reaches back, or when a changed node's GPU
     inventory differs (its row width or model vocabulary may change). GPU demands are
     parsed once per pod object. With no row in the change log and no job reported by the

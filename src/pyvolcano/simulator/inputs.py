@@ -25,8 +25,8 @@ from typing import Any
 
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.manifest import ManifestError
-from pyvolcano.conf import load_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult, check_run_parameters
 from pyvolcano.simulator.workload import ClusterEvent, Submission, load_workload
 
@@ -147,7 +147,7 @@ def load_inputs(
         notes = list(tr.notes)
         manifest_mode = False
     elif snapshot:
-        from pyvolcano.forecast.state import state_from_snapshot
+        from pyvolcano.simulator.state import state_from_snapshot
 
         state = state_from_snapshot([cluster], registry)
         if config is None and state.config is not None:
@@ -241,7 +241,7 @@ def simulate_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], 
                      default_duration=default_duration)
     rejected: list[dict[str, Any]] = []
     if state is not None:
-        from pyvolcano.forecast.eta import RuntimePolicy, restore_state
+        from pyvolcano.simulator.restore import RuntimePolicy, restore_state
 
         rejected = restore_state(sim, state.docs, now=state.now, policy=RuntimePolicy(default=default_duration),
                                  at_timestamps=False)

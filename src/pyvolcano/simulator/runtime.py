@@ -46,13 +46,13 @@ from pyvolcano.cache.ingest import apply_event, resync_pod
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.diagnosis.model import Diagnosis
-from pyvolcano.framework.registry import Registry
 from pyvolcano.kube.events import EventRecorder
 from pyvolcano.runtime.cycle import SessionResult, run_once
+from pyvolcano.runtime.event_loop import EventLoop
+from pyvolcano.runtime.kubelet import DURATION, Kubelets
+from pyvolcano.runtime.registry import Registry
 from pyvolcano.runtime.writer import DecisionWriter
 from pyvolcano.simulator.collector import MetricsCollector
-from pyvolcano.simulator.engine import EventLoop
-from pyvolcano.simulator.kubelet import DURATION, Kubelets
 from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
 from pyvolcano.simulator.seeded_entropy import SeededEntropy
 from pyvolcano.simulator.workload import ClusterEvent, Submission

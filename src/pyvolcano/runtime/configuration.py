@@ -26,7 +26,7 @@ from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.arguments import ArgumentError
 
 if TYPE_CHECKING:
-    from pyvolcano.framework.registry import Registry
+    from pyvolcano.runtime.registry import Registry
 
 __all__ = ["load_configuration"]
 
