@@ -55,12 +55,12 @@ class SchedulerOptions:
     # queue change, the job itself unchanged). Off by default to keep upstream's behaviour.
     skip_unchanged_unschedulable: bool = False
     # allocate places the identical replicas of a task as one batch when every predicate and
-    # scorer is node-local for them (actions/replica_batch.py); the decisions are those of
+    # scorer is node-local for them (actions/allocate/replica_batch.py); the decisions are those of
     # the per-pod path, which False forces (kept for the equivalence tests and benchmarks).
     batch_replicas: bool = True
     # Within allocate's batched placement, consecutive replicas of one task template
     # (api/task_template.py) are taken as a run with one equivalence key, and each of the
-    # following batch forms replaces its per-pod call for the run (actions/allocate.py);
+    # following batch forms replaces its per-pod call for the run (actions/allocate/tasks.py);
     # each False forces the per-pod form (for the equivalence tests and benchmarks).
     batch_templates: bool = True
     # The statement allocates a run with one call: the job's aggregates moved once, one
@@ -72,7 +72,7 @@ class SchedulerOptions:
     batch_ready: bool = True
     # allocate's HyperNode search dry-runs candidates best-score-first and stops once no
     # untried candidate can score as high as the best placement found (the scores do not depend
-    # on the dry runs; actions/allocate_topology.py). The chosen HyperNode is the one the
+    # on the dry runs; actions/allocate/topology.py). The chosen HyperNode is the one the
     # exhaustive search picks, up to random tie-breaks; False forces the exhaustive search.
     bounded_hypernode_search: bool = True
     # pyvolcano extension: a pending diagnosis for every job left short at session close

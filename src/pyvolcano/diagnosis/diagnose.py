@@ -59,7 +59,6 @@ from pyvolcano.diagnosis.model import (
     ResourceFigure,
     TaskCounts,
 )
-from pyvolcano.framework.interfaces import QuotaExporter
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -162,11 +161,7 @@ class _Context:
         self.ssn = ssn
         self.table = ssn.node_table
         self.actions = list(ssn.config.actions)
-        self.quotas: dict[str, QueueQuota] = {}
-        for _opt, plugin in ssn.plugins:
-            if isinstance(plugin, QuotaExporter):
-                self.quotas = plugin.quota_snapshot()
-                break
+        self.quotas: dict[str, QueueQuota] = ssn.queue_quotas()
         self._cluster_free: dict[int, float] = {}
         self._running_priorities: dict[str, int] | None = None  # queue -> lowest running job priority
         self._node_occupants: dict[int, list[tuple[TaskInfo, JobInfo]]] = {}
@@ -286,7 +281,7 @@ class _Context:
                         f"jobs to finish")
             msg = f"queue {job.queue} capability exceeded on {', '.join(short_dims)}"
             return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="minResources", resources=tuple(figures))
-        voters = sorted({name for tier in self.ssn._tiers("job_enqueueable") for name, _fn in tier})
+        voters = sorted(set(self.ssn.enabled_plugins("job_enqueueable")))
         msg = events or "a JobEnqueueable plugin rejected the PodGroup"
         hint = (f"a JobEnqueueable vote ({', '.join(voters) or 'none'}) keeps it Pending: its minResources "
                 f"exceed what the plugin admits now (overcommit: idle × overcommit-factor; sla; ...)")

@@ -36,7 +36,7 @@ from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.conf.schema import PluginOption, SchedulerConfiguration
 from pyvolcano.diagnosis.diagnose import diagnose_session
 from pyvolcano.framework import job_updater
-from pyvolcano.framework.interfaces import Plugin
+from pyvolcano.framework.interfaces import Plugin, QuotaExporter
 from pyvolcano.framework.observer import ON_SESSION_CLOSE, ON_SESSION_OPEN, SessionObserver
 from pyvolcano.framework.scheduler_helper import SchedulerHelper
 from pyvolcano.framework.statement import Statement
@@ -45,7 +45,7 @@ from pyvolcano.framework.topology import SessionTopology
 if TYPE_CHECKING:
     from pyvolcano.cache.cache import SchedulerCache
     from pyvolcano.cache.memo import SessionMemo
-    from pyvolcano.diagnosis.model import Diagnosis
+    from pyvolcano.diagnosis.model import Diagnosis, QueueQuota
 
 __all__ = ["Session", "open_session"]
 
@@ -268,6 +268,16 @@ class Session(SchedulerHelper):
 
     def record_failure(self, job: JobInfo) -> None:
         job.unschedulable_at = self._failure_signature(job)
+
+    # ------------------------------------------------------------------ plugin exports
+    def queue_quotas(self) -> dict[str, QueueQuota]:
+        """Queue name → the quota figures allocate and enqueue check, from the first plugin
+        that exports them (:class:`~pyvolcano.framework.interfaces.QuotaExporter`: proportion,
+        capacity); empty without one."""
+        for _opt, plugin in self.plugins:
+            if isinstance(plugin, QuotaExporter):
+                return plugin.quota_snapshot()
+        return {}
 
     # ------------------------------------------------------------------ iteration helpers
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
