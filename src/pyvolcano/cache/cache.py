@@ -123,8 +123,8 @@ class SchedulerCache:
         self.status_only_changes: set[str] = set()
         # Every job's changes (api/job.py); the per-session passes subscribe to it.
         self.job_changes = JobChanges()
-        # What sessions keep from one to the next (feasibility masks, score cache, plugin
-        # memos, the round-robin index, the change-feed cursors), handed to every session.
+        # What sessions keep from one to the next and what changed (cache/memo.py: every
+        # shortcut, its keys and its switch), handed to every session.
         self.memo = SessionMemo(self.job_changes, self.jobs)
 
     # ------------------------------------------------------------------ loading
@@ -174,6 +174,7 @@ class SchedulerCache:
             job = self._new_job(uid)
         queue = job.queue
         job.set_podgroup(pg, self.options.default_queue)
+        self.memo.podgroup_replaced(uid)
         job.priority = self._job_priority(pg)
         if uid not in self.pg_jobs:
             self.pg_jobs[uid] = job
@@ -266,6 +267,7 @@ class SchedulerCache:
             job.delete_task(task)
             if not job.tasks and job.podgroup is None:
                 del self.jobs[job.uid]
+                self.memo.forget(job.uid)
 
     # ------------------------------------------------------------------ effects
     def bind(self, task: TaskInfo, node_name: str, annotations: Mapping[str, str] | None = None) -> None:
@@ -387,6 +389,7 @@ class SchedulerCache:
             self.job_changes.touch(uid)
         if not job.tasks:
             del self.jobs[uid]
+            self.memo.forget(uid)
 
     def upsert_pod(self, pod: Pod, *, keep_in_flight: bool = True) -> TaskInfo | None:
         old = self.tasks.get(pod.uid)

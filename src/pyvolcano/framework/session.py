@@ -106,8 +106,8 @@ class Session(SchedulerHelper):
         self.settled: set[str] = set()
         # Their complement among the jobs with a PodGroup, in uid order; filled at close.
         self.unsettled: list[str] = []
-        # The jobs this session changed so far, from the cache's change feed (None: not
-        # tracked; session close then walks every job for tentative tasks).
+        # The jobs changed since the last session opened and those this session changes, from
+        # the memo as the session opens (None: not tracked, every job is walked).
         self.changed_jobs: ChangedJobs | None = None
         # Why each job left short is blocked (pyvolcano.diagnosis), by job key; filled at close.
         self.diagnoses: dict[str, Diagnosis] = {}
@@ -123,6 +123,7 @@ class Session(SchedulerHelper):
     def open(self) -> None:
         # Cached scores may reflect session-local plugin state (e.g. in-session evictions).
         self.memo.score_cache.clear()
+        self.changed_jobs = self.memo.session_opened(self.jobs)
         obs = self.observer
         for opt, plugin in self.plugins:
             if obs is None:
@@ -140,7 +141,7 @@ class Session(SchedulerHelper):
         (:mod:`~pyvolcano.framework.job_updater`), then undo everything not committed (open
         statements, Allocated and Pipelined tasks). The committed effects stay in
         :attr:`binds` and :attr:`evictions` for the caller to apply."""
-        unsettled = job_updater.unsettled_jobs(self)
+        unsettled = self.memo.unsettled(self.jobs)
         self.unsettled = unsettled
         self.settled = self.jobs.keys() - set(unsettled)
         if self.cache.options.diagnose:
@@ -161,11 +162,8 @@ class Session(SchedulerHelper):
 
     def _jobs_with_topology(self) -> list[JobInfo]:
         """The session's jobs with a JobTopology, in uid order: kept by the change feed (a
-        job's topology is rebuilt only with its PodGroup, which moves its version); every job
-        is walked with ``SessionMemo.track_session_changes`` False."""
-        if not self.memo.track_session_changes:
-            return [j for j in self.jobs.values() if j.topology is not None]
-        return self.memo.job_filter("session/topology", _has_topology).select(self.jobs)
+        job's topology is rebuilt only with its PodGroup, which moves its version)."""
+        return [j for j in self.memo.select("session/topology", _has_topology, self.jobs) if j.topology is not None]
 
     def _reset_fit_errors(self) -> None:
         """Clear the jobs' fit errors and their pending tasks' last transactions (upstream's
@@ -176,16 +174,9 @@ class Session(SchedulerHelper):
         alone, can have anything to clear: recording fit errors moves the fit version, and the
         statement marks a task's last transaction only as it returns the task to an earlier
         status, which moves the job's version. A job that joins the view is reported too. So
-        the other jobs are skipped (``SessionMemo.feed_fit_reset = False``: every job)."""
+        the other jobs are skipped (``SessionMemo.fit_reset_visit``)."""
         memo = self.memo
-        reported = memo.fit_reset_changes.take()
-        visit: Iterable[JobInfo]
-        if not memo.feed_fit_reset or reported is None or not memo.fit_reset_primed:
-            visit = self.jobs.values()
-            memo.fit_reset_primed = memo.feed_fit_reset
-        else:
-            jobs = self.jobs
-            visit = [jobs[uid] for uid in sorted(memo.fit_reset_kept.union(reported)) if uid in jobs]
+        visit = memo.fit_reset_visit(self.jobs)
         kept: set[str] = set()
         skip_unchanged = self.skip_unchanged
         for job in visit:
@@ -199,7 +190,7 @@ class Session(SchedulerHelper):
                 if t.last_transaction is not None:
                     t.last_transaction = None
                     job.bump_fit_version()
-        memo.fit_reset_kept = kept
+        memo.fit_reset_done(kept)
 
     def _total_resource(self) -> Resource:
         t = self.node_table
@@ -264,10 +255,26 @@ class Session(SchedulerHelper):
 
     def unchanged_since_failure(self, job: JobInfo) -> bool:
         """Whether ``job`` failed to be placed before and nothing since could let it fit."""
-        return job.unschedulable_at is not None and job.unschedulable_at == self._failure_signature(job)
+        failed = self.memo.job(job).unschedulable_at
+        return failed is not None and failed == self._failure_signature(job)
 
     def record_failure(self, job: JobInfo) -> None:
-        job.unschedulable_at = self._failure_signature(job)
+        self.memo.job(job).unschedulable_at = self._failure_signature(job)
+
+    def clear_failure(self, job: JobInfo) -> None:
+        """``job`` was placed: a later failure is a new one."""
+        self.memo.job(job).unschedulable_at = None
+
+    # ------------------------------------------------------------------ what changed
+    def changed_jobs_in_order(self) -> Iterable[JobInfo]:
+        """The session's jobs this session may have changed, in uid order: those the memo's
+        feed reported since the last session opened (a job not among them is as the last
+        close left it); every job when the feed is not tracked or overflowed."""
+        changed = self.changed_jobs
+        if changed is None or changed.overflowed:
+            return self.jobs.values()
+        jobs = self.jobs
+        return [jobs[uid] for uid in sorted(changed) if uid in jobs]
 
     # ------------------------------------------------------------------ plugin exports
     def queue_quotas(self) -> dict[str, QueueQuota]:

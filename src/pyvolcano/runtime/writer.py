@@ -52,7 +52,6 @@ from pyvolcano.api.objects import PodGroup, unschedulable_condition
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import podgroup_status
-from pyvolcano.cache.job_filter import JobFilter
 from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.cycle import BindRequest, SessionResult
 from pyvolcano.store.base import NotFound, Store, StoreError, to_rfc3339
@@ -102,11 +101,6 @@ def _has_waiting_tasks(job: JobInfo) -> bool:
 
 
 class DecisionWriter:
-    # The pending pods' conditions are looked for in the jobs with waiting tasks, a selection the
-    # cache's change feed keeps (cache/job_filter.py); False walks every job (the from-scratch
-    # form the equivalence tests compare with).
-    fed = True
-
     def __init__(self, store: Store, cache: SchedulerCache, *, clock: Callable[[], float],
                  events: EventSink | None = None, submit: Callable[[Write], object] = run_now,
                  write_all: Callable[[Sequence[Write]], None] = run_all_now, quiet: bool = False):
@@ -128,7 +122,6 @@ class DecisionWriter:
         self._unwritten_conditions: queue.SimpleQueue[tuple[str, tuple[str, str]]] = queue.SimpleQueue()
         self._unwritten_podgroups: set[str] = set()  # "ns/name" of PodGroups whose status was refused
         self._unwritten_lock = threading.Lock()
-        self._waiting = JobFilter(_has_waiting_tasks, cache.jobs, cache.job_changes)
 
     def write(self, result: SessionResult) -> None:
         """Everything the session decided: :meth:`write_decisions`, then :meth:`write_pod_conditions`
@@ -276,7 +269,8 @@ class DecisionWriter:
                 del written[uid]
         # every job's, as upstream's RecordJobStatusEvent: a Running job's pods beyond its
         # minMember that wait get the condition too
-        for job in self._waiting.select(self.cache.pg_jobs, enabled=self.fed):
+        # The jobs with waiting tasks, kept by the memo's change feed (every job from scratch).
+        for job in self.cache.memo.select("writer/waiting", _has_waiting_tasks, self.cache.pg_jobs):
             for status in _WAITING:
                 for task in job.tasks_in(status).values():
                     if task.sch_gated:

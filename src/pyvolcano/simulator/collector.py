@@ -20,8 +20,6 @@ from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY
 from pyvolcano.api.objects import Pod
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.cache.job_filter import JobFilter
-from pyvolcano.framework.job_sums import JobSums
 from pyvolcano.gpu.devices import (
     GPU_MILLI_ANNOTATION,
     NO_GPU,
@@ -85,14 +83,10 @@ class FragmentationTracker:
     parsed once per pod object. With no row in the change log and no job reported by the
     cache's change feed since the last value (or the same pod objects pending), the value
     itself is reused without walking the jobs. Otherwise the pending pods are read from the
-    jobs that have any, kept by the change feed (:class:`~pyvolcano.cache.job_filter.JobFilter`,
-    in uid order; the value depends only on the multiset of pending pods); ``fed = False``
-    walks every job instead.
+    jobs that have any, kept by the change feed (``SessionMemo.select``, in uid order; the
+    value depends only on the multiset of pending pods); from scratch
+    (``SessionMemo.incremental = False``) every job is walked instead.
     """
-
-    # The pending pods come from the jobs the change feed keeps as having any (False: walk
-    # every job, the from-scratch form the equivalence test compares with).
-    fed = True
 
     def __init__(self, cache: SchedulerCache):
         self.cache = cache
@@ -106,8 +100,7 @@ class FragmentationTracker:
         self._last: tuple[int, list[Pod], float] | None = None
         # Jobs reported since the last value (the cache's change feed): a pending task can
         # appear, leave or change only in a reported job.
-        self._changed = cache.job_changes.subscribe()
-        self._with_pending = JobFilter(_has_pending_tasks, cache.jobs, cache.job_changes)
+        self._changed = cache.memo.feed()
 
     def _demand_of(self, task: TaskInfo) -> GpuDemand:
         memo = self._demands.get(task.uid)
@@ -156,8 +149,8 @@ class FragmentationTracker:
         if last is not None and last[0] == position and not changed and not changed.overflowed:
             return last[2]  # no node row and no job changed: the same pending tasks on the same nodes
         changed.take()
-        if self.fed:
-            jobs = self._with_pending.select(cache.pg_jobs)
+        if cache.memo.incremental:
+            jobs = cache.memo.select("collector/pending", _has_pending_tasks, cache.pg_jobs)
             pending = [t for job in jobs for t in job.tasks_in(TaskStatus.Pending).values()]
         else:
             pending = _pending_tasks(cache)
@@ -216,7 +209,6 @@ class MetricsCollector:
         # Jobs not finished yet, by whether they have started: O(1) pending/running counts.
         self._waiting: set[str] = set()
         self._started: set[str] = set()
-        self._alloc = JobSums(1, _allocated, changes=cache.job_changes)
         # Set when the pending/running counts moved since the last sample.
         self.counts_changed = False
         self._fragmentation = FragmentationTracker(cache)
@@ -396,7 +388,8 @@ class MetricsCollector:
         queues: dict[str, QueueSample] = {}
         alloc_gpu: dict[str, float] = {}
         alloc_cpu: dict[str, float] = {}
-        for queue, (allocated,) in self._alloc.refresh(cache.pg_jobs).items():
+        for queue, (allocated,) in cache.memo.job_sums("collector/allocated", 1, _allocated).refresh(
+                cache.pg_jobs).items():
             alloc_gpu[queue] = allocated.scalars.get(GPU, 0.0) / 1000
             alloc_cpu[queue] = allocated.milli_cpu / 1000
         if result is not None and result.deserved:

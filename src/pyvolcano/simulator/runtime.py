@@ -437,9 +437,10 @@ class Simulation:
             key = f"{md.get('namespace', 'default')}/{md['name']}"
             podgroups[key] = (pg.get("status") or {}).get("phase", "Pending")
             job = self.cache.pg_jobs.get(key)
-            if job is not None and job.diagnosis is not None:
+            diagnosis = self.cache.memo.diagnosis(job) if job is not None else None
+            if diagnosis is not None:
                 owner = next((r.get("name") for r in md.get("ownerReferences") or [] if r.get("kind") == "Job"), None)
-                diagnosed[f"{md.get('namespace', 'default')}/{owner}" if owner else key] = job.diagnosis
+                diagnosed[f"{md.get('namespace', 'default')}/{owner}" if owner else key] = diagnosis
         # Jobs that never started say why: the diagnosis of their last session.
         for key, rec in self.jobs.items():
             rec.why = diagnosed.get(key) if rec.started is None else None

@@ -18,7 +18,7 @@ The job queues are built from the jobs allocate can act on (a pending pod that i
 effort in a job the job-local JobValid callbacks accept, such as a gang whose pods are all
 created, or a Pending PodGroup), kept between sessions by the cache's change feed
 (:class:`~pyvolcano.cache.job_filter.JobFilter`) and walked in uid order as the session's
-jobs are; ``SessionMemo.feed_action_queues = False`` walks every job instead.
+jobs are; from scratch (``SessionMemo.incremental = False``) every job is walked.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class Allocate:
                 stmt = placement.allocate_for_job(job, tws)
                 if stmt is not None and ssn.job_ready(job):
                     stmt.commit()
-                    job.unschedulable_at = None
+                    ssn.clear_failure(job)
                     placement.recorder.update_decision_to_job(ssn, job)
                     if not tws.empty():
                         jobs.push(job)
@@ -124,7 +124,7 @@ class Allocate:
             if stmt is not None and ssn.job_ready(job):
                 stmt.commit()
                 placement.redeemed(job)
-                job.unschedulable_at = None
+                ssn.clear_failure(job)
                 if tasks:
                     jobs.push(job)
             elif ssn.skip_unchanged:
@@ -136,10 +136,7 @@ def _candidates(ssn: Session) -> list[JobInfo]:
     """The session's jobs allocate's walk can do anything for, in uid order: a Pending PodGroup
     (admitted here without enqueue), or a pending pod that is not best effort in a job every
     job-local JobValid callback accepts (JobValid has no side effects, and one rejection
-    rejects the job). Kept by the change feed; every job with ``feed_action_queues`` False."""
-    memo = ssn.memo
-    if not memo.feed_action_queues:
-        return list(ssn.jobs.values())
+    rejects the job). Kept by the change feed (every job from scratch)."""
     local = tuple(ssn.job_local_valid_fns())
     name = f"{NAME}/valid:{','.join(n for n, _ in local)}"
     fns = tuple(fn for _, fn in local)
@@ -156,7 +153,7 @@ def _candidates(ssn: Session) -> list[JobInfo]:
                 return False
         return True
 
-    return memo.job_filter(name, can_act_on).select(ssn.jobs)
+    return ssn.memo.select(name, can_act_on, ssn.jobs)
 
 
 def new(arguments: Mapping[str, Any] | None = None) -> Allocate:
