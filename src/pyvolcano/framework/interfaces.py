@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
     from pyvolcano.plugins.gpu_session import SessionGpus
 
-__all__ = ["Action", "CapacityStateExporter", "DeservedExporter", "EventHandler", "EvictionContext", "EvictionKind",
-           "GpuSessionHolder", "HyperNodeScoreBounds", "Plugin", "PluginFactory", "ProportionStateExporter",
-           "QuotaExporter", "Vote"]
+__all__ = ["Action", "ActionFactory", "CapacityStateExporter", "DeservedExporter", "EventHandler", "EvictionContext",
+           "EvictionKind", "GpuSessionHolder", "HyperNodeScoreBounds", "Plugin", "PluginFactory",
+           "ProportionStateExporter", "QuotaExporter", "Vote"]
 
 
 class Vote(enum.IntEnum):
@@ -49,6 +49,7 @@ class Plugin(Protocol):
 
 
 PluginFactory = Callable[[Mapping[str, Any]], Plugin]
+"""A plugin module's ``new``: arguments (its tier entry's) → a plugin for one session."""
 
 
 @runtime_checkable
@@ -108,6 +109,10 @@ class Action(Protocol):
     name: str
 
     def execute(self, ssn: Session) -> None: ...
+
+
+ActionFactory = Callable[[Mapping[str, Any]], Action]
+"""An action module's ``new``: arguments (its ``configurations`` entry) → the action."""
 
 
 @dataclass(slots=True)

@@ -23,8 +23,8 @@ inputs and seed give the same decisions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,11 +32,11 @@ from pyvolcano.api.job import ChangedJobs, JobInfo
 from pyvolcano.api.node import NodeInfo, NodeTable
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
-from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.conf.schema import PluginOption, SchedulerConfiguration
 from pyvolcano.diagnosis.diagnose import diagnose_session
 from pyvolcano.framework import job_updater
-from pyvolcano.framework.interfaces import Plugin, QuotaExporter
+from pyvolcano.framework.interfaces import Plugin, PluginFactory, QuotaExporter
 from pyvolcano.framework.observer import ON_SESSION_CLOSE, ON_SESSION_OPEN, SessionObserver
 from pyvolcano.framework.scheduler_helper import SchedulerHelper
 from pyvolcano.framework.statement import Statement
@@ -59,7 +59,7 @@ class Session(SchedulerHelper):
         self,
         cache: SchedulerCache,
         config: SchedulerConfiguration,
-        plugin_factories: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
+        plugin_factories: Mapping[str, PluginFactory],
         *,
         uid: str,
         now: float,
@@ -240,14 +240,27 @@ class Session(SchedulerHelper):
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Immediate eviction (upstream ``Session.Evict``, used by shuffle)."""
+        self.move_task(task, TaskStatus.Releasing)
+        self.effects_evict(task, reason)
+
+    def move_task(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move a task that is on its node to ``status``, the three steps an eviction and every
+        undo of a statement take: its job's status index, its node's accounting (it leaves the
+        node when it returns to Pending) and the plugins' allocate event (back to an allocated
+        status) or deallocate event."""
         job = self.jobs.get(task.job)
         if job is not None:
-            job.update_task_status(task, TaskStatus.Releasing)
+            job.update_task_status(task, status)
         node = self.nodes.get(task.node_name)
         if node is not None:
-            node.update_task(task)
-        self.fire_deallocate(task)
-        self.effects_evict(task, reason)
+            if status == TaskStatus.Pending:
+                node.remove_task(task)
+            else:
+                node.update_task(task)
+        if status & ALLOCATED_STATUS:
+            self.fire_allocate(task)
+        else:
+            self.fire_deallocate(task)
 
     # ------------------------------------------------------------------ unschedulable memo
     def _failure_signature(self, job: JobInfo) -> tuple[int, int, object]:
@@ -301,7 +314,7 @@ def _has_topology(job: JobInfo) -> bool:
 def open_session(
     cache: SchedulerCache,
     config: SchedulerConfiguration,
-    plugin_factories: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
+    plugin_factories: Mapping[str, PluginFactory],
     *,
     now: float,
     rng: np.random.Generator,

@@ -2,10 +2,10 @@
 
 The store protocol measures time in seconds after :data:`pyvolcano.store.base.EPOCH`; on a
 real cluster that is simply the wall clock shifted, so every RFC 3339 timestamp a controller
-writes is the real time. :class:`WallLoop` offers the simulator's
-:class:`~pyvolcano.runtime.event_loop.EventLoop` interface (``now``, ``at``, ``after``,
-``fire_due``, ``next_time``) on that clock, so components written for the simulation (the
-kubelets) run unchanged; ``speed`` divides every delay (``--speed 10`` runs a 10-minute pod
+writes is the real time. :class:`WallLoop` is the simulator's
+:class:`~pyvolcano.runtime.event_loop.EventLoop` (``now``, ``at``, ``after``, ``fire_due``,
+``next_time``) on that clock, so the components both runtimes run (the kubelets of
+:mod:`pyvolcano.runtime.kubelet`) are the same; ``speed`` divides every delay (``--speed 10`` runs a 10-minute pod
 in one minute).
 """
 

@@ -38,7 +38,7 @@ from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.diagnosis.model import Diagnosis
-from pyvolcano.framework.interfaces import Action, DeservedExporter, Plugin
+from pyvolcano.framework.interfaces import ActionFactory, DeservedExporter, PluginFactory
 from pyvolcano.framework.observer import SessionObserver
 from pyvolcano.framework.session import Session, open_session
 from pyvolcano.runtime.registry import Registry
@@ -83,8 +83,8 @@ def _exports_deserved(cls: type) -> bool:
 def run_once(
     cache: SchedulerCache,
     config: SchedulerConfiguration,
-    plugins: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
-    actions: Mapping[str, Callable[[Mapping[str, Any]], Action]],
+    plugins: Mapping[str, PluginFactory],
+    actions: Mapping[str, ActionFactory],
     *,
     now: float,
     rng: np.random.Generator,

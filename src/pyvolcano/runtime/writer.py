@@ -31,8 +31,8 @@ when that is written too, as upstream's ``taskUnschedulable`` writes both in one
 update. Nominations and Events are best effort, as upstream's.
 
 How writes are carried out is the owner's choice and the only difference between owners:
-``submit`` runs one write (the live scheduler hands it to its bind workers, the simulator and
-``pyvolcano schedule`` run it at once) and ``write_all`` runs a batch and returns when all are
+``submit`` runs one write (the live scheduler hands it to its bind workers, the simulator runs
+it at once) and ``write_all`` runs a batch and returns when all are
 done (the live scheduler's 16 status workers). Events go to an optional sink with
 :class:`~pyvolcano.kube.events.EventRecorder`'s ``event`` method.
 """
