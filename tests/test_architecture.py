@@ -3,7 +3,9 @@
 The layer table is read from docs/architecture.md itself (its ``| layer | packages |`` table),
 so the document and the check cannot drift apart: every package of ``src/pyvolcano`` is in
 exactly one layer; no package imports a package of a later layer; no two packages import each
-other (within a layer too); the import graph of modules has no cycle.
+other (within a layer too), nor reach themselves through others; the import graph of modules
+has no cycle. The document's picture of the layers shows the table's packages and exactly the
+imports within a layer, and every module it names exists.
 
 Every ``import`` in ``src/pyvolcano`` counts, function-level ones included; imports under
 ``if TYPE_CHECKING:`` do not (they never run). A module importing ``a.b.c`` depends on
@@ -94,6 +96,45 @@ def layers() -> list[tuple[str, tuple[str, ...]]]:
     return rows
 
 
+def picture() -> dict[str, tuple[list[str], set[tuple[str, str]]]]:
+    """docs/architecture.md's picture of the layers: per layer, the packages it shows and its
+    ``a → b`` arrows (a row continues on the lines below it that start with spaces)."""
+    text = DOC.read_text(encoding="utf-8")
+    block = text.split("<!-- layers picture")[1].split("<!-- end of layers picture -->")[0]
+    names = sorted((name for name, _packages in layers()), key=len, reverse=True)
+    rows: dict[str, tuple[list[str], set[tuple[str, str]]]] = {}
+    current = ""
+    for raw in block.splitlines()[2:]:
+        line = re.split(r"[│┌└]", raw)[0].strip()
+        if not line or line.startswith("```"):
+            continue
+        name = next((n for n in names if line.startswith(n + " ")), None)
+        if name is not None:
+            current, line = name, line[len(name):]
+        packages, arrows = rows.setdefault(current, ([], set()))
+        tokens = line.replace(",", " , ").split()
+        last = ""
+        i = 0
+        while i < len(tokens):
+            tok = tokens[i]
+            if tok in ("→", "←"):
+                i += 1
+                while True:
+                    target = tokens[i]
+                    packages.append(target)
+                    arrows.add((last, target) if tok == "→" else (target, last))
+                    if i + 1 < len(tokens) and tokens[i + 1] == ",":
+                        i += 2
+                        continue
+                    break
+                last = target if tok == "→" else last
+            elif tok != ",":
+                packages.append(tok)
+                last = tok
+            i += 1
+    return rows
+
+
 def layer_of() -> dict[str, int]:
     return {package: i for i, (_name, packages) in enumerate(layers()) for package in packages}
 
@@ -160,6 +201,37 @@ def test_the_layer_table_names_every_package_once() -> None:
     assert sorted(table) == present
 
 
+def test_the_picture_shows_the_table_and_every_import_within_a_layer() -> None:
+    drawn = picture()
+    assert {name: sorted(pkgs) for name, (pkgs, _arrows) in drawn.items()} == {
+        name: sorted(packages) for name, packages in layers()}
+    rank = layer_of()
+    within = {edge for edge in package_edges() if edge[0] in rank and rank[edge[0]] == rank.get(edge[1])}
+    assert set().union(*(arrows for _pkgs, arrows in drawn.values())) == within
+
+
+def test_the_document_names_only_modules_that_exist() -> None:
+    """Every ``pkg/module.py``, ``pkg/module.name`` and ``pkg/`` the document names in
+    backticks exists (upstream's paths, ``pkg/...``, ``cmd/...``, ``installer/...``, aside)."""
+    missing = []
+    for ref in re.findall(r"`([a-z_]+/[\w/.<>-]*)`", DOC.read_text(encoding="utf-8")):
+        if ref.split("/")[0] in ("pkg", "cmd", "installer", "docs") or "<" in ref:
+            continue
+        base = ROOT if ref.startswith("tests/") else PACKAGE
+        if ref.endswith("/"):
+            ok = (base / ref).is_dir()
+        elif ref.endswith(".py"):
+            ok = (base / ref).is_file()
+        else:
+            module, _, attr = ref.rpartition(".")
+            candidates = [base / f"{module}.py", base / module / "__init__.py"]
+            found = [c for c in candidates if c.is_file()]
+            ok = bool(found) and re.search(rf"\b{re.escape(attr.split('.')[0])}\b", found[0].read_text()) is not None
+        if not ok:
+            missing.append(ref)
+    assert missing == []
+
+
 def _upward() -> dict[tuple[str, str], list[tuple[str, str]]]:
     rank = layer_of()
     return {edge: imports for edge, imports in package_edges().items()
@@ -182,6 +254,16 @@ def test_no_two_packages_import_each_other() -> None:
 def test_every_known_violation_still_occurs() -> None:
     """A violation fixed is taken off :data:`KNOWN_VIOLATIONS`."""
     assert KNOWN_VIOLATIONS - _upward().keys() - _mutual().keys() == set()
+
+
+def test_the_packages_import_each_other_without_a_cycle() -> None:
+    """Stronger than no two packages importing each other: no package reaches itself through
+    others (within a layer, where the table allows either direction)."""
+    edges: dict[str, set[str]] = {}
+    for a, b in package_edges():
+        edges.setdefault(a, set()).add(b)
+        edges.setdefault(b, set())
+    assert _cycles({k: frozenset(v) for k, v in edges.items()}) == []
 
 
 def test_no_action_imports_a_plugin() -> None:
