@@ -18,7 +18,7 @@ from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.store.base import Store, StoreError, to_rfc3339
 
-__all__ = ["apply_event", "podgroup_status", "resync_pod"]
+__all__ = ["apply_event", "podgroup_status", "resync_object", "resync_pod"]
 
 logger = logging.getLogger(__name__)
 
@@ -189,3 +189,17 @@ def podgroup_status(pg: PodGroup) -> dict[str, Any]:
         "conditions": [{**c.to_dict(), "lastTransitionTime": to_rfc3339(c.last_transition_time)}
                        for c in pg.conditions],
     }
+
+
+def resync_object(cache: SchedulerCache, store: Store, kind: str, namespace: str | None, name: str) -> None:
+    """Drop an assumption a failed bind left on a non-pod object: re-apply the store's current
+    ``kind`` object, or its deletion when it is gone."""
+    try:
+        obj = store.get(kind, namespace, name)
+    except StoreError:
+        md: dict[str, Any] = {"name": name}
+        if namespace is not None:
+            md["namespace"] = namespace
+        apply_event(cache, "DELETED", kind, {"kind": kind, "metadata": md})
+        return
+    apply_event(cache, "MODIFIED", kind, obj)
