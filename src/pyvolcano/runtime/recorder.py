@@ -287,6 +287,7 @@ def replay_session(rec: RecordedSession, registry: Any = None) -> dict[str, Any]
                                 source=f"{source}: ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP}")
     opts = dict(rec.session["options"])
     opts["scheduler_names"] = tuple(opts.get("scheduler_names") or ("volcano",))
+    opts["ignored_provisioners"] = tuple(opts.get("ignored_provisioners") or ())
     try:
         options = SchedulerOptions(**opts)
     except TypeError as e:
