@@ -46,6 +46,7 @@ __all__ = [
     "StorageClass",
     "VolumeBindings",
     "claim_class",
+    "default_class",
     "find_matching_volume",
     "topology_matches",
     "volume_node_affinity_matches",
@@ -72,6 +73,7 @@ class StorageClass:
     allowed_topologies: tuple[tuple[tuple[str, frozenset[str]], ...], ...] = ()
     annotations: Mapping[str, str] = field(default_factory=dict)
     creation_timestamp: float = 0.0
+    reclaim_policy: str = "Delete"
 
     @property
     def is_default(self) -> bool:
@@ -180,6 +182,15 @@ class VolumeBindings:
     node: str
     static: tuple[tuple[str, ClaimRef], ...] = ()  # (PV name, the claim it is bound to)
     provisions: tuple[ClaimRef, ...] = ()  # claims whose provisioner is to create a PV on node
+
+
+def default_class(classes: Iterable[StorageClass]) -> str:
+    """The default StorageClass (upstream ``GetDefaultClass``: the newest of those marked
+    default, by name on a tie), or "" without one."""
+    defaults = [c for c in classes if c.is_default]
+    if not defaults:
+        return ""
+    return max(defaults, key=lambda c: (c.creation_timestamp, c.name)).name
 
 
 def claim_class(pvc: PersistentVolumeClaim) -> str:
