@@ -46,8 +46,8 @@ def test_missing_claim_is_reported_by_name() -> None:
     out = schedule(queue("q"), hostnode("n1"), storage_class("local"), pvc("other"), podgroup("g"),
                    pod("p", "g", volumes=claims("data")))
     assert out["binds"] == {}
-    assert 'persistentvolumeclaim \\"data\\" not found' in _diag_reasons(out, "ns/g").replace('"', '\\"') or \
-        'persistentvolumeclaim "data" not found' in _diag_reasons(out, "ns/g")
+    assert out["diagnoses"]["ns/g"]["message"] == ('0/1 nodes are unavailable: 1 persistentvolumeclaim "data" not '
+                                                   'found.')
 
 
 def test_bound_claim_follows_its_pv_node_affinity() -> None:
@@ -116,3 +116,9 @@ def test_diagnosis_of_bound_claim_pinned_to_a_node_that_fails_otherwise() -> Non
     assert out["binds"] == {}
     assert d["reason"] == "Volume.NodeConflict"
     assert d["hint"].startswith("ns/data is bound to pv, pinned to n2")
+
+
+def test_claim_missing_in_a_cluster_without_any_claim_still_keeps_the_pod_waiting() -> None:
+    out = schedule(queue("q"), hostnode("n1"), podgroup("g"), pod("p", "g", volumes=claims("data")))
+    assert out["binds"] == {}
+    assert out["diagnoses"]["ns/g"]["reason"] == "Volume.ClaimUnavailable"

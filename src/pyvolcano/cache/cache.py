@@ -111,8 +111,10 @@ class SchedulerCache:
         # which keep their NodeInfo and row, are not in it).
         self.hypernodes: dict[str, HyperNode] = {}
         self.hypernode_tree = HyperNodeTree()
-        # StorageClasses, PVs, PVCs and the CSI objects (cache/volumes.py).
+        # StorageClasses, PVs, PVCs and the CSI objects (cache/volumes.py), and how many of the
+        # tracked pods mount claims (volume binding runs only when there are claims or such pods).
         self.volumes = VolumeState()
+        self.pods_with_claims = 0
         # Bumped whenever a node's labels, taints or schedulability change, so per-node
         # derived data (e.g. predicate signatures) can be rebuilt.
         self.node_generation = 0
@@ -254,6 +256,8 @@ class SchedulerCache:
         task = TaskInfo(pod)
         self.pods[pod.uid] = pod
         self.tasks[pod.uid] = task
+        if pod.claims:
+            self.pods_with_claims += 1
         if task.job:
             job = self.jobs.get(task.job)
             if job is None:
@@ -277,6 +281,8 @@ class SchedulerCache:
         self.pods.pop(uid, None)
         if task is None:
             return
+        if task.pod.claims:
+            self.pods_with_claims -= 1
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
