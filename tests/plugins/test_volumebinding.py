@@ -122,3 +122,40 @@ def test_claim_missing_in_a_cluster_without_any_claim_still_keeps_the_pod_waitin
     out = schedule(queue("q"), hostnode("n1"), podgroup("g"), pod("p", "g", volumes=claims("data")))
     assert out["binds"] == {}
     assert out["diagnoses"]["ns/g"]["reason"] == "Volume.ClaimUnavailable"
+
+
+def _random_cluster(seed: int) -> list[dict[str, Any]]:
+    import random
+
+    rng = random.Random(seed)
+    docs: list[dict[str, Any]] = [queue("q"), storage_class("local"),
+                                  storage_class("dyn", provisioner="csi.example", allowedTopologies=[
+                                      {"matchLabelExpressions": [{"key": "zone", "values": ["a"]}]}])]
+    for n in range(8):
+        docs.append(hostnode(f"n{n}", cpu="8", labels={"zone": "ab"[n % 2]}))
+        for k in range(rng.randrange(0, 4)):
+            docs.append(local_pv(f"pv-{n}-{k}", f"n{n}", size=f"{rng.randrange(1, 20)}Gi",
+                                 modes=rng.choice([("ReadWriteOnce",), ("ReadWriteMany",)])))
+    for g in range(6):
+        size = rng.randrange(1, 4)
+        docs.append(podgroup(f"g{g}", min_member=size))
+        for p in range(size):
+            cls = rng.choice(["local", "local", "dyn"])
+            docs.append(pvc(f"c{g}-{p}", cls=cls, size=f"{rng.randrange(1, 15)}Gi"))
+            docs.append(pod(f"p{g}-{p}", f"g{g}", cpu=str(rng.randrange(1, 4)), volumes=claims(f"c{g}-{p}")))
+    return docs
+
+
+def test_the_one_claim_fast_path_decides_as_the_per_node_search() -> None:
+    from pyvolcano.plugins.predicates.volumebinding import VolumeBinding
+
+    for seed in range(12):
+        docs = _random_cluster(seed)
+        fast = schedule(*docs, sessions=2)
+        VolumeBinding.fast = False
+        try:
+            slow = schedule(*docs, sessions=2)
+        finally:
+            VolumeBinding.fast = True
+        assert fast["binds"] == slow["binds"], seed
+        assert fast["diagnoses"] == slow["diagnoses"], seed
