@@ -28,6 +28,7 @@ retries and its timeline is unchanged.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -127,7 +128,7 @@ class Kubelets:
             return
         if (ev.object.get("status") or {}).get("phase") == "Bound":
             for uid, (ns, name) in sorted(self._awaiting.pop(key).items()):
-                self.loop.after(0.0, lambda ns=ns, name=name, uid=uid: self._start(ns, name, uid), f"start {ns}/{name}")
+                self.loop.after(0.0, functools.partial(self._start, ns, name, uid), f"start {ns}/{name}")
 
     def _unbound_claim(self, pod: dict[str, Any]) -> str | None:
         """The first claim the pod mounts that is not bound yet (the kubelet waits for it)."""
