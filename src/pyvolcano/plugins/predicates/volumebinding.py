@@ -87,7 +87,7 @@ REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
-NAME = "predicates"  # the plugin whose bind context and pre-binder these are
+NAME = "VolumeBinding"  # the pre-binder and bind-context key (kube-scheduler's plugin name)
 _AFFINITY_MEMO = "predicates/volume-affinity-nodes"
 _HOSTNAME = "kubernetes.io/hostname"
 
