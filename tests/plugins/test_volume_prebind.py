@@ -103,3 +103,40 @@ def test_pv_taken_before_the_bind_sends_the_pod_to_the_next_session_which_takes_
     writer.write(second)
     assert store.get("PersistentVolume", None, "pv-2")["spec"]["claimRef"]["name"] == "data"
     assert store.get("Pod", "ns", "p")["spec"]["nodeName"] == "n2"
+
+
+def test_live_scheduler_drops_a_refused_volume_binding_and_binds_in_a_later_session() -> None:
+    from typing import Any
+
+    from builders import claims, hostnode, pod, podgroup, queue, storage_class
+    from pyvolcano.runtime.scheduler import LiveScheduler
+    from pyvolcano.store.base import Conflict
+
+    class OnceRefusing(InMemoryStore):
+        refused = 0
+
+        def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+            if obj.get("kind") == "PersistentVolume" and not self.refused:
+                self.refused += 1
+                raise Conflict("PersistentVolume", obj["metadata"]["name"], "the object has been modified")
+            return super().update(obj)
+
+    store = OnceRefusing(clock=lambda: 0.0)
+    for d in (queue("q"), hostnode("n1"), storage_class("local"), local_pv("pv", "n1"), pvc("data"),
+              podgroup("g"), pod("p", "g", volumes=claims("data"))):
+        store.create(d)
+    sched = LiveScheduler(store, seed=0, clock=lambda: 0.0, bind_workers=1)
+    sched.writer.submit = lambda write: write()  # the binds done when run_once returns
+    try:
+        first = sched.run_once()
+        assert first.result.binds == [("ns/p", "n1")]  # decided, then refused at the PV update
+        assert "nodeName" not in store.get("Pod", "ns", "p")["spec"]
+        assert "claimRef" not in store.get("PersistentVolume", None, "pv")["spec"]
+        second = sched.run_once()  # drops the assumptions (pod and PV re-read), places the pod again
+    finally:
+        sched.close(wait=True)
+    assert second.bind_failures == [("ns/p", 'running PreBind plugin "VolumeBinding": binding volumes: '
+                                         "PersistentVolume pv: the object has been modified")]
+    assert second.result.binds == [("ns/p", "n1")]
+    assert store.get("PersistentVolume", None, "pv")["spec"]["claimRef"]["name"] == "data"
+    assert store.get("Pod", "ns", "p")["spec"]["nodeName"] == "n1"
