@@ -177,8 +177,9 @@ def volume_diagnosis(ssn: Session, task: TaskInfo, code: Reason, top: str, neede
             selected = pvc.annotations.get(ANN_SELECTED_NODE)
             if selected:
                 can = f"provisioning already asked on {selected}"
+            # Usable PVs are listed first: fewer than SHOWN of them listed is all there are.
             free = sum(1 for _n, _nodes, st in f.pvs if st == "available")
-            demand = _gang_demand(v, needed, f.storage_class)
+            demand = _gang_demand(v, needed, f.storage_class) if free < SHOWN else 0
             if free and demand > free:
                 can += (f"; the pods the job still needs want {demand} volumes of the class and {free} "
                         "available PV(s) fit them")
