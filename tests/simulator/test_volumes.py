@@ -81,3 +81,22 @@ def test_vcjob_volume_claim_name_mounts_an_existing_claim_in_every_pod_on_its_pv
     assert res.jobs["default/j"].phase == "Completed"
     assert [p["spec"]["nodeName"] for p in _pods(sim, "j-")] == ["n2", "n2"]
     assert sim.store.get("PersistentVolumeClaim", "default", "shared")["spec"]["volumeName"] == "pv"
+
+
+def test_the_volumes_example_places_provisions_and_explains() -> None:
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from pyvolcano.cli.app import app
+
+    ex = Path(__file__).resolve().parents[2] / "examples" / "volumes"
+    result = CliRunner().invoke(app, ["simulate", "--cluster", str(ex / "cluster.yaml"), "--workload",
+                                      str(ex / "jobs.yaml"), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    jobs = json.loads(result.stdout)["jobs"]
+    assert (jobs["default/local-job"]["phase"], jobs["default/local-job"]["started"]) == ("Completed", 1.0)
+    assert (jobs["default/dyn-job"]["phase"], jobs["default/dyn-job"]["started"]) == ("Completed", 31.0)
+    assert jobs["default/no-room"]["started"] is None
+    assert jobs["default/no-room"]["why"]["reason"] == "Volume.NoMatchingPV"
