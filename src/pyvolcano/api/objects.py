@@ -92,6 +92,10 @@ class Pod:
     # (reason, message) of the stored PodScheduled=False condition, as read; session close
     # rewrites ``conditions``, never this.
     stored_unschedulable: tuple[str, str] | None = None
+    # The PersistentVolumeClaims its volumes name, in volume order (a generic ephemeral
+    # volume's is "<pod>-<volume>"), and those of ephemeral volumes; () for most pods.
+    claims: tuple[str, ...] = ()
+    ephemeral_claims: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

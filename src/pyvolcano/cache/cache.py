@@ -34,6 +34,7 @@ from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.cache.memo import SessionMemo
+from pyvolcano.cache.volumes import VolumeState
 
 __all__ = ["SchedulerCache", "SchedulerOptions"]
 
@@ -78,6 +79,9 @@ class SchedulerOptions:
     # pyvolcano extension: a pending diagnosis for every job left short at session close
     # (pyvolcano.diagnosis), with its reason code and hint on the Unschedulable condition.
     diagnose: bool = True
+    # Upstream --ignored-provisioners: claims of classes with these provisioners are not counted
+    # against the nodes' CSI attach limits (host-path provisioners, which publish no CSINode drivers).
+    ignored_provisioners: tuple[str, ...] = ()
 
 
 _IN_FLIGHT = TaskStatus.Allocated | TaskStatus.Binding | TaskStatus.Bound | TaskStatus.Pipelined
@@ -107,6 +111,10 @@ class SchedulerCache:
         # which keep their NodeInfo and row, are not in it).
         self.hypernodes: dict[str, HyperNode] = {}
         self.hypernode_tree = HyperNodeTree()
+        # StorageClasses, PVs, PVCs and the CSI objects (cache/volumes.py), and how many of the
+        # tracked pods mount claims (volume binding runs only when there are claims or such pods).
+        self.volumes = VolumeState()
+        self.pods_with_claims = 0
         # Bumped whenever a node's labels, taints or schedulability change, so per-node
         # derived data (e.g. predicate signatures) can be rebuilt.
         self.node_generation = 0
@@ -137,6 +145,19 @@ class SchedulerCache:
             cache.add_queue(q)
         for n in objs.nodes:
             cache._add_node_info(n)
+        v = cache.volumes
+        for sc in objs.storage_classes:
+            v.upsert_class(sc)
+        for pv in objs.persistent_volumes:
+            v.upsert_pv(pv)
+        for pvc in objs.persistent_volume_claims:
+            v.upsert_pvc(pvc)
+        for cn in objs.csi_nodes:
+            v.upsert_csi_node(cn)
+        for drv in objs.csi_drivers:
+            v.upsert_csi_driver(drv)
+        for cap in objs.csi_storage_capacities:
+            v.upsert_capacity(cap)
         cache.hypernodes = {hn.name: hn for hn in objs.hypernodes}
         cache.hypernode_tree = HyperNodeTree.build(
             cache.hypernodes.values(), ((info.name, info.labels, info.index) for info in cache.node_list))
@@ -235,6 +256,8 @@ class SchedulerCache:
         task = TaskInfo(pod)
         self.pods[pod.uid] = pod
         self.tasks[pod.uid] = task
+        if pod.claims:
+            self.pods_with_claims += 1
         if task.job:
             job = self.jobs.get(task.job)
             if job is None:
@@ -258,6 +281,8 @@ class SchedulerCache:
         self.pods.pop(uid, None)
         if task is None:
             return
+        if task.pod.claims:
+            self.pods_with_claims -= 1
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
