@@ -33,6 +33,7 @@ from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
+from pyvolcano.cache.dra import DraState
 from pyvolcano.cache.memo import SessionMemo
 
 __all__ = ["SchedulerCache", "SchedulerOptions"]
@@ -126,6 +127,9 @@ class SchedulerCache:
         # What sessions keep from one to the next (feasibility masks, score cache, plugin
         # memos, the round-robin index, the change-feed cursors), handed to every session.
         self.memo = SessionMemo(self.job_changes, self.jobs)
+        # Dynamic resource allocation: DeviceClasses, ResourceSlices, ResourceClaims and the
+        # devices in use (cache/dra.py).
+        self.dra = DraState()
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -140,6 +144,12 @@ class SchedulerCache:
         cache.hypernodes = {hn.name: hn for hn in objs.hypernodes}
         cache.hypernode_tree = HyperNodeTree.build(
             cache.hypernodes.values(), ((info.name, info.labels, info.index) for info in cache.node_list))
+        for cls in objs.device_classes:
+            cache.dra.upsert_class(cls)
+        for s in objs.resource_slices:
+            cache.dra.upsert_slice(s)
+        for claim in objs.resource_claims:
+            cache.dra.upsert_claim(claim)
         for pg in sorted(objs.podgroups, key=lambda p: (p.namespace, p.name)):
             cache.add_podgroup(pg)
         referenced = {cache.jobs[k].queue for k in cache.jobs}
