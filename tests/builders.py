@@ -86,3 +86,58 @@ def schedule(*docs: dict[str, Any], conf: str | None = None, sessions: int = 1, 
     registry = default_registry()
     config = default_configuration() if conf is None else load_scheduler_conf(conf)
     return schedule_objects(cache_of(*docs), config, registry, sessions=sessions, seed=seed)
+
+
+# ---------------------------------------------------------------------------- storage
+
+
+def storage_class(name: str, *, provisioner: str = "kubernetes.io/no-provisioner", mode: str = "WaitForFirstConsumer",
+                  default: bool = False, **extra: Any) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name}
+    if default:
+        md["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": md,
+            "provisioner": provisioner, "volumeBindingMode": mode, **extra}
+
+
+def local_pv(name: str, node: str, *, size: str = "10Gi", cls: str = "local", modes: tuple[str, ...] = ("ReadWriteOnce",),
+             labels: dict[str, str] | None = None, claim: str = "") -> dict[str, Any]:
+    """A local PersistentVolume pinned to ``node`` (by hostname label); ``claim`` ("ns/name") pre-binds it."""
+    spec: dict[str, Any] = {
+        "capacity": {"storage": size}, "accessModes": list(modes), "storageClassName": cls,
+        "local": {"path": f"/mnt/{name}"},
+        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}},
+    }
+    if claim:
+        ns, cname = claim.split("/")
+        spec["claimRef"] = {"namespace": ns, "name": cname}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name, "labels": labels or {}},
+            "spec": spec}
+
+
+def pvc(name: str, *, ns: str = "ns", cls: str | None = "local", size: str = "5Gi",
+        modes: tuple[str, ...] = ("ReadWriteOnce",), volume: str = "", bound: bool = False,
+        **spec: Any) -> dict[str, Any]:
+    """A PersistentVolumeClaim; ``volume`` names its PV, ``bound`` marks the binding complete."""
+    s: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": size}}, **spec}
+    if cls is not None:
+        s["storageClassName"] = cls
+    md: dict[str, Any] = {"name": name, "namespace": ns}
+    if volume:
+        s["volumeName"] = volume
+    if bound:
+        md["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": md, "spec": s,
+            "status": {"phase": "Bound" if bound else "Pending"}}
+
+
+def claims(*names: str) -> list[dict[str, Any]]:
+    """A pod's ``spec.volumes`` mounting the claims ``names``."""
+    return [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": n}} for i, n in enumerate(names)]
+
+
+def hostnode(name: str, **kw: Any) -> dict[str, Any]:
+    """A node with its ``kubernetes.io/hostname`` label, as the kubelet sets it."""
+    labels = {"kubernetes.io/hostname": name, **kw.pop("labels", {})}
+    return node(name, labels=labels, **kw)

@@ -97,6 +97,10 @@ class Pod:
     # pod claim name -> generated claim name ("" when none was generated).
     resource_claims: tuple[PodResourceClaim, ...] = ()
     resource_claim_statuses: dict[str, str] = field(default_factory=dict)
+    # The PersistentVolumeClaims its volumes name, in volume order (a generic ephemeral
+    # volume's is "<pod>-<volume>"), and those of ephemeral volumes; () for most pods.
+    claims: tuple[str, ...] = ()
+    ephemeral_claims: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

@@ -35,6 +35,7 @@ from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.cache.dra import DraState
 from pyvolcano.cache.memo import SessionMemo
+from pyvolcano.cache.volumes import VolumeState
 
 __all__ = ["SchedulerCache", "SchedulerOptions"]
 
@@ -79,6 +80,9 @@ class SchedulerOptions:
     # pyvolcano extension: a pending diagnosis for every job left short at session close
     # (pyvolcano.diagnosis), with its reason code and hint on the Unschedulable condition.
     diagnose: bool = True
+    # Upstream --ignored-provisioners: claims of classes with these provisioners are not counted
+    # against the nodes' CSI attach limits (host-path provisioners, which publish no CSINode drivers).
+    ignored_provisioners: tuple[str, ...] = ()
 
 
 _IN_FLIGHT = TaskStatus.Allocated | TaskStatus.Binding | TaskStatus.Bound | TaskStatus.Pipelined
@@ -108,6 +112,8 @@ class SchedulerCache:
         # which keep their NodeInfo and row, are not in it).
         self.hypernodes: dict[str, HyperNode] = {}
         self.hypernode_tree = HyperNodeTree()
+        # StorageClasses, PVs, PVCs and the CSI objects (cache/volumes.py).
+        self.volumes = VolumeState()
         # Bumped whenever a node's labels, taints or schedulability change, so per-node
         # derived data (e.g. predicate signatures) can be rebuilt.
         self.node_generation = 0
@@ -141,13 +147,26 @@ class SchedulerCache:
             cache.add_queue(q)
         for n in objs.nodes:
             cache._add_node_info(n)
+        v = cache.volumes
+        for sc in objs.storage_classes:
+            v.upsert_class(sc)
+        for pv in objs.persistent_volumes:
+            v.upsert_pv(pv)
+        for pvc in objs.persistent_volume_claims:
+            v.upsert_pvc(pvc)
+        for cn in objs.csi_nodes:
+            v.upsert_csi_node(cn)
+        for drv in objs.csi_drivers:
+            v.upsert_csi_driver(drv)
+        for cap in objs.csi_storage_capacities:
+            v.upsert_capacity(cap)
         cache.hypernodes = {hn.name: hn for hn in objs.hypernodes}
         cache.hypernode_tree = HyperNodeTree.build(
             cache.hypernodes.values(), ((info.name, info.labels, info.index) for info in cache.node_list))
-        for cls in objs.device_classes:
-            cache.dra.upsert_class(cls)
-        for s in objs.resource_slices:
-            cache.dra.upsert_slice(s)
+        for device_class in objs.device_classes:
+            cache.dra.upsert_class(device_class)
+        for rs in objs.resource_slices:
+            cache.dra.upsert_slice(rs)
         for claim in objs.resource_claims:
             cache.dra.upsert_claim(claim)
         for pg in sorted(objs.podgroups, key=lambda p: (p.namespace, p.name)):

@@ -14,12 +14,21 @@ from pyvolcano.api.dra.types import DeviceClass, ResourceClaim, ResourceSlice
 from pyvolcano.api.hypernode import HyperNode
 from pyvolcano.api.job import podgroup_phase
 from pyvolcano.api.manifest import ManifestError, parse_object, pod_uid
+from pyvolcano.api.names import STORAGE_KINDS
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
+from pyvolcano.api.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.store.base import Store, StoreError, to_rfc3339
 
-__all__ = ["apply_event", "podgroup_status", "resync_pod"]
+__all__ = ["apply_event", "podgroup_status", "resync_object", "resync_pod"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +58,8 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     every field the scheduler parses unchanged (the controller's per-phase counts) cannot
     either. Everything else can.
     """
+    if kind in STORAGE_KINDS:
+        return _apply_storage_event(cache, event_type, kind, obj)
     if kind not in _KINDS:
         return False
     if kind == "Pod" and event_type == "DELETED":
@@ -150,6 +161,43 @@ def _apply_dra(cache: SchedulerCache, event_type: str, obj: DeviceClass | Resour
     return True
 
 
+def _apply_storage_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str, Any]) -> bool:
+    """A StorageClass, PV, PVC or CSI object's event: any of them can let a pod with claims fit."""
+    v = cache.volumes
+    if event_type == "DELETED":
+        md = obj.get("metadata")
+        if not isinstance(md, dict) or not isinstance(md.get("name"), str):
+            logger.warning("ignoring a deleted %s without metadata.name", kind)
+            return False
+        name, ns = md["name"], str(md.get("namespace") or "default")
+        {"StorageClass": v.delete_class, "PersistentVolume": v.delete_pv, "CSINode": v.delete_csi_node,
+         "CSIDriver": v.delete_csi_driver, "PersistentVolumeClaim": lambda n: v.delete_pvc(f"{ns}/{n}"),
+         "CSIStorageCapacity": lambda n: v.delete_capacity(f"{ns}/{n}")}[kind](name)
+        cache.capacity_epoch += 1
+        return True
+    try:
+        typed = parse_object(obj, "store")
+    except ManifestError as e:
+        logger.warning("ignoring malformed %s: %s", kind, e)
+        return False
+    if isinstance(typed, PersistentVolume):
+        v.upsert_pv(typed)
+    elif isinstance(typed, PersistentVolumeClaim):
+        v.upsert_pvc(typed)
+    elif isinstance(typed, StorageClass):
+        v.upsert_class(typed)
+    elif isinstance(typed, CSINode):
+        v.upsert_csi_node(typed)
+    elif isinstance(typed, CSIDriver):
+        v.upsert_csi_driver(typed)
+    elif isinstance(typed, CSIStorageCapacity):
+        v.upsert_capacity(typed)
+    else:
+        return False
+    cache.capacity_epoch += 1
+    return True
+
+
 def _podgroup_phase_due(cache: SchedulerCache, task: TaskInfo) -> bool:
     """Whether the next session's close would move ``task``'s PodGroup to another phase.
 
@@ -226,3 +274,17 @@ def podgroup_status(pg: PodGroup) -> dict[str, Any]:
         "conditions": [{**c.to_dict(), "lastTransitionTime": to_rfc3339(c.last_transition_time)}
                        for c in pg.conditions],
     }
+
+
+def resync_object(cache: SchedulerCache, store: Store, kind: str, namespace: str | None, name: str) -> None:
+    """Drop an assumption a failed bind left on a non-pod object: re-apply the store's current
+    ``kind`` object, or its deletion when it is gone."""
+    try:
+        obj = store.get(kind, namespace, name)
+    except StoreError:
+        md: dict[str, Any] = {"name": name}
+        if namespace is not None:
+            md["namespace"] = namespace
+        apply_event(cache, "DELETED", kind, {"kind": kind, "metadata": md})
+        return
+    apply_event(cache, "MODIFIED", kind, obj)

@@ -42,7 +42,7 @@ import numpy as np
 from pyvolcano.api.duration import MAX_DURATION_SECONDS
 from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY, SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
-from pyvolcano.cache.ingest import apply_event, resync_pod
+from pyvolcano.cache.ingest import apply_event, resync_object, resync_pod
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.diagnosis.model import Diagnosis
@@ -318,6 +318,8 @@ class Simulation:
         self._own_condition_writes = (first, self.store.revision)
         for ns, name, _why in self.writer.take_failures():
             self._resync_pod(ns, name)
+        for kind, ns_, name in self.writer.take_stale():
+            resync_object(self.cache, self.store, kind, ns_, name)
         # Sampled once the decisions have settled (pods started, jobs Running), not before.
         self._unsampled = result
         if self.sessions % 100 == 0:
