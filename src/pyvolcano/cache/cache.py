@@ -264,6 +264,8 @@ class SchedulerCache:
         task = TaskInfo(pod)
         self.pods[pod.uid] = pod
         self.tasks[pod.uid] = task
+        if pod.resource_claims:
+            self.dra.pods_with_claims.add(pod.uid)
         if task.job:
             job = self.jobs.get(task.job)
             if job is None:
@@ -287,6 +289,8 @@ class SchedulerCache:
         self.pods.pop(uid, None)
         if task is None:
             return
+        if task.pod.resource_claims:
+            self.dra.pods_with_claims.discard(uid)
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)

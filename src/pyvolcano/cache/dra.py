@@ -52,6 +52,7 @@ class DraState:
     shared_slices: dict[str, ResourceSlice] = field(default_factory=dict)
     selectors: SelectorCache = field(default_factory=SelectorCache)
     memo: MatchMemo = field(default_factory=dict)
+    pods_with_claims: set[str] = field(default_factory=set)  # uids of tracked pods with resourceClaims
     _in_use: dict[DeviceID, int] = field(default_factory=dict)
     generation: int = 0  # bumped by every change of a class, slice or claim
 
@@ -116,10 +117,18 @@ class DraState:
         key = claim.key
         before = self.claim(key)
         self.claims[key] = claim
+        if claim.allocation is not None:
+            self.in_flight.discard(claim.uid)
         assumed = self.assumed.get(key)
         if assumed is not None and (claim.allocation is not None or claim.uid != assumed.uid):
             del self.assumed[key]
         self._move(before, self.claim(key))
+
+    def drop_assumed(self, key: str) -> None:
+        """A failed write: the claim is what the API server says again (re-read next)."""
+        assumed = self.assumed.get(key)
+        if assumed is not None:
+            self.restore(key, assumed.uid)
 
     def delete_claim(self, key: str) -> None:
         before = self.claim(key)

@@ -279,6 +279,8 @@ def podgroup_status(pg: PodGroup) -> dict[str, Any]:
 def resync_object(cache: SchedulerCache, store: Store, kind: str, namespace: str | None, name: str) -> None:
     """Drop an assumption a failed bind left on a non-pod object: re-apply the store's current
     ``kind`` object, or its deletion when it is gone."""
+    if kind == "ResourceClaim":
+        cache.dra.drop_assumed(f"{namespace}/{name}")
     try:
         obj = store.get(kind, namespace, name)
     except StoreError:
