@@ -48,7 +48,7 @@ from pyvolcano.api.objects import PodGroupCondition
 from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.api.unschedule import FitErrors
+from pyvolcano.api.unschedule import DRA_CANNOT_ALLOCATE, DRA_NOT_AVAILABLE, DRA_PRE_PREDICATE, Code, FitErrors
 from pyvolcano.diagnosis.model import (
     UNLIMITED,
     Diagnosis,
@@ -487,6 +487,32 @@ class _Context:
                     f"{job.queue} has {left} left within its capability; raise its capability on {name}")
         return reason, msg, hint, tuple(figures)
 
+    def _dra_reason(self, task: TaskInfo, top_reason: str, top_count: int, fe: FitErrors) -> tuple[Reason, str] | None:
+        """The DRA code when the most common failure is dynamic resource allocation's."""
+        if top_reason.startswith(DRA_PRE_PREDICATE):
+            why = top_reason[len(DRA_PRE_PREDICATE):].strip()
+            return Reason.NODE_FIT_CLAIM_NOT_READY, (
+                f"the ResourceClaims of {task.name} cannot be used yet: {why}; the pod waits until they exist, are "
+                f"free to reserve and their DeviceClasses exist")
+        if any(g.code == Code.Error and g.reason == top_reason for g in fe.groups):
+            return Reason.NODE_FIT_CLAIM_INVALID, (
+                f"the ResourceClaims of {task.name} cannot be allocated as written: {top_reason}; fix the claim or "
+                f"its DeviceClass")
+        if top_reason in (DRA_CANNOT_ALLOCATE, DRA_NOT_AVAILABLE):
+            dra = self.ssn.cache.dra
+            devices = sum(len(s.devices) for s in dra.slices.values())
+            nodes = len(dra.node_slices)
+            where = (f"the cluster has {devices} device(s) in {len(dra.slices)} ResourceSlice(s) on {nodes} node(s), "
+                     f"{dra.allocated_count()} of them allocated")
+            if top_reason == DRA_NOT_AVAILABLE:
+                return Reason.NODE_FIT_NO_DEVICES, (
+                    f"{top_count} node(s) cannot reach the devices already allocated to a claim of {task.name}; "
+                    f"it can only run where those devices are")
+            return Reason.NODE_FIT_NO_DEVICES, (
+                f"no node has free devices matching the ResourceClaims of {task.name} ({top_count} node(s) tried); "
+                f"{where}: wait for claims to be released, or add nodes whose drivers publish such devices")
+        return None
+
     def _node_fit(self, job: JobInfo, task: TaskInfo, fe: FitErrors, mk: functools.partial[Diagnosis],
                   quota: QueueQuota | None, needed: list[TaskInfo]) -> Diagnosis:
         ssn, table = self.ssn, self.table
@@ -504,6 +530,10 @@ class _Context:
             candidates = insufficient[ok]
         if not len(candidates) or not any(v > 0 for _d, v in table.task_vector(task)):
             top_reason, top_count = max(hist.items(), key=lambda kv: (kv[1], kv[0]))
+            if task.pod.resource_claims:
+                dra = self._dra_reason(task, top_reason, top_count, fe)
+                if dra is not None:
+                    return mk(dra[0], fe.error(), dra[1], **common)
             extra = (f"; the {len(insufficient)} node(s) short of resources fail them too"
                      if len(insufficient) else "")
             hint = (f"no node passes the predicates of {task.name} (most common: {top_count} {top_reason}){extra}: "

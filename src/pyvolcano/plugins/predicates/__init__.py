@@ -57,10 +57,9 @@ from pyvolcano.api.matching import (
 )
 from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.api.unschedule import NODE_POD_NUMBER_EXCEEDED, Code, Status
+from pyvolcano.api.unschedule import DRA_PRE_PREDICATE, NODE_POD_NUMBER_EXCEEDED, Code, Status
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
-from pyvolcano.plugins.predicates.dynamicresources import NAME as DRA_NAME
 from pyvolcano.plugins.predicates.dynamicresources import ClaimBinder, DynamicResources
 from pyvolcano.plugins.predicates.nodevolumelimits import REASON_MAX_VOLUME_COUNT, csi_volumes, exceeds_limits
 from pyvolcano.plugins.predicates.volumebinding import VolumeBinder, VolumeBinding
@@ -309,7 +308,7 @@ class Predicates:
             if st is None:
                 return None
             # upstream handleSkipPrePredicatePlugin's wording
-            return Status(st.code, f"plugin {DRA_NAME} pre-predicates failed {st.reason}")
+            return Status(st.code, f"{DRA_PRE_PREDICATE} {st.reason}")
 
         def allocate(ev: Event) -> None:
             if ev.task.pod.resource_claims:

@@ -47,7 +47,7 @@ from pyvolcano.api.dra.types import (
     ResourceClaim,
 )
 from pyvolcano.api.task import TaskInfo
-from pyvolcano.api.unschedule import Code, Status
+from pyvolcano.api.unschedule import DRA_CANNOT_ALLOCATE, DRA_NOT_AVAILABLE, Code, Status
 from pyvolcano.framework.prebind import BindTarget, ObjectKey, PreBindError
 from pyvolcano.store.base import Conflict, NotFound, StoreError
 
@@ -62,8 +62,8 @@ __all__ = ["NAME", "REASON_CANNOT_ALLOCATE", "REASON_NOT_AVAILABLE", "ClaimBinde
            "DynamicResources", "claim_name"]
 
 NAME: Final = "DynamicResources"
-REASON_NOT_AVAILABLE: Final = "resourceclaim not available on the node"
-REASON_CANNOT_ALLOCATE: Final = "cannot allocate all claims"
+REASON_NOT_AVAILABLE: Final = DRA_NOT_AVAILABLE
+REASON_CANNOT_ALLOCATE: Final = DRA_CANNOT_ALLOCATE
 _UNRESOLVABLE = Code.UnschedulableAndUnresolvable
 
 
