@@ -538,6 +538,8 @@ def _bind(fn: Callable[[Any], None], arg: Any) -> Callable[[], None]:
 
 def _default_controllers(*, store: Any, entropy: Entropy) -> list[Any]:
     from pyvolcano.controllers import default_controllers
+    from pyvolcano.controllers.resourceclaim import ResourceClaimController
 
-    return list(default_controllers(store=store, entropy=entropy))
+    # kube-controller-manager's ResourceClaim controller: the simulated cluster has no other.
+    return [*default_controllers(store=store, entropy=entropy), ResourceClaimController(store=store, entropy=entropy)]
 
