@@ -25,11 +25,14 @@ from pyvolcano.simulator.kubelet import DURATION
 __all__ = ["ClusterEvent", "Submission", "load_workload", "without_duration"]
 
 SUBMIT_AT = "pyvolcano.io/submit-at"
-CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode"}
-CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace", "HyperNode"}
+CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode", "DeviceClass", "ResourceSlice"}
+CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace", "HyperNode", "DeviceClass", "ResourceSlice"}
 WORKLOAD_KINDS = {"Job", "Queue", "PodGroup", "Pod", "Command", "PriorityClass", "Namespace", "Service",
-                  "ConfigMap", "Secret", "Node", "HyperNode"}
-PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret")}
+                  "ConfigMap", "Secret", "Node", "HyperNode", "DeviceClass", "ResourceSlice", "ResourceClaim",
+                  "ResourceClaimTemplate"}
+PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret"),
+                ("resource.k8s.io/v1", "DeviceClass"), ("resource.k8s.io/v1", "ResourceSlice"),
+                ("resource.k8s.io/v1", "ResourceClaim"), ("resource.k8s.io/v1", "ResourceClaimTemplate")}
 """Kinds pyvolcano does not model that a workload may still create (job plugins read them)."""
 
 
@@ -97,7 +100,7 @@ def load_workload(
             raise ManifestError(f"{where} ({kind}): metadata: expected a mapping with a name")
         _check_type_and_fields(doc, f"{where} ({kind} {_key(kind, md)})", what)
         if cluster:
-            if kind == "Node":
+            if kind in ("Node", "DeviceClass", "ResourceSlice"):
                 # A Node is not admitted (the kubelet registers it): check its values here, so a
                 # bad quantity is an error naming the file rather than a node quietly dropped.
                 # (creationTimestamp is the API server's field: the store sets it, whatever was sent)
