@@ -100,8 +100,9 @@ def storage_class(name: str, *, provisioner: str = "kubernetes.io/no-provisioner
             "provisioner": provisioner, "volumeBindingMode": mode, **extra}
 
 
-def local_pv(name: str, node: str, *, size: str = "10Gi", cls: str = "local", modes: tuple[str, ...] = ("ReadWriteOnce",),
-             labels: dict[str, str] | None = None, claim: str = "") -> dict[str, Any]:
+def local_pv(name: str, node: str, *, size: str = "10Gi", cls: str = "local",
+             modes: tuple[str, ...] = ("ReadWriteOnce",), labels: dict[str, str] | None = None,
+             claim: str = "") -> dict[str, Any]:
     """A local PersistentVolume pinned to ``node`` (by hostname label); ``claim`` ("ns/name") pre-binds it."""
     spec: dict[str, Any] = {
         "capacity": {"storage": size}, "accessModes": list(modes), "storageClassName": cls,

@@ -83,3 +83,36 @@ tiers:
     out = schedule(queue("q"), hostnode("n1"), storage_class("local"), pvc("data"), podgroup("g"),
                    pod("p", "g", volumes=claims("data")), conf=conf)
     assert out["binds"] == {"ns/p": "n1"}
+
+
+def test_diagnosis_names_the_claim_and_where_each_pv_is_pinned() -> None:
+    out = schedule(queue("q"), hostnode("n1"), hostnode("n2"), storage_class("local"), local_pv("only", "n1"),
+                   local_pv("tiny", "n2", size="1Gi"), pvc("a"), pvc("b"), podgroup("g", min_member=2),
+                   pod("pa", "g", volumes=claims("a")), pod("pb", "g", volumes=claims("b")))
+    d = out["diagnoses"]["ns/g"]
+    assert d["reason"] == "Volume.NoMatchingPV"
+    assert "ns/b wants 5Gi ReadWriteOnce of class local" in d["hint"]
+    assert "want 2 volumes of the class and 1 available PV(s)" in d["hint"]
+    [fig] = d["volumes"]
+    assert fig["claim"] == "ns/b" and fig["binding_mode"] == "WaitForFirstConsumer"
+    assert fig["pvs"] == [{"name": "only", "nodes": "n1", "state": "available"},
+                          {"name": "tiny", "nodes": "n2", "state": "too small (1Gi)"}]
+
+
+def test_diagnosis_of_unbound_immediate_claim() -> None:
+    out = schedule(queue("q"), hostnode("n1"), storage_class("fast", mode="Immediate", provisioner="csi.example"),
+                   pvc("data", cls="fast"), podgroup("g"), pod("p", "g", volumes=claims("data")))
+    d = out["diagnoses"]["ns/g"]
+    assert d["reason"] == "Volume.UnboundImmediate"
+    assert "ns/data (class fast)" in d["hint"]
+
+
+def test_diagnosis_of_bound_claim_pinned_to_a_node_that_fails_otherwise() -> None:
+    taint = [{"key": "maintenance", "value": "x", "effect": "NoSchedule"}]
+    out = schedule(queue("q"), hostnode("n1"), hostnode("n2", taints=taint), hostnode("n3"), storage_class("local"),
+                   local_pv("pv", "n2", claim="ns/data"), pvc("data", volume="pv", bound=True), podgroup("g"),
+                   pod("p", "g", volumes=claims("data")))
+    d = out["diagnoses"]["ns/g"]
+    assert out["binds"] == {}
+    assert d["reason"] == "Volume.NodeConflict"
+    assert d["hint"].startswith("ns/data is bound to pv, pinned to n2")

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim_builders import simulate
-
 from builders import device_class
+from sim_builders import simulate
 
 
 def _gpu_node(name: str, gpus: int = 4) -> dict[str, Any]:
@@ -25,7 +24,8 @@ def _template(name: str, count: int) -> dict[str, Any]:
 
 
 def _job(name: str, replicas: int, template: str, duration: str = "60s") -> dict[str, Any]:
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"},
             "spec": {"schedulerName": "volcano", "minAvailable": replicas, "tasks": [{
                 "name": "w", "replicas": replicas, "template": {
                     "metadata": {"annotations": {"pyvolcano.io/duration": duration}},
@@ -39,7 +39,7 @@ def test_claims_are_allocated_on_the_pods_node_before_the_bind_and_released_afte
     seen: list[dict[str, Any]] = []
     objs = [(0.0, device_class("gpu.nvidia.com", "gpu.nvidia.com")), (0.0, _gpu_node("g1")), (0.0, _gpu_node("g2")),
             (0.0, _template("two", 2)), (1.0, _job("a", 3, "two"))]
-    res, sim = simulate(objs, until=30.0)
+    _res, sim = simulate(objs, until=30.0)
     for claim in sim.store.list("ResourceClaim"):
         seen.append(claim)
     assert len(seen) == 3
@@ -57,7 +57,7 @@ def test_claims_are_allocated_on_the_pods_node_before_the_bind_and_released_afte
         assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
     assert len(devices) == 6  # no device given twice
     # the pods finish: their claims are released and deleted
-    res, sim2 = simulate(objs, until=600.0)
+    _res, sim2 = simulate(objs, until=600.0)
     assert sim2.store.list("ResourceClaim") == []
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "PersistentVolume",
     "PersistentVolumeClaim",
     "StorageClass",
+    "VolumeBindings",
     "claim_class",
     "find_matching_volume",
     "topology_matches",
@@ -169,6 +170,16 @@ class CSIStorageCapacity:
     node_topology: LabelSelector | None = None  # None: reaches no node
     capacity: float | None = None
     maximum_volume_size: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeBindings:
+    """What volume binding decided for one pod on one node, for its bind to write first
+    (the bind-context extension of the predicates plugin)."""
+
+    node: str
+    static: tuple[tuple[str, ClaimRef], ...] = ()  # (PV name, the claim it is bound to)
+    provisions: tuple[ClaimRef, ...] = ()  # claims whose provisioner is to create a PV on node
 
 
 def claim_class(pvc: PersistentVolumeClaim) -> str:

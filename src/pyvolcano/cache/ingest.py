@@ -276,9 +276,10 @@ def podgroup_status(pg: PodGroup) -> dict[str, Any]:
     }
 
 
-def resync_object(cache: SchedulerCache, store: Store, kind: str, namespace: str | None, name: str) -> None:
+def resync_object(cache: SchedulerCache, store: Store, kind: str, namespace: str | None, name: str
+                  ) -> tuple[str, dict[str, Any]]:
     """Drop an assumption a failed bind left on a non-pod object: re-apply the store's current
-    ``kind`` object, or its deletion when it is gone."""
+    ``kind`` object, or its deletion when it is gone. Returns the event applied (type, object)."""
     if kind == "ResourceClaim":
         cache.dra.drop_assumed(f"{namespace}/{name}")
     try:
@@ -287,6 +288,8 @@ def resync_object(cache: SchedulerCache, store: Store, kind: str, namespace: str
         md: dict[str, Any] = {"name": name}
         if namespace is not None:
             md["namespace"] = namespace
-        apply_event(cache, "DELETED", kind, {"kind": kind, "metadata": md})
-        return
+        gone = {"kind": kind, "metadata": md}
+        apply_event(cache, "DELETED", kind, gone)
+        return "DELETED", gone
     apply_event(cache, "MODIFIED", kind, obj)
+    return "MODIFIED", obj

@@ -59,6 +59,7 @@ from pyvolcano.diagnosis.model import (
     ResourceFigure,
     TaskCounts,
 )
+from pyvolcano.diagnosis.volumes import volume_diagnosis, volume_reason
 from pyvolcano.framework.interfaces import QuotaExporter
 
 if TYPE_CHECKING:
@@ -530,6 +531,10 @@ class _Context:
             candidates = insufficient[ok]
         if not len(candidates) or not any(v > 0 for _d, v in table.task_vector(task)):
             top_reason, top_count = max(hist.items(), key=lambda kv: (kv[1], kv[0]))
+            code = volume_reason(top_reason) if task.pod.claims else None
+            if code is not None:
+                hint, volumes = volume_diagnosis(ssn, task, code, f"{top_count} {top_reason}", needed)
+                return mk(code, fe.error(), hint, volumes=volumes, **common)
             if task.pod.resource_claims:
                 dra = self._dra_reason(task, top_reason, top_count, fe)
                 if dra is not None:

@@ -165,7 +165,9 @@ class LiveScheduler:
             failed.append((f"{ns}/{name}", why))
             self._resync_pod(ns, name)
         for kind, ns_, name in self.writer.take_stale():
-            resync_object(self.cache, self.store, kind, ns_, name)
+            event, obj = resync_object(self.cache, self.store, kind, ns_, name)
+            if self.recorder is not None:
+                self.recorder.observe(event, kind, obj)
         return failed
 
     def _resync_pod(self, ns: str, name: str) -> None:

