@@ -40,6 +40,7 @@ import numpy as np
 
 from pyvolcano.api.dra.allocator import AllocationError, Allocator, NodeAllocationError, gather_pools
 from pyvolcano.api.dra.allocator import node_selector_matches_node as selector_matches
+from pyvolcano.api.dra.resourceclaim import ClaimNameError, claim_name
 from pyvolcano.api.dra.types import (
     FINALIZER,
     AllocationResult,
@@ -59,26 +60,12 @@ if TYPE_CHECKING:
     from pyvolcano.store.base import Store
 
 __all__ = ["NAME", "REASON_CANNOT_ALLOCATE", "REASON_NOT_AVAILABLE", "ClaimBinder", "ClaimBindings",
-           "DynamicResources", "claim_name"]
+           "DynamicResources"]
 
 NAME: Final = "DynamicResources"
 REASON_NOT_AVAILABLE: Final = DRA_NOT_AVAILABLE
 REASON_CANNOT_ALLOCATE: Final = DRA_CANNOT_ALLOCATE
 _UNRESOLVABLE = Code.UnschedulableAndUnresolvable
-
-
-class ClaimNameError(Exception):
-    """``resourceclaim.Name`` failed: the pod's claim cannot be resolved (yet)."""
-
-
-def claim_name(pod: Any, pod_claim: Any) -> tuple[str, bool]:
-    """``resourceclaim.Name``: (claim name, must check owner); ``""`` when no claim was
-    generated for a template (the pod claim is skipped). Raises :class:`ClaimNameError`."""
-    if pod_claim.resource_claim_name:
-        return pod_claim.resource_claim_name, False
-    if pod_claim.name in pod.resource_claim_statuses:
-        return pod.resource_claim_statuses[pod_claim.name], True
-    raise ClaimNameError(f'pod "{pod.namespace}/{pod.name}": ResourceClaim not created yet')
 
 
 @dataclass(slots=True)
