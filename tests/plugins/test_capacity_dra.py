@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from sim_builders import simulate
-
 from builders import device_class, gpu_slice, hostnode, pod, podgroup, queue, resource_claim, schedule, with_claims
+from sim_builders import simulate
 
 CAPACITY_CONF = """
 actions: "enqueue, allocate"
