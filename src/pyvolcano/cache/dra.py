@@ -15,7 +15,12 @@ watches, and what upstream's ``SharedDRAManager`` derives from them:
 * the slices reaching each node, split into node-local slices (``spec.nodeName``) indexed by
   node and the others (all nodes, a node selector), which every node looks at;
 * one :class:`~pyvolcano.api.dra.cel.SelectorCache` and the selector verdicts per device,
-  dropped whenever a slice or class changes.
+  dropped whenever a slice or class changes;
+* what makes the filter cheap on large clusters: each node's pools (kept until a slice
+  changes or nodes are relabelled), a log of the nodes whose devices were taken or freed
+  (``changes``; ``"*"`` for devices of slices shared by several nodes), and a place for the
+  filter's verdicts per claim specification (``verdicts``), which it keeps in step with that
+  log, so that pods with identical claims share them until a node's devices change.
 
 Nothing here runs for a cluster without DRA objects, and pods without ``resourceClaims`` never
 reach it.
@@ -26,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from pyvolcano.api.dra.allocator import DeviceID, MatchMemo
+from pyvolcano.api.dra.allocator import DeviceID, MatchMemo, Pool, gather_pools
 from pyvolcano.api.dra.cel import SelectorCache
 from pyvolcano.api.dra.types import DeviceClass, ResourceClaim, ResourceSlice
 
@@ -55,6 +60,11 @@ class DraState:
     pods_with_claims: set[str] = field(default_factory=set)  # uids of tracked pods with resourceClaims
     _in_use: dict[DeviceID, int] = field(default_factory=dict)
     generation: int = 0  # bumped by every change of a class, slice or claim
+    slice_generation: int = 0  # bumped by every change of a class or slice
+    changes: list[str] = field(default_factory=list)  # node names (or "*") whose devices changed
+    _pool_nodes: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # node-local pools
+    _pools: dict[str, tuple[int, list[Pool]]] = field(default_factory=dict)
+    verdicts: dict[object, object] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ reads
     def claim(self, key: str) -> ResourceClaim | None:
@@ -70,6 +80,21 @@ class DraState:
         if not self.shared_slices:
             return list(local.values()) if local else []
         return [*(local.values() if local else ()), *self.shared_slices.values()]
+
+    def pools_for(self, node_name: str, labels: dict[str, str], node_generation: int) -> list[Pool]:
+        """The node's pools (``gather_pools``), kept until a slice changes or nodes are relabelled
+        (``node_generation``: the scheduler cache's)."""
+        got = self._pools.get(node_name)
+        if got is None or got[0] != node_generation:
+            got = self._pools[node_name] = (node_generation,
+                                            gather_pools(self.slices_for(node_name), node_name, labels))
+        return got[1]
+
+    def changed_since(self, position: int) -> list[str] | None:
+        """The nodes whose devices changed since ``position`` of the log (None: start over)."""
+        if position > len(self.changes):
+            return None
+        return self.changes[position:]
 
     @property
     def empty(self) -> bool:
@@ -89,6 +114,7 @@ class DraState:
         self.slices[s.name] = s
         if s.node_name:
             self.node_slices.setdefault(s.node_name, {})[s.name] = s
+            self._pool_nodes.setdefault((s.driver, s.pool), set()).add(s.node_name)
         else:
             self.shared_slices[s.name] = s
         self._changed(devices=True)
@@ -182,9 +208,18 @@ class DraState:
         for d in new:
             in_use[d] = in_use.get(d, 0) + 1
         self.generation += 1
+        if len(self.changes) > 100_000:
+            self.changes.clear()  # every reader's position is past the end now: it starts over
+            self.verdicts.clear()
+        for d in {*old, *new}:
+            nodes = self._pool_nodes.get((d[0], d[1]))
+            self.changes.extend(sorted(nodes) if nodes else ("*",))
 
     def _changed(self, *, devices: bool) -> None:
         self.generation += 1
+        self.slice_generation += 1
+        self._pools.clear()
+        self.verdicts.clear()
         if devices:
             self.memo.clear()
 

@@ -33,12 +33,12 @@ Nothing here runs for a pod without ``resourceClaims``: the predicate looks at o
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from pyvolcano.api.dra.allocator import AllocationError, Allocator, NodeAllocationError, gather_pools
+from pyvolcano.api.dra.allocator import AllocationError, Allocator, NodeAllocationError
 from pyvolcano.api.dra.allocator import node_selector_matches_node as selector_matches
 from pyvolcano.api.dra.resourceclaim import ClaimNameError, claim_name
 from pyvolcano.api.dra.types import (
@@ -76,7 +76,7 @@ class _PodState:
     available_on: list[Mapping[str, Any] | None]  # an allocated claim's nodeSelector
     to_allocate: list[int]  # indices into claims
     allocator: Allocator | None
-    node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
+    signature: str = ""  # the specs of the claims to allocate: pods with equal ones share verdicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,9 +148,12 @@ class DynamicResources:
                         return _unschedulable(f"request {full}: device class {sub.device_class_name} does not exist")
             to_allocate.append(i)
         allocator = None
+        signature = ""
         if to_allocate:
-            allocator = Allocator([claims[i] for i in to_allocate], dra.classes, dra.in_use, dra.selectors, dra.memo)
-        return _PodState(claims, available_on, to_allocate, allocator)
+            pending = [claims[i] for i in to_allocate]
+            allocator = Allocator(pending, dra.classes, dra.in_use, dra.selectors, dra.memo)
+            signature = repr([(c.requests, c.constraints, c.config) for c in pending])
+        return _PodState(claims, available_on, to_allocate, allocator, signature)
 
     # ------------------------------------------------------------------ Filter
     def filter(self, task: TaskInfo, idx: np.ndarray, live: np.ndarray) -> NodeFailures:
@@ -159,23 +162,40 @@ class DynamicResources:
             return []
         if isinstance(state, Status):
             return [(state, live.copy())]
-        nodes = self.ssn.node_list
-        groups: dict[Status, np.ndarray] = {}
+        out: NodeFailures = []
+        live = live.copy()
+        if any(sel is not None for sel in state.available_on):
+            # an allocated claim's devices are reachable only from the nodes its selector names
+            groups: dict[Status, np.ndarray] = {}
+            for k in np.flatnonzero(live):
+                node = self.ssn.node_list[int(idx[k])]
+                st = self._available(state, node.name, node.labels)
+                if st is not None:
+                    groups.setdefault(st, np.zeros(len(idx), dtype=bool))[k] = True
+            for st, mask in groups.items():
+                out.append((st, mask))
+                live &= ~mask
+        if state.allocator is None:
+            return out
+        verdicts = self._verdicts(state)
+        rows = idx[live]
+        for row in rows[verdicts.codes[rows] == _UNKNOWN_ROW]:
+            self._evaluate(state, verdicts, int(row))
+        codes = np.where(live, verdicts.codes[idx], _FITS)
+        cannot = codes == _CANNOT
+        if cannot.any():
+            out.append((_UNSCHEDULABLE_CANNOT_ALLOCATE, cannot))
+        other = np.flatnonzero(codes == _OTHER)
+        if len(other):
+            by_status: dict[Status, np.ndarray] = {}
+            for k in other:
+                st = verdicts.statuses[int(idx[k])]
+                by_status.setdefault(st, np.zeros(len(idx), dtype=bool))[k] = True
+            out.extend(by_status.items())
+        return out
 
-        def fail(k: int, status: Status) -> None:
-            mask = groups.get(status)
-            if mask is None:
-                mask = groups[status] = np.zeros(len(idx), dtype=bool)
-            mask[k] = True
-
-        for k in np.flatnonzero(live):
-            node = nodes[int(idx[k])]
-            status = self._filter_node(state, node.name, node.labels)
-            if status is not None:
-                fail(int(k), status)
-        return list(groups.items())
-
-    def _filter_node(self, state: _PodState, node_name: str, labels: Mapping[str, str]) -> Status | None:
+    @staticmethod
+    def _available(state: _PodState, node_name: str, labels: Mapping[str, str]) -> Status | None:
         for selector in state.available_on:
             if selector is not None:
                 try:
@@ -183,36 +203,73 @@ class DynamicResources:
                         return _unschedulable(REASON_NOT_AVAILABLE)
                 except AllocationError as e:
                     return Status(Code.Error, str(e))
-        if state.allocator is None:
-            return None
-        try:
-            found = state.allocator.allocate(gather_pools(self.dra.slices_for(node_name), node_name, labels))
-        except NodeAllocationError as e:
-            return _unschedulable(str(e))
-        except AllocationError as e:
-            return Status(Code.Error, str(e))
-        if found is None:
-            return _unschedulable(REASON_CANNOT_ALLOCATE)
-        state.node_allocations[node_name] = found
         return None
+
+    def _verdicts(self, state: _PodState) -> _Verdicts:
+        """The allocator's verdicts for claims like ``state``'s, per node row, brought up to date
+        with the nodes whose devices changed since they were last read."""
+        dra, ssn = self.dra, self.ssn
+        n = len(ssn.node_list)
+        key = (dra.slice_generation, ssn.cache.node_generation)
+        got = dra.verdicts.get(state.signature)
+        v = got if isinstance(got, _Verdicts) and got.key == key else None
+        if v is None:
+            v = _Verdicts(key, len(dra.changes), np.zeros(n, dtype=np.int8))
+            dra.verdicts[state.signature] = v
+        else:
+            changed = dra.changed_since(v.position)
+            if changed is None or "*" in changed:
+                v.reset(n)
+            else:
+                for name in set(changed):
+                    node = ssn.nodes.get(name)
+                    if node is not None and node.index < len(v.codes):
+                        v.forget(node.index)
+            v.position = len(dra.changes)
+            for row in list(v.pod_specific):  # another pod's error, naming its claim
+                v.forget(row)
+        if len(v.codes) < n:
+            v.codes = np.concatenate([v.codes, np.zeros(n - len(v.codes), dtype=np.int8)])
+        return v
+
+    def _evaluate(self, state: _PodState, v: _Verdicts, row: int) -> None:
+        assert state.allocator is not None
+        node = self.ssn.node_list[row]
+        try:
+            found = state.allocator.allocate(self.dra.pools_for(node.name, node.labels, self.ssn.cache.node_generation))
+        except NodeAllocationError as e:
+            v.codes[row], v.statuses[row] = _OTHER, _unschedulable(str(e))
+            return
+        except AllocationError as e:  # names the claim: kept for this pod only
+            v.codes[row], v.statuses[row] = _OTHER, Status(Code.Error, str(e))
+            v.pod_specific.add(row)
+            return
+        if found is None:
+            v.codes[row] = _CANNOT
+        else:
+            v.codes[row], v.results[row] = _FITS, found
+
+    def _allocation_on(self, state: _PodState, node_name: str) -> list[AllocationResult] | None:
+        node = self.ssn.nodes.get(node_name)
+        if node is None or self._available(state, node.name, node.labels) is not None:
+            return None
+        if state.allocator is None:
+            return []
+        v = self._verdicts(state)
+        if v.codes[node.index] == _UNKNOWN_ROW:
+            self._evaluate(state, v, node.index)
+        return v.results.get(node.index) if v.codes[node.index] == _FITS else None
 
     # ------------------------------------------------------------------ Reserve / Unreserve
     def reserve(self, task: TaskInfo) -> str | None:
         """Allocate the task's claims on its node in the cache; an error text when it cannot."""
-        state = self._states.get(task.uid)
-        if task.uid not in self._states or (
-                isinstance(state, _PodState) and task.node_name not in state.node_allocations):
-            state = self._prepare(task)
-            if isinstance(state, _PodState) and state.allocator is not None:
-                node = self.ssn.nodes.get(task.node_name)
-                if node is None or self._filter_node(state, node.name, node.labels) is not None:
-                    return f"claim allocation not found for node {task.node_name}"
+        state = self._prepare(task)
         if state is None:
             return None
         if isinstance(state, Status):
             return state.reason
-        found = state.node_allocations.get(task.node_name, []) if state.allocator is not None else []
-        if len(found) != len(state.to_allocate):
+        found = self._allocation_on(state, task.node_name)
+        if found is None or len(found) != len(state.to_allocate):
             return f"claim allocation not found for node {task.node_name}"
         planned: list[tuple[ResourceClaim, AllocationResult | None]] = []
         allocated = dict(zip(state.to_allocate, found, strict=True))
@@ -222,7 +279,7 @@ class DynamicResources:
                 self.dra.assume(claim.with_status(ClaimStatus(allocation, claim.status.reserved_for)))
             planned.append((claim, allocation))
         self.ssn.bind_contexts.set(task, NAME, ClaimBindings(task.uid, tuple(planned)))
-        self._states.pop(task.uid, None)  # allocations found for the other nodes are stale now
+        self._states.pop(task.uid, None)
         return None
 
     def unreserve(self, task: TaskInfo) -> None:
@@ -237,6 +294,36 @@ class DynamicResources:
 
 def _unschedulable(reason: str) -> Status:
     return Status(_UNRESOLVABLE, reason)
+
+
+_UNSCHEDULABLE_CANNOT_ALLOCATE: Final = _unschedulable(REASON_CANNOT_ALLOCATE)
+_UNKNOWN_ROW, _FITS, _CANNOT, _OTHER = 0, 1, 2, 3
+
+
+class _Verdicts:
+    """The allocator's verdict per node row for one claim specification (see :meth:`_verdicts`)."""
+
+    __slots__ = ("codes", "key", "pod_specific", "position", "results", "statuses")
+
+    def __init__(self, key: tuple[int, int], position: int, codes: np.ndarray):
+        self.key = key
+        self.position = position
+        self.codes = codes
+        self.statuses: dict[int, Status] = {}
+        self.results: dict[int, list[AllocationResult]] = {}
+        self.pod_specific: set[int] = set()
+
+    def reset(self, n: int) -> None:
+        self.codes = np.zeros(n, dtype=np.int8)
+        self.statuses.clear()
+        self.results.clear()
+        self.pod_specific.clear()
+
+    def forget(self, row: int) -> None:
+        self.codes[row] = _UNKNOWN_ROW
+        self.statuses.pop(row, None)
+        self.results.pop(row, None)
+        self.pod_specific.discard(row)
 
 
 # ----------------------------------------------------------------------------- PreBind
