@@ -25,8 +25,12 @@ def test_queue_capability_on_a_device_class_limits_the_devices_its_pods_hold() -
         docs += [resource_claim(f"c{i}", count=2), podgroup(f"g{i}", phase="Pending"),
                  with_claims(pod(f"p{i}", f"g{i}"), f"c{i}")]
     out = schedule(*docs, conf=CAPACITY_CONF, sessions=2)
-    # 2 + 2 would exceed 3 devices: only one pod runs, the others are not even enqueued
+    # 2 + 2 would exceed 3 devices: only one pod runs, the others wait with the queue's limit named
     assert len(out["binds"]) == 1
+    waiting = [d for d in out["diagnoses"].values()]
+    assert len(waiting) == 2
+    assert waiting[0]["reason"] == "Queue.OverCapability"
+    assert "deviceclass/gpu capability of 3" in waiting[0]["hint"]
 
 
 def test_a_shared_claim_counts_once_for_its_queue() -> None:

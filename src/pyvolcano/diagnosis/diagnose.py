@@ -60,7 +60,7 @@ from pyvolcano.diagnosis.model import (
     TaskCounts,
 )
 from pyvolcano.diagnosis.volumes import volume_diagnosis, volume_reason
-from pyvolcano.framework.interfaces import QuotaExporter
+from pyvolcano.framework.interfaces import DraQuotaExporter, QuotaExporter
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -242,7 +242,28 @@ class _Context:
             return mk(reason, msg, hint, scope="gang", resources=figures, preemption=pre or _NO_PREEMPTION)
         if gated and placed + len(ungated) < job.min_available:
             return self._gated(job, mk, gated)
+        devices = self._device_quota(job, mk, ungated)
+        if devices is not None:
+            return devices
         return self._not_attempted(job, mk, ungated)
+
+    def _device_quota(self, job: JobInfo, mk: functools.partial[Diagnosis],
+                      ungated: list[TaskInfo]) -> Diagnosis | None:
+        """A queue's ``deviceclass/<class>`` limit that refuses the job's pods (capacity's DRA quota)."""
+        for t in ungated:
+            if not t.pod.resource_claims:
+                continue
+            for _opt, plugin in self.ssn.plugins:
+                if isinstance(plugin, DraQuotaExporter):
+                    got = plugin.dra_shortfall(t)
+                    if got is not None:
+                        name, need, held, cap = got
+                        msg = f"queue {job.queue} would exceed its capability on {name}"
+                        hint = (f"{t.name} claims {need} device(s) of class {name.split('/', 1)[1]} but queue "
+                                f"{job.queue} holds {held} of its {name} capability of {cap}; raise the capability "
+                                f"or wait for its pods to release their claims")
+                        return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="task", task=t.key)
+        return None
 
     # ------------------------------------------------------------------ stages
     def _enqueue(self, job: JobInfo, mk: functools.partial[Diagnosis], quota: QueueQuota | None,

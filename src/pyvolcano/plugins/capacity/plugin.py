@@ -57,7 +57,7 @@ from pyvolcano.plugins.capacity.attrs import (
     queue_level,
 )
 from pyvolcano.plugins.capacity.build import build_flat, build_hierarchy
-from pyvolcano.plugins.capacity.dra import DraDemand, dra_quota, min_dra_demand, task_demand
+from pyvolcano.plugins.capacity.dra import COUNT_PREFIX, DraDemand, dra_quota, min_dra_demand, task_demand
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -114,6 +114,23 @@ class Capacity:
                              "capability")
             for name, attr in self.session.opts.items()
         }
+
+    def dra_shortfall(self, task: TaskInfo) -> tuple[str, int, int, int] | None:
+        """The first device class whose queue limit refuses ``task`` (read by the pending diagnosis)."""
+        s = self.session
+        if s is None or not s.dra:
+            return None
+        attr = s.attr_of_job(task.job)
+        if attr is None:
+            return None
+        for q in s.path_to_root(attr):
+            if q.dra is None:
+                continue
+            request = q.dra.incremental(s.demand(task))
+            for name in q.dra.fits(request, with_inqueue=False):
+                cls = name[len(COUNT_PREFIX):]
+                return name, request[cls], q.dra.allocated.get(cls, 0), q.dra.capability[cls]
+        return None
 
     def queue_attrs(self) -> tuple[Mapping[str, QueueAttr], bool]:
         """This session's queue attributes and whether they form a hierarchy (read by the
