@@ -46,8 +46,8 @@ def test_missing_claim_is_reported_by_name() -> None:
     out = schedule(queue("q"), hostnode("n1"), storage_class("local"), pvc("other"), podgroup("g"),
                    pod("p", "g", volumes=claims("data")))
     assert out["binds"] == {}
-    assert 'persistentvolumeclaim \\"data\\" not found' in _diag_reasons(out, "ns/g").replace('"', '\\"') or \
-        'persistentvolumeclaim "data" not found' in _diag_reasons(out, "ns/g")
+    assert out["diagnoses"]["ns/g"]["message"] == ('0/1 nodes are unavailable: 1 persistentvolumeclaim "data" not '
+                                                   'found.')
 
 
 def test_bound_claim_follows_its_pv_node_affinity() -> None:
@@ -116,3 +116,46 @@ def test_diagnosis_of_bound_claim_pinned_to_a_node_that_fails_otherwise() -> Non
     assert out["binds"] == {}
     assert d["reason"] == "Volume.NodeConflict"
     assert d["hint"].startswith("ns/data is bound to pv, pinned to n2")
+
+
+def test_claim_missing_in_a_cluster_without_any_claim_still_keeps_the_pod_waiting() -> None:
+    out = schedule(queue("q"), hostnode("n1"), podgroup("g"), pod("p", "g", volumes=claims("data")))
+    assert out["binds"] == {}
+    assert out["diagnoses"]["ns/g"]["reason"] == "Volume.ClaimUnavailable"
+
+
+def _random_cluster(seed: int) -> list[dict[str, Any]]:
+    import random
+
+    rng = random.Random(seed)
+    docs: list[dict[str, Any]] = [queue("q"), storage_class("local"),
+                                  storage_class("dyn", provisioner="csi.example", allowedTopologies=[
+                                      {"matchLabelExpressions": [{"key": "zone", "values": ["a"]}]}])]
+    for n in range(8):
+        docs.append(hostnode(f"n{n}", cpu="8", labels={"zone": "ab"[n % 2]}))
+        for k in range(rng.randrange(0, 4)):
+            docs.append(local_pv(f"pv-{n}-{k}", f"n{n}", size=f"{rng.randrange(1, 20)}Gi",
+                                 modes=rng.choice([("ReadWriteOnce",), ("ReadWriteMany",)])))
+    for g in range(6):
+        size = rng.randrange(1, 4)
+        docs.append(podgroup(f"g{g}", min_member=size))
+        for p in range(size):
+            cls = rng.choice(["local", "local", "dyn"])
+            docs.append(pvc(f"c{g}-{p}", cls=cls, size=f"{rng.randrange(1, 15)}Gi"))
+            docs.append(pod(f"p{g}-{p}", f"g{g}", cpu=str(rng.randrange(1, 4)), volumes=claims(f"c{g}-{p}")))
+    return docs
+
+
+def test_the_one_claim_fast_path_decides_as_the_per_node_search() -> None:
+    from pyvolcano.plugins.predicates.volumebinding import VolumeBinding
+
+    for seed in range(12):
+        docs = _random_cluster(seed)
+        fast = schedule(*docs, sessions=2)
+        VolumeBinding.fast = False
+        try:
+            slow = schedule(*docs, sessions=2)
+        finally:
+            VolumeBinding.fast = True
+        assert fast["binds"] == slow["binds"], seed
+        assert fast["diagnoses"] == slow["diagnoses"], seed

@@ -875,8 +875,12 @@ def _storage_class(d: _Doc) -> StorageClass:
                 raise d.fail(f"{ep}.values", f"got {_show(values)}; expected a non-empty list of label values")
             reqs.append((key, frozenset(values)))
         terms.append(tuple(reqs))
+    policy = d.str_("reclaimPolicy", "Delete") or "Delete"
+    if policy not in ("Delete", "Retain"):
+        raise d.fail("reclaimPolicy", f"got {policy!r}; expected Delete or Retain")
     return StorageClass(name=name, provisioner=d.str_("provisioner", required=True), volume_binding_mode=mode,
-                        allowed_topologies=tuple(terms), annotations=annotations, creation_timestamp=created)
+                        allowed_topologies=tuple(terms), annotations=annotations, creation_timestamp=created,
+                        reclaim_policy=policy)
 
 
 def _node_affinity_terms(d: _Doc, path: str
@@ -923,7 +927,7 @@ def _persistent_volume(d: _Doc) -> PersistentVolume:
         if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str):
             raise d.fail("spec.claimRef", f"got {_show(ref)}; expected {{namespace, name, uid}}")
         claim_ref = ClaimRef(str(ref.get("namespace") or "default"), ref["name"], str(ref.get("uid") or ""))
-    phase = d.str_("status.phase", "Available" if claim_ref is None else "Bound") or "Available"
+    phase = d.str_("status.phase", "Available") or "Available"
     return PersistentVolume(
         name=name, capacity=capacity or 0.0, storage_class=d.str_("spec.storageClassName", "")
         or annotations.get(ANN_BETA_STORAGE_CLASS, ""), access_modes=_access_modes(d, "spec.accessModes"),

@@ -46,6 +46,7 @@ __all__ = [
     "StorageClass",
     "VolumeBindings",
     "claim_class",
+    "default_class",
     "find_matching_volume",
     "topology_matches",
     "volume_node_affinity_matches",
@@ -72,6 +73,7 @@ class StorageClass:
     allowed_topologies: tuple[tuple[tuple[str, frozenset[str]], ...], ...] = ()
     annotations: Mapping[str, str] = field(default_factory=dict)
     creation_timestamp: float = 0.0
+    reclaim_policy: str = "Delete"
 
     @property
     def is_default(self) -> bool:
@@ -182,6 +184,15 @@ class VolumeBindings:
     provisions: tuple[ClaimRef, ...] = ()  # claims whose provisioner is to create a PV on node
 
 
+def default_class(classes: Iterable[StorageClass]) -> str:
+    """The default StorageClass (upstream ``GetDefaultClass``: the newest of those marked
+    default, by name on a tie), or "" without one."""
+    defaults = [c for c in classes if c.is_default]
+    if not defaults:
+        return ""
+    return max(defaults, key=lambda c: (c.creation_timestamp, c.name)).name
+
+
 def claim_class(pvc: PersistentVolumeClaim) -> str:
     """``GetPersistentVolumeClaimClass``: the beta annotation, then ``spec.storageClassName``."""
     beta = pvc.annotations.get(ANN_BETA_STORAGE_CLASS)
@@ -214,12 +225,13 @@ def _bound_to(ref: ClaimRef | None, pvc: PersistentVolumeClaim) -> bool:
 
 def find_matching_volume(pvc: PersistentVolumeClaim, requested_class: str, volumes: Iterable[PersistentVolume],
                          node_name: str, labels: Mapping[str, str], excluded: Mapping[str, object],
-                         assumed: Mapping[str, ClaimRef]) -> PersistentVolume | None:
+                         assumed: Mapping[str, ClaimRef], *, check_affinity: bool = True
+                         ) -> PersistentVolume | None:
     """``FindMatchingVolume`` on the scheduler's path (``node`` given, ``delayBinding`` true):
     see the module docstring. ``requested_class`` is the claim's class, ``volumes`` the
     candidates (that class's PVs), ``excluded`` the PV names already chosen for the pod's
     other claims, ``assumed`` the claim references this session gave PVs (as upstream's assume
-    cache holds them)."""
+    cache holds them). ``check_affinity=False``: the candidates are known to reach the node."""
     smallest: PersistentVolume | None = None
     for pv in volumes:
         if pv.name in excluded:
@@ -230,7 +242,7 @@ def find_matching_volume(pvc: PersistentVolumeClaim, requested_class: str, volum
             continue
         if pv.capacity < pvc.request or pv.volume_mode != pvc.volume_mode or pv.deleting:
             continue
-        affinity_ok = volume_node_affinity_matches(pv, node_name, labels)
+        affinity_ok = not check_affinity or volume_node_affinity_matches(pv, node_name, labels)
         if bound:
             return pv if affinity_ok else None
         if pv.phase != "Available":

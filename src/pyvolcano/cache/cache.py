@@ -112,8 +112,10 @@ class SchedulerCache:
         # which keep their NodeInfo and row, are not in it).
         self.hypernodes: dict[str, HyperNode] = {}
         self.hypernode_tree = HyperNodeTree()
-        # StorageClasses, PVs, PVCs and the CSI objects (cache/volumes.py).
+        # StorageClasses, PVs, PVCs and the CSI objects (cache/volumes.py), and how many of the
+        # tracked pods mount claims (volume binding runs only when there are claims or such pods).
         self.volumes = VolumeState()
+        self.pods_with_claims = 0
         # Bumped whenever a node's labels, taints or schedulability change, so per-node
         # derived data (e.g. predicate signatures) can be rebuilt.
         self.node_generation = 0
@@ -264,6 +266,8 @@ class SchedulerCache:
         task = TaskInfo(pod)
         self.pods[pod.uid] = pod
         self.tasks[pod.uid] = task
+        if pod.claims:
+            self.pods_with_claims += 1
         if pod.resource_claims:
             self.dra.pods_with_claims.add(pod.uid)
         if task.job:
@@ -289,6 +293,8 @@ class SchedulerCache:
         self.pods.pop(uid, None)
         if task is None:
             return
+        if task.pod.claims:
+            self.pods_with_claims -= 1
         if task.pod.resource_claims:
             self.dra.pods_with_claims.discard(uid)
         node = self.nodes.get(task.node_name)

@@ -29,6 +29,7 @@ from pyvolcano.api.storage import (
     PersistentVolumeClaim,
     StorageClass,
     claim_class,
+    default_class,
 )
 
 __all__ = ["VolumeState"]
@@ -127,12 +128,7 @@ class VolumeState:
         return by_class.get(name, [])
 
     def default_class(self) -> str:
-        """The default StorageClass (upstream ``GetDefaultClass``: the newest of those marked
-        default, by name on a tie), or "" without one."""
-        defaults = [c for c in self.classes.values() if c.is_default]
-        if not defaults:
-            return ""
-        return max(defaults, key=lambda c: (c.creation_timestamp, c.name)).name
+        return default_class(self.classes.values())
 
     def class_of(self, pvc: PersistentVolumeClaim) -> str:
         """The claim's class; a claim that sets none gets the default class, as the

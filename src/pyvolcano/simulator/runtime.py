@@ -54,6 +54,7 @@ from pyvolcano.simulator.collector import MetricsCollector
 from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.simulator.kubelet import DURATION, Kubelets
 from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
+from pyvolcano.simulator.pv_controller import PersistentVolumeController
 from pyvolcano.simulator.seeded_entropy import SeededEntropy
 from pyvolcano.simulator.workload import ClusterEvent, Submission
 from pyvolcano.store.base import AlreadyExists, Compactable, StoreError, WatchEvent
@@ -178,6 +179,8 @@ class Simulation:
                                  default_duration=default_duration)
         factory = controllers_factory or _default_controllers
         self.controllers = factory(store=self.store, entropy=SeededEntropy(random.Random(seed)))
+        # kube-controller-manager's PV binder and the classes' provisioners (the cluster's, not Volcano's)
+        self.controllers.append(PersistentVolumeController(store=self.store))
         self.revision = 0
         self.dirty = True
         self.last_session: float | None = None

@@ -18,8 +18,8 @@ Volumes. A pod with PersistentVolumeClaims (``Pod.claims``) also meets NodeVolum
 (:mod:`.volumebinding`), in upstream's order after the others; its verdicts are never cached
 or batched (they change as the session assumes PVs), the allocate event reserves its volumes
 and the pre-bind step (:class:`.volumebinding.VolumeBinder`) writes them before the pod's bind.
-A pod without claims takes none of these paths; in a cluster without PVCs the event handler
-and pre-binder are not even registered.
+A pod without claims takes none of these paths; in a cluster without PVCs and without pods
+that mount any, the event handler and pre-binder are not even registered.
 
 Dynamic resource allocation. A pod with ``spec.resourceClaims`` meets kube-scheduler's
 DynamicResources plugin (:mod:`.dynamicresources`) last: its PreFilter as this plugin's
@@ -330,9 +330,9 @@ class Predicates:
 
     # ------------------------------------------------------------------ volumes
     def _open_volumes(self, ssn: Session) -> None:
-        """Volume filters, the reserve event and the pre-binder, only where PVCs exist."""
+        """Volume filters, the reserve event and the pre-binder, only where claims or pods with claims exist."""
         self._volumes = None
-        if not ssn.cache.volumes.pvcs or not (
+        if (not ssn.cache.volumes.pvcs and not ssn.cache.pods_with_claims) or not (
                 self.volume_binding_enable or self.volume_zone_enable or self.node_volume_limits_enable):
             return
         vb = self._volumes = VolumeBinding(ssn, frozenset(ssn.cache.options.ignored_provisioners))
