@@ -128,9 +128,9 @@ def test_failing_pre_bind_leaves_the_pod_unbound_with_an_event_naming_the_plugin
     assert "nodeName" not in store.get("Pod", "ns", "g-1")["spec"]
     assert store.get("Pod", "ns", "g-0")["spec"]["nodeName"] == "n1"
     failures = writer.take_failures()
-    assert failures == [("ns", "g-1", "running PreBind plugin 'ledger': no ledger for g-1")]
+    assert failures == [("ns", "g-1", 'running PreBind plugin "ledger": no ledger for g-1')]
     assert writer.take_stale() == [("ConfigMap", "ns", "ledger-g-1")]
-    assert ("g-1", "FailedScheduling", "running PreBind plugin 'ledger': no ledger for g-1") in _events(store)
+    assert ("g-1", "FailedScheduling", 'running PreBind plugin "ledger": no ledger for g-1') in _events(store)
 
 
 def test_refused_bind_rolls_back_the_steps_already_done() -> None:

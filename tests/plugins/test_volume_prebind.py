@@ -88,7 +88,7 @@ def test_pv_taken_before_the_bind_sends_the_pod_to_the_next_session_which_takes_
     store.update(taken)  # someone else's claim got it first
     writer.write(first)
     [(ns, name, why)] = writer.take_failures()
-    assert why.startswith("running PreBind plugin 'predicates': binding volumes: PersistentVolume \"pv-1\"")
+    assert why.startswith('running PreBind plugin "VolumeBinding": binding volumes: PersistentVolume "pv-1"')
     for kind, kns, kname in writer.take_stale():
         resync_object(cache, store, kind, kns, kname)
     resync_pod(cache, store, ns, name)

@@ -159,3 +159,78 @@ def test_the_one_claim_fast_path_decides_as_the_per_node_search() -> None:
             VolumeBinding.fast = True
         assert fast["binds"] == slow["binds"], seed
         assert fast["diagnoses"] == slow["diagnoses"], seed
+
+
+def _csi_pv(name: str, *, handle: str, claim: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    ns, cname = claim.split("/")
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name, "labels": labels or {}},
+            "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "csi",
+                     "csi": {"driver": "csi.example", "volumeHandle": handle},
+                     "claimRef": {"namespace": ns, "name": cname}}}
+
+
+def _csi_node(name: str, count: int) -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+            "spec": {"drivers": [{"name": "csi.example", "nodeID": name, "allocatable": {"count": count}}]}}
+
+
+def test_csi_attach_limit_of_a_node_sends_the_pod_to_another() -> None:
+    out = schedule(queue("q"), hostnode("n1"), hostnode("n2", cpu="2"), storage_class("csi", provisioner="csi.example"),
+                   _csi_node("n1", 1), _csi_pv("pv-a", handle="vol-a", claim="ns/a"),
+                   _csi_pv("pv-b", handle="vol-b", claim="ns/b"), pvc("a", cls="csi", volume="pv-a", bound=True),
+                   pvc("b", cls="csi", volume="pv-b", bound=True), podgroup("old", phase="Running"),
+                   pod("old-0", "old", node_name="n1", phase="Running", volumes=claims("a")),
+                   podgroup("g"), pod("p", "g", volumes=claims("b")))
+    # n1 is emptier (nodeorder prefers it) but its one attach slot is taken
+    assert out["binds"] == {"ns/p": "n2"}
+
+
+def test_attach_limit_reached_everywhere_is_diagnosed() -> None:
+    out = schedule(queue("q"), hostnode("n1"), storage_class("csi", provisioner="csi.example"), _csi_node("n1", 1),
+                   _csi_pv("pv-a", handle="vol-a", claim="ns/a"), _csi_pv("pv-b", handle="vol-b", claim="ns/b"),
+                   pvc("a", cls="csi", volume="pv-a", bound=True), pvc("b", cls="csi", volume="pv-b", bound=True),
+                   podgroup("old", phase="Running"),
+                   pod("old-0", "old", node_name="n1", phase="Running", volumes=claims("a")),
+                   podgroup("g"), pod("p", "g", volumes=claims("b")))
+    assert out["binds"] == {}
+    assert out["diagnoses"]["ns/g"]["reason"] == "Volume.AttachLimit"
+
+
+def test_ignored_provisioners_do_not_count_against_attach_limits() -> None:
+    from builders import cache_of
+    from pyvolcano.cache.volumes import VolumeState
+    from pyvolcano.plugins.predicates.nodevolumelimits import csi_volumes
+
+    cache = cache_of(storage_class("lp", provisioner="rancher.io/local-path"), pvc("d", cls="lp"),
+                     podgroup("g"), pod("p", "g", volumes=claims("d")))
+    v: VolumeState = cache.volumes
+    [p] = cache.pods.values()
+    assert csi_volumes(p, v, frozenset()) == {("rancher.io/local-path", "pvc/ns/d")}
+    assert csi_volumes(p, v, frozenset({"rancher.io/local-path"})) == set()
+
+
+def test_bound_pv_zone_keeps_the_pod_in_that_zone() -> None:
+    zone = "topology.kubernetes.io/zone"
+    pv = _csi_pv("pv", handle="h", claim="ns/d", labels={zone: "b__c"})
+    out = schedule(queue("q"), hostnode("n1", labels={zone: "a"}), hostnode("n2", cpu="2", labels={zone: "c"}),
+                   storage_class("csi", provisioner="csi.example"), pv, pvc("d", cls="csi", volume="pv", bound=True),
+                   podgroup("g"), pod("p", "g", volumes=claims("d")))
+    assert out["binds"] == {"ns/p": "n2"}
+
+
+def test_published_storage_capacity_limits_where_a_claim_is_provisioned() -> None:
+    driver = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "csi.example"},
+              "spec": {"storageCapacity": True}}
+
+    def capacity(node: str, size: str) -> dict[str, Any]:
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                "metadata": {"name": f"cap-{node}", "namespace": "kube-system"}, "storageClassName": "dyn",
+                "capacity": size, "nodeTopology": {"matchLabels": {"kubernetes.io/hostname": node}}}
+
+    base = [queue("q"), hostnode("n1"), hostnode("n2", cpu="2"), storage_class("dyn", provisioner="csi.example"),
+            driver, capacity("n1", "10Gi"), capacity("n2", "100Gi"), podgroup("g")]
+    out = schedule(*base, pvc("d", cls="dyn", size="50Gi"), pod("p", "g", volumes=claims("d")))
+    assert out["binds"] == {"ns/p": "n2"}
+    out = schedule(*base, pvc("d", cls="dyn", size="500Gi"), pod("p", "g", volumes=claims("d")))
+    assert out["binds"] == {}
+    assert out["diagnoses"]["ns/g"]["reason"] == "Volume.NotEnoughStorage"

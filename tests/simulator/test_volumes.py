@@ -69,3 +69,15 @@ def test_a_misspelled_field_of_a_pv_in_a_cluster_file_is_an_error_naming_the_doc
                     "spec: {capacity: {storage: 1Gi}, storageClasName: local}\n")
     with pytest.raises(ManifestError, match=r"document 0 \(PersistentVolume pv\): spec.storageClasName"):
         load_workload(path, cluster=True)
+
+
+def test_vcjob_volume_claim_name_mounts_an_existing_claim_in_every_pod_on_its_pv_node() -> None:
+    from builders import pvc
+
+    shared = pvc("shared", ns="default", modes=("ReadWriteMany",))
+    res, sim = simulate([(0, hostnode("n1")), (0, hostnode("n2")), (0, storage_class("local")),
+                         (0, local_pv("pv", "n2", modes=("ReadWriteMany",))), (0, shared),
+                         (0, vcjob("j", replicas=2, volumes=[{"mountPath": "/data", "volumeClaimName": "shared"}]))])
+    assert res.jobs["default/j"].phase == "Completed"
+    assert [p["spec"]["nodeName"] for p in _pods(sim, "j-")] == ["n2", "n2"]
+    assert sim.store.get("PersistentVolumeClaim", "default", "shared")["spec"]["volumeName"] == "pv"

@@ -12,9 +12,11 @@ Here:
 
 * a plugin registers a :class:`PreBinder` with :meth:`BindContexts.register` (from
   ``Session.add_pre_binder`` in ``on_session_open``) and, in its allocate event handler, sets
-  the task's *extension* (any value its pre-binder understands) with
-  :meth:`BindContexts.set`; its deallocate handler drops it (:meth:`BindContexts.drop`), so
-  that a discarded statement leaves no extension behind;
+  the task's *extension* (any value its pre-binder understands) under the pre-binder's name
+  with :meth:`BindContexts.set`; its deallocate handler drops it (:meth:`BindContexts.drop`),
+  so that a discarded statement leaves no extension behind. Pre-binders are keyed by their own
+  name, not the plugin's: one plugin may register several (upstream's ``predicates`` pre-binds
+  both VolumeBinding and DynamicResources);
 * the scheduling cycle (:mod:`pyvolcano.runtime.cycle`) turns the extensions of every task it
   binds into that bind request's :class:`PreBindStep` s, in the pre-binders' registration
   order, and calls each step's :meth:`PreBinder.assume` as it applies the bind to the cache
@@ -93,7 +95,7 @@ class PreBindStep:
 
 @dataclass(slots=True)
 class BindContexts:
-    """A session's pre-binders and the tasks' bind-context extensions (task uid -> plugin -> value)."""
+    """A session's pre-binders and the tasks' bind-context extensions (task uid -> pre-binder name -> value)."""
 
     binders: dict[str, PreBinder] = field(default_factory=dict)
     extensions: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -101,19 +103,19 @@ class BindContexts:
     def register(self, binder: PreBinder) -> None:
         self.binders[binder.name] = binder
 
-    def set(self, task: TaskInfo, plugin: str, extension: Any) -> None:
-        self.extensions.setdefault(task.uid, {})[plugin] = extension
+    def set(self, task: TaskInfo, binder: str, extension: Any) -> None:
+        self.extensions.setdefault(task.uid, {})[binder] = extension
 
-    def drop(self, task: TaskInfo, plugin: str) -> None:
+    def drop(self, task: TaskInfo, binder: str) -> None:
         got = self.extensions.get(task.uid)
         if got is not None:
-            got.pop(plugin, None)
+            got.pop(binder, None)
             if not got:
                 del self.extensions[task.uid]
 
-    def get(self, task: TaskInfo, plugin: str) -> Any:
+    def get(self, task: TaskInfo, binder: str) -> Any:
         got = self.extensions.get(task.uid)
-        return None if got is None else got.get(plugin)
+        return None if got is None else got.get(binder)
 
     def steps(self, uid: str) -> tuple[PreBindStep, ...]:
         """The pre-bind steps of the task ``uid``, in the pre-binders' registration order."""

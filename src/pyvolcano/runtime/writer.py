@@ -221,7 +221,7 @@ class DecisionWriter:
         except Exception as e:  # a refusal, or transport trouble: drop the assumption all the same
             self.binds_failed += 1
             failed = b.pre_binds[len(done)] if len(done) < len(b.pre_binds) else None
-            why = (f"running PreBind plugin {failed.binder.name!r}: {e}" if failed is not None
+            why = (f'running PreBind plugin "{failed.binder.name}": {e}' if failed is not None
                    else f"binding to {b.node}: {e}")
             refused = isinstance(e, (StoreError, PreBindError))
             logger.log(self._warn, "bind %s/%s to %s %s: %s", b.namespace, b.name, b.node,

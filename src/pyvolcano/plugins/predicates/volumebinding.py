@@ -87,7 +87,7 @@ REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
-NAME = "predicates"  # the plugin whose bind context and pre-binder these are
+NAME = "VolumeBinding"  # the pre-binder and bind-context key (kube-scheduler's plugin name)
 _AFFINITY_MEMO = "predicates/volume-affinity-nodes"
 _HOSTNAME = "kubernetes.io/hostname"
 
@@ -192,6 +192,8 @@ class VolumeBinding:
         self._tables: dict[str, ClassTable] = {}
         self._rows: dict[str, int] | None = None
         self._assumed_claims: dict[str, int] = {}  # claim key -> PVs this session assumed for it
+        self._pv_holders: dict[str, int] = {}  # PV name -> reserved tasks holding it (a shared claim's pods)
+        self._node_holders: dict[str, int] = {}  # claim key -> reserved tasks asking it provisioned
         self._statuses: dict[str, Status] = {}
 
     # ------------------------------------------------------------------ PreFilter
@@ -449,13 +451,14 @@ class VolumeBinding:
         b = found.bindings
         for pv, ref in b.static:
             self.assumed_pv[pv] = ref
-            self._assumed_claims[ref.key] = self._assumed_claims.get(ref.key, 0) + 1
-            cls = self.volumes.pvs[pv].storage_class if pv in self.volumes.pvs else None
-            table = self._tables.get(cls) if cls is not None else None
+            self._pv_holders[pv] = self._pv_holders.get(pv, 0) + 1
+            _count(self._assumed_claims, ref.key, +1)
+            table = self._table_of(pv)
             if table is not None:
                 table.take(pv)
         for ref in b.provisions:
             self.assumed_node[ref.key] = b.node
+            _count(self._node_holders, ref.key, +1)
         self.reserved[task.uid] = b
         if b.static or b.provisions:
             self.ssn.bind_contexts.set(task, NAME, b)
@@ -466,27 +469,30 @@ class VolumeBinding:
         if b is None:
             return
         for pv, ref in b.static:
-            left = self._assumed_claims.get(ref.key, 0) - 1
-            if left > 0:
-                self._assumed_claims[ref.key] = left
-            else:
-                self._assumed_claims.pop(ref.key, None)
-            if self.assumed_pv.get(pv) == ref and not self._still_reserved_pv(pv):
-                del self.assumed_pv[pv]
-                cls = self.volumes.pvs[pv].storage_class if pv in self.volumes.pvs else None
-                table = self._tables.get(cls) if cls is not None else None
+            _count(self._assumed_claims, ref.key, -1)
+            if _count(self._pv_holders, pv, -1) == 0:
+                self.assumed_pv.pop(pv, None)
+                table = self._table_of(pv)
                 if table is not None:
                     table.give_back(pv)
         for ref in b.provisions:
-            if not self._still_reserved_claim(ref.key):
+            if _count(self._node_holders, ref.key, -1) == 0:
                 self.assumed_node.pop(ref.key, None)
         self.ssn.bind_contexts.drop(task, NAME)
 
-    def _still_reserved_pv(self, pv: str) -> bool:
-        return any(name == pv for b in self.reserved.values() for name, _ref in b.static)
+    def _table_of(self, pv: str) -> ClassTable | None:
+        got = self.volumes.pvs.get(pv)
+        return None if got is None else self._tables.get(got.storage_class)
 
-    def _still_reserved_claim(self, key: str) -> bool:
-        return any(ref.key == key for b in self.reserved.values() for ref in b.provisions)
+
+def _count(counts: dict[str, int], key: str, step: int) -> int:
+    """Move ``counts[key]`` by ``step``; a count that reaches 0 is removed. Returns the new count."""
+    n = counts.get(key, 0) + step
+    if n > 0:
+        counts[key] = n
+    else:
+        counts.pop(key, None)
+    return max(n, 0)
 
 
 def _claim_ref_dict(ref: ClaimRef) -> dict[str, Any]:
