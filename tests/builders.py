@@ -142,3 +142,39 @@ def hostnode(name: str, **kw: Any) -> dict[str, Any]:
     """A node with its ``kubernetes.io/hostname`` label, as the kubelet sets it."""
     labels = {"kubernetes.io/hostname": name, **kw.pop("labels", {})}
     return node(name, labels=labels, **kw)
+
+
+# ---------------------------------------------------------------------------- dynamic resource allocation
+
+
+def device_class(name: str = "gpu", driver: str = "gpu.example.com") -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
+
+
+def gpu_slice(node: str, gpus: int = 2, *, driver: str = "gpu.example.com", model: str = "A100") -> dict[str, Any]:
+    """A node's ResourceSlice with ``gpus`` devices ``gpu-<i>`` (attributes model, index)."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-{driver}"},
+            "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1,
+                                                                   "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": model},
+                                                                     "index": {"int": i}}} for i in range(gpus)]}}
+
+
+def resource_claim(name: str, *, ns: str = "ns", count: int = 1, device_class: str = "gpu",
+                   selectors: tuple[str, ...] = (), **status: Any) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": device_class, "count": count}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    d: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                         "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}"},
+                         "spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}}
+    if status:
+        d["status"] = status
+    return d
+
+
+def with_claims(p: dict[str, Any], *claims: str) -> dict[str, Any]:
+    """``p`` with one pod claim per ResourceClaim name (``resourceClaimName``)."""
+    p["spec"]["resourceClaims"] = [{"name": f"c{i}", "resourceClaimName": c} for i, c in enumerate(claims)]
+    return p

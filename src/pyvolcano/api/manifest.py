@@ -29,6 +29,14 @@ from typing import Any
 
 from pyvolcano.api import matching
 from pyvolcano.api.defaults import requests_with_limit_defaults
+from pyvolcano.api.dra import manifest as dra_manifest
+from pyvolcano.api.dra.types import (
+    RESOURCE_API_VERSION,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
 from pyvolcano.api.hypernode import (
     MEMBER_TYPES,
     HyperNode,
@@ -115,6 +123,10 @@ class ClusterObjects:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     hypernodes: list[HyperNode] = field(default_factory=list)
+    device_classes: list[DeviceClass] = field(default_factory=list)
+    resource_slices: list[ResourceSlice] = field(default_factory=list)
+    resource_claims: list[ResourceClaim] = field(default_factory=list)
+    resource_claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
     storage_classes: list[StorageClass] = field(default_factory=list)
     persistent_volumes: list[PersistentVolume] = field(default_factory=list)
     persistent_volume_claims: list[PersistentVolumeClaim] = field(default_factory=list)
@@ -133,12 +145,23 @@ def _split_path(path: str) -> tuple[str, ...]:
 class _Doc:
     """Typed, path-tracking access to one manifest document."""
 
-    def __init__(self, data: Mapping[str, Any], where: str):
+    def __init__(self, data: Mapping[str, Any], where: str, prefix: str = ""):
         self.data = data
         self.where = where
+        self.prefix = prefix  # the path of ``data`` in the document, with a trailing dot
 
     def fail(self, path: str, msg: str) -> ManifestError:
-        return ManifestError(f"{self.where}: {path}: {msg}")
+        return ManifestError(f"{self.where}: {self.prefix}{path}: {msg}")
+
+    def child(self, path: str, value: Any, what: str = "a mapping") -> _Doc:
+        """Access to ``value`` (a mapping found at ``path``) whose errors name the full path."""
+        if not isinstance(value, Mapping):
+            raise self.fail(path, f"got {_show(value)}; expected {what}")
+        return _Doc(value, self.where, f"{self.prefix}{path}.")
+
+    def items(self, path: str, what: str = "a mapping") -> list[_Doc]:
+        """The mappings of the list at ``path``, each as a :meth:`child`."""
+        return [self.child(f"{path}[{i}]", v, what) for i, v in enumerate(self.list_(path))]
 
     def get(self, path: str) -> Any:
         cur: Any = self.data
@@ -354,6 +377,7 @@ def _pod(d: _Doc) -> Pod:
     priority = d.int_("spec.priority", int32=True)
     if not containers:
         raise d.fail("spec.containers", "is required; expected at least one container")
+    resource_claims, claim_statuses = dra_manifest.pod_resource_claims(d)
     claims, ephemeral = _pod_claims(d, name)
     return Pod(
         namespace=ns, name=name, uid=uid, labels=labels, annotations=annotations, owner_references=owners,
@@ -369,6 +393,7 @@ def _pod(d: _Doc) -> Pod:
         scheduling_gates=gates, phase=phase, conditions=conditions,
         nominated_node_name=d.str_("status.nominatedNodeName", ""),
         stored_unschedulable=unschedulable_condition(conditions),
+        resource_claims=resource_claims, resource_claim_statuses=claim_statuses,
         claims=claims, ephemeral_claims=ephemeral,
     )
 
@@ -497,6 +522,8 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         status = {}
     if type(md) is not dict or type(spec) is not dict or type(status) is not dict:
         raise _Uncommon
+    if "resourceClaims" in spec or "resourceClaimStatuses" in status:
+        raise _Uncommon  # the general reader reads dynamic resource allocation
     name = md.get("name")
     if type(name) is not str or not name:
         raise _Uncommon
@@ -968,6 +995,10 @@ _KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
     ("scheduling.volcano.sh/v1beta1", "Queue"): ("queues", _queue),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("priority_classes", _priority_class),
     (TOPOLOGY_API_VERSION, "HyperNode"): ("hypernodes", _hypernode),
+    (RESOURCE_API_VERSION, "DeviceClass"): ("device_classes", dra_manifest.device_class),
+    (RESOURCE_API_VERSION, "ResourceSlice"): ("resource_slices", dra_manifest.resource_slice),
+    (RESOURCE_API_VERSION, "ResourceClaim"): ("resource_claims", dra_manifest.resource_claim),
+    (RESOURCE_API_VERSION, "ResourceClaimTemplate"): ("resource_claim_templates", dra_manifest.resource_claim_template),
     ("storage.k8s.io/v1", "StorageClass"): ("storage_classes", _storage_class),
     ("v1", "PersistentVolume"): ("persistent_volumes", _persistent_volume),
     ("v1", "PersistentVolumeClaim"): ("persistent_volume_claims", _persistent_volume_claim),
@@ -988,7 +1019,8 @@ def _describe(doc: Mapping[str, Any]) -> str:
         name = md.get("name")
         ns = md.get("namespace")
         if isinstance(name, str):
-            if kind in ("Pod", "PodGroup", "PersistentVolumeClaim", "CSIStorageCapacity"):
+            if kind in ("Pod", "PodGroup", "PersistentVolumeClaim", "CSIStorageCapacity", "ResourceClaim",
+                        "ResourceClaimTemplate"):
                 return f"{kind} {ns if isinstance(ns, str) and ns else 'default'}/{name}"
             return f"{kind} {name}"
     return str(kind)

@@ -33,6 +33,7 @@ from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
+from pyvolcano.cache.dra import DraState
 from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.cache.volumes import VolumeState
 
@@ -134,6 +135,9 @@ class SchedulerCache:
         # What sessions keep from one to the next (feasibility masks, score cache, plugin
         # memos, the round-robin index, the change-feed cursors), handed to every session.
         self.memo = SessionMemo(self.job_changes, self.jobs)
+        # Dynamic resource allocation: DeviceClasses, ResourceSlices, ResourceClaims and the
+        # devices in use (cache/dra.py).
+        self.dra = DraState()
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -161,6 +165,12 @@ class SchedulerCache:
         cache.hypernodes = {hn.name: hn for hn in objs.hypernodes}
         cache.hypernode_tree = HyperNodeTree.build(
             cache.hypernodes.values(), ((info.name, info.labels, info.index) for info in cache.node_list))
+        for device_class in objs.device_classes:
+            cache.dra.upsert_class(device_class)
+        for rs in objs.resource_slices:
+            cache.dra.upsert_slice(rs)
+        for claim in objs.resource_claims:
+            cache.dra.upsert_claim(claim)
         for pg in sorted(objs.podgroups, key=lambda p: (p.namespace, p.name)):
             cache.add_podgroup(pg)
         referenced = {cache.jobs[k].queue for k in cache.jobs}
@@ -258,6 +268,8 @@ class SchedulerCache:
         self.tasks[pod.uid] = task
         if pod.claims:
             self.pods_with_claims += 1
+        if pod.resource_claims:
+            self.dra.pods_with_claims.add(pod.uid)
         if task.job:
             job = self.jobs.get(task.job)
             if job is None:
@@ -283,6 +295,8 @@ class SchedulerCache:
             return
         if task.pod.claims:
             self.pods_with_claims -= 1
+        if task.pod.resource_claims:
+            self.dra.pods_with_claims.discard(uid)
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pyvolcano.api.dra.types import DeviceClass, ResourceClaim, ResourceSlice
 from pyvolcano.api.hypernode import HyperNode
 from pyvolcano.api.job import podgroup_phase
 from pyvolcano.api.manifest import ManifestError, parse_object, pod_uid
@@ -59,7 +60,7 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     """
     if kind in STORAGE_KINDS:
         return _apply_storage_event(cache, event_type, kind, obj)
-    if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass", "HyperNode"):
+    if kind not in _KINDS:
         return False
     if kind == "Pod" and event_type == "DELETED":
         return _delete_pod(cache, obj)
@@ -113,6 +114,8 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
             cache.priority_classes.pop(typed.name, None)
         else:
             cache.upsert_priority_class(typed)
+    elif isinstance(typed, (DeviceClass, ResourceSlice, ResourceClaim)):
+        return _apply_dra(cache, event_type, typed)
     elif isinstance(typed, HyperNode):
         if event_type == "DELETED":
             cache.delete_hypernode(typed.name)
@@ -121,6 +124,40 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
             if cached is not None and _hypernode_spec(cached) == _hypernode_spec(typed):
                 return False  # e.g. the controller's status.nodeCount: nothing the tree reads
             cache.upsert_hypernode(typed)
+    return True
+
+
+_KINDS = frozenset(("Pod", "Node", "PodGroup", "Queue", "PriorityClass", "HyperNode", "DeviceClass", "ResourceSlice",
+                    "ResourceClaim"))
+
+
+def _apply_dra(cache: SchedulerCache, event_type: str, obj: DeviceClass | ResourceSlice | ResourceClaim) -> bool:
+    """A DRA object's event. A new slice or class, and a claim that lost its allocation or
+    went away, can let a waiting pod fit (``capacity_epoch``)."""
+    dra = cache.dra
+    deleted = event_type == "DELETED"
+    if isinstance(obj, DeviceClass):
+        if deleted:
+            dra.delete_class(obj.name)
+        else:
+            dra.upsert_class(obj)
+        cache.capacity_epoch += 1
+    elif isinstance(obj, ResourceSlice):
+        if deleted:
+            dra.delete_slice(obj.name)
+        else:
+            dra.upsert_slice(obj)
+        cache.capacity_epoch += 1
+    else:
+        before = dra.claims.get(obj.key)
+        if deleted:
+            dra.delete_claim(obj.key)
+        else:
+            dra.upsert_claim(obj)
+        if deleted or (before is not None and before.allocation is not None and obj.allocation is None):
+            cache.capacity_epoch += 1
+        elif before is not None and before.status == obj.status:
+            return False  # e.g. a finalizer added: nothing the scheduler reads
     return True
 
 
@@ -243,6 +280,8 @@ def resync_object(cache: SchedulerCache, store: Store, kind: str, namespace: str
                   ) -> tuple[str, dict[str, Any]]:
     """Drop an assumption a failed bind left on a non-pod object: re-apply the store's current
     ``kind`` object, or its deletion when it is gone. Returns the event applied (type, object)."""
+    if kind == "ResourceClaim":
+        cache.dra.drop_assumed(f"{namespace}/{name}")
     try:
         obj = store.get(kind, namespace, name)
     except StoreError:

@@ -355,6 +355,9 @@ def fake_nodes(
             help="Runtime of pods without a pyvolcano.io/duration annotation, e.g. 30s (default: until deleted)",
         ),
     ] = None,
+    dra: Annotated[
+        bool, typer.Option("--dra", help="Publish each GPU node's GPUs as a ResourceSlice (driver gpu.nvidia.com)")
+    ] = False,
     kube_api_qps: ApiQps = 500.0,
     kube_api_burst: ApiBurst = 1000,
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity")] = 0,
@@ -393,7 +396,7 @@ def fake_nodes(
         sync(store, "fake-nodes")
     except ComponentError as e:
         raise _start_failure(e) from None
-    fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration)
+    fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration, dra=dra)
     fake.register()
     logger.info("fake-nodes: %d nodes registered", len(manifests))
     try:

@@ -94,6 +94,12 @@ COMPONENTS: Final = (
         _p("storage.k8s.io", "csinodes", INFORM, "CSI attach limits"),
         _p("storage.k8s.io", "csidrivers", INFORM, "CSI attach limits and storage capacity tracking"),
         _p("storage.k8s.io", "csistoragecapacities", INFORM, "volume binding: capacity of a provisioner per node"),
+        _p("resource.k8s.io", "deviceclasses", INFORM, "dynamic resource allocation: DeviceClasses"),
+        _p("resource.k8s.io", "resourceslices", INFORM, "dynamic resource allocation: the devices of each node"),
+        _p("resource.k8s.io", "resourceclaims", ("get", "list", "watch", "update"),
+           "dynamic resource allocation: claims; the delete-protection finalizer before allocating"),
+        _p("resource.k8s.io", "resourceclaims/status", ("update",),
+           "dynamic resource allocation: allocation and reservedFor before the bind, removed on rollback"),
         _EVENTS,
         _LEASE,
     )),
@@ -142,6 +148,8 @@ COMPONENTS: Final = (
         _p("", "pods", ("list", "watch", "delete"), "pods bound to its nodes; removing terminated pods"),
         _p("", "pods/status", ("patch",), "Pending -> Running -> Succeeded/Failed"),
         _p("coordination.k8s.io", "leases", ("create", "patch"), "node heartbeats", NODE_LEASE_NAMESPACE),
+        _p("resource.k8s.io", "resourceslices", ("get", "create", "update", "delete"),
+           "--dra: the ResourceSlice of each GPU node"),
     ), optional=True),
 )
 

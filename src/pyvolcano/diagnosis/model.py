@@ -88,6 +88,9 @@ class Reason(enum.StrEnum):
     TOPOLOGY_ALLOCATED_HYPERNODE_FULL = "Topology.AllocatedHyperNodeFull"
     NODE_FIT_INSUFFICIENT_RESOURCE = "NodeFit.InsufficientResource"
     NODE_FIT_PREDICATE_FAILED = "NodeFit.PredicateFailed"
+    NODE_FIT_CLAIM_NOT_READY = "NodeFit.ClaimNotReady"
+    NODE_FIT_NO_DEVICES = "NodeFit.NoDevices"
+    NODE_FIT_CLAIM_INVALID = "NodeFit.ClaimInvalid"
     PREEMPTION_NOT_ALLOWED = "Preemption.NotAllowed"
     PREEMPTION_WAITING_FOR_RELEASE = "Preemption.WaitingForRelease"
     NOT_ATTEMPTED = "Session.NotAttempted"
@@ -112,6 +115,9 @@ STAGE_OF: dict[Reason, Stage] = {
     Reason.TOPOLOGY_ALLOCATED_HYPERNODE_FULL: Stage.TOPOLOGY,
     Reason.NODE_FIT_INSUFFICIENT_RESOURCE: Stage.NODE_FIT,
     Reason.NODE_FIT_PREDICATE_FAILED: Stage.NODE_FIT,
+    Reason.NODE_FIT_CLAIM_NOT_READY: Stage.NODE_FIT,
+    Reason.NODE_FIT_NO_DEVICES: Stage.NODE_FIT,
+    Reason.NODE_FIT_CLAIM_INVALID: Stage.NODE_FIT,
     Reason.PREEMPTION_NOT_ALLOWED: Stage.PREEMPTION,
     Reason.PREEMPTION_WAITING_FOR_RELEASE: Stage.PREEMPTION,
     Reason.NOT_ATTEMPTED: Stage.SESSION,

@@ -29,12 +29,14 @@ __all__ = ["ClusterEvent", "Submission", "load_workload", "without_duration"]
 SUBMIT_AT = "pyvolcano.io/submit-at"
 STORAGE_KINDS = {"StorageClass", "PersistentVolume", "PersistentVolumeClaim", "CSINode", "CSIDriver",
                  "CSIStorageCapacity"}
-CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode", *STORAGE_KINDS}
+DRA_KINDS = {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"}
+CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode", *STORAGE_KINDS, "DeviceClass", "ResourceSlice"}
 CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace", "HyperNode", "StorageClass", "PersistentVolume",
-                  "CSINode", "CSIDriver"}
+                  "CSINode", "CSIDriver", "DeviceClass", "ResourceSlice"}
 WORKLOAD_KINDS = {"Job", "Queue", "PodGroup", "Pod", "Command", "PriorityClass", "Namespace", "Service",
-                  "ConfigMap", "Secret", "Node", "HyperNode", *STORAGE_KINDS}
-PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret")}
+                  "ConfigMap", "Secret", "Node", "HyperNode", *STORAGE_KINDS, *DRA_KINDS}
+PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret"),
+                *(("resource.k8s.io/v1", kind) for kind in DRA_KINDS)}
 """Kinds pyvolcano does not model that a workload may still create (job plugins read them)."""
 
 
@@ -102,7 +104,7 @@ def load_workload(
             raise ManifestError(f"{where} ({kind}): metadata: expected a mapping with a name")
         _check_type_and_fields(doc, f"{where} ({kind} {_key(kind, md)})", what)
         if cluster:
-            if kind == "Node" or kind in STORAGE_KINDS:
+            if kind in ("Node", "DeviceClass", "ResourceSlice") or kind in STORAGE_KINDS:
                 # A Node is not admitted (the kubelet registers it): check its values here, so a
                 # bad quantity is an error naming the file rather than a node quietly dropped.
                 # (creationTimestamp is the API server's field: the store sets it, whatever was sent)

@@ -21,12 +21,21 @@ and the pre-bind step (:class:`.volumebinding.VolumeBinder`) writes them before 
 A pod without claims takes none of these paths; in a cluster without PVCs and without pods
 that mount any, the event handler and pre-binder are not even registered.
 
+Dynamic resource allocation. A pod with ``spec.resourceClaims`` meets kube-scheduler's
+DynamicResources plugin (:mod:`.dynamicresources`) last: its PreFilter as this plugin's
+pre-predicate, its Filter after the volume filters, its Reserve and Unreserve in the allocate
+and deallocate events, its PreBind as the pre-binder :class:`.dynamicresources.ClaimBinder`.
+Such a pod's verdicts are never cached or batched. While no pod has claims, none of it is
+registered.
+
 Arguments (upstream keys): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
 ``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``,
 ``predicate.PodTopologySpreadEnable``, ``predicate.NodeVolumeLimitsEnable``,
 ``predicate.VolumeZoneEnable``, ``predicate.VolumeBindingEnable`` (all default true),
 ``volumebinding.bindTimeoutSeconds`` (600, an integer; read, but see volumebinding's doc on
-the wait). DRA and NUMA filters are not modelled.
+the wait), ``predicate.DynamicResourceAllocationEnable`` (default true: the feature gate is GA;
+upstream reads only the gate), ``dynamicresources.filterTimeoutSeconds`` (10; read, no effect:
+the allocator here is not interrupted). NUMA filters are not modelled.
 """
 
 from __future__ import annotations
@@ -48,9 +57,10 @@ from pyvolcano.api.matching import (
 )
 from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.api.unschedule import NODE_POD_NUMBER_EXCEEDED, Code, Status
+from pyvolcano.api.unschedule import DRA_PRE_PREDICATE, NODE_POD_NUMBER_EXCEEDED, Code, Status
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
+from pyvolcano.plugins.predicates.dynamicresources import ClaimBinder, DynamicResources
 from pyvolcano.plugins.predicates.nodevolumelimits import REASON_MAX_VOLUME_COUNT, csi_volumes, exceeds_limits
 from pyvolcano.plugins.predicates.volumebinding import VolumeBinder, VolumeBinding
 from pyvolcano.plugins.predicates.volumezone import REASON_ZONE_CONFLICT, volume_zones, zone_conflict
@@ -127,7 +137,10 @@ class Predicates:
         self.volume_zone_enable = args.get_bool("predicate.VolumeZoneEnable", True)
         self.volume_binding_enable = args.get_bool("predicate.VolumeBindingEnable", True)
         self.bind_timeout_seconds = args.get_int("volumebinding.bindTimeoutSeconds", 600)
+        self.dra_enable = args.get_bool("predicate.DynamicResourceAllocationEnable", True)
+        self.dra_filter_timeout_seconds = args.get_int("dynamicresources.filterTimeoutSeconds", 10)
         self._volumes: VolumeBinding | None = None
+        self._dra: DynamicResources | None = None
         self._stable_cache: dict[str, list[tuple[Status, np.ndarray]]] = {}
         self._sig_ids = np.zeros(0, dtype=np.int64)
         self._reps: list[NodeInfo] = []
@@ -248,11 +261,17 @@ class Predicates:
             # 6. volumes: CSI limits, zone, binding
             if pod.claims and self._volumes is not None:
                 failures.extend(self._volume_failures(ssn, task, idx, live))
+            # 7. dynamic resource allocation
+            if pod.resource_claims and self._dra is not None:
+                for _st, mask in failures:
+                    if _st.aborts:
+                        live = live & ~mask
+                failures.extend(self._dra.filter(task, idx, live))
             return failures
 
         def cache_key(task: TaskInfo) -> str | None:
             pod = task.pod
-            if pod.claims and self._volumes is not None:
+            if (pod.claims and self._volumes is not None) or (pod.resource_claims and self._dra is not None):
                 return None
             if pod.topology_spread_constraints and self.pod_topology_spread_enable:
                 return None
@@ -266,10 +285,48 @@ class Predicates:
 
         def projectable(task: TaskInfo) -> bool:
             # Host ports are checked against the node's task dict, not its table columns.
-            return not (self.node_ports_enable and pod_host_ports(task.pod.containers)) and not task.pod.claims
+            return (not (self.node_ports_enable and pod_host_ports(task.pod.containers)) and not task.pod.claims
+                    and not task.pod.resource_claims)
 
         ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key, projectable=projectable)
         self._open_volumes(ssn)
+        self._open_dra(ssn)
+
+    # ------------------------------------------------------------------ dynamic resource allocation
+    def _open_dra(self, ssn: Session) -> None:
+        """PreFilter, Reserve / Unreserve and the pre-binder, only while some pod has claims."""
+        self._dra = None
+        if not self.dra_enable or not ssn.cache.dra.pods_with_claims:
+            return
+        dra = self._dra = DynamicResources(ssn)
+        ssn.add_pre_binder(ClaimBinder())
+
+        def pre_predicate(task: TaskInfo) -> Status | None:
+            if not task.pod.resource_claims:
+                return None
+            st = dra.pre_filter(task)
+            if st is None:
+                return None
+            # upstream handleSkipPrePredicatePlugin's wording
+            return Status(st.code, f"{DRA_PRE_PREDICATE} {st.reason}")
+
+        def allocate(ev: Event) -> None:
+            if ev.task.pod.resource_claims:
+                err = dra.reserve(ev.task)
+                if err is not None:
+                    ev.err = err
+
+        def allocate_many(tasks: list[TaskInfo]) -> None:
+            for t in tasks:
+                if t.pod.resource_claims:
+                    dra.reserve(t)
+
+        def deallocate(ev: Event) -> None:
+            if ev.task.pod.resource_claims:
+                dra.unreserve(ev.task)
+
+        ssn.add_pre_predicate_fn(NAME, pre_predicate)
+        ssn.add_event_handler(EventHandler(allocate=allocate, deallocate=deallocate, allocate_many=allocate_many))
 
     # ------------------------------------------------------------------ volumes
     def _open_volumes(self, ssn: Session) -> None:
@@ -406,6 +463,7 @@ class Predicates:
     def on_session_close(self, ssn: Session) -> None:
         self._stable_cache = {}
         self._volumes = None
+        self._dra = None
 
 
 def new(arguments: Mapping[str, Any]) -> Predicates:
