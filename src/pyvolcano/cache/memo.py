@@ -165,7 +165,12 @@ WATER_FILLING: Kept[list[Resource]] = Kept(
     "each queue's deserved resources; keyed on the cluster total and every queue's weight, real capability, "
     "request and guarantee")
 
-KEPT_VALUES: tuple[Kept[Any], ...] = (NODE_SIGNATURES, STABLE_FAILURES, WATER_FILLING)
+VOLUME_AFFINITY_NODES: Kept[tuple[dict[str, list[str]], dict[str, frozenset[str]]]] = Kept(
+    "predicates/volume-affinity-nodes",
+    "the nodes by hostname label, and per PersistentVolume node affinity the nodes it reaches, filled during "
+    "sessions; keyed on (node_generation, number of nodes)")
+
+KEPT_VALUES: tuple[Kept[Any], ...] = (NODE_SIGNATURES, STABLE_FAILURES, WATER_FILLING, VOLUME_AFFINITY_NODES)
 """Every value :meth:`SessionMemo.kept` keeps."""
 
 JOB_SUMS: Mapping[str, str] = {

@@ -27,9 +27,23 @@ if TYPE_CHECKING:
     from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
     from pyvolcano.plugins.gpu_session import SessionGpus
 
-__all__ = ["Action", "ActionFactory", "CapacityStateExporter", "DeservedExporter", "EventHandler", "EvictionContext",
-           "EvictionKind", "GpuSessionHolder", "HyperNodeScoreBounds", "Plugin", "PluginFactory",
-           "ProportionStateExporter", "QuotaExporter", "Vote"]
+__all__ = [
+    "Action",
+    "ActionFactory",
+    "CapacityStateExporter",
+    "DeservedExporter",
+    "DraQuotaExporter",
+    "EventHandler",
+    "EvictionContext",
+    "EvictionKind",
+    "GpuSessionHolder",
+    "HyperNodeScoreBounds",
+    "Plugin",
+    "PluginFactory",
+    "ProportionStateExporter",
+    "QuotaExporter",
+    "Vote",
+]
 
 
 class Vote(enum.IntEnum):
@@ -81,6 +95,15 @@ class HyperNodeScoreBounds(Protocol):
     def base_scores(self, sub_job: SubJobInfo, candidates: list[str]) -> dict[str, float]: ...
 
     def tie_bonus(self, sub_job: SubJobInfo, hypernode: str) -> float: ...
+
+
+@runtime_checkable
+class DraQuotaExporter(Protocol):
+    """A plugin with per-queue device quotas (capacity's ``deviceclass/<class>``), read by the
+    pending diagnosis: the first class whose limit refuses ``task``, as (class, devices the task
+    asks for, devices the queue holds, limit), or None."""
+
+    def dra_shortfall(self, task: TaskInfo) -> tuple[str, int, int, int] | None: ...
 
 
 @runtime_checkable

@@ -36,8 +36,9 @@ from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.conf.schema import PluginOption, SchedulerConfiguration
 from pyvolcano.diagnosis.diagnose import diagnose_session
 from pyvolcano.framework import job_updater
-from pyvolcano.framework.interfaces import Plugin, PluginFactory, QuotaExporter
+from pyvolcano.framework.interfaces import DraQuotaExporter, Plugin, PluginFactory, QuotaExporter
 from pyvolcano.framework.observer import ON_SESSION_CLOSE, ON_SESSION_OPEN, SessionObserver
+from pyvolcano.framework.prebind import BindContexts, PreBinder
 from pyvolcano.framework.scheduler_helper import SchedulerHelper
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.topology import SessionTopology
@@ -94,6 +95,9 @@ class Session(SchedulerHelper):
         # Annotations plugins attach to a task's bind request (e.g. volcano.sh/gpu-index), set
         # in their allocate event handler and cleared in deallocate.
         self.bind_annotations: dict[str, dict[str, str]] = {}
+        # Pre-binders and the tasks' bind-context extensions (framework/prebind.py), set in
+        # the plugins' allocate event handlers and dropped in deallocate.
+        self.bind_contexts = BindContexts()
         self.evictions: list[tuple[TaskInfo, str]] = []
         self.podgroup_events: dict[str, list[str]] = {}
         self.nominated: dict[str, str] = {}
@@ -202,6 +206,10 @@ class Session(SchedulerHelper):
         return total
 
     # ------------------------------------------------------------------ effects
+    def add_pre_binder(self, binder: PreBinder) -> None:
+        """Register a plugin's pre-bind step (upstream ``RegisterBinder`` of a ``PreBinder``)."""
+        self.bind_contexts.register(binder)
+
     def statement(self) -> Statement:
         return Statement(self)
 
@@ -298,6 +306,18 @@ class Session(SchedulerHelper):
             if isinstance(plugin, QuotaExporter):
                 return plugin.quota_snapshot()
         return {}
+
+    def device_quota_shortfall(self, task: TaskInfo) -> tuple[str, int, int, int] | None:
+        """The first per-queue device quota that refuses ``task``, from the plugins that export
+        them (:class:`~pyvolcano.framework.interfaces.DraQuotaExporter`: capacity's
+        ``deviceclass/<class>``): (class, devices the task asks for, devices the queue holds,
+        limit); None when none refuses it."""
+        for _opt, plugin in self.plugins:
+            if isinstance(plugin, DraQuotaExporter):
+                got = plugin.dra_shortfall(task)
+                if got is not None:
+                    return got
+        return None
 
     # ------------------------------------------------------------------ iteration helpers
     def queue_of(self, job: JobInfo) -> QueueInfo | None:

@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 __all__ = ["RuntimeAssumption", "RuntimePolicy", "assumptions", "restore_state", "running_pods", "runtime_of"]
 
 # Creation order for objects without a creationTimestamp (and ties): what must exist first.
-_KIND_RANK = {"PriorityClass": 0, "Queue": 1, "Node": 2, "HyperNode": 3, "PodGroup": 4, "Job": 5, "Pod": 6}
+_KIND_RANK = {"PriorityClass": 0, "Queue": 1, "Node": 2, "HyperNode": 3, "StorageClass": 4, "CSIDriver": 4,
+              "CSINode": 4, "PersistentVolume": 5, "CSIStorageCapacity": 5, "PersistentVolumeClaim": 6, "PodGroup": 7,
+              "Job": 8, "Pod": 9}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +193,7 @@ def restore_state(sim: Simulation, docs: Sequence[Mapping[str, Any]], *, now: fl
     created: list[tuple[float, int, str, dict[str, Any]]] = []
     for d in docs:
         ts = _timestamp(d, ("metadata", "creationTimestamp"))
-        created.append((min(ts if ts is not None else -math.inf, now), _KIND_RANK.get(str(d.get("kind")), 9),
+        created.append((min(ts if ts is not None else -math.inf, now), _KIND_RANK.get(str(d.get("kind")), 10),
                         _key(d), dict(d)))
     created.sort(key=lambda c: (c[0], c[1], c[2]))
     offset = 0.0 if at_timestamps else sim.loop.now - now
