@@ -16,7 +16,7 @@ from pyvolcano.deploy.schema import validate
 DATA = Path(__file__).parents[1] / "data" / "deploy"
 REPO = Path(__file__).parents[2]
 
-# Facts of upstream's config/crd/volcano/bases: (name, kind, plural, singular, short names,
+# Facts of upstream's config/crd/volcano/bases and config/crd/jobflow/bases: (name, kind, plural, singular, short names,
 # scope, version, subresources, printer columns as (name, type, jsonPath, priority)).
 UPSTREAM = {
     "jobs.batch.volcano.sh": ("Job", "jobs", "job", ["vcjob", "vj"], "Namespaced", "v1alpha1", {"status": {}}, [
@@ -44,6 +44,14 @@ UPSTREAM = {
         ("NodeCount", "integer", ".status.nodeCount", None),
         ("Age", "date", ".metadata.creationTimestamp", None),
     ]),
+    "cronjobs.batch.volcano.sh": ("CronJob", "cronjobs", "cronjob", ["cronvcjob", "cronvj"], "Namespaced", "v1alpha1",
+                                  {"status": {}}, None),
+    "jobflows.flow.volcano.sh": ("JobFlow", "jobflows", "jobflow", ["jf"], "Namespaced", "v1alpha1", {"status": {}}, [
+        ("Status", "string", ".status.state.phase", None),
+        ("Age", "date", ".metadata.creationTimestamp", None),
+    ]),
+    "jobtemplates.flow.volcano.sh": ("JobTemplate", "jobtemplates", "jobtemplate", ["jt"], "Namespaced", "v1alpha1",
+                                     {"status": {}}, None),
 }
 
 
@@ -72,7 +80,7 @@ def test_crd_has_upstreams_names_scope_version_subresources_and_printer_columns(
     assert got == columns
 
 
-def test_crds_are_exactly_the_five_volcano_kinds() -> None:
+def test_crds_are_exactly_the_eight_volcano_kinds() -> None:
     assert sorted(_crds()) == sorted(UPSTREAM)
 
 
