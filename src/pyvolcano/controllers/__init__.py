@@ -1,5 +1,6 @@
-"""Volcano's controller-manager equivalents: job, queue, PodGroup (plain pods), garbage collection
-and HyperNode (node counts, discovery from node labels).
+"""Volcano's controller-manager equivalents: job, queue, PodGroup (plain pods), garbage collection,
+HyperNode (node counts, discovery from node labels), and the workflow controllers: CronJob,
+JobFlow and JobTemplate.
 
 Every controller follows one small protocol so that the runtime can drive them on a virtual
 clock: :meth:`Controller.on_event` takes a store watch event and only records work;
@@ -15,19 +16,25 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from pyvolcano.controllers.cronjob import CronJobController
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.controllers.gc import GarbageCollector
 from pyvolcano.controllers.hypernode import HyperNodeController
 from pyvolcano.controllers.job.controller import JobController
+from pyvolcano.controllers.jobflow import JobFlowController
+from pyvolcano.controllers.jobtemplate import JobTemplateController
 from pyvolcano.controllers.podgroup import PodGroupController
 from pyvolcano.controllers.queue import QueueController, ensure_default_queues
 from pyvolcano.store.base import Store, WatchEvent
 
 __all__ = [
     "Controller",
+    "CronJobController",
     "GarbageCollector",
     "HyperNodeController",
     "JobController",
+    "JobFlowController",
+    "JobTemplateController",
     "PodGroupController",
     "QueueController",
     "default_controllers",
@@ -48,7 +55,9 @@ def default_controllers(*, store: Store, entropy: Entropy) -> list[Controller]:
 
     The queue controller comes first: its constructor creates the ``root`` and ``default``
     queues that job and PodGroup admission look up. Upstream's default ``--controllers``
-    (``*,-sharding-controller``) includes the HyperNode controller, so the simulator runs it too.
+    (``*,-sharding-controller``) includes the HyperNode, JobFlow, JobTemplate and CronJob
+    controllers, so the simulator runs them too (they act on nothing else, and write nothing
+    for a workload without their kinds).
     """
     return [
         QueueController(store=store),
@@ -56,4 +65,7 @@ def default_controllers(*, store: Store, entropy: Entropy) -> list[Controller]:
         PodGroupController(store=store),
         GarbageCollector(store=store),
         HyperNodeController(store=store, entropy=entropy),
+        JobFlowController(store=store),
+        JobTemplateController(store=store),
+        CronJobController(store=store),
     ]
