@@ -23,7 +23,8 @@ def with_duration(path: Path, duration: str) -> list[dict[str, Any]]:
     for d in docs:
         spec = d["spec"]["jobTemplate"]["spec"] if d["kind"] == "CronJob" else d["spec"]
         for task in spec.get("tasks") or []:
-            task["template"].setdefault("metadata", {}).setdefault("annotations", {})["pyvolcano.io/duration"] = duration
+            annotations = task["template"].setdefault("metadata", {}).setdefault("annotations", {})
+            annotations["pyvolcano.io/duration"] = duration
     return docs
 
 
