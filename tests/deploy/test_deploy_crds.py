@@ -246,3 +246,25 @@ def test_objects_the_controllers_write_in_a_simulation_fit_the_schemas() -> None
     sim.on_session = check
     sim.run()
     assert all(seen.get(k) for k in ("Job", "PodGroup", "Queue")), seen
+
+
+def test_upstreams_workflow_examples_are_accepted_unchanged() -> None:
+    objs = [o for p in sorted((DATA.parent / "upstream_examples").rglob("*.yaml")) for o in _objects(p)]
+    assert sorted({d["kind"] for _, d in objs}) == ["CronJob", "JobFlow", "JobTemplate"]
+    for where, doc in objs:
+        assert _errors(doc) == [], where
+
+
+@pytest.mark.parametrize(("kind", "doc", "where", "message"), [
+    ("CronJob", {"spec": {"schedule": "* * * * *"}}, "spec.jobTemplate", "required field is missing"),
+    ("CronJob", {"spec": {"schedule": "x", "jobTemplate": {}, "concurrencyPolicy": "Never"}}, "spec.concurrencyPolicy",
+     "expected one of"),
+    ("JobFlow", {"spec": {"flows": [{"name": ""}]}}, "spec.flows[0].name", "expected at least 1"),
+    ("JobFlow", {"spec": {"jobRetainPolicy": "keep"}}, "spec.jobRetainPolicy", "expected one of"),
+    ("JobTemplate", {"spec": {"tasks": []}}, "spec.tasks", "expected at least 1"),
+])
+def test_workflow_schemas_reject_what_upstreams_reject(kind: str, doc: dict[str, Any], where: str,
+                                                       message: str) -> None:
+    api = "batch.volcano.sh/v1alpha1" if kind == "CronJob" else "flow.volcano.sh/v1alpha1"
+    errors = _errors({"apiVersion": api, "kind": kind, "metadata": {"name": "x"}, **doc})
+    assert [e for e in errors if e[0] == where and message in e[1]], errors
