@@ -94,4 +94,4 @@ def test_reading_verbs_work_on_a_snapshot(vc, tmp_path: Path):
     code, out, _err = vc("jobtemplate", "list", "--cluster", str(snap))
     assert code == 0 and len(out.splitlines()) == 6
     code, _out, err = vc("jobtemplate", "delete", "-N", "a", "--cluster", str(snap))
-    assert code == 2
+    assert code == 2 and "a snapshot is read-only" in err
