@@ -125,11 +125,11 @@ def _app(k: _Kind) -> typer.Typer:
 
     @app.command("create", help=f"create a {k.noun}")
     def create(ctx: typer.Context, file: File = "", kubeconfig: Kubeconfig = None, master: Master = None,
-               context: Context = None) -> int:
+               context: Context = None, cluster: Cluster = None) -> int:
         if not file:
             raise UsageError(f"--file: the path to the YAML file containing the {k.noun} is required")
         docs = _documents(file, k)
-        store = writer(open_source(ctx, kubeconfig, master, context, None, verb=f"{k.noun} create"))
+        store = writer(open_source(ctx, kubeconfig, master, context, cluster, verb=f"{k.noun.replace(' ', '')} create"))
         failed = 0
         for doc in docs:
             md = doc["metadata"]
@@ -175,12 +175,14 @@ def _app(k: _Kind) -> typer.Typer:
 
     @app.command("delete", help=f"delete a {k.noun}")
     def delete(ctx: typer.Context, name: Name = "", namespace: Namespace = "default", file: File = "",
-               kubeconfig: Kubeconfig = None, master: Master = None, context: Context = None) -> int:
+               kubeconfig: Kubeconfig = None, master: Master = None, context: Context = None,
+               cluster: Cluster = None) -> int:
         if not file and not name:
             raise UsageError(f"{k.noun} name must be specified")
         targets = [(d["metadata"]["namespace"], d["metadata"]["name"]) for d in _documents(file, k)] if file \
             else [(namespace, name)]
-        store = writer(open_source(ctx, kubeconfig, master, context, None, verb=f"{k.noun} delete"))
+        store = writer(open_source(ctx, kubeconfig, master, context, cluster,
+                                   verb=f"{k.noun.replace(' ', '')} delete"))
         failed = 0
         for ns, obj_name in targets:
             try:
