@@ -76,7 +76,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def _jobs(c: Cluster) -> dict[str, dict[str, Any]]:
-    return {j["metadata"]["name"]: j for j in (c.get("jobs.batch.volcano.sh", "-n", "default") or {"items": []})["items"]}
+    items = (c.get("jobs.batch.volcano.sh", "-n", "default") or {"items": []})["items"]
+    return {j["metadata"]["name"]: j for j in items}
 
 
 def _phase(job: dict[str, Any]) -> str:
