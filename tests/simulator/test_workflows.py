@@ -12,20 +12,9 @@ import yaml
 
 from builders import node
 from pyvolcano.simulator.inputs import InputError, load_inputs, result_document, run_simulation
+from sim_builders import upstream_example
 
-UPSTREAM = Path(__file__).resolve().parents[1] / "data" / "upstream_examples"
 MIN = 60.0
-
-
-def with_duration(path: Path, duration: str) -> list[dict[str, Any]]:
-    """The manifests of ``path`` with ``pyvolcano.io/duration`` on every task's pod template."""
-    docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
-    for d in docs:
-        spec = d["spec"]["jobTemplate"]["spec"] if d["kind"] == "CronJob" else d["spec"]
-        for task in spec.get("tasks") or []:
-            annotations = task["template"].setdefault("metadata", {}).setdefault("annotations", {})
-            annotations["pyvolcano.io/duration"] = duration
-    return docs
 
 
 def run(tmp_path: Path, docs: list[dict[str, Any]], until: str | None = None) -> dict[str, Any]:
@@ -38,8 +27,8 @@ def run(tmp_path: Path, docs: list[dict[str, Any]], until: str | None = None) ->
 
 
 def test_upstreams_jobflow_runs_its_jobs_in_dependency_order(tmp_path: Path) -> None:
-    docs = with_duration(UPSTREAM / "jobflow" / "JobTemplate.yaml", "2m") + \
-        with_duration(UPSTREAM / "jobflow" / "JobFlow.yaml", "2m")
+    docs = upstream_example("jobflow/JobTemplate.yaml", "2m") + \
+        upstream_example("jobflow/JobFlow.yaml", "2m")
     out = run(tmp_path, docs)
     jobs = out["jobs"]
     assert set(jobs) == {f"default/test-{s}" for s in "abcde"}
@@ -61,7 +50,7 @@ def test_upstreams_jobflow_runs_its_jobs_in_dependency_order(tmp_path: Path) -> 
 
 
 def test_upstreams_cronjob_runs_every_five_virtual_minutes(tmp_path: Path) -> None:
-    out = run(tmp_path, with_duration(UPSTREAM / "cronjob" / "cronjob.yaml", "1m"), until="31m")
+    out = run(tmp_path, upstream_example("cronjob/cronjob.yaml", "1m"), until="31m")
     jobs = out["jobs"]
     assert [round(j["submitted"]) for _, j in sorted(jobs.items())] == [300, 600, 900, 1200, 1500, 1800]
     assert {j["group"] for j in jobs.values()} == {"CronJob default/volcano-cronjob-example"}
@@ -74,7 +63,7 @@ def test_upstreams_cronjob_runs_every_five_virtual_minutes(tmp_path: Path) -> No
 
 
 def test_forbid_skips_runs_while_a_long_job_is_active(tmp_path: Path) -> None:
-    docs = with_duration(UPSTREAM / "cronjob" / "cronjob.yaml", "7m")  # concurrencyPolicy: Forbid
+    docs = upstream_example("cronjob/cronjob.yaml", "7m")  # concurrencyPolicy: Forbid
     jobs = run(tmp_path, docs, until="21m")["jobs"]
     # 5m runs to 12m: the 10m run is held back past its 60 s starting deadline; 15m runs.
     assert [round(j["submitted"]) for _, j in sorted(jobs.items())] == [300, 900]
@@ -83,11 +72,11 @@ def test_forbid_skips_runs_while_a_long_job_is_active(tmp_path: Path) -> None:
 def test_a_cronjob_without_until_is_refused_before_running(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"document 0 \(CronJob default/volcano-cronjob-example\): a CronJob creates "
                                          r"jobs for as long as the run lasts; give --until"):
-        run(tmp_path, with_duration(UPSTREAM / "cronjob" / "cronjob.yaml", "1m"))
+        run(tmp_path, upstream_example("cronjob/cronjob.yaml", "1m"))
 
 
 def test_a_suspended_cronjob_lets_the_run_finish(tmp_path: Path) -> None:
-    docs = with_duration(UPSTREAM / "cronjob" / "cronjob.yaml", "1m")
+    docs = upstream_example("cronjob/cronjob.yaml", "1m")
     docs[0]["spec"]["suspend"] = True
     out = run(tmp_path, docs)
     assert out["jobs"] == {}
@@ -95,9 +84,9 @@ def test_a_suspended_cronjob_lets_the_run_finish(tmp_path: Path) -> None:
 
 
 def test_the_same_workflow_run_gives_the_same_document(tmp_path: Path) -> None:
-    docs = with_duration(UPSTREAM / "jobflow" / "JobTemplate.yaml", "90s") + \
-        with_duration(UPSTREAM / "jobflow" / "JobFlow.yaml", "90s") + \
-        with_duration(UPSTREAM / "cronjob" / "cronjob.yaml", "1m")
+    docs = upstream_example("jobflow/JobTemplate.yaml", "90s") + \
+        upstream_example("jobflow/JobFlow.yaml", "90s") + \
+        upstream_example("cronjob/cronjob.yaml", "1m")
 
     def strip(d: dict[str, Any]) -> dict[str, Any]:
         d["stats"].pop("wall_seconds", None)

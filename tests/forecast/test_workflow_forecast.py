@@ -1,0 +1,66 @@
+"""Forecasts of a cluster with workflows: ``queue top`` and ``job run --dry-run`` know the jobs a
+JobFlow or a CronJob has still to create. The state is a snapshot taken in the middle of a
+simulated run of upstream's JobFlow example (test-a completed, test-b running) or of a CronJob."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from builders import node
+from pyvolcano.conf import default_configuration
+from pyvolcano.forecast.dryrun import dry_run_document
+from pyvolcano.forecast.eta import RuntimePolicy
+from pyvolcano.forecast.queue_top import queue_top_document
+from pyvolcano.forecast.state import state_from_snapshot
+from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.snapshot import dump_documents, snapshot_documents
+from sim_builders import simulate, upstream_example, vcjob
+
+
+def _snapshot(tmp_path: Path, docs: list[dict[str, Any]], until: float) -> Path:
+    _res, sim = simulate([(0, node("n1", cpu="8", memory="32Gi")), *((0, d) for d in docs)], until=until)
+    path = tmp_path / "snapshot.yaml"
+    path.write_text(dump_documents(snapshot_documents(sim.store.list, None)), encoding="utf-8")
+    return path
+
+
+def _flow_snapshot(tmp_path: Path) -> Path:
+    docs = upstream_example("jobflow/JobTemplate.yaml", "2m") + upstream_example("jobflow/JobFlow.yaml", "2m")
+    docs[-1]["spec"]["jobRetainPolicy"] = "retain"
+    return _snapshot(tmp_path, docs, until=200)  # test-a ran 0-2m; test-b runs from 2m01s
+
+
+def test_queue_top_lists_a_flows_next_steps_with_when_they_come(tmp_path: Path) -> None:
+    registry = default_registry()
+    state = state_from_snapshot([_flow_snapshot(tmp_path)], registry)
+    doc = queue_top_document(state, default_configuration(), registry, queue=None, policy=RuntimePolicy())
+    upcoming = {u["job"]: u for u in doc["upcoming"]}
+    assert list(upcoming) == ["default/test-c", "default/test-d", "default/test-e"]  # test-a is not made again
+    assert {u["created_by"] for u in upcoming.values()} == {"JobFlow default/test"}
+    # The snapshot's now is test-b's pod start (its newest timestamp): c and d come when its 2 minutes end.
+    assert upcoming["default/test-c"]["created_in_seconds"] == upcoming["default/test-d"]["created_in_seconds"] \
+        == 120
+    assert upcoming["default/test-e"]["created_in_seconds"] > 240
+    assert upcoming["default/test-c"]["start_in_seconds"] is not None
+
+
+def test_a_dry_run_names_the_flow_jobs_created_before_it_starts(tmp_path: Path) -> None:
+    registry = default_registry()
+    state = state_from_snapshot([_flow_snapshot(tmp_path)], registry)
+    whole_node = vcjob("eval", cpu="8", duration="5m")
+    doc = dry_run_document(state, [whole_node], "eval.yaml", default_configuration(), registry,
+                           policy=RuntimePolicy())
+    assert doc["placed_now"] is False
+    assert [u["job"] for u in doc["upcoming"]] == ["default/test-c", "default/test-d"]
+
+
+def test_queue_top_lists_a_cronjobs_next_run(tmp_path: Path) -> None:
+    registry = default_registry()
+    snap = _snapshot(tmp_path, upstream_example("cronjob/cronjob.yaml", "1m"), until=400)  # one run at 5m
+    state = state_from_snapshot([snap], registry)
+    doc = queue_top_document(state, default_configuration(), registry, queue=None, policy=RuntimePolicy(),
+                             horizon=700)
+    runs = [(u["job"], round(u["created_in_seconds"] + state.now)) for u in doc["upcoming"]]
+    assert [t for _job, t in runs] == [600, 900]
+    assert all(job.startswith("default/volcano-cronjob-example-") for job, _t in runs)
