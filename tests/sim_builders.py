@@ -14,7 +14,7 @@ from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
 from pyvolcano.simulator.workload import Submission
 
-__all__ = ["UPSTREAM_EXAMPLES", "node", "simulate", "upstream_example", "vcjob"]
+__all__ = ["UPSTREAM_EXAMPLES", "node", "simulate", "snapshot_at", "upstream_example", "vcjob"]
 
 UPSTREAM_EXAMPLES = Path(__file__).resolve().parent / "data" / "upstream_examples"
 """Upstream Volcano's example manifests (see its README for their origin)."""
@@ -66,3 +66,13 @@ def upstream_example(name: str, duration: str) -> list[dict[str, Any]]:
             annotations = task["template"].setdefault("metadata", {}).setdefault("annotations", {})
             annotations["pyvolcano.io/duration"] = duration
     return docs
+
+
+def snapshot_at(path: Path, docs: list[dict[str, Any]], until: float, *, cpu: str = "8") -> Path:
+    """Run ``docs`` (created at 0) on one ``cpu``-core node until ``until`` and write the store
+    then as a ``pyvolcano snapshot`` file at ``path``."""
+    from pyvolcano.runtime.snapshot import dump_documents, snapshot_documents
+
+    _res, sim = simulate([(0, node("n1", cpu=cpu, memory="32Gi")), *((0, d) for d in docs)], until=until)
+    path.write_text(dump_documents(snapshot_documents(sim.store.list, None)), encoding="utf-8")
+    return path

@@ -210,6 +210,9 @@ class Simulation:
         self.on_session: Callable[[float, SessionResult], None] | None = None
         # False: run until nothing is left to happen (or ``until``), not until the jobs finish.
         self.stop_when_done = True
+        # Asked after every instant has settled: True ends the run there (a forecast that has
+        # its answers; end_reason "finished").
+        self.stop_when: Callable[[], bool] | None = None
         self.metrics = RunMetrics(name="simulation", config_name="default", seed=seed)
         self.collector = MetricsCollector(self.cache, self.metrics)
         self._unsampled: SessionResult | None = None
@@ -430,7 +433,7 @@ class Simulation:
                 self._unsampled = None
             elif self.collector.counts_changed and not (self.dirty and self._next_tick() <= self.loop.now + 1e-9):
                 self.collector.sample(self.loop.now)  # a session due now samples after itself
-            if self.stop_when_done and self._all_done():
+            if (self.stop_when_done and self._all_done()) or (self.stop_when is not None and self.stop_when()):
                 self.end_reason = "finished"
                 break
             next_times = [t for t in (self.loop.next_time(), *self._wakeups.values()) if t is not None]
@@ -505,6 +508,15 @@ class Simulation:
             session_seconds=self.session_seconds, timeline=self.timeline, end_reason=self.end_reason,
             topology=m.topology, workflows=workflows,
         )
+
+    def workflow_runs_after(self, t: float) -> dict[str, int]:
+        """Open workflow (``"JobFlow ns/name"`` or ``"CronJob ns/name"``) → how many jobs it created
+        after ``t``: a forecast's measure of whether it has seen what a workflow does next."""
+        counts = {f"{kind} {key}": 0 for kind, key in self._open_workflows}
+        for r in self.jobs.values():
+            if r.group in counts and r.submitted > t:
+                counts[r.group] += 1
+        return counts
 
     def workflows(self) -> list[Workflow]:
         """The JobFlows and CronJobs in the store now, with every job they created (deleted ones too)."""
