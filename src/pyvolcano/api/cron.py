@@ -31,6 +31,7 @@ robfig's ``Next`` returns the zero time (no match within five years, as for ``0 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import math
 import re
 import zoneinfo
@@ -100,17 +101,26 @@ class CronSchedule:
         second), or None when there is none within five years."""
         if self.every:
             return math.floor(after) + self.every
-        start = _dt.datetime.fromtimestamp(after, tz=_UTC).astimezone(self.zone)
-        try:
-            it = croniter(self.fields, start, max_years_between_matches=_SEARCH_YEARS)
-            found = it.get_next(_dt.datetime)
-        except (CroniterBadDateError, CroniterError, OverflowError):
-            return None
-        if found.year > start.year + _SEARCH_YEARS:
-            return None
-        return float(round(found.timestamp()))
+        return _next(self.fields, self.zone, after)
 
 
+# A controller asks for the same times again and again (every sync of a CronJob recomputes
+# its last and next runs) and croniter parses its expression on every query (about half a
+# millisecond): both are pure, so they are remembered.
+@functools.lru_cache(maxsize=4096)
+def _next(fields: str, zone: _dt.tzinfo, after: float) -> float | None:
+    start = _dt.datetime.fromtimestamp(after, tz=_UTC).astimezone(zone)
+    try:
+        it = croniter(fields, start, max_years_between_matches=_SEARCH_YEARS)
+        found = it.get_next(_dt.datetime)
+    except (CroniterBadDateError, CroniterError, OverflowError):
+        return None
+    if found.year > start.year + _SEARCH_YEARS:
+        return None
+    return float(round(found.timestamp()))
+
+
+@functools.lru_cache(maxsize=1024)
 def parse_standard(spec: str, *, zone: _dt.tzinfo = _UTC) -> CronSchedule:
     """``cron.ParseStandard(spec)``; ``zone`` is the zone of a schedule without a ``TZ=`` prefix.
     Raises :class:`ScheduleError` with robfig's message."""

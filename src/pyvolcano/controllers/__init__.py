@@ -3,7 +3,8 @@ HyperNode (node counts, discovery from node labels), and the workflow controller
 JobFlow and JobTemplate.
 
 Every controller follows one small protocol so that the runtime can drive them on a virtual
-clock: :meth:`Controller.on_event` takes a store watch event and only records work;
+clock: :meth:`Controller.on_event` takes a store watch event and only records work (a
+controller with a ``watches`` set of kinds is given only those kinds' events: :func:`watching`);
 :meth:`Controller.run` does all queued work at a virtual instant, writing through the store,
 and returns the next virtual time it needs to run again (retries, policy timeouts, TTLs) or
 ``None``. Controllers read objects as plain manifest-shaped dicts, take the store by keyword,
@@ -14,6 +15,7 @@ runtime chooses: the operating system's randomness live, a seeded generator in t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from pyvolcano.controllers.cronjob import CronJobController
@@ -39,6 +41,7 @@ __all__ = [
     "QueueController",
     "default_controllers",
     "ensure_default_queues",
+    "watching",
 ]
 
 
@@ -48,6 +51,12 @@ class Controller(Protocol):
     def on_event(self, ev: WatchEvent) -> None: ...
 
     def run(self, now: float) -> float | None: ...
+
+
+def watching(controllers: Sequence[Controller], kind: str) -> list[Controller]:
+    """The controllers that take events of ``kind``, in their order: those whose ``watches``
+    names it, and those without ``watches`` (every kind)."""
+    return [c for c in controllers if kind in getattr(c, "watches", (kind,))]
 
 
 def default_controllers(*, store: Store, entropy: Entropy) -> list[Controller]:

@@ -212,6 +212,7 @@ class CronJobController:
     """Creates the jobs of ``batch.volcano.sh/v1alpha1`` CronJobs (see the module docstring)."""
 
     name = "cronjob-controller"
+    watches = frozenset({"CronJob", "Job"})
 
     def __init__(self, *, store: Store):
         self.store = store
@@ -286,6 +287,8 @@ class CronJobController:
     # ------------------------------------------------------------------ work
     def run(self, now: float) -> float | None:
         self.now = now
+        if self.queue.idle():
+            return None
         for key in self.queue.drain(now):
             try:
                 requeue_at = self._sync(key)

@@ -130,6 +130,7 @@ class JobFlowController:
     """
 
     name = "jobflow-controller"
+    watches = frozenset({"JobFlow", "JobTemplate", "Job"})
 
     def __init__(self, *, store: Store, max_requeue: int = 15):
         self.store = store
@@ -139,9 +140,6 @@ class JobFlowController:
         self._templates: dict[str, dict[str, Any]] = {}
         # Jobs labelled createdByJobFlow, by that label's value then job key.
         self._jobs: dict[str, dict[str, dict[str, Any]]] = {}
-        self._job_keys: set[str] = set()  # namespace/name of those jobs
-        # Pods of the flows' jobs (for HTTP and TCP probes), by namespace/job name then pod key.
-        self._pods: dict[str, dict[str, dict[str, Any]]] = {}
         self.now = 0.0
 
     # ------------------------------------------------------------------ events
@@ -157,8 +155,6 @@ class JobFlowController:
                 self._templates[key] = ev.object
         elif kind == "Job":
             self._on_job(ev)
-        elif kind == "Pod" and self._job_keys:
-            self._on_pod(ev)
 
     def _on_flow(self, ev: WatchEvent) -> None:
         obj = ev.object
@@ -184,11 +180,8 @@ class JobFlowController:
         if isinstance(label, str):
             if ev.type == "DELETED":
                 self._jobs.get(label, {}).pop(job_key, None)
-                self._job_keys.discard(job_key)
-                self._pods.pop(job_key, None)
             else:
                 self._jobs.setdefault(label, {})[job_key] = job
-                self._job_keys.add(job_key)
         if ev.type != "MODIFIED":
             return
         ref = controller_of(job)
@@ -200,23 +193,11 @@ class JobFlowController:
         if flow:
             self.queue.add(f"{namespace_of(job)}/{flow}")
 
-    def _on_pod(self, ev: WatchEvent) -> None:
-        pod = ev.object
-        job = labels_of(pod).get(JOB_NAME_KEY)
-        if not job:
-            return
-        key = f"{namespace_of(pod)}/{job}"
-        if key not in self._job_keys:
-            return
-        pod_key = f"{namespace_of(pod)}/{name_of(pod)}"
-        if ev.type == "DELETED":
-            self._pods.get(key, {}).pop(pod_key, None)
-        else:
-            self._pods.setdefault(key, {})[pod_key] = pod
-
     # ------------------------------------------------------------------ work
     def run(self, now: float) -> float | None:
         self.now = now
+        if self.queue.idle():
+            return None
         for key in self.queue.drain(now):
             try:
                 self._sync(key)
@@ -299,8 +280,10 @@ class JobFlowController:
         return probe_holds(step.probe, targets, self._pods_of)
 
     def _pods_of(self, job: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
-        pods = self._pods.get(f"{namespace_of(job)}/{name_of(job)}", {}).values()
-        return [p for p in pods if labels_of(p).get(TASK_SPEC_KEY) == task]
+        """The pods of ``job``'s task ``task`` (only an HTTP or TCP probe asks, so pods are read
+        when needed instead of followed: the controller-manager's informer answers live)."""
+        return self.store.list("Pod", namespace_of(job), label_selector={JOB_NAME_KEY: name_of(job),
+                                                                        TASK_SPEC_KEY: task})
 
     def _create(self, flow: Mapping[str, Any], step: FlowStep, name: str) -> None:
         """``createJob`` from the JobTemplate named as the flow."""

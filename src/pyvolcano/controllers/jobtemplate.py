@@ -33,6 +33,7 @@ class JobTemplateController:
     """
 
     name = "jobtemplate-controller"
+    watches = frozenset({"JobTemplate", "Job"})
 
     def __init__(self, *, store: Store, max_requeue: int = 15):
         self.store = store
@@ -66,6 +67,8 @@ class JobTemplateController:
                 self.queue.add(f"{parts[0]}/{parts[1]}")
 
     def run(self, now: float) -> float | None:
+        if self.queue.idle():
+            return None
         for key in self.queue.drain(now):
             try:
                 self._sync(key)

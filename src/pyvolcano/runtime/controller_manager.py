@@ -100,6 +100,8 @@ class LiveControllerManager:
             if self.metrics is not None:
                 self.metrics.observe_event(ev, self._job_created)
             for c in self.controllers:
+                if ev.kind not in getattr(c, "watches", (ev.kind,)):
+                    continue
                 try:
                     c.on_event(ev)
                 except Exception:

@@ -50,6 +50,7 @@ from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY, SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.cache.ingest import apply_event, resync_pod
 from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.controllers import watching
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.registry import Registry
@@ -193,6 +194,7 @@ class Simulation:
                                  default_duration=default_duration)
         factory = controllers_factory or _default_controllers
         self.controllers = factory(store=self.store, entropy=SeededEntropy(random.Random(seed)))
+        self._controllers_of: dict[str, list[Any]] = {}  # by kind: the controllers its events go to
         self.revision = 0
         self.dirty = True
         self.last_session: float | None = None
@@ -287,7 +289,10 @@ class Simulation:
             self.dirty = True
         self.kubelets.on_event(ev)
         self.collector.on_event(ev, self.loop.now)
-        for c in self.controllers:
+        interested = self._controllers_of.get(ev.kind)
+        if interested is None:
+            interested = self._controllers_of[ev.kind] = watching(self.controllers, ev.kind)
+        for c in interested:
             c.on_event(ev)
         if ev.kind == "Job":
             self._track_job(ev)
