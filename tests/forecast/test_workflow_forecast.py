@@ -59,3 +59,18 @@ def test_queue_top_lists_a_cronjobs_next_run(tmp_path: Path) -> None:
     # Its next run, not every run of the horizon: the forecast then suspends the CronJob.
     [(job, at)] = [(u["job"], round(u["created_in_seconds"] + state.now)) for u in doc["upcoming"]]
     assert job.startswith("default/volcano-cronjob-example-") and at == 600
+
+
+def test_the_tables_name_the_upcoming_jobs(tmp_path: Path) -> None:
+    from pyvolcano.cli.job_run import render_dry_run
+    from pyvolcano.cli.queue import render_top
+
+    registry = default_registry()
+    state = state_from_snapshot([_flow_snapshot(tmp_path)], registry)
+    top = render_top(queue_top_document(state, default_configuration(), registry, queue=None,
+                                        policy=RuntimePolicy()))
+    assert "UPCOMING JOB    CREATED BY            CREATED" in top
+    assert "default/test-e  JobFlow default/test  2024-01-01T00:06:03Z (in 4m1s)" in top
+    doc = dry_run_document(state, [vcjob("eval", cpu="8", duration="5m")], "eval.yaml", default_configuration(),
+                           registry, policy=RuntimePolicy())
+    assert "BEFORE IT  default/test-c from JobFlow default/test (created in 2m)" in render_dry_run(doc)

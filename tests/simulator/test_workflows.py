@@ -95,3 +95,19 @@ def test_the_same_workflow_run_gives_the_same_document(tmp_path: Path) -> None:
         return d
 
     assert strip(run(tmp_path, docs, until="20m")) == strip(run(tmp_path, docs, until="20m"))
+
+
+def test_the_table_lists_a_workflows_jobs_together_and_the_workflows(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from pyvolcano.cli.simulate import run_simulate_command
+
+    docs = upstream_example("jobflow/JobTemplate.yaml", "2m") + upstream_example("jobflow/JobFlow.yaml", "2m")
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(node("n1", cpu="8", memory="32Gi")), encoding="utf-8")
+    (tmp_path / "flow.yaml").write_text(yaml.safe_dump_all(docs), encoding="utf-8")
+    code = run_simulate_command(cluster=tmp_path / "cluster.yaml", workload=tmp_path / "flow.yaml", trace=None,
+                                trace_format=None, nodes=None, config=None, compare=None, until=None, seed=0,
+                                report=None, output="table")
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "CREATED BY" in out and out.count("JobFlow default/test") >= 6
+    assert "a:Completed -> b:Completed -> c:Completed, d:Completed -> e:Completed" in out
