@@ -209,6 +209,10 @@ class LiveSource:
         from pyvolcano.forecast.state import LiveReadError, state_from_store
 
         with self._lock:
+            if isinstance(self.store, Synced):
+                # The revision is read once every informer has listed: an informer still listing
+                # would move it and make the state built now look stale at the next request.
+                self.store.wait_for_sync(self.sync_timeout)
             rev = self.revision()
             if self._built is not None and self._built[0] == rev:
                 return self._built[1]
