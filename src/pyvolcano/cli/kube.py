@@ -281,7 +281,8 @@ def controller_manager(
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
     version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
-    """vc-controller-manager: the job, queue, podgroup, gc and hypernode controllers on a real cluster."""
+    """vc-controller-manager: the job, queue, podgroup, gc, hypernode, jobflow, jobtemplate and cronjob controllers
+    on a real cluster."""
     _print_version_and_exit(version)
     from pyvolcano.runtime.component import Component, controller_manager_work, setup_logging
     from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, CONTROLLERS

@@ -1,7 +1,7 @@
 """The admission services: upstream's webhook paths, what each one admits, and how its answer reads.
 
 Upstream (``pkg/webhooks/router``) registers one ``AdmissionService`` per path and serves the
-ones named by ``--enabled-admission``. :data:`SERVICES` is that registry for the five kinds
+ones named by ``--enabled-admission``. :data:`SERVICES` is that registry for the kinds
 pyvolcano admits; each entry carries the rule its webhook configuration registers (group,
 version, resource, operations), upstream's webhook name, and how upstream words a rejection:
 
@@ -12,6 +12,7 @@ version, resource, operations), upstream's webhook name, and how upstream words 
 * ``/podgroups/validate`` joins its problems with ``"; "``;
 * ``/hypernodes/validate`` returns a ``field.ErrorList`` aggregate, as queues do but with the
   paths as they are;
+* ``/cronjobs/validate`` joins its problems with ``"; "`` (``validateCronJob``);
 * every other path returns its first problem.
 
 A problem whose message is a Kubernetes ``field.Error`` body (``Invalid value: …``, ``Required
@@ -106,6 +107,8 @@ _QUEUE: Final = ("Queue", "scheduling.volcano.sh", "v1beta1", "queues")
 _PODGROUP: Final = ("PodGroup", "scheduling.volcano.sh", "v1beta1", "podgroups")
 _POD: Final = ("Pod", "", "v1", "pods")
 _HYPERNODE: Final = ("HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes")
+_CRONJOB: Final = ("CronJob", "batch.volcano.sh", "v1alpha1", "cronjobs")
+_JOBFLOW: Final = ("JobFlow", "flow.volcano.sh", "v1alpha1", "jobflows")
 
 
 def _service(path: str, name: str, mutating: bool, target: tuple[str, str, str, str], ops: tuple[str, ...],
@@ -131,9 +134,12 @@ SERVICES: Final[dict[str, AdmissionService]] = {s.path: s for s in (
              "expect operation to be 'CREATE'"),
     _service("/hypernodes/validate", "validatehypernode.volcano.sh", False, _HYPERNODE, ("CREATE", "UPDATE"),
              "expect operation to be 'CREATE' or 'UPDATE'", _render_aggregate),
+    _service("/cronjobs/validate", "validatecronjob.volcano.sh", False, _CRONJOB, ("CREATE", "UPDATE"),
+             "expect operation to be 'CREATE' or 'UPDATE'", _render_podgroup),
+    _service("/jobflows/validate", "validatejobflow.volcano.sh", False, _JOBFLOW, ("CREATE", "UPDATE"),
+             "expect operation to be 'CREATE' or 'UPDATE'"),
 )}
-"""Every path pyvolcano serves. Upstream also has ``/jobflows/validate`` and ``/cronjobs/validate``
-for kinds pyvolcano does not admit."""
+"""Every path pyvolcano serves: all of upstream's."""
 
 
 def enabled_services(enabled: str) -> list[AdmissionService]:
