@@ -44,6 +44,7 @@ from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import DimensionDefault, Resource
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.diagnosis.model import QueueQuota
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured, is_false, refused
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext, EvictionKind, Vote
 from pyvolcano.plugins._util import replicas_within
@@ -59,12 +60,18 @@ from pyvolcano.plugins.capacity.build import build_flat, build_hierarchy
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["NAME", "Capacity", "CapacitySession"]
+__all__ = ["ARGUMENTS", "NAME", "Capacity", "CapacitySession"]
 
 NAME = "capacity"
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
 DRA_ENABLE = "capacity.DynamicResourceAllocationEnable"
 DRA_CONSUMABLE_CAPACITY_ENABLE = "capacity.DRAConsumableCapacityEnable"
+_DRA_QUOTA = "DRA quota: there are no ResourceClaim or DeviceClass objects to count against a queue"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (
+    honoured(ANCESTOR_RECLAIM_LEVEL),
+    refused(DRA_ENABLE, _DRA_QUOTA, "the key removed or set to false", accepts=is_false),
+    refused(DRA_CONSUMABLE_CAPACITY_ENABLE, _DRA_QUOTA, "the key removed or set to false", accepts=is_false),
+))
 QUOTA_INSUFFICIENT = "queue resource quota insufficient"
 
 
@@ -72,12 +79,9 @@ class Capacity:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments, owner=f"plugin {NAME}")
+        args = Arguments(arguments, keys=ARGUMENTS)
         # Upstream: a negative level falls back to 0.
         self.ancestor_reclaim_level = max(args.get_int(ANCESTOR_RECLAIM_LEVEL, 0), 0)
-        # DRA quota is not modelled; the switches are only validated.
-        self.dra_enabled = args.get_bool(DRA_ENABLE, False)
-        self.dra_consumable_capacity_enabled = args.get_bool(DRA_CONSUMABLE_CAPACITY_ENABLE, False)
         self.session: CapacitySession | None = None
 
     def on_session_open(self, ssn: Session) -> None:

@@ -13,10 +13,12 @@ cache, until a node's labels, taints or schedulability change or a node is added
 key as the signatures). Host ports, inter-pod affinity and topology spread run only for pods that use them
 (or, for anti-affinity, when some running pod declares required anti-affinity).
 
-Arguments (upstream keys): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
+Arguments (:data:`ARGUMENTS`): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
 ``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``,
-``predicate.PodTopologySpreadEnable`` (all default true). Volume, DRA and NUMA filters are
-not modelled (no PV/PVC/ResourceSlice objects).
+``predicate.PodTopologySpreadEnable`` (all default true); ``predicate.CacheEnable`` (upstream's
+predicate cache: the stable filters here are always memoised, with the same results). Volume and
+DRA filters are not modelled (no PV/PVC/ResourceSlice objects): their switches are refused unless
+false, their settings (``volumebinding.*``, ``dynamicresources.filterTimeoutSeconds``) always.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from pyvolcano.api.matching import (
 from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import NODE_POD_NUMBER_EXCEEDED, Code, Status
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured, is_false, refused
 from pyvolcano.framework.arguments import Arguments
 
 if TYPE_CHECKING:
@@ -46,6 +49,31 @@ if TYPE_CHECKING:
     from pyvolcano.framework.session_plugins import NodeFailures
 
 NAME = "predicates"
+NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
+NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
+TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
+POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
+POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
+CACHE_ENABLE = "predicate.CacheEnable"
+_OFF = "the key removed or set to false"
+_VOLUMES = "volume scheduling: PersistentVolumeClaims are neither bound nor checked against nodes"
+_DRA = "DynamicResourceAllocation: ResourceClaims are not allocated"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (
+    honoured(NODE_AFFINITY_ENABLE),
+    honoured(NODE_PORTS_ENABLE),
+    honoured(TAINT_TOLERATION_ENABLE),
+    honoured(POD_AFFINITY_ENABLE),
+    honoured(POD_TOPOLOGY_SPREAD_ENABLE),
+    honoured(CACHE_ENABLE, note="the stable filters are always memoised; the results are the same"),
+    refused("predicate.NodeVolumeLimitsEnable", _VOLUMES, _OFF, accepts=is_false),
+    refused("predicate.VolumeZoneEnable", _VOLUMES, _OFF, accepts=is_false),
+    refused("predicate.VolumeBindingEnable", _VOLUMES, _OFF, accepts=is_false),
+    refused("volumebinding.bindTimeoutSeconds", _VOLUMES),
+    refused("volumebinding.weight", _VOLUMES),
+    refused("volumebinding.shape", _VOLUMES),
+    refused("predicate.DynamicResourceAllocationEnable", _DRA, _OFF, accepts=is_false),
+    refused("dynamicresources.filterTimeoutSeconds", _DRA),
+))
 _STABLE_MEMO = "predicates/stable-failures"
 _STABLE_MEMO_LIMIT = 4096  # distinct pod templates kept before the memo starts over
 
@@ -101,12 +129,13 @@ class Predicates:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments or {}, owner=f"plugin {NAME}")
-        self.node_affinity_enable = args.get_bool("predicate.NodeAffinityEnable", True)
-        self.node_ports_enable = args.get_bool("predicate.NodePortsEnable", True)
-        self.taint_toleration_enable = args.get_bool("predicate.TaintTolerationEnable", True)
-        self.pod_affinity_enable = args.get_bool("predicate.PodAffinityEnable", True)
-        self.pod_topology_spread_enable = args.get_bool("predicate.PodTopologySpreadEnable", True)
+        args = Arguments(arguments, keys=ARGUMENTS)
+        self.node_affinity_enable = args.get_bool(NODE_AFFINITY_ENABLE, True)
+        self.node_ports_enable = args.get_bool(NODE_PORTS_ENABLE, True)
+        self.taint_toleration_enable = args.get_bool(TAINT_TOLERATION_ENABLE, True)
+        self.pod_affinity_enable = args.get_bool(POD_AFFINITY_ENABLE, True)
+        self.pod_topology_spread_enable = args.get_bool(POD_TOPOLOGY_SPREAD_ENABLE, True)
+        args.get_bool(CACHE_ENABLE, False)  # checked only: the stable filters are memoised either way
         self._stable_cache: dict[str, list[tuple[Status, np.ndarray]]] = {}
         self._sig_ids = np.zeros(0, dtype=np.int64)
         self._reps: list[NodeInfo] = []
