@@ -19,6 +19,7 @@ import typer
 
 from pyvolcano.cli import options
 from pyvolcano.cli.admission import admission as admission_command
+from pyvolcano.cli.go_flags import WEBHOOK_MANAGER, go_command
 from pyvolcano.cli.install import install
 from pyvolcano.cli.options import Group
 from pyvolcano.cli.replay import replay
@@ -34,7 +35,7 @@ app = typer.Typer(
 )
 experiment_app = typer.Typer(help="Reproducible scheduling experiments.", no_args_is_help=True, cls=Group)
 app.add_typer(experiment_app, name="experiment")
-app.command("admission")(admission_command)
+app.command("admission", cls=go_command(WEBHOOK_MANAGER))(admission_command)
 app.command("install")(install)
 app.command("snapshot")(snapshot)
 app.command("replay")(replay)
