@@ -349,7 +349,13 @@ def _pod(d: _Doc) -> Pod:
         scheduling_gates=gates, phase=phase, conditions=conditions,
         nominated_node_name=d.str_("status.nominatedNodeName", ""),
         stored_unschedulable=unschedulable_condition(conditions),
+        resources=_mapping_or_none(d.get("spec.resources")),
     )
+
+
+def _mapping_or_none(value: Any) -> dict[str, Any] | None:
+    """A non-empty mapping field kept as given (its contents are not read here), else None."""
+    return dict(value) if isinstance(value, Mapping) and value else None
 
 
 class _Uncommon(Exception):
@@ -507,6 +513,7 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         scheduling_gates=gates, phase=phase, conditions=conditions,
         nominated_node_name=_str_or(status.get("nominatedNodeName")),
         stored_unschedulable=unschedulable_condition(conditions),
+        resources=_mapping_or_none(spec.get("resources")),
     )
 
 
@@ -700,7 +707,7 @@ def _queue(d: _Doc) -> Queue:
         creation_timestamp=created, weight=weight, capability=d.resources("spec.capability"),
         deserved=d.resources("spec.deserved"), guarantee=d.resources("spec.guarantee.resource"),
         reclaimable=d.bool_("spec.reclaimable", True), priority=d.int_("spec.priority", 0, int32=True) or 0,
-        parent=d.str_("spec.parent", ""), state=state,
+        parent=d.str_("spec.parent", ""), state=state, affinity=_mapping_or_none(d.get("spec.affinity")),
     )
 
 

@@ -92,6 +92,9 @@ class Pod:
     # (reason, message) of the stored PodScheduled=False condition, as read; session close
     # rewrites ``conditions``, never this.
     stored_unschedulable: tuple[str, str] | None = None
+    # ``spec.resources`` (pod-level requests and limits) as given: kept so that ``job why`` can
+    # say it is not acted on (api/plugin_fields.py); requests come from the containers.
+    resources: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -182,6 +185,8 @@ class Queue:
     parent: str = ""
     state: str = "Open"
     allocated: dict[str, float] = field(default_factory=dict)
+    # ``spec.affinity`` (node-group affinity) as given: only the nodegroup plugin acts on it.
+    affinity: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
