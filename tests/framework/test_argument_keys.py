@@ -115,3 +115,27 @@ def test_upstream_plugins_without_a_module_are_the_unimplemented_ones() -> None:
     registry = default_registry()
     assert set(registry.unimplemented_plugins).isdisjoint(registry.plugin_names)
     assert "pdb" in registry.unimplemented_plugins or "pdb" in registry.plugin_names
+
+
+def test_the_configuration_docs_list_every_declared_key_in_its_owners_row_and_column() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells[1:]
+    registry = default_registry()
+    column = {KeyStatus.HONOURED: 0, KeyStatus.IGNORED: 1, KeyStatus.REFUSED: 2}
+    tables = [registry.plugin_keys(n) for n in registry.plugin_names] + [
+        registry.action_keys(n) for n in registry.action_names]
+    for table in tables:
+        assert table is not None
+        name = table.owner.split(" ", 1)[1]
+        assert name in rows, name
+        for key in table.keys:
+            listed = rows[name][column[key.status]]
+            assert f"`{key.shown}`" in listed, (name, key.shown)
+        if not table.keys:
+            assert rows[name][0] == "none: it takes no arguments"
