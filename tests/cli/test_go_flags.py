@@ -4,6 +4,9 @@ flags, and the exact argument lists of upstream's Helm chart (``templates/schedu
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -256,3 +259,22 @@ def test_no_table_flag_shadows_an_option_of_its_command() -> None:
                         ("admission", WEBHOOK_MANAGER)):
         options = {o[2:] for p in command(name).params for o in p.opts if o.startswith("--")}
         assert options.isdisjoint(f.name for f in table), name
+
+
+UPSTREAM_BINARIES = os.environ.get("VOLCANO_BINARIES_DIR")
+
+
+@pytest.mark.skipif(not UPSTREAM_BINARIES, reason="VOLCANO_BINARIES_DIR is not set (it names a directory holding "
+                                                   "upstream's vc-scheduler, vc-controller-manager, vc-webhook-manager)")
+@pytest.mark.parametrize(("binary", "name", "table"), [
+    ("vc-scheduler", "scheduler", SCHEDULER), ("vc-controller-manager", "controller-manager", CONTROLLER_MANAGER),
+    ("vc-webhook-manager", "admission", WEBHOOK_MANAGER)])
+def test_every_flag_upstreams_binary_lists_is_an_option_or_in_the_table(binary: str, name: str,
+                                                                       table: tuple[Any, ...]) -> None:
+    assert UPSTREAM_BINARIES is not None
+    proc = subprocess.run([str(Path(UPSTREAM_BINARIES) / binary), "--help"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    upstream = set(re.findall(r"^\s+(?:-\w, )?--([\w-]+)", proc.stdout + proc.stderr, re.M))
+    assert "kubeconfig" in upstream
+    options = {o[2:] for p in command(name).params for o in p.opts if o.startswith("--")}
+    assert sorted(upstream - options - {f.name for f in table}) == []

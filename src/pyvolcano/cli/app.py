@@ -299,8 +299,15 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     The one place where usage errors are printed: a missing argument, an unknown option or
     command, or a value refused by its type or callback becomes one ``error:`` line on
-    stderr and exit code 2 (instead of the usage box of the underlying library)."""
+    stderr and exit code 2 (instead of the usage box of the underlying library). A library
+    warning logged while no logging is set up (the live components set it up) is printed as the
+    commands print theirs: ``warning: <message>``."""
+    import logging
+
     from pyvolcano.cli.kube import normalize_go_bools
+    from pyvolcano.cli.output import UnconfiguredLogs
+
+    logging.lastResort = UnconfiguredLogs()
 
     command = typer.main.get_command(app)
     args = normalize_go_bools(list(argv) if argv is not None else sys.argv[1:])

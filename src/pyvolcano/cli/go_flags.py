@@ -127,6 +127,7 @@ _LOGS_TO_STDERR: Final = "pyvolcano logs to stderr only"
 KLOG: Final[tuple[GoFlag, ...]] = (
     _ignored("logtostderr", Kind.BOOL, _LOGS_TO_STDERR, accepts=_is_true),
     _honoured("alsologtostderr", Kind.BOOL, "logs go to stderr in any case"),
+    _honoured("alsologtostderrthreshold", Kind.STRING, "logs go to stderr only, where klog ignores it too"),
     _ignored("log-dir", Kind.STRING, _LOGS_TO_STDERR),
     _ignored("log-file", Kind.STRING, _LOGS_TO_STDERR),
     _ignored("log-file-max-size", Kind.UINT, _LOGS_TO_STDERR),
