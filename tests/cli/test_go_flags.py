@@ -264,8 +264,8 @@ def test_no_table_flag_shadows_an_option_of_its_command() -> None:
 UPSTREAM_BINARIES = os.environ.get("VOLCANO_BINARIES_DIR")
 
 
-@pytest.mark.skipif(not UPSTREAM_BINARIES, reason="VOLCANO_BINARIES_DIR is not set (it names a directory holding "
-                                                   "upstream's vc-scheduler, vc-controller-manager, vc-webhook-manager)")
+@pytest.mark.skipif(not UPSTREAM_BINARIES, reason="VOLCANO_BINARIES_DIR is not set (a directory with upstream's "
+                                                   "vc-scheduler, vc-controller-manager, vc-webhook-manager)")
 @pytest.mark.parametrize(("binary", "name", "table"), [
     ("vc-scheduler", "scheduler", SCHEDULER), ("vc-controller-manager", "controller-manager", CONTROLLER_MANAGER),
     ("vc-webhook-manager", "admission", WEBHOOK_MANAGER)])
