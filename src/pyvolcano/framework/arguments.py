@@ -13,6 +13,9 @@ silently ignored. Here the rules are:
   integer is expected; a ``bool`` is **never** a number;
 * anything else raises :class:`ArgumentError`, one line, naming the owner and the key:
   ``"plugin binpack: argument binpack.weight: got 'abc' (str); expected an integer"``.
+* built with the owner's declared keys (``keys=ARGUMENTS``, :mod:`pyvolcano.framework.argument_keys`),
+  a key the owner does not take, or takes but pyvolcano refuses, is an :class:`ArgumentError`
+  at once: upstream would ignore it without a word.
 
 Durations use Go's ``time.ParseDuration`` grammar (``"1m30s"``, ``"500ms"``, ``"-1.5h"``,
 units ns/us/µs/ms/s/m/h, ``"0"`` without a unit); a bare number (or numeric string) means seconds.
