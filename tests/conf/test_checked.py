@@ -201,3 +201,12 @@ def test_upstreams_configurations_load_or_are_refused_naming_what_is_not_impleme
     plugin, key = need
     wanted = f"{key} is not implemented" if key else f"plugin {plugin!r} is not implemented"
     assert f"{wanted} in pyvolcano yet" in str(info.value)
+
+
+def test_a_metrics_section_nothing_reads_is_a_warning() -> None:
+    if any(n in REGISTRY.plugin_names for n in ("usage", "rescheduling")):
+        pytest.skip("a plugin reads the metrics section")
+    text = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\nmetrics:\n  type: prometheus\n  address: http://p\n"
+    assert load_configuration(REGISTRY, text=text, source="sched.conf").warnings == (
+        "sched.conf: metrics: accepted without effect (the node-usage metrics source feeds upstream's usage and "
+        "rescheduling plugins, which pyvolcano does not implement yet)",)

@@ -139,3 +139,13 @@ def test_the_configuration_docs_list_every_declared_key_in_its_owners_row_and_co
             assert f"`{key.shown}`" in listed, (name, key.shown)
         if not table.keys:
             assert rows[name][0] == "none: it takes no arguments"
+
+
+def test_the_configuration_docs_name_the_upstream_plugins_pyvolcano_does_not_have() -> None:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    section = text.split("### Upstream plugins pyvolcano does not have yet", 1)[1]
+    sentence = section.split("are refused by name", 1)[0]
+    assert re.findall(r"`([\w-]+)`", sentence) == default_registry().unimplemented_plugins

@@ -44,6 +44,9 @@ __all__ = ["check_arguments", "load_configuration"]
 
 logger = logging.getLogger("pyvolcano.conf")
 
+_METRICS_READERS = ("usage", "rescheduling")
+"""The plugins that read the configuration's ``metrics`` section (upstream ``GetMetricsConf``)."""
+
 def load_configuration(registry: Registry, path: str | os.PathLike[str] | None = None, *, text: str | None = None,
                        source: str | None = None) -> SchedulerConfiguration:
     """The checked configuration of ``text`` (named ``source`` in errors), else of the file at
@@ -72,6 +75,10 @@ def check_arguments(config: SchedulerConfiguration, registry: Registry, source: 
     and action once; a refused argument is a ConfigError naming its field. Returns the warnings
     (keys accepted without effect), one line each."""
     warnings: list[str] = []
+    readers = [name for name in _METRICS_READERS if name in registry.plugin_names]
+    if config.metrics and not readers:
+        warnings.append(f"{source}: metrics: accepted without effect (the node-usage metrics source feeds "
+                        f"upstream's {' and '.join(_METRICS_READERS)} plugins, which pyvolcano does not implement yet)")
     for t, tier in enumerate(config.tiers):
         for p, opt in enumerate(tier.plugins):
             field = f"tiers[{t}].plugins[{p}].arguments"
