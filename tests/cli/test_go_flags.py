@@ -94,7 +94,7 @@ def test_upstreams_chart_arguments_start_the_scheduler_with_one_warning(started:
     assert result.exit_code == 0, result.output
     assert warning_of(result.output) == (
         "warning: accepted without effect (docs/kubernetes.md says why): --enable-pprof, --node-worker-threads, "
-        "--plugins-dir, --feature-gates, --ignored-provisioners; ignored arguments (upstream reads none "
+        "--plugins-dir, --feature-gates; ignored arguments (upstream reads none "
         "either): '2>&1'")
     c = started["component"]
     assert (c.election.enabled, c.election.resource_namespace) == (False, "volcano-system")
@@ -104,6 +104,7 @@ def test_upstreams_chart_arguments_start_the_scheduler_with_one_warning(started:
     assert work["conf_path"] == SCHEDULER_CONF and work["period"] == 1.0
     assert work["scheduler_names"] == ("volcano",)
     assert work["options"].percentage_of_nodes_to_find == 50
+    assert work["options"].ignored_provisioners == ("rancher.io/local-path",)
     assert started["verbosity"] == 3
 
 

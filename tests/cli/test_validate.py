@@ -327,6 +327,26 @@ def test_a_queue_named_by_a_list_is_an_error_not_a_crash(tmp_path: Path, capsys:
     assert code == 2 and len(lines) == 1 and "metadata.name" in lines[0]
 
 
+def test_storage_objects_are_checked_as_the_scheduler_reads_them(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "s.yaml",
+                 "\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local}\n"
+                 "provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n",
+                 "\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: team}\n"
+                 "spec: {accessModes: [ReadWriteOne], resources: {requests: {storage: 1Gi}}}\n",
+                 "\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: odd}\n"
+                 "provisioner: x\nvolumeBindingMode: Later\n")
+    code, lines = run(capsys, path)
+    assert code == 2
+    assert lines == [
+        "OK StorageClass local",
+        f"{path}: document 1: PersistentVolumeClaim team/data: spec.accessModes[0]: got 'ReadWriteOne' (str); "
+        "expected one of ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod",
+        f"{path}: document 2: StorageClass odd: volumeBindingMode: got 'Later'; expected Immediate or "
+        "WaitForFirstConsumer",
+    ]
+
+
 def test_a_queue_affinity_is_admitted_with_a_warning_that_only_nodegroup_honours_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     affine = queue("q").replace("spec: {weight: 1}", "spec:\n  weight: 1\n  affinity:\n    nodeGroupAffinity:\n"

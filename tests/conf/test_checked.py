@@ -97,26 +97,21 @@ def test_a_plugin_without_arguments_refuses_any() -> None:
         "expected no 'arguments' for it")
 
 
-@pytest.mark.parametrize(("arguments", "key"), [
-    ("{predicate.VolumeBindingEnable: true}", "predicate.VolumeBindingEnable"),
-    ("{predicate.NodeVolumeLimitsEnable: 'true'}", "predicate.NodeVolumeLimitsEnable"),
-    ("{volumebinding.bindTimeoutSeconds: 30}", "volumebinding.bindTimeoutSeconds"),
-    ("{volumebinding.shape: [{utilization: 0, score: 10}]}", "volumebinding.shape"),
-    ("{predicate.DynamicResourceAllocationEnable: true}", "predicate.DynamicResourceAllocationEnable"),
-    ("{dynamicresources.filterTimeoutSeconds: 15}", "dynamicresources.filterTimeoutSeconds"),
+@pytest.mark.parametrize(("plugin", "arguments", "key"), [
+    ("deviceshare", "{deviceshare.VGPUEnable: true}", "deviceshare.VGPUEnable"),
+    ("deviceshare", "{deviceshare.AscendHAMiVNPUEnable: 'true'}", "deviceshare.AscendHAMiVNPUEnable"),
+    ("capacity", "{capacity.DRAConsumableCapacityEnable: true}", "capacity.DRAConsumableCapacityEnable"),
 ])
-def test_upstream_predicates_keys_pyvolcano_does_not_implement_are_refused_with_what_to_do(
-        arguments: str, key: str) -> None:
-    message = error_of(one_plugin("predicates", arguments))
-    assert message.startswith(f"sched.conf: tiers[0].plugins[0].arguments.{key}: plugin predicates: {key} is not "
+def test_upstream_keys_pyvolcano_does_not_implement_are_refused_with_what_to_do(
+        plugin: str, arguments: str, key: str) -> None:
+    message = error_of(one_plugin(plugin, arguments))
+    assert message.startswith(f"sched.conf: tiers[0].plugins[0].arguments.{key}: plugin {plugin}: {key} is not "
                               "implemented in pyvolcano yet (")
-    assert message.endswith("; expected the key removed or set to false") or message.endswith(
-        "; expected the key removed")
+    assert message.endswith("; expected the key removed or set to false")
 
 
 def test_an_unimplemented_switch_set_to_false_is_taken() -> None:
-    text = one_plugin("predicates", "{predicate.VolumeBindingEnable: false, "
-                                    "predicate.DynamicResourceAllocationEnable: 'false'}")
+    text = one_plugin("deviceshare", "{deviceshare.VGPUEnable: false, deviceshare.AscendMindClusterVNPUEnable: 'F'}")
     config = load_configuration(REGISTRY, text=text)
     assert config.warnings == ()
 
