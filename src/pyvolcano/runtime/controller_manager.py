@@ -25,7 +25,7 @@ from typing import Any
 from pyvolcano.runtime.clock import wall_seconds
 from pyvolcano.store.base import Compactable, Store, Waitable
 
-__all__ = ["CONTROLLERS", "CONTROLLER_KINDS", "LiveControllerManager", "build_controllers"]
+__all__ = ["CONTROLLERS", "CONTROLLER_KINDS", "UPSTREAM_CONTROLLERS", "LiveControllerManager", "build_controllers"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +40,15 @@ CONTROLLERS = ("queue-controller", "job-controller", "pg-controller", "gc-contro
 """Upstream's controller names (``--controllers``), in the order they run; upstream's default
 (``*,-sharding-controller``) enables all of them."""
 
+UPSTREAM_CONTROLLERS = ("colocation-config-controller", "cronjob-controller", "gc-controller", "hyperNode-controller",
+                        "job-controller", "jobflow-controller", "jobtemplate-controller", "pg-controller",
+                        "queue-controller", "sharding-controller")
+"""Every controller upstream's vc-controller-manager registers; ``--controllers`` may name them."""
+
 
 def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
-                      *, scheduler_names: Collection[str] = ("volcano",)) -> list[Any]:
+                      *, scheduler_names: Collection[str] = ("volcano",),
+                      inherit_owner_annotations: bool = True) -> list[Any]:
     """The enabled controllers, in upstream's order. Their generated names and SSH keys come
     from the operating system's randomness (:class:`SystemEntropy`); nothing here is seeded."""
     from pyvolcano.controllers import (
@@ -66,7 +72,8 @@ def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
     factories: dict[str, Callable[[], Any]] = {
         "queue-controller": lambda: QueueController(store=store),
         "job-controller": lambda: JobController(store=store, entropy=entropy),
-        "pg-controller": lambda: PodGroupController(store=store, scheduler_names=tuple(scheduler_names)),
+        "pg-controller": lambda: PodGroupController(store=store, scheduler_names=tuple(scheduler_names),
+                                                    inherit_owner_annotations=inherit_owner_annotations),
         "gc-controller": lambda: GarbageCollector(store=store),
         "hyperNode-controller": lambda: HyperNodeController(store=store, entropy=entropy,
                                                             config_namespace=config_namespace,
