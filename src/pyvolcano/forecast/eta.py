@@ -7,7 +7,9 @@ object's ``creationTimestamp`` (so job order ties break as they do on the cluste
 runs forward from ``now``.
 
 The state is restored by :func:`~pyvolcano.simulator.restore.restore_state`, with the pods'
-runtimes as :func:`~pyvolcano.simulator.restore.runtime_of` assumes them.
+runtimes as :func:`~pyvolcano.simulator.restore.runtime_of` assumes them; its CronJobs,
+JobTemplates and JobFlows too, so their controllers create in the forecast the jobs they would
+create on the cluster: :attr:`Forecast.upcoming` says when each was created and started.
 
 A tracked job *starts* at the first session after which it is ready (minAvailable pods
 allocated or bound). A job that did not start while running pods of unknown runtime kept
@@ -19,18 +21,20 @@ deterministic: ``now`` and the seed are parameters.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.runtime.registry import Registry
-from pyvolcano.simulator.restore import RuntimePolicy, assumptions, restore_state, running_pods
+from pyvolcano.simulator.restore import RuntimePolicy, assumptions, doc_key, restore_state, running_pods
+from pyvolcano.store.base import StoreError
 
 __all__ = [
     "DEFAULT_HORIZON",
     "Estimate",
     "Forecast",
     "Tracker",
+    "Upcoming",
     "estimate_starts",
     "forecast",
     "format_seconds",
@@ -56,6 +60,22 @@ class Forecast:
     end_reason: str
     first_diagnoses: dict[str, dict[str, Any]]
     """Tracked key → its diagnosis in the first session it was left short (``Diagnosis.to_dict``)."""
+    upcoming: list[Upcoming] = field(default_factory=list)
+    """The jobs a JobFlow or CronJob created during the forecast, in creation order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upcoming:
+    """A job that does not exist yet but that a workflow creates within the forecast."""
+
+    job: str            # namespace/name
+    created_by: str     # "JobFlow ns/name" or "CronJob ns/name"
+    created: float      # absolute virtual time
+    started: float | None
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {"job": self.job, "created_by": self.created_by, "created_in_seconds": round(self.created - now, 6),
+                "start_in_seconds": None if self.started is None else round(self.started - now, 6)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +97,16 @@ class Estimate:
 def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, registry: Registry, *,
              now: float, policy: RuntimePolicy, track: Tracker,
              seed: int = 0, horizon: float = DEFAULT_HORIZON, extra: Sequence[Mapping[str, Any]] = (),
-             unknown_end_now: bool = False, freeze: bool = False) -> Forecast:
+             unknown_end_now: bool = False, freeze: bool = False, wanted: Sequence[str] | None = None) -> Forecast:
     """Simulate ``docs`` (plus ``extra``, created at ``now``) forward from ``now``.
 
     ``track(cache)`` maps the names of the jobs whose start is wanted to their PodGroup keys;
     it is asked after every session (a dry-run job's PodGroup appears only once its controller
-    has created it). ``freeze`` keeps the state as it is: none of its pods ends.
+    has created it). ``freeze`` keeps the state as it is: none of its pods ends. With
+    ``wanted`` (those names), the run ends once every one has started and every open workflow
+    has shown what it does next, not at the horizon: every CronJob has created one more job
+    (or will create none), after which the forecast suspends the CronJobs (they would create jobs
+    for ever), and every JobFlow has ended.
     """
     from pyvolcano.simulator.runtime import Simulation
     from pyvolcano.simulator.workload import Submission
@@ -110,9 +134,40 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
                 starts[name] = t
 
     sim.on_session = on_session
+    if wanted is not None:
+        names = list(wanted)
+
+        def answered() -> bool:
+            if not all(n in starts for n in names):
+                return False
+            runs = sim.workflow_runs_after(now)
+            crons = [g for g in runs if g.startswith("CronJob ")]
+            if not all(runs[g] > 0 or _cron_idle(sim, g) for g in crons):
+                return False
+            for group in crons:
+                ns, _, name = group.partition(" ")[2].partition("/")
+                sim.store.patch("CronJob", ns, name, {"spec": {"suspend": True}})
+            return len(crons) == len(runs)  # no JobFlow left open
+
+        sim.stop_when = answered
+    existing = {doc_key(d) for d in docs if d.get("kind") == "Job"}
     res = sim.run(until=now + horizon)
+    upcoming = sorted((Upcoming(k, r.group, r.submitted, r.started) for k, r in res.jobs.items()
+                       if r.group and k not in existing), key=lambda u: (u.created, u.job))
     return Forecast(now=now, starts=starts, evictions=evictions, rejected=rejected + res.rejected,
-                    end_reason=res.end_reason, first_diagnoses=diagnoses)
+                    end_reason=res.end_reason, first_diagnoses=diagnoses, upcoming=upcoming)
+
+
+def _cron_idle(sim: Any, group: str) -> bool:
+    """A CronJob that will create nothing more (suspended, or no next time)."""
+    from pyvolcano.controllers.cronjob import next_run
+
+    ns, _, name = group.partition(" ")[2].partition("/")
+    try:
+        cj = sim.store.get("CronJob", ns, name)
+    except StoreError:
+        return True
+    return next_run(cj, sim.loop.now) is None
 
 
 def estimate_starts(docs: Sequence[Mapping[str, Any]], keys: Sequence[str], config: SchedulerConfiguration,
@@ -126,7 +181,7 @@ def estimate_starts(docs: Sequence[Mapping[str, Any]], keys: Sequence[str], conf
         return resolve(cache) if resolve is not None else {k: k for k in keys}
 
     fc = forecast(docs, config, registry, now=now, policy=policy, track=track, seed=seed, horizon=horizon,
-                  extra=extra)
+                  extra=extra, wanted=keys)
     unknown = [a for a in assumptions(docs, policy, now) if a.source == "unknown"]
     running = running_pods(docs)
     late = [k for k in keys if k not in fc.starts]

@@ -23,6 +23,8 @@ from pyvolcano.api.task import TaskInfo
 from pyvolcano.cache.job_sums import JobSums
 from pyvolcano.cache.memo import WATER_FILLING
 from pyvolcano.diagnosis.model import QueueQuota
+from pyvolcano.framework.argument_keys import ArgumentKeys
+from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 from pyvolcano.plugins._util import (
     capability_resource,
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
 NAME = "proportion"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}")
+"""Upstream reads no argument of this plugin."""
 ZERO = DimensionDefault.ZERO
 _EMPTY = Resource()  # never mutated
 INF = DimensionDefault.INFINITY
@@ -103,7 +107,7 @@ class Proportion:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        self.arguments = dict(arguments or {})
+        self.arguments = Arguments(arguments, keys=ARGUMENTS).raw
         self.queue_opts: dict[str, QueueAttr] = {}
 
     def _build(self, ssn: Session) -> None:

@@ -12,6 +12,12 @@ the default of its queue, else the global default, else for ever ("unknown"). A 
 counts its runtime from ``status.startTime``; one already past it ends at ``now``. Pending pods
 get the same rule, written to their duration annotation so the kubelets honour it.
 
+The state's CronJobs, JobTemplates and JobFlows are restored too, with the finished jobs a
+workflow owns (a flow's completed targets), so their controllers create in the simulation the
+jobs they would create on the cluster: a flow's next steps once their targets complete, a
+CronJob's runs at its scheduled times. Those jobs' pods get the same runtime rule through their
+templates.
+
 Invariants: deterministic (objects created in creation-timestamp order, then by kind and
 name); the documents given are not modified.
 """
@@ -31,12 +37,13 @@ from pyvolcano.store.base import StoreError, from_rfc3339
 if TYPE_CHECKING:
     from pyvolcano.simulator.runtime import Simulation
 
-__all__ = ["RuntimeAssumption", "RuntimePolicy", "assumptions", "restore_state", "running_pods", "runtime_of"]
+__all__ = ["RuntimeAssumption", "RuntimePolicy", "assumptions", "doc_key", "restore_state", "running_pods",
+           "runtime_of"]
 
 # Creation order for objects without a creationTimestamp (and ties): what must exist first.
 _KIND_RANK = {"PriorityClass": 0, "Queue": 1, "Node": 2, "HyperNode": 3, "StorageClass": 4, "CSIDriver": 4,
               "CSINode": 4, "PersistentVolume": 5, "CSIStorageCapacity": 5, "PersistentVolumeClaim": 6, "PodGroup": 7,
-              "Job": 8, "Pod": 9}
+              "Job": 8, "Pod": 9, "JobTemplate": 8, "JobFlow": 8, "CronJob": 8}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +78,8 @@ def _md(doc: Mapping[str, Any]) -> dict[str, Any]:
     return md if isinstance(md, dict) else {}
 
 
-def _key(doc: Mapping[str, Any]) -> str:
+def doc_key(doc: Mapping[str, Any]) -> str:
+    """``namespace/name`` of a manifest (``default`` when it names no namespace)."""
     md = _md(doc)
     return f"{md.get('namespace') or 'default'}/{md.get('name')}"
 
@@ -79,7 +87,7 @@ def _key(doc: Mapping[str, Any]) -> str:
 def _pod_queue(pod: Mapping[str, Any], pg_queues: Mapping[str, str]) -> tuple[str, str]:
     md = _md(pod)
     group = str((md.get("annotations") or {}).get(GROUP_NAME_KEY, ""))
-    job = f"{md.get('namespace') or 'default'}/{group}" if group else _key(pod)
+    job = f"{md.get('namespace') or 'default'}/{group}" if group else doc_key(pod)
     return job, pg_queues.get(job, "default")
 
 
@@ -122,14 +130,14 @@ def assumptions(docs: Sequence[Mapping[str, Any]], policy: RuntimePolicy, now: f
     """The runtime assumption of every pod in ``docs`` (running pods carry their end time), and
     of every pod a Volcano Job of ``docs`` has still to create (named as its controller names
     them, ``<job>-<task>-<index>``; they are not running)."""
-    pg_queues = {_key(d): str((d.get("spec") or {}).get("queue") or "default")
+    pg_queues = {doc_key(d): str((d.get("spec") or {}).get("queue") or "default")
                  for d in docs if d.get("kind") == "PodGroup"}
     out = []
     pods: set[str] = set()
     for d in docs:
         if d.get("kind") != "Pod":
             continue
-        pods.add(_key(d))
+        pods.add(doc_key(d))
         if (d.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         job, queue = _pod_queue(d, pg_queues)
@@ -138,7 +146,7 @@ def assumptions(docs: Sequence[Mapping[str, Any]], policy: RuntimePolicy, now: f
         if _is_running(d) and seconds is not None:
             started = _timestamp(d, ("status", "startTime")) or _timestamp(d, ("metadata", "creationTimestamp"))
             ends_at = max(now, (started if started is not None else now) + seconds)
-        out.append(RuntimeAssumption(_key(d), job, queue, source, seconds, ends_at))
+        out.append(RuntimeAssumption(doc_key(d), job, queue, source, seconds, ends_at))
     for d in docs:
         if not _is_live_vcjob(d):
             continue
@@ -188,13 +196,18 @@ def restore_state(sim: Simulation, docs: Sequence[Mapping[str, Any]], *, now: fl
     everything is created at the clock's current instant (time 0 of a ``simulate`` run), in
     creation order, and every time of the state moves with it: a running pod ends after the
     runtime it has left. Runtimes follow :func:`runtime_of` (see the module docstring)."""
+    from pyvolcano.simulator.workflows import group_of
+
     plan = {a.pod: a for a in assumptions(docs, policy, now)}
     job_uids = {str(_md(d)["uid"]) for d in docs if _is_live_vcjob(d)}
+    # A workflow's finished jobs stay: a flow creates a step's job only once its targets' jobs
+    # exist and completed, and a CronJob counts them in its history.
+    kept_finished = {str(_md(d).get("uid")) for d in docs if d.get("kind") == "Job" and group_of(d)}
     created: list[tuple[float, int, str, dict[str, Any]]] = []
     for d in docs:
         ts = _timestamp(d, ("metadata", "creationTimestamp"))
         created.append((min(ts if ts is not None else -math.inf, now), _KIND_RANK.get(str(d.get("kind")), 10),
-                        _key(d), dict(d)))
+                        doc_key(d), dict(d)))
     created.sort(key=lambda c: (c[0], c[1], c[2]))
     offset = 0.0 if at_timestamps else sim.loop.now - now
     if at_timestamps:
@@ -204,11 +217,16 @@ def restore_state(sim: Simulation, docs: Sequence[Mapping[str, Any]], *, now: fl
     for ts, _rank, key, doc in created:
         if at_timestamps and math.isfinite(ts) and ts > sim.loop.now:
             sim.loop.advance_to(ts)
-        if doc.get("kind") == "Job" and str(_md(doc).get("uid")) not in job_uids:
+        uid = str(_md(doc).get("uid"))
+        if doc.get("kind") == "Job" and uid not in job_uids and uid not in kept_finished:
             continue  # a finished Volcano Job: its controller has nothing left to do
-        doc = _prepared(doc, None if freeze else plan.get(key), unknown_end_now, freeze, job_uids)
-        if doc.get("kind") == "Job":
+        doc = _prepared(doc, None if freeze else plan.get(key), unknown_end_now, freeze, job_uids | kept_finished)
+        if doc.get("kind") in ("Job", "JobTemplate"):
             doc = _prepared_job(doc, policy, unknown_end_now, freeze)
+        elif doc.get("kind") == "CronJob":
+            template = dict((doc.get("spec") or {}).get("jobTemplate") or {})
+            prepared = _prepared_job(template, policy, unknown_end_now, freeze)
+            doc = {**doc, "spec": {**(doc.get("spec") or {}), "jobTemplate": prepared}}
         try:
             obj = sim.restore(doc)
         except StoreError as e:
@@ -283,4 +301,4 @@ def _prepared_job(doc: dict[str, Any], policy: RuntimePolicy, unknown_end_now: b
 
 def running_pods(docs: Sequence[Mapping[str, Any]]) -> set[str]:
     """The ``namespace/name`` of the running pods of ``docs``."""
-    return {_key(d) for d in docs if d.get("kind") == "Pod" and _is_running(d)}
+    return {doc_key(d) for d in docs if d.get("kind") == "Pod" and _is_running(d)}

@@ -15,6 +15,6 @@ Imports go one way: ``allocate`` → ``topology`` → ``recorder``, ``tasks`` �
 no module calls back into one that imports it.
 """
 
-from pyvolcano.actions.allocate.allocate import NAME, Allocate, new
+from pyvolcano.actions.allocate.allocate import ARGUMENTS, NAME, Allocate, new
 
-__all__ = ["NAME", "Allocate", "new"]
+__all__ = ["ARGUMENTS", "NAME", "Allocate", "new"]

@@ -26,28 +26,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyvolcano.actions._helpers import TaskQueue, task_queue
+from pyvolcano.actions._helpers import PREDICATE_ERROR_CACHE_ENABLE, TaskQueue, task_queue
 from pyvolcano.actions.allocate.tasks import TaskPlacement
 from pyvolcano.actions.allocate.topology import JobWorksheet, TopologyPlacement, organize_worksheet
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.task import TaskStatus
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.topology import sub_job_needs_search
 from pyvolcano.util.priority_queue import PriorityQueue
 
-__all__ = ["NAME", "Allocate", "new"]
+__all__ = ["ARGUMENTS", "NAME", "Allocate", "new"]
 
 NAME = "allocate"
+ARGUMENTS = ArgumentKeys(f"action {NAME}", (honoured(PREDICATE_ERROR_CACHE_ENABLE),))
 
 
 class Allocate:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments or {}, owner=f"action {NAME}")
-        self.enable_predicate_error_cache = args.get_bool("predicateErrorCacheEnable", True)
+        args = Arguments(arguments, keys=ARGUMENTS)
+        self.enable_predicate_error_cache = args.get_bool(PREDICATE_ERROR_CACHE_ENABLE, True)
 
     def execute(self, ssn: Session) -> None:
         per_task = TaskPlacement(ssn, enable_predicate_error_cache=self.enable_predicate_error_cache)
