@@ -54,6 +54,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -64,6 +65,7 @@ from typing import Any
 
 from pyvolcano.controllers.queue import ensure_default_queues
 from pyvolcano.kube import connect
+from pyvolcano.kube.client import KubeClient, load_config
 from pyvolcano.kube.envtest import ControlPlane, assets_dir
 from pyvolcano.store.base import NotFound
 
@@ -95,6 +97,10 @@ QPS = "5000"
 REQUESTS = {"cpu": "100m", "memory": "100Mi"}
 # fake-nodes runs a pod this long once bound; the same for both sides, so both see its status writes.
 POD_ANNOTATIONS = {"pyvolcano.io/duration": "1h"}
+SETTLE_QUIET = 3.0
+SETTLE_LIMIT = 180.0
+# The fake kubelets' own periodic writes, which never stop; not counted when waiting for quiet.
+HEARTBEATS = ("PATCH leases", "PATCH nodes/status", "POST leases", "PATCH leases (404)")
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -117,25 +123,48 @@ def _peak_rss_mib(pid: int) -> float:
     return 0.0
 
 
-_REQUEST_SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$')
+_REQUEST_SAMPLE = re.compile(r'^apiserver_request_(total|duration_seconds_sum|duration_seconds_count)'
+                             r'\{([^}]*)\} ([0-9.e+]+)$')
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
+LATENCY = "latency-ms "  # keys of the server-side latency sums in _api_requests' counter
 
 
 def _api_requests(client: Any) -> Counter[str]:
     """The API server's ``apiserver_request_total`` summed by verb, resource and subresource (and the
-    status code, where it is not a success)."""
+    status code, where it is not a success); plus, keyed ``LATENCY + "VERB resource"``, the sum of
+    the requests' server-side durations in ms and, keyed ``LATENCY + "n VERB resource"``, their count."""
     out: Counter[str] = Counter()
     text = client.transport.request("GET", "/metrics", headers={"Accept": "text/plain"}).content.decode()
     for line in text.splitlines():
         m = _REQUEST_SAMPLE.match(line)
         if not m:
             continue
-        labels = dict(_LABEL.findall(m.group(1)))
+        labels = dict(_LABEL.findall(m.group(2)))
         what = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
-        code = labels.get("code", "200")
-        failed = "" if code.startswith("2") else f" ({code})"
-        out[f"{labels.get('verb', '')} {what}{failed}"] += int(float(m.group(2)))
+        verb = labels.get("verb", "")
+        if m.group(1) == "duration_seconds_sum":
+            out[f"{LATENCY}{verb} {what}"] += int(1000 * float(m.group(3)))
+        elif m.group(1) == "duration_seconds_count":
+            out[f"{LATENCY}n {verb} {what}"] += int(float(m.group(3)))
+        else:
+            code = labels.get("code", "200")
+            failed = "" if code.startswith("2") else f" ({code})"
+            out[f"{verb} {what}{failed}"] += int(float(m.group(3)))
     return out
+
+
+def _latencies(counts: dict[str, int]) -> dict[str, float]:
+    """Mean server-side latency in ms by "VERB resource" from _api_requests' latency keys."""
+    out = {}
+    for k, n in counts.items():
+        if k.startswith(f"{LATENCY}n ") and n:
+            what = k[len(LATENCY) + 2:]
+            out[what] = counts.get(f"{LATENCY}{what}", 0) / n
+    return out
+
+
+def _requests_only(counts: dict[str, int]) -> dict[str, int]:
+    return {k: v for k, v in counts.items() if not k.startswith(LATENCY)}
 
 
 def _container() -> dict[str, Any]:
@@ -177,6 +206,8 @@ def _kubectl_apply(kubeconfig: Path, manifests: bytes) -> None:
     kubectl = os.environ.get("KUBECTL") or shutil.which("kubectl") or "kubectl"
     subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), "apply", "--server-side", "-f", "-"],
                    input=manifests, check=True, capture_output=True)
+    subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), "wait", "--for=condition=Established", "crd",
+                    "--all", "--timeout=120s"], check=True, capture_output=True)
 
 
 def _apply_bundle(kubeconfig: Path, env: dict[str, str]) -> None:
@@ -216,10 +247,10 @@ class BoundPods:
 
     def __init__(self, store: Any) -> None:
         self.store, self.since, self.bound = store, 0, set[str]()
-        self.seen = set[str]()
+        self.seen, self.running = set[str](), set[str]()
 
     def poll(self) -> tuple[int, int]:
-        """(pods seen, pods bound) so far."""
+        """(pods seen, pods bound) so far; ``running`` holds the pods Running or finished."""
         events = self.store.watch(self.since, ("Pod",), copy=False)
         for e in events:
             md = e.object.get("metadata") or {}
@@ -229,10 +260,13 @@ class BoundPods:
             if e.type == "DELETED":
                 self.seen.discard(name)
                 self.bound.discard(name)
+                self.running.discard(name)
                 continue
             self.seen.add(name)
             if (e.object.get("spec") or {}).get("nodeName"):
                 self.bound.add(name)
+            if (e.object.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed"):
+                self.running.add(name)
         if events:
             self.since = events[-1].revision
         self.store.compact(self.store.revision if not events else events[-1].revision)
@@ -264,8 +298,16 @@ class Result:
     cpu: dict[str, float] = field(default_factory=dict)
     rss: dict[str, float] = field(default_factory=dict)
     api_cpu: float = 0.0
+    etcd_cpu: float = 0.0  # etcd's part of api_cpu
     requests: dict[str, int] = field(default_factory=dict)  # API requests by "VERB resource[/sub]"
+    latency: dict[str, float] = field(default_factory=dict)  # their mean server-side latency, ms
     load: tuple[float, float] = (0.0, 0.0)  # the 1-minute load average at the start and at the end
+    # The same from the start to the settled state: every pod Running and no write but the fake
+    # kubelets' heartbeats for SETTLE_QUIET seconds (what each side still writes after the last bind).
+    settle_wall: float = 0.0
+    settle_cpu: dict[str, float] = field(default_factory=dict)
+    settle_api_cpu: float = 0.0
+    settle_requests: dict[str, int] = field(default_factory=dict)
 
     @property
     def rate(self) -> float:
@@ -276,9 +318,11 @@ class Run:
     """One case on one side: a fresh control plane, fake nodes, the side's components."""
 
     def __init__(self, case: str, side: str, pods: int, nodes: int, logdir: Path, env: dict[str, str],
-                 assets: Path, volcano_bin: Path | None = None) -> None:
+                 assets: Path, volcano_bin: Path | None = None, profile: float = 0.0,
+                 timeline: float = 0.0) -> None:
         self.case, self.side, self.pods, self.nodes = case, side, pods, nodes
         self.logdir, self.env, self.assets, self.volcano_bin = logdir, env, assets, volcano_bin
+        self.profile, self.timeline = profile, timeline
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.log = open(logdir / f"{case}-{side}.log", "wb")  # noqa: SIM115 - closed in run()
 
@@ -357,6 +401,9 @@ class Run:
             deadline = time.monotonic() + 300
             while len(store.list("Node")) < self.nodes and time.monotonic() < deadline:
                 time.sleep(0.5)
+            # ... and their Leases, so that registration is not in the measured window.
+            while len(creator.list("Lease", "kube-node-lease")) < self.nodes and time.monotonic() < deadline:
+                time.sleep(0.5)
             objs = self._objects()
             total = self.pods
             pods = BoundPods(store)
@@ -365,7 +412,8 @@ class Run:
                 # The store's "Job" is Volcano's; batch/v1 Jobs are posted as they are.
                 def create(obj: dict[str, Any]) -> Any:
                     return creator.client.request("POST", "/apis/batch/v1/namespaces/bench/jobs", body=obj)
-            api_pids = [p.pid for p in cp._procs]
+            api_pids = [p.pid for p in cp._procs]  # etcd first
+            etcd0 = 0.0
             if self.case.startswith("sched-"):
                 # PodGroups before their pods, all created before the scheduler starts; the statuses
                 # vc-controller-manager would have written (an open queue, Pending PodGroups) are set here.
@@ -386,6 +434,7 @@ class Run:
                 while pods.poll()[0] < total:
                     time.sleep(0.2)
                 api0 = sum(_cpu_seconds(pid) for pid in api_pids)
+                etcd0 = _cpu_seconds(api_pids[0])
                 req0 = _api_requests(creator.client)
                 load0 = os.getloadavg()[0]
                 t0 = time.monotonic()
@@ -397,14 +446,21 @@ class Run:
                 if self.side != "kube":
                     _wait_queue_open(creator)
                 api0 = sum(_cpu_seconds(pid) for pid in api_pids)
+                etcd0 = _cpu_seconds(api_pids[0])
                 req0 = _api_requests(creator.client)
                 load0 = os.getloadavg()[0]
                 t0 = time.monotonic()
                 with ThreadPoolExecutor(16) as pool:
                     list(pool.map(create, objs))
+            if self.profile:
+                self._start_profiles(cp.kubeconfig)
             bound = 0
+            shown = t0
             while time.monotonic() - t0 < 3600:
                 bound = pods.poll()[1]
+                if self.timeline and time.monotonic() - shown >= self.timeline:
+                    shown = time.monotonic()
+                    self._show_timeline(creator, pods, shown - t0)
                 if bound >= total:
                     break
                 if any(p.poll() is not None for p in self.procs.values()):
@@ -414,12 +470,17 @@ class Run:
             wall = time.monotonic() - t0
             res = Result(self.case, self.side, total, bound, wall,
                          api_cpu=sum(_cpu_seconds(pid) for pid in api_pids) - api0,
+                         etcd_cpu=_cpu_seconds(api_pids[0]) - etcd0,
                          load=(load0, os.getloadavg()[0]))
-            res.requests = {k: v for k, v in (_api_requests(creator.client) - req0).items() if v}
+            delta = _api_requests(creator.client) - req0
+            res.requests = {k: v for k, v in _requests_only(delta).items() if v}
+            res.latency = _latencies(delta)
             for name in ("controller-manager", "scheduler"):
                 if name in self.procs:
                     res.cpu[name] = _cpu_seconds(self.procs[name].pid)
                     res.rss[name] = _peak_rss_mib(self.procs[name].pid)
+            if bound >= total:
+                self._settle(res, pods, creator.client, req0, api_pids, api0, t0)
             return res
         finally:
             for p in self.procs.values():
@@ -434,13 +495,89 @@ class Run:
             self.log.close()
 
 
+    def _show_timeline(self, creator: Any, pods: BoundPods, at: float) -> None:
+        jobs = pgs = 0
+        phases: Counter[str] = Counter()
+        if self.side == "kube":
+            data = creator.client.request("GET", "/apis/batch/v1/namespaces/bench/jobs") or {}
+            jobs = len(data.get("items") or ())
+        elif not self.case.startswith("sched-"):
+            jobs = len(creator.list("Job", "bench"))
+        if self.side != "kube":
+            groups = creator.list("PodGroup", "bench")
+            pgs = len(groups)
+            phases.update(str((g.get("status") or {}).get("phase") or "-") for g in groups)
+        print(f"    {at:6.1f} s: jobs {jobs}, PodGroups {pgs} "
+              f"({', '.join(f'{k} {v}' for k, v in sorted(phases.items()))}), pods {len(pods.seen)}, "
+              f"bound {len(pods.bound)}, running {len(pods.running)}", flush=True)
+
+    def _start_profiles(self, kubeconfig: Path) -> None:
+        """CPU profiles of the measured window's first ``profile`` seconds: kube-apiserver's own
+        (``/debug/pprof/profile``, read with ``go tool pprof``) and, where py-spy is installed, the
+        pyvolcano components' (py-spy's collapsed stacks); files in the log directory."""
+        stem = self.logdir / f"{self.case}-{self.side}"
+
+        def apiserver() -> None:
+            long = KubeClient(load_config(str(kubeconfig)), timeout=self.profile + 60)
+            resp = long.transport.request("GET", "/debug/pprof/profile",
+                                          params={"seconds": int(self.profile)}, headers={"Accept": "*/*"})
+            Path(f"{stem}-apiserver.pprof").write_bytes(resp.content)
+            long.close()
+
+        threading.Thread(target=apiserver, daemon=True).start()
+        spy = shutil.which("py-spy")
+        if self.side == "pyvolcano" and spy:
+            for name, proc in self.procs.items():
+                if name in ("controller-manager", "scheduler"):
+                    subprocess.Popen([spy, "record", "--pid", str(proc.pid), "--duration", str(int(self.profile)),
+                                      "--rate", "200", "--format", "raw", "--output", f"{stem}-{name}.txt",
+                                      "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def _settle(self, res: Result, pods: BoundPods, client: Any, req0: Counter[str], api_pids: list[int],
+                api0: float, t0: float) -> None:
+        """Wait for every pod Running and SETTLE_QUIET seconds without a write other than the fake
+        kubelets' heartbeats (at most SETTLE_LIMIT seconds after the last bind); the figures then."""
+        deadline = time.monotonic() + SETTLE_LIMIT
+        last: Counter[str] = Counter()
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            pods.poll()
+            now = _requests_only(_api_requests(client))
+            work = Counter({k: v for k, v in now.items() if k not in HEARTBEATS and not k.startswith(
+                ("WATCH", "LIST", "GET"))})
+            if work != last:
+                last, quiet_since = work, time.monotonic()
+            elif len(pods.running) >= res.pods and time.monotonic() - quiet_since >= SETTLE_QUIET:
+                break
+            time.sleep(0.5)
+        res.settle_wall = quiet_since - t0
+        res.settle_api_cpu = sum(_cpu_seconds(pid) for pid in api_pids) - api0
+        res.settle_requests = {k: v for k, v in _requests_only(_api_requests(client) - req0).items() if v}
+        for name in ("controller-manager", "scheduler"):
+            if name in self.procs:
+                res.settle_cpu[name] = _cpu_seconds(self.procs[name].pid)
+
+
 def _print(r: Result) -> None:
     comps = ", ".join(f"{k} {r.cpu[k]:.1f} s CPU / {r.rss[k]:.0f} MiB" for k in r.cpu)
     print(f"{r.case:>12} {r.side:>9}: {r.bound}/{r.pods} bound in {r.wall:.1f} s = {r.rate:.0f} pods/s; {comps}; "
-          f"apiserver+etcd {r.api_cpu:.1f} s CPU; load {r.load[0]:.1f} -> {r.load[1]:.1f}", flush=True)
+          f"apiserver+etcd {r.api_cpu:.1f} s CPU (etcd {r.etcd_cpu:.1f}); load {r.load[0]:.1f} -> {r.load[1]:.1f}",
+          flush=True)
     if r.requests and r.pods:
         top = sorted(r.requests.items(), key=lambda kv: -kv[1])
         print(f"{'':>24}API requests per pod: {sum(r.requests.values()) / r.pods:.2f} — "
+              + ", ".join(f"{k} {v / r.pods:.2f}" for k, v in top if v / r.pods >= 0.05
+                          and not k.startswith("WATCH")), flush=True)
+        slow = [(k, ms) for k, ms in r.latency.items() if r.requests.get(k, 0) / r.pods >= 0.05
+                and not k.startswith("WATCH")]
+        print(f"{'':>24}mean server-side latency, ms: "
+              + ", ".join(f"{k} {ms:.0f}" for k, ms in sorted(slow, key=lambda kv: -kv[1])), flush=True)
+    if r.settle_wall:
+        comps = " + ".join(f"{r.settle_cpu[k]:.1f}" for k in r.settle_cpu)
+        top = sorted(r.settle_requests.items(), key=lambda kv: -kv[1])
+        print(f"{'':>24}settled after {r.settle_wall:.1f} s (every pod Running, the writes done): component CPU "
+              f"{comps} s; apiserver+etcd {r.settle_api_cpu:.1f} s; requests per pod "
+              f"{sum(r.settle_requests.values()) / r.pods:.2f} — "
               + ", ".join(f"{k} {v / r.pods:.2f}" for k, v in top if v / r.pods >= 0.05
                           and not k.startswith("WATCH")), flush=True)
 
@@ -469,8 +606,24 @@ def _table(results: list[Result]) -> None:
         if k is None and p is None and v is None:
             continue
         print(f"| {case} | {_cell(k)} | {_cell(p)} | {_cell(v)} | {_ratio(p, k)} | {_ratio(p, v)} |")
+    print("\nTo the settled state (every pod Running, the writes done), per pod: API requests (without the "
+          "fake kubelets' heartbeats); component CPU ms; kube-apiserver + etcd CPU ms.")
+    print("\n| case | Kubernetes | pyvolcano | upstream Volcano |")
+    print("|---|---|---|---|")
+    for case in CASES:
+        cells = [_settled_cell(by.get((case, side))) for side in SIDES]
+        if any(c != "—" for c in cells):
+            print(f"| {case} | " + " | ".join(cells) + " |")
     print("\nload average (1 min) at each case's start -> end: "
           + ", ".join(f"{r.case}/{r.side} {r.load[0]:.1f} -> {r.load[1]:.1f}" for r in results))
+
+
+def _settled_cell(r: Result | None) -> str:
+    if r is None or not r.settle_wall:
+        return "—"
+    work = sum(v for k, v in r.settle_requests.items() if k not in HEARTBEATS and not k.startswith("WATCH"))
+    return (f"{work / r.pods:.2f} req; {1000 * sum(r.settle_cpu.values()) / r.pods:.1f} ms; "
+            f"{1000 * r.settle_api_cpu / r.pods:.1f} ms ({r.settle_wall:.0f} s)")
 
 
 def _ratio(p: Result | None, other: Result | None) -> str:
@@ -514,6 +667,11 @@ def main() -> None:
     ap.add_argument("--side", choices=SIDES, action="append",
                     help="run this side (repeatable; default every side whose binaries are found)")
     ap.add_argument("--pyvolcano-src", type=Path, help="run the pyvolcano components from this src directory")
+    ap.add_argument("--profile", type=float, default=0.0, metavar="SECONDS",
+                    help="record CPU profiles of kube-apiserver and the pyvolcano components for the first "
+                         "SECONDS of each measured window (files in the log directory)")
+    ap.add_argument("--timeline", type=float, default=0.0, metavar="SECONDS",
+                    help="every SECONDS, print how many jobs, PodGroups (by phase), pods and bound pods exist")
     a = ap.parse_args()
     assets = assets_dir()
     if assets is None:
@@ -546,7 +704,7 @@ def main() -> None:
                 ns.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}})
                 ns.stop()
                 vbin = None if isinstance(volcano, str) else volcano[0]
-                r = Run(case, side, a.pods, a.nodes, logdir, env, assets, vbin).run(cp)
+                r = Run(case, side, a.pods, a.nodes, logdir, env, assets, vbin, a.profile, a.timeline).run(cp)
             _print(r)
             results.append(r)
     _table(results)

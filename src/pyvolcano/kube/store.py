@@ -437,6 +437,8 @@ class Reflector:
                             self.resource_version)
                 need_list = True
             except (ApiError, StoreError) as e:
+                if self.store.stopped:  # the watch ended because the store was stopped
+                    return
                 if isinstance(e, Conflict | NotFound):
                     need_list = True
                 logger.warning("%s: list/watch failed: %s; retrying in %.1fs", self.res.kind, e, delay)
