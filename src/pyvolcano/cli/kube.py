@@ -271,6 +271,12 @@ def controller_manager(
     listen_address: MetricsAddress = ":8081",
     kube_api_qps: ApiQps = 50.0,
     kube_api_burst: ApiBurst = 100,
+    job_sync_batch_period: Annotated[
+        str, typer.Option(metavar="DURATION",
+                          help="Sync a job once for its pods' Pending/Running changes within this period "
+                               "(as Kubernetes' job controller batches them); 0s syncs on every change, as "
+                               "upstream does")
+    ] = "1s",
     seed: Annotated[int | None, typer.Option(metavar="N", hidden=True,
                                              help="No longer used: keys and names come from the OS")] = None,
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
@@ -290,6 +296,8 @@ def controller_manager(
         enabled = _parse_controllers(controllers, CONTROLLERS)
         if worker_threads < 1:
             raise UsageError(f"--worker-threads: got {worker_threads}; expected at least 1")
+        batch_period = 0.0 if job_sync_batch_period.strip() in ("0", "0s") else \
+            _duration("--job-sync-batch-period", job_sync_batch_period)
     except UsageError as e:
         raise _fail(str(e)) from None
     metrics = None
@@ -297,8 +305,8 @@ def controller_manager(
         from pyvolcano.metrics.controllers import ControllerMetrics
 
         metrics = ControllerMetrics()
-    work = controller_manager_work(controllers=enabled,
-                                   scheduler_names=tuple(scheduler_name or ("volcano",)), metrics=metrics)
+    work = controller_manager_work(controllers=enabled, scheduler_names=tuple(scheduler_name or ("volcano",)),
+                                   metrics=metrics, job_sync_batch_period=batch_period)
     client, election, endpoints = _settings(
         kubeconfig, master, kube_api_qps, kube_api_burst, leader_elect, leader_elect_resource_name,
         leader_elect_resource_namespace, lock_object_namespace,

@@ -50,7 +50,8 @@ __all__ = ["KubeStore", "Reflector"]
 logger = logging.getLogger(__name__)
 
 
-_worker = threading.local()  # set while a thread runs a map_concurrently call
+_worker = threading.local()  # .depth: 1 while a thread runs a map_concurrently call, 2 for a nested one
+POOL_WORKERS = 16
 
 
 def _rv(obj: Mapping[str, Any]) -> int | None:
@@ -84,7 +85,7 @@ class KubeStore:
         self._first = 1  # revision of self._events[0]
         self._revision = 0
         self._stop = threading.Event()
-        self._pool: ThreadPoolExecutor | None = None
+        self._pools: list[ThreadPoolExecutor] = []  # [calls, nested calls]
         self._pool_lock = threading.Lock()
         self.reflectors = [Reflector(self, resource_for(k), namespace=namespace,
                                      label_selector=(label_selectors or {}).get(k)) for k in self.kinds]
@@ -97,8 +98,8 @@ class KubeStore:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        for pool in self._pools:
+            pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             self._lock.notify_all()
 
@@ -250,24 +251,31 @@ class KubeStore:
 
     def map_concurrently(self, calls: builtins.list[Callable[[], Any]]) -> builtins.list[Any]:
         """Run independent calls on a pool of 16 workers (:func:`pyvolcano.store.base.call_all`):
-        each call's result or StoreError, in order; any other exception is raised. Called from one
-        of the pool's own workers (a job synced concurrently creating its pods), the calls run
-        inline: waiting on the pool from inside it could deadlock."""
-        if getattr(_worker, "active", False):
+        each call's result or StoreError, in order; any other exception is raised.
+
+        Called from one of that pool's workers (a job synced concurrently creating its pods), the
+        calls go to a second pool of their own, in submission order, so that a job's pods are
+        created together, as upstream's job controller creates them in parallel goroutines (one
+        after the other, the gangs of every job synced at once grew together, and each session
+        saw them all incomplete). Waiting on the first pool from inside it could deadlock; the
+        second pool's workers never wait on a pool, and calls made from them run inline."""
+        depth = getattr(_worker, "depth", 0)
+        if depth >= 2:
             return call_each(calls)
         with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kube-write")
-            pool = self._pool
+            while len(self._pools) <= depth:
+                self._pools.append(ThreadPoolExecutor(max_workers=POOL_WORKERS,
+                                                      thread_name_prefix=f"kube-write-{len(self._pools)}"))
+            pool = self._pools[depth]
 
         def run(call: Callable[[], Any]) -> Any:
-            _worker.active = True
+            _worker.depth = depth + 1
             try:
                 return call()
             except StoreError as e:
                 return e
             finally:
-                _worker.active = False
+                _worker.depth = depth
 
         return list(pool.map(run, calls))
 

@@ -39,9 +39,11 @@ CONTROLLERS = ("queue-controller", "job-controller", "pg-controller", "gc-contro
 
 
 def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
-                      *, scheduler_names: Collection[str] = ("volcano",)) -> list[Any]:
+                      *, scheduler_names: Collection[str] = ("volcano",),
+                      job_sync_batch_period: float = 0.0) -> list[Any]:
     """The enabled controllers, in upstream's order. Their generated names and SSH keys come
-    from the operating system's randomness (:class:`SystemEntropy`); nothing here is seeded."""
+    from the operating system's randomness (:class:`SystemEntropy`); nothing here is seeded.
+    ``job_sync_batch_period``: the job controller's ``sync_batch_period``."""
     from pyvolcano.controllers import GarbageCollector, JobController, PodGroupController, QueueController
     from pyvolcano.controllers.hypernode import HyperNodeController
     from pyvolcano.controllers.hypernode.discovery import DEFAULT_NAMESPACE, DEFAULT_RELEASE_NAME, configmap_name
@@ -54,7 +56,8 @@ def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
 
     factories: dict[str, Callable[[], Any]] = {
         "queue-controller": lambda: QueueController(store=store),
-        "job-controller": lambda: JobController(store=store, entropy=entropy),
+        "job-controller": lambda: JobController(store=store, entropy=entropy,
+                                                sync_batch_period=job_sync_batch_period),
         "pg-controller": lambda: PodGroupController(store=store, scheduler_names=tuple(scheduler_names)),
         "gc-controller": lambda: GarbageCollector(store=store),
         "hyperNode-controller": lambda: HyperNodeController(store=store, entropy=entropy,
