@@ -52,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 _worker = threading.local()  # .depth: 1 while a thread runs a map_concurrently call, 2 for a nested one
 POOL_WORKERS = 16
+NESTED_POOL_WORKERS = 64  # a job's pods: upstream starts a goroutine for each of them
 
 
 def _rv(obj: Mapping[str, Any]) -> int | None:
@@ -254,7 +255,7 @@ class KubeStore:
         each call's result or StoreError, in order; any other exception is raised.
 
         Called from one of that pool's workers (a job synced concurrently creating its pods), the
-        calls go to a second pool of their own, in submission order, so that a job's pods are
+        calls go to a second pool of their own (64 workers), in submission order, so that a job's pods are
         created together, as upstream's job controller creates them in parallel goroutines (one
         after the other, the gangs of every job synced at once grew together, and each session
         saw them all incomplete). Waiting on the first pool from inside it could deadlock; the
@@ -264,7 +265,8 @@ class KubeStore:
             return call_each(calls)
         with self._pool_lock:
             while len(self._pools) <= depth:
-                self._pools.append(ThreadPoolExecutor(max_workers=POOL_WORKERS,
+                workers = POOL_WORKERS if not self._pools else NESTED_POOL_WORKERS
+                self._pools.append(ThreadPoolExecutor(max_workers=workers,
                                                       thread_name_prefix=f"kube-write-{len(self._pools)}"))
             pool = self._pools[depth]
 
