@@ -514,7 +514,8 @@ class Run:
     def _start_profiles(self, kubeconfig: Path) -> None:
         """CPU profiles of the measured window's first ``profile`` seconds: kube-apiserver's own
         (``/debug/pprof/profile``, read with ``go tool pprof``) and, where py-spy is installed, the
-        pyvolcano components' (py-spy's collapsed stacks); files in the log directory."""
+        pyvolcano components' (py-spy's collapsed stacks of the samples holding the GIL, i.e. their
+        CPU, not their waiting); files in the log directory."""
         stem = self.logdir / f"{self.case}-{self.side}"
 
         def apiserver() -> None:
@@ -531,7 +532,7 @@ class Run:
                 if name in ("controller-manager", "scheduler"):
                     subprocess.Popen([spy, "record", "--pid", str(proc.pid), "--duration", str(int(self.profile)),
                                       "--rate", "200", "--format", "raw", "--output", f"{stem}-{name}.txt",
-                                      "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                      "--nonblocking", "--gil"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def _settle(self, res: Result, pods: BoundPods, client: Any, req0: Counter[str], api_pids: list[int],
                 api0: float, t0: float) -> None:

@@ -289,3 +289,17 @@ def test_calls_nested_twice_run_inline(store):
     (middles,) = store.map_concurrently([outer])
     (names,) = middles
     assert all(n.startswith("kube-write-1") for n in names)
+
+
+def test_a_written_object_is_cached_and_the_caller_gets_a_copy_of_its_own(store):
+    store.wait_for_sync(5)
+    created = store.create(_pod("p"))
+    cached = store.peek("Pod", "default", "p")
+    assert created == cached and created is not cached
+    created["metadata"]["labels"] = {"changed": "yes"}
+    created["spec"]["containers"][0]["image"] = "other"
+    assert "labels" not in store.peek("Pod", "default", "p")["metadata"]
+    assert store.peek("Pod", "default", "p")["spec"]["containers"][0]["image"] == "x"
+    patched = store.patch("Pod", "default", "p", {"metadata": {"labels": {"a": "b"}}})
+    patched["metadata"]["labels"]["a"] = "c"
+    assert store.peek("Pod", "default", "p")["metadata"]["labels"] == {"a": "b"}

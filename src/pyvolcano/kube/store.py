@@ -282,13 +282,25 @@ class KubeStore:
         return list(pool.map(run, calls))
 
     # ------------------------------------------------------------------ Store protocol: writes
-    def _written(self, kind: str, obj: Any) -> dict[str, Any]:
-        if isinstance(obj, dict) and obj.get("kind") not in (None, "Status"):
-            obj.setdefault("apiVersion", resource_for(kind).api_version)
-            if kind in self._objects:
-                self.apply(kind, "ADDED", obj)
-            return clone(obj)
-        return {}
+    def _write(self, method: str, path: str, body: Any, kind: str, key: str,
+               content_type: str = "application/json") -> dict[str, Any]:
+        """Send a write; the object the API server returns goes to the cache (for a watched kind)
+        and a copy of its own to the caller, both decoded from the reply (cheaper than a clone)."""
+        if kind not in self._objects:
+            out = self.client.request(method, path, body=body, content_type=content_type, what=(kind, key))
+            if isinstance(out, dict) and out.get("kind") not in (None, "Status"):
+                out.setdefault("apiVersion", resource_for(kind).api_version)
+                return out
+            return {}
+        cached, mine = self.client.request_twice(method, path, body=body, content_type=content_type,
+                                                 what=(kind, key))
+        if not isinstance(cached, dict) or cached.get("kind") in (None, "Status"):
+            return {}
+        api_version = resource_for(kind).api_version
+        cached.setdefault("apiVersion", api_version)
+        mine.setdefault("apiVersion", api_version)
+        self.apply(kind, "ADDED", cached)
+        return mine
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         kind = str(obj.get("kind"))
@@ -296,8 +308,7 @@ class KubeStore:
         md = obj.get("metadata") or {}
         ns = md.get("namespace") or "default" if res.namespaced else None
         body = {**obj, "apiVersion": obj.get("apiVersion") or res.api_version}
-        out = self.client.request("POST", res.collection_path(ns), body=body, what=(kind, _key_of(kind, obj)))
-        return self._written(kind, out)
+        return self._write("POST", res.collection_path(ns), body, kind, _key_of(kind, obj))
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         kind = str(obj.get("kind"))
@@ -310,28 +321,24 @@ class KubeStore:
                 cur = self._objects.get(kind, {}).get(_key_of(kind, obj))
             if cur is not None and "status" in cur:
                 body["status"] = cur["status"]
-        out = self.client.request("PUT", res.object_path(md.get("namespace"), str(md.get("name"))), body=body,
-                                  what=(kind, _key_of(kind, obj)))
-        return self._written(kind, out)
+        return self._write("PUT", res.object_path(md.get("namespace"), str(md.get("name"))), body, kind,
+                           _key_of(kind, obj))
 
     def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
         kind = str(obj.get("kind"))
         res = resource_for(kind)
         md = obj.get("metadata") or {}
         sub = "status" if res.status_subresource else None
-        out = self.client.request("PUT", res.object_path(md.get("namespace"), str(md.get("name")), sub), body=obj,
-                                  what=(kind, _key_of(kind, obj)))
-        return self._written(kind, out)
+        return self._write("PUT", res.object_path(md.get("namespace"), str(md.get("name")), sub), obj, kind,
+                           _key_of(kind, obj))
 
     def patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any], *,
               subresource: str | None = None) -> dict[str, Any]:
         res = resource_for(kind)
         if subresource == "status" and not res.status_subresource:
             subresource = None
-        out = self.client.request("PATCH", res.object_path(namespace, name, subresource), body=patch,
-                                  content_type="application/merge-patch+json",
-                                  what=(kind, object_key(kind, namespace, name)))
-        return self._written(kind, out)
+        return self._write("PATCH", res.object_path(namespace, name, subresource), patch, kind,
+                           object_key(kind, namespace, name), "application/merge-patch+json")
 
     def delete(self, kind: str, namespace: str | None, name: str, *, grace_period_seconds: float | None = None,
                propagation: str = "Background") -> dict[str, Any] | None:
