@@ -650,7 +650,9 @@ def _sitting(a: argparse.Namespace, assets: Path, volcano: tuple[Path, Path] | s
     print(f"nodes {a.nodes}; pods per case {a.pods}; cases {', '.join(a.only or CASES)}")
     print("kube-apiserver:", _version([str(assets / "kube-apiserver"), "--version"]))
     src = env.get("PYTHONPATH", "").split(os.pathsep)[0] or "(installed)"
-    rev = _version(["git", "-C", src, "describe", "--always", "--dirty"]) if src != "(installed)" else ""
+    described = subprocess.run(["git", "-C", src, "describe", "--always", "--dirty"], capture_output=True,
+                               text=True, check=False) if src != "(installed)" else None
+    rev = described.stdout.strip() if described is not None and described.returncode == 0 else "(no git commit)"
     print(f"pyvolcano: {src} {rev}")
     if isinstance(volcano, str):
         print(f"upstream Volcano: skipped ({volcano})")
