@@ -52,11 +52,13 @@ def test_label_value(text: str, valid: bool) -> None:
     assert is_label_value(text) is valid
 
 
-def test_the_scheduler_watches_its_six_kinds_in_upstreams_informer_order() -> None:
-    assert SCHEDULER_KINDS == ("Node", "Pod", "PriorityClass", "PodGroup", "Queue", "HyperNode")
+def test_the_scheduler_watches_its_kinds_in_upstreams_informer_order_then_storage_then_dra() -> None:
+    assert SCHEDULER_KINDS == ("Node", "Pod", "PriorityClass", "PodGroup", "Queue", "HyperNode",
+                               "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
+                               "CSIStorageCapacity", "DeviceClass", "ResourceSlice", "ResourceClaim")
 
 
-def test_a_snapshot_lists_every_kind_the_scheduler_watches() -> None:
+def test_a_snapshot_lists_every_kind_the_scheduler_watches_and_the_kinds_that_make_jobs() -> None:
     from pyvolcano.runtime.snapshot import SNAPSHOT_KINDS
 
-    assert sorted(SNAPSHOT_KINDS) == sorted((*SCHEDULER_KINDS, "Job"))
+    assert sorted(SNAPSHOT_KINDS) == sorted((*SCHEDULER_KINDS, "Job", "CronJob", "JobTemplate", "JobFlow"))

@@ -1,7 +1,10 @@
 """``pyvolcano scheduler``, ``controller-manager`` and ``fake-nodes``: the live components.
 
 Flags and defaults are upstream's (``cmd/scheduler/app/options``,
-``cmd/controller-manager/app/options``); durations are Go durations (``1s``, ``15s``).
+``cmd/controller-manager/app/options``); durations are Go durations (``1s``, ``15s``). The
+arguments are read as upstream's pflag reads them, and every other upstream flag is accepted,
+honoured, ignored with one warning, or refused (:mod:`pyvolcano.cli.go_flags`), so that
+upstream's chart runs these commands unchanged.
 Each command connects with the usual client options, waits until its informers have synced,
 optionally takes a Lease (``--leader-elect``), serves ``/healthz`` and ``/metrics`` when
 enabled, and runs until SIGTERM or SIGINT. This module only reads and checks the flags; the
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from pyvolcano.api.duration import DurationError, parse_duration_strict
+from pyvolcano.cli.go_flags import CONTROLLER_MANAGER, SCHEDULER, go_command, klog_severity
 from pyvolcano.cli.options import report_dir
 
 if TYPE_CHECKING:
@@ -48,6 +52,10 @@ EnableMetrics = Annotated[bool, typer.Option("--enable-metrics/--no-enable-metri
 ApiQps = Annotated[float, typer.Option(metavar="QPS", help="QPS towards the API server")]
 ApiBurst = Annotated[int, typer.Option(metavar="N", help="Burst towards the API server")]
 MetricsAddress = Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /metrics")]
+Verbosity = Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")]
+StderrThreshold = Annotated[str, typer.Option(
+    "--stderrthreshold", metavar="SEVERITY", help="Log records at or above this severity go to stderr "
+                                                  "(INFO, WARNING, ERROR, FATAL)")]
 
 
 def _duration(flag: str, text: str) -> float:
@@ -110,7 +118,7 @@ def normalize_go_bools(argv: list[str]) -> list[str]:
     return out
 
 
-def _print_version_and_exit(requested: bool) -> None:
+def print_version_and_exit(requested: bool) -> None:
     if not requested:
         return
     from importlib.metadata import PackageNotFoundError, version
@@ -124,8 +132,10 @@ def _print_version_and_exit(requested: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("scheduler")(scheduler)
-    app.command("controller-manager")(controller_manager)
+    scheduler_slices = {"node-selector": True, "ignored-provisioners": True}
+    app.command("scheduler", cls=go_command(SCHEDULER, scheduler_slices))(scheduler)
+    app.command("controller-manager", cls=go_command(CONTROLLER_MANAGER, {"controllers": False}))(
+        controller_manager)
     app.command("fake-nodes")(fake_nodes)
 
 
@@ -176,22 +186,33 @@ def scheduler(
         "--skip-unchanged-unschedulable",
         help="pyvolcano extension: do not retry a job allocate could not place until resources are released, "
              "a node or queue changes, or the job changes (off: upstream retries every session)")] = False,
+    ignored_provisioners: Annotated[list[str] | None, typer.Option(
+        "--ignored-provisioners", metavar="NAME[,NAME]",
+        help="Provisioners whose claims are not counted against the nodes' CSI attach limits (host-path "
+             "provisioners such as rancher.io/local-path; repeatable or comma-separated)")] = None,
     record: Annotated[Path | None, typer.Option(
         "--record", metavar="DIR", callback=report_dir,
         help="Keep the inputs and decisions of the last sessions here (see pyvolcano replay)")] = None,
     record_sessions: Annotated[int, typer.Option(
         "--record-sessions", metavar="N", min=1, help="How many sessions --record keeps")] = 10,
-    v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
+    disable_default_scheduler_config: Annotated[bool, typer.Option(
+        "--disable-default-scheduler-config",
+        help="Refuse to start without --scheduler-conf instead of using upstream's default configuration")] = False,
+    v: Verbosity = 0,
+    stderrthreshold: StderrThreshold = "INFO",
     version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
     """vc-scheduler: a scheduling session every period on a real cluster."""
-    _print_version_and_exit(version)
+    print_version_and_exit(version)
     from pyvolcano.api.names import SCHEDULER_KINDS
     from pyvolcano.cache.cache import SchedulerOptions
     from pyvolcano.runtime.component import Component, scheduler_work, setup_logging
 
-    setup_logging(v)
+    setup_logging(v, klog_severity(stderrthreshold))
     try:
+        if disable_default_scheduler_config and scheduler_conf is None:
+            raise UsageError("no --scheduler-conf path provided and default configuration fallback is disabled "
+                             "(--disable-default-scheduler-config)")
         period = _duration("--schedule-period", schedule_period)
         for sel in node_selector or ():
             if ":" not in sel:
@@ -214,6 +235,7 @@ def scheduler(
         min_percentage_of_nodes_to_find=minimum_percentage_nodes_to_find,
         percentage_of_nodes_to_find=percentage_nodes_to_find,
         skip_unchanged_unschedulable=skip_unchanged_unschedulable,
+        ignored_provisioners=tuple(p for v in ignored_provisioners or () for p in v.split(",") if p),
     )
     metrics, registry = _scheduler_metrics(enable_metrics)
     work = scheduler_work(scheduler_names=names, conf_path=scheduler_conf, options=options, period=period, seed=seed,
@@ -247,9 +269,6 @@ def controller_manager(
             help="Controllers to run: '*' or a comma list such as job-controller,queue-controller; -name disables one",
         ),
     ] = "*",
-    worker_threads: Annotated[
-        int, typer.Option(metavar="N", help="Workers of the job controller (accepted; work is serialised per object)")
-    ] = 3,
     scheduler_name: Annotated[
         list[str] | None,
         typer.Option(
@@ -277,25 +296,28 @@ def controller_manager(
                                "(as Kubernetes' job controller batches them); 0s syncs on every change, as "
                                "upstream does")
     ] = "1s",
+    inherit_owner_annotations: Annotated[bool, typer.Option(
+        "--inherit-owner-annotations/--no-inherit-owner-annotations",
+        help="A PodGroup created for a pod takes its owner's volcano.sh/ annotations")] = True,
     seed: Annotated[int | None, typer.Option(metavar="N", hidden=True,
                                              help="No longer used: keys and names come from the OS")] = None,
-    v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
+    v: Verbosity = 0,
+    stderrthreshold: StderrThreshold = "INFO",
     version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
-    """vc-controller-manager: the job, queue, podgroup, gc and hypernode controllers on a real cluster."""
-    _print_version_and_exit(version)
+    """vc-controller-manager: the job, queue, podgroup, gc, hypernode, jobflow, jobtemplate and cronjob controllers
+    on a real cluster."""
+    print_version_and_exit(version)
     from pyvolcano.runtime.component import Component, controller_manager_work, setup_logging
-    from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, CONTROLLERS
+    from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, CONTROLLERS, UPSTREAM_CONTROLLERS
 
-    setup_logging(v)
+    setup_logging(v, klog_severity(stderrthreshold))
     if seed is not None:
         logger.warning(
             "--seed is ignored: the controller-manager's SSH keys and generated names come from the operating "
             "system's randomness")
     try:
-        enabled = _parse_controllers(controllers, CONTROLLERS)
-        if worker_threads < 1:
-            raise UsageError(f"--worker-threads: got {worker_threads}; expected at least 1")
+        enabled = _parse_controllers(controllers, CONTROLLERS, UPSTREAM_CONTROLLERS)
         batch_period = 0.0 if job_sync_batch_period.strip() in ("0", "0s") else \
             _duration("--job-sync-batch-period", job_sync_batch_period)
     except UsageError as e:
@@ -306,7 +328,8 @@ def controller_manager(
 
         metrics = ControllerMetrics()
     work = controller_manager_work(controllers=enabled, scheduler_names=tuple(scheduler_name or ("volcano",)),
-                                   metrics=metrics, job_sync_batch_period=batch_period)
+                                   metrics=metrics, inherit_owner_annotations=inherit_owner_annotations,
+                                   job_sync_batch_period=batch_period)
     client, election, endpoints = _settings(
         kubeconfig, master, kube_api_qps, kube_api_burst, leader_elect, leader_elect_resource_name,
         leader_elect_resource_namespace, lock_object_namespace,
@@ -316,23 +339,36 @@ def controller_manager(
                    election, endpoints, None if metrics is None else metrics.registry, work))
 
 
-def _parse_controllers(text: str, known: Sequence[str]) -> list[str]:
-    """Upstream's ``--controllers``: ``*`` = all, ``name`` enables, ``-name`` disables."""
+def _parse_controllers(text: str, known: Sequence[str], upstream: Sequence[str] = ()) -> list[str]:
+    """Upstream's ``--controllers`` (``isControllerEnabled``): ``*`` = all, ``name`` or ``+name``
+    enables, ``-name`` disables, the first mention of a name deciding; a name with both signs is
+    an error (``checkControllers``). An upstream controller pyvolcano lacks may be disabled
+    silently; enabling it is a warning."""
     items = [x.strip() for x in text.split(",") if x.strip()]
     if not items:
         raise UsageError("--controllers: expected '*' or controller names")
-    enabled: list[str] = []
-    star = "*" in items
+    seen: set[str] = set()
     for item in items:
-        name = item.lstrip("-")
-        if item != "*" and name not in known:
-            raise UsageError(f"--controllers: unknown controller {name!r}; expected some of {', '.join(known)}")
-    for name in known:
-        if f"-{name}" in items:
+        if item == "*":
             continue
-        if star or name in items:
-            enabled.append(name)
-    return enabled
+        name = item[1:] if item[:1] in "+-" else item
+        if name in seen:
+            raise UsageError(f"--controllers: controllers option {item} cannot have both '-' and '+' prefixes")
+        seen.add(name)
+        if name not in known and name not in upstream:
+            raise UsageError(f"--controllers: unknown controller {name!r}; expected some of {', '.join(known)}")
+        if name not in known and item[:1] != "-":
+            logger.warning("--controllers: upstream's %s is not implemented in pyvolcano; it does not run", name)
+
+    def enabled(name: str) -> bool:
+        for item in items:
+            if item in (name, f"+{name}"):
+                return True
+            if item == f"-{name}":
+                return False
+        return "*" in items
+
+    return [name for name in known if enabled(name)]
 
 
 # ---------------------------------------------------------------------------- fake nodes
@@ -358,6 +394,9 @@ def fake_nodes(
             help="Runtime of pods without a pyvolcano.io/duration annotation, e.g. 30s (default: until deleted)",
         ),
     ] = None,
+    dra: Annotated[
+        bool, typer.Option("--dra", help="Publish each GPU node's GPUs as a ResourceSlice (driver gpu.nvidia.com)")
+    ] = False,
     kube_api_qps: ApiQps = 500.0,
     kube_api_burst: ApiBurst = 1000,
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity")] = 0,
@@ -396,7 +435,7 @@ def fake_nodes(
         sync(store, "fake-nodes")
     except ComponentError as e:
         raise _start_failure(e) from None
-    fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration)
+    fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration, dra=dra)
     fake.register()
     logger.info("fake-nodes: %d nodes registered", len(manifests))
     try:

@@ -13,10 +13,32 @@ cache, until a node's labels, taints or schedulability change or a node is added
 key as the signatures). Host ports, inter-pod affinity and topology spread run only for pods that use them
 (or, for anti-affinity, when some running pod declares required anti-affinity).
 
-Arguments (upstream keys): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
-``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``,
-``predicate.PodTopologySpreadEnable`` (all default true). Volume, DRA and NUMA filters are
-not modelled (no PV/PVC/ResourceSlice objects).
+Volumes. A pod with PersistentVolumeClaims (``Pod.claims``) also meets NodeVolumeLimits (CSI,
+:mod:`.nodevolumelimits`), VolumeZone (:mod:`.volumezone`) and VolumeBinding
+(:mod:`.volumebinding`), in upstream's order after the others; its verdicts are never cached
+or batched (they change as the session assumes PVs), the allocate event reserves its volumes
+and the pre-bind step (:class:`.volumebinding.VolumeBinder`) writes them before the pod's bind.
+A pod without claims takes none of these paths; in a cluster without PVCs and without pods
+that mount any, the event handler and pre-binder are not even registered.
+
+Dynamic resource allocation. A pod with ``spec.resourceClaims`` meets kube-scheduler's
+DynamicResources plugin (:mod:`.dynamicresources`) last: its PreFilter as this plugin's
+pre-predicate, its Filter after the volume filters, its Reserve and Unreserve in the allocate
+and deallocate events, its PreBind as the pre-binder :class:`.dynamicresources.ClaimBinder`.
+Such a pod's verdicts are never cached or batched. While no pod has claims, none of it is
+registered.
+
+Arguments (:data:`ARGUMENTS`, upstream's keys): ``predicate.NodeAffinityEnable``,
+``predicate.NodePortsEnable``, ``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``,
+``predicate.PodTopologySpreadEnable``, ``predicate.NodeVolumeLimitsEnable``,
+``predicate.VolumeZoneEnable``, ``predicate.VolumeBindingEnable`` (all default true),
+``volumebinding.bindTimeoutSeconds`` (600, an integer; read, but see volumebinding's doc on
+the wait), ``volumebinding.weight`` and ``volumebinding.shape`` (checked only: upstream scores
+volume binding only under the StorageCapacityScoring gate, off by default),
+``predicate.DynamicResourceAllocationEnable`` (default true: the feature gate is GA; upstream
+reads only the gate), ``dynamicresources.filterTimeoutSeconds`` (10; read, no effect: the
+allocator here is not interrupted), ``predicate.CacheEnable`` (upstream's predicate cache: the
+stable filters here are always memoised, with the same results). NUMA filters are not modelled.
 """
 
 from __future__ import annotations
@@ -38,14 +60,51 @@ from pyvolcano.api.matching import (
 )
 from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.api.unschedule import NODE_POD_NUMBER_EXCEEDED, Code, Status
+from pyvolcano.api.unschedule import DRA_PRE_PREDICATE, NODE_POD_NUMBER_EXCEEDED, Code, Status
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.interfaces import Event, EventHandler
+from pyvolcano.plugins.predicates.dynamicresources import ClaimBinder, DynamicResources
+from pyvolcano.plugins.predicates.nodevolumelimits import REASON_MAX_VOLUME_COUNT, csi_volumes, exceeds_limits
+from pyvolcano.plugins.predicates.volumebinding import VolumeBinder, VolumeBinding
+from pyvolcano.plugins.predicates.volumezone import REASON_ZONE_CONFLICT, volume_zones, zone_conflict
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
     from pyvolcano.framework.session_plugins import NodeFailures
 
 NAME = "predicates"
+NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
+NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
+TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
+POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
+POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
+NODE_VOLUME_LIMITS_ENABLE = "predicate.NodeVolumeLimitsEnable"
+VOLUME_ZONE_ENABLE = "predicate.VolumeZoneEnable"
+VOLUME_BINDING_ENABLE = "predicate.VolumeBindingEnable"
+BIND_TIMEOUT_SECONDS = "volumebinding.bindTimeoutSeconds"
+VOLUME_BINDING_WEIGHT = "volumebinding.weight"
+VOLUME_BINDING_SHAPE = "volumebinding.shape"
+DRA_ENABLE = "predicate.DynamicResourceAllocationEnable"
+DRA_FILTER_TIMEOUT_SECONDS = "dynamicresources.filterTimeoutSeconds"
+CACHE_ENABLE = "predicate.CacheEnable"
+_UNSCORED = "upstream scores volume binding only under the StorageCapacityScoring gate, off by default"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (
+    honoured(NODE_AFFINITY_ENABLE),
+    honoured(NODE_PORTS_ENABLE),
+    honoured(TAINT_TOLERATION_ENABLE),
+    honoured(POD_AFFINITY_ENABLE),
+    honoured(POD_TOPOLOGY_SPREAD_ENABLE),
+    honoured(CACHE_ENABLE, note="the stable filters are always memoised; the results are the same"),
+    honoured(NODE_VOLUME_LIMITS_ENABLE),
+    honoured(VOLUME_ZONE_ENABLE),
+    honoured(VOLUME_BINDING_ENABLE),
+    honoured(BIND_TIMEOUT_SECONDS, note="pre-bind does not wait for the PV controller (docs/differences.md, Volumes)"),
+    honoured(VOLUME_BINDING_WEIGHT, note=_UNSCORED),
+    honoured(VOLUME_BINDING_SHAPE, note=_UNSCORED),
+    honoured(DRA_ENABLE),
+    honoured(DRA_FILTER_TIMEOUT_SECONDS, note="the allocator is never interrupted; the placement is the same"),
+))
 _STABLE_MEMO = "predicates/stable-failures"
 _STABLE_MEMO_LIMIT = 4096  # distinct pod templates kept before the memo starts over
 
@@ -57,6 +116,8 @@ _STATUS_PODS = Status(Code.Unschedulable, NODE_POD_NUMBER_EXCEEDED)
 _STATUS_UNSCHEDULABLE = Status(Code.UnschedulableAndUnresolvable, REASON_UNSCHEDULABLE)
 _STATUS_AFFINITY = Status(Code.UnschedulableAndUnresolvable, REASON_NODE_AFFINITY)
 _STATUS_PORTS = Status(Code.Unschedulable, REASON_PORTS)
+_STATUS_VOLUME_COUNT = Status(Code.Unschedulable, REASON_MAX_VOLUME_COUNT)
+_STATUS_VOLUME_ZONE = Status(Code.UnschedulableAndUnresolvable, REASON_ZONE_CONFLICT)
 _INTERPOD_CODES = {
     "node(s) didn't match pod affinity rules": Code.UnschedulableAndUnresolvable,
     "node(s) didn't match pod anti-affinity rules": Code.Unschedulable,
@@ -101,12 +162,24 @@ class Predicates:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments or {}, owner=f"plugin {NAME}")
-        self.node_affinity_enable = args.get_bool("predicate.NodeAffinityEnable", True)
-        self.node_ports_enable = args.get_bool("predicate.NodePortsEnable", True)
-        self.taint_toleration_enable = args.get_bool("predicate.TaintTolerationEnable", True)
-        self.pod_affinity_enable = args.get_bool("predicate.PodAffinityEnable", True)
-        self.pod_topology_spread_enable = args.get_bool("predicate.PodTopologySpreadEnable", True)
+        args = Arguments(arguments, keys=ARGUMENTS)
+        self.node_affinity_enable = args.get_bool(NODE_AFFINITY_ENABLE, True)
+        self.node_ports_enable = args.get_bool(NODE_PORTS_ENABLE, True)
+        self.taint_toleration_enable = args.get_bool(TAINT_TOLERATION_ENABLE, True)
+        self.pod_affinity_enable = args.get_bool(POD_AFFINITY_ENABLE, True)
+        self.pod_topology_spread_enable = args.get_bool(POD_TOPOLOGY_SPREAD_ENABLE, True)
+        self.node_volume_limits_enable = args.get_bool(NODE_VOLUME_LIMITS_ENABLE, True)
+        self.volume_zone_enable = args.get_bool(VOLUME_ZONE_ENABLE, True)
+        self.volume_binding_enable = args.get_bool(VOLUME_BINDING_ENABLE, True)
+        self.bind_timeout_seconds = args.get_int(BIND_TIMEOUT_SECONDS, 600)
+        self.dra_enable = args.get_bool(DRA_ENABLE, True)
+        self.dra_filter_timeout_seconds = args.get_int(DRA_FILTER_TIMEOUT_SECONDS, 10)
+        # Checked only: the stable filters are memoised either way, and upstream scores volume
+        # binding only under the StorageCapacityScoring gate, off by default.
+        args.get_bool(CACHE_ENABLE, False)
+        args.get_int(VOLUME_BINDING_WEIGHT, 1)
+        self._volumes: VolumeBinding | None = None
+        self._dra: DynamicResources | None = None
         self._stable_cache: dict[str, list[tuple[Status, np.ndarray]]] = {}
         self._sig_ids = np.zeros(0, dtype=np.int64)
         self._reps: list[NodeInfo] = []
@@ -224,10 +297,21 @@ class Predicates:
             # 5. topology spread
             if self.pod_topology_spread_enable and pod.topology_spread_constraints:
                 failures.extend(self._spread(ssn, task, idx, live, aborted))
+            # 6. volumes: CSI limits, zone, binding
+            if pod.claims and self._volumes is not None:
+                failures.extend(self._volume_failures(ssn, task, idx, live))
+            # 7. dynamic resource allocation
+            if pod.resource_claims and self._dra is not None:
+                for _st, mask in failures:
+                    if _st.aborts:
+                        live = live & ~mask
+                failures.extend(self._dra.filter(task, idx, live))
             return failures
 
         def cache_key(task: TaskInfo) -> str | None:
             pod = task.pod
+            if (pod.claims and self._volumes is not None) or (pod.resource_claims and self._dra is not None):
+                return None
             if pod.topology_spread_constraints and self.pod_topology_spread_enable:
                 return None
             if self.pod_affinity_enable:
@@ -240,9 +324,107 @@ class Predicates:
 
         def projectable(task: TaskInfo) -> bool:
             # Host ports are checked against the node's task dict, not its table columns.
-            return not (self.node_ports_enable and pod_host_ports(task.pod.containers))
+            return (not (self.node_ports_enable and pod_host_ports(task.pod.containers)) and not task.pod.claims
+                    and not task.pod.resource_claims)
 
         ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key, projectable=projectable)
+        self._open_volumes(ssn)
+        self._open_dra(ssn)
+
+    # ------------------------------------------------------------------ dynamic resource allocation
+    def _open_dra(self, ssn: Session) -> None:
+        """PreFilter, Reserve / Unreserve and the pre-binder, only while some pod has claims."""
+        self._dra = None
+        if not self.dra_enable or not ssn.cache.dra.pods_with_claims:
+            return
+        dra = self._dra = DynamicResources(ssn)
+        ssn.add_pre_binder(ClaimBinder())
+
+        def pre_predicate(task: TaskInfo) -> Status | None:
+            if not task.pod.resource_claims:
+                return None
+            st = dra.pre_filter(task)
+            if st is None:
+                return None
+            # upstream handleSkipPrePredicatePlugin's wording
+            return Status(st.code, f"{DRA_PRE_PREDICATE} {st.reason}")
+
+        def allocate(ev: Event) -> None:
+            if ev.task.pod.resource_claims:
+                err = dra.reserve(ev.task)
+                if err is not None:
+                    ev.err = err
+
+        def allocate_many(tasks: list[TaskInfo]) -> None:
+            for t in tasks:
+                if t.pod.resource_claims:
+                    dra.reserve(t)
+
+        def deallocate(ev: Event) -> None:
+            if ev.task.pod.resource_claims:
+                dra.unreserve(ev.task)
+
+        ssn.add_pre_predicate_fn(NAME, pre_predicate)
+        ssn.add_event_handler(EventHandler(allocate=allocate, deallocate=deallocate, allocate_many=allocate_many))
+
+    # ------------------------------------------------------------------ volumes
+    def _open_volumes(self, ssn: Session) -> None:
+        """Volume filters, the reserve event and the pre-binder, only where claims or pods with claims exist."""
+        self._volumes = None
+        if (not ssn.cache.volumes.pvcs and not ssn.cache.pods_with_claims) or not (
+                self.volume_binding_enable or self.volume_zone_enable or self.node_volume_limits_enable):
+            return
+        vb = self._volumes = VolumeBinding(ssn, frozenset(ssn.cache.options.ignored_provisioners))
+        if not self.volume_binding_enable:
+            return
+        ssn.add_pre_binder(VolumeBinder())
+
+        def allocate(ev: Event) -> None:
+            if ev.task.pod.claims and not vb.reserve(ev.task):
+                ev.err = f"failed to reserve the volumes of {ev.task.key} on {ev.task.node_name}"
+
+        def allocate_many(tasks: list[TaskInfo]) -> None:
+            for t in tasks:
+                if t.pod.claims:
+                    vb.reserve(t)
+
+        def deallocate(ev: Event) -> None:
+            if ev.task.pod.claims:
+                vb.unreserve(ev.task)
+
+        ssn.add_event_handler(EventHandler(allocate=allocate, deallocate=deallocate, allocate_many=allocate_many))
+
+    def _volume_failures(self, ssn: Session, task: TaskInfo, idx: np.ndarray, live: np.ndarray) -> NodeFailures:
+        vb = self._volumes
+        assert vb is not None
+        failures: NodeFailures = []
+        live = live.copy()
+        nodes = ssn.node_list
+        claims = vb.pod_claims(task)
+        if self.node_volume_limits_enable and vb.volumes.csi_nodes:
+            new = csi_volumes(task.pod, vb.volumes, vb.ignored)
+            if new:
+                over = np.zeros(len(idx), dtype=bool)
+                for k in np.flatnonzero(live):
+                    node = nodes[int(idx[k])]
+                    if exceeds_limits(new, node.name, (t.pod for t in node.tasks.values() if t.uid != task.uid),
+                                      vb.volumes, vb.ignored):
+                        over[k] = True
+                if over.any():
+                    failures.append((_STATUS_VOLUME_COUNT, over))
+        if self.volume_zone_enable and claims.failure is None and claims.bound:
+            zones = volume_zones([pv for _pvc, pv in claims.bound])
+            if zones:
+                bad = np.zeros(len(idx), dtype=bool)
+                for k in np.flatnonzero(live):
+                    if zone_conflict(zones, nodes[int(idx[k])].labels):
+                        bad[k] = True
+                if bad.any():
+                    failures.append((_STATUS_VOLUME_ZONE, bad))
+                    live &= ~bad
+        if self.volume_binding_enable:
+            failures.extend(vb.filter(task, idx, live))
+        return failures
 
     @staticmethod
     def _stale_removed(ssn: Session) -> list[TaskInfo]:
@@ -319,6 +501,8 @@ class Predicates:
 
     def on_session_close(self, ssn: Session) -> None:
         self._stable_cache = {}
+        self._volumes = None
+        self._dra = None
 
 
 def new(arguments: Mapping[str, Any]) -> Predicates:
