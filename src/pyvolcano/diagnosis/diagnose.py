@@ -10,10 +10,10 @@ close leaves alone (``Session.settled``: its tasks, PodGroup and fit errors are 
 keeps the diagnosis of the session that last looked at it.
 
 So only the unsettled jobs and the jobs that had a diagnosis after the last close are
-visited (``SessionMemo.diagnosed``): a settled job was unchanged since a close that looked at
-it, so if it is short now it was short then and has a diagnosis; without one it is not short
-and the walk would leave it alone. ``SessionMemo.feed_close_passes = False``, the first
-session and a change of whether enqueue is configured walk every job.
+visited (``SessionMemo.diagnosis_visit``): a settled job was unchanged since a close that
+looked at it, so if it is short now it was short then and has a diagnosis; without one it is
+not short and the walk would leave it alone. From scratch (``SessionMemo.incremental =
+False``), the first session and a change of whether enqueue is configured walk every job.
 
 The stage is decided in pipeline order, first match wins:
 
@@ -30,7 +30,7 @@ The stage is decided in pipeline order, first match wins:
 6. queue quota: the pods still needed exceed what the queue's allocate limit leaves;
 7. gated pods the gang needs; otherwise the session did not try the job.
 
-Invariants: pure (reads the session, writes only ``JobInfo.diagnosis``), deterministic
+Invariants: pure (reads the session, writes only the diagnoses the memo keeps), deterministic
 (nodes and tasks visited in index / name order, ties broken by node index).
 """
 
@@ -60,7 +60,6 @@ from pyvolcano.diagnosis.model import (
     TaskCounts,
 )
 from pyvolcano.diagnosis.volumes import volume_diagnosis, volume_reason
-from pyvolcano.framework.interfaces import DraQuotaExporter, QuotaExporter
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -80,39 +79,25 @@ def diagnose_session(ssn: Session) -> dict[str, Diagnosis]:
     ctx: _Context | None = None
     enqueue = "enqueue" in ssn.enabled_actions
     memo = ssn.memo
-    diagnosed = memo.diagnosed
-    jobs = ssn.jobs
-    visit: Iterable[tuple[str, JobInfo]]
-    if memo.feed_close_passes and memo.diagnosed_primed == (True, enqueue):
-        # A settled job outside ``diagnosed`` has no diagnosis and is not short (see the
-        # module docstring), so the walk would leave it alone.
-        visit = [(uid, jobs[uid]) for uid in sorted(diagnosed.keys() | set(ssn.unsettled)) if uid in jobs]
-        for uid in [u for u, job in diagnosed.items() if u not in jobs and memo.jobs.get(u) is not job]:
-            del diagnosed[uid]  # gone from the cache
-    else:
-        visit = jobs.items()
-        diagnosed.clear()
-        diagnosed.update((uid, job) for uid, job in memo.jobs.items() if job.diagnosis is not None)
-        memo.diagnosed_primed = (memo.feed_close_passes, enqueue)
-    for uid, job in visit:
+    settled = ssn.settled
+    for uid, job in memo.diagnosis_visit(ssn.jobs, ssn.unsettled, enqueue):
         pg = job.podgroup
         if pg is None:
             continue
         # A PodGroup enqueue has not admitted may have no pods yet (the job controller creates
         # them once it is Inqueue); it is short all the same.
         if not job.count(_UNPLACED) and not (pg.phase == "Pending" and enqueue):
-            job.diagnosis = None
-            diagnosed.pop(uid, None)
+            memo.set_diagnosis(job, None)
             continue
-        if uid in ssn.settled and job.diagnosis is not None:
-            out[uid] = job.diagnosis
-            diagnosed[uid] = job
-            continue
+        if uid in settled:
+            kept = memo.diagnosis(job)
+            if kept is not None:
+                out[uid] = kept
+                continue
         if ctx is None:
             ctx = _Context(ssn)
         diag = ctx.diagnose(job)
-        job.diagnosis = diag
-        diagnosed[uid] = job
+        memo.set_diagnosis(job, diag)
         out[uid] = diag
     return out
 
@@ -163,11 +148,7 @@ class _Context:
         self.ssn = ssn
         self.table = ssn.node_table
         self.actions = list(ssn.config.actions)
-        self.quotas: dict[str, QueueQuota] = {}
-        for _opt, plugin in ssn.plugins:
-            if isinstance(plugin, QuotaExporter):
-                self.quotas = plugin.quota_snapshot()
-                break
+        self.quotas: dict[str, QueueQuota] = ssn.queue_quotas()
         self._cluster_free: dict[int, float] = {}
         self._running_priorities: dict[str, int] | None = None  # queue -> lowest running job priority
         self._node_occupants: dict[int, list[tuple[TaskInfo, JobInfo]]] = {}
@@ -253,16 +234,14 @@ class _Context:
         for t in ungated:
             if not t.pod.resource_claims:
                 continue
-            for _opt, plugin in self.ssn.plugins:
-                if isinstance(plugin, DraQuotaExporter):
-                    got = plugin.dra_shortfall(t)
-                    if got is not None:
-                        name, need, held, cap = got
-                        msg = f"queue {job.queue} would exceed its capability on {name}"
-                        hint = (f"{t.name} claims {need} device(s) of class {name.split('/', 1)[1]} but queue "
-                                f"{job.queue} holds {held} of its {name} capability of {cap}; raise the capability "
-                                f"or wait for its pods to release their claims")
-                        return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="task", task=t.key)
+            got = self.ssn.device_quota_shortfall(t)
+            if got is not None:
+                name, need, held, cap = got
+                msg = f"queue {job.queue} would exceed its capability on {name}"
+                hint = (f"{t.name} claims {need} device(s) of class {name.split('/', 1)[1]} but queue "
+                        f"{job.queue} holds {held} of its {name} capability of {cap}; raise the capability "
+                        f"or wait for its pods to release their claims")
+                return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="task", task=t.key)
         return None
 
     # ------------------------------------------------------------------ stages
@@ -308,7 +287,7 @@ class _Context:
                         f"jobs to finish")
             msg = f"queue {job.queue} capability exceeded on {', '.join(short_dims)}"
             return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="minResources", resources=tuple(figures))
-        voters = sorted({name for tier in self.ssn._tiers("job_enqueueable") for name, _fn in tier})
+        voters = sorted(set(self.ssn.enabled_plugins("job_enqueueable")))
         msg = events or "a JobEnqueueable plugin rejected the PodGroup"
         hint = (f"a JobEnqueueable vote ({', '.join(voters) or 'none'}) keeps it Pending: its minResources "
                 f"exceed what the plugin admits now (overcommit: idle × overcommit-factor; sla; ...)")

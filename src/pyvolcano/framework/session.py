@@ -23,8 +23,8 @@ inputs and seed give the same decisions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,11 +32,11 @@ from pyvolcano.api.job import ChangedJobs, JobInfo
 from pyvolcano.api.node import NodeInfo, NodeTable
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
-from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.conf.schema import PluginOption, SchedulerConfiguration
 from pyvolcano.diagnosis.diagnose import diagnose_session
 from pyvolcano.framework import job_updater
-from pyvolcano.framework.interfaces import Plugin
+from pyvolcano.framework.interfaces import DraQuotaExporter, Plugin, PluginFactory, QuotaExporter
 from pyvolcano.framework.observer import ON_SESSION_CLOSE, ON_SESSION_OPEN, SessionObserver
 from pyvolcano.framework.prebind import BindContexts, PreBinder
 from pyvolcano.framework.scheduler_helper import SchedulerHelper
@@ -46,7 +46,7 @@ from pyvolcano.framework.topology import SessionTopology
 if TYPE_CHECKING:
     from pyvolcano.cache.cache import SchedulerCache
     from pyvolcano.cache.memo import SessionMemo
-    from pyvolcano.diagnosis.model import Diagnosis
+    from pyvolcano.diagnosis.model import Diagnosis, QueueQuota
 
 __all__ = ["Session", "open_session"]
 
@@ -60,7 +60,7 @@ class Session(SchedulerHelper):
         self,
         cache: SchedulerCache,
         config: SchedulerConfiguration,
-        plugin_factories: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
+        plugin_factories: Mapping[str, PluginFactory],
         *,
         uid: str,
         now: float,
@@ -110,8 +110,8 @@ class Session(SchedulerHelper):
         self.settled: set[str] = set()
         # Their complement among the jobs with a PodGroup, in uid order; filled at close.
         self.unsettled: list[str] = []
-        # The jobs this session changed so far, from the cache's change feed (None: not
-        # tracked; session close then walks every job for tentative tasks).
+        # The jobs changed since the last session opened and those this session changes, from
+        # the memo as the session opens (None: not tracked, every job is walked).
         self.changed_jobs: ChangedJobs | None = None
         # Why each job left short is blocked (pyvolcano.diagnosis), by job key; filled at close.
         self.diagnoses: dict[str, Diagnosis] = {}
@@ -127,6 +127,7 @@ class Session(SchedulerHelper):
     def open(self) -> None:
         # Cached scores may reflect session-local plugin state (e.g. in-session evictions).
         self.memo.score_cache.clear()
+        self.changed_jobs = self.memo.session_opened(self.jobs)
         obs = self.observer
         for opt, plugin in self.plugins:
             if obs is None:
@@ -144,7 +145,7 @@ class Session(SchedulerHelper):
         (:mod:`~pyvolcano.framework.job_updater`), then undo everything not committed (open
         statements, Allocated and Pipelined tasks). The committed effects stay in
         :attr:`binds` and :attr:`evictions` for the caller to apply."""
-        unsettled = job_updater.unsettled_jobs(self)
+        unsettled = self.memo.unsettled(self.jobs)
         self.unsettled = unsettled
         self.settled = self.jobs.keys() - set(unsettled)
         if self.cache.options.diagnose:
@@ -165,11 +166,8 @@ class Session(SchedulerHelper):
 
     def _jobs_with_topology(self) -> list[JobInfo]:
         """The session's jobs with a JobTopology, in uid order: kept by the change feed (a
-        job's topology is rebuilt only with its PodGroup, which moves its version); every job
-        is walked with ``SessionMemo.track_session_changes`` False."""
-        if not self.memo.track_session_changes:
-            return [j for j in self.jobs.values() if j.topology is not None]
-        return self.memo.job_filter("session/topology", _has_topology).select(self.jobs)
+        job's topology is rebuilt only with its PodGroup, which moves its version)."""
+        return [j for j in self.memo.select("session/topology", _has_topology, self.jobs) if j.topology is not None]
 
     def _reset_fit_errors(self) -> None:
         """Clear the jobs' fit errors and their pending tasks' last transactions (upstream's
@@ -180,16 +178,9 @@ class Session(SchedulerHelper):
         alone, can have anything to clear: recording fit errors moves the fit version, and the
         statement marks a task's last transaction only as it returns the task to an earlier
         status, which moves the job's version. A job that joins the view is reported too. So
-        the other jobs are skipped (``SessionMemo.feed_fit_reset = False``: every job)."""
+        the other jobs are skipped (``SessionMemo.fit_reset_visit``)."""
         memo = self.memo
-        reported = memo.fit_reset_changes.take()
-        visit: Iterable[JobInfo]
-        if not memo.feed_fit_reset or reported is None or not memo.fit_reset_primed:
-            visit = self.jobs.values()
-            memo.fit_reset_primed = memo.feed_fit_reset
-        else:
-            jobs = self.jobs
-            visit = [jobs[uid] for uid in sorted(memo.fit_reset_kept.union(reported)) if uid in jobs]
+        visit = memo.fit_reset_visit(self.jobs)
         kept: set[str] = set()
         skip_unchanged = self.skip_unchanged
         for job in visit:
@@ -203,7 +194,7 @@ class Session(SchedulerHelper):
                 if t.last_transaction is not None:
                     t.last_transaction = None
                     job.bump_fit_version()
-        memo.fit_reset_kept = kept
+        memo.fit_reset_done(kept)
 
     def _total_resource(self) -> Resource:
         t = self.node_table
@@ -257,14 +248,27 @@ class Session(SchedulerHelper):
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Immediate eviction (upstream ``Session.Evict``, used by shuffle)."""
+        self.move_task(task, TaskStatus.Releasing)
+        self.effects_evict(task, reason)
+
+    def move_task(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move a task that is on its node to ``status``, the three steps an eviction and every
+        undo of a statement take: its job's status index, its node's accounting (it leaves the
+        node when it returns to Pending) and the plugins' allocate event (back to an allocated
+        status) or deallocate event."""
         job = self.jobs.get(task.job)
         if job is not None:
-            job.update_task_status(task, TaskStatus.Releasing)
+            job.update_task_status(task, status)
         node = self.nodes.get(task.node_name)
         if node is not None:
-            node.update_task(task)
-        self.fire_deallocate(task)
-        self.effects_evict(task, reason)
+            if status == TaskStatus.Pending:
+                node.remove_task(task)
+            else:
+                node.update_task(task)
+        if status & ALLOCATED_STATUS:
+            self.fire_allocate(task)
+        else:
+            self.fire_deallocate(task)
 
     # ------------------------------------------------------------------ unschedulable memo
     def _failure_signature(self, job: JobInfo) -> tuple[int, int, object]:
@@ -272,10 +276,48 @@ class Session(SchedulerHelper):
 
     def unchanged_since_failure(self, job: JobInfo) -> bool:
         """Whether ``job`` failed to be placed before and nothing since could let it fit."""
-        return job.unschedulable_at is not None and job.unschedulable_at == self._failure_signature(job)
+        failed = self.memo.job(job).unschedulable_at
+        return failed is not None and failed == self._failure_signature(job)
 
     def record_failure(self, job: JobInfo) -> None:
-        job.unschedulable_at = self._failure_signature(job)
+        self.memo.job(job).unschedulable_at = self._failure_signature(job)
+
+    def clear_failure(self, job: JobInfo) -> None:
+        """``job`` was placed: a later failure is a new one."""
+        self.memo.job(job).unschedulable_at = None
+
+    # ------------------------------------------------------------------ what changed
+    def changed_jobs_in_order(self) -> Iterable[JobInfo]:
+        """The session's jobs this session may have changed, in uid order: those the memo's
+        feed reported since the last session opened (a job not among them is as the last
+        close left it); every job when the feed is not tracked or overflowed."""
+        changed = self.changed_jobs
+        if changed is None or changed.overflowed:
+            return self.jobs.values()
+        jobs = self.jobs
+        return [jobs[uid] for uid in sorted(changed) if uid in jobs]
+
+    # ------------------------------------------------------------------ plugin exports
+    def queue_quotas(self) -> dict[str, QueueQuota]:
+        """Queue name → the quota figures allocate and enqueue check, from the first plugin
+        that exports them (:class:`~pyvolcano.framework.interfaces.QuotaExporter`: proportion,
+        capacity); empty without one."""
+        for _opt, plugin in self.plugins:
+            if isinstance(plugin, QuotaExporter):
+                return plugin.quota_snapshot()
+        return {}
+
+    def device_quota_shortfall(self, task: TaskInfo) -> tuple[str, int, int, int] | None:
+        """The first per-queue device quota that refuses ``task``, from the plugins that export
+        them (:class:`~pyvolcano.framework.interfaces.DraQuotaExporter`: capacity's
+        ``deviceclass/<class>``): (class, devices the task asks for, devices the queue holds,
+        limit); None when none refuses it."""
+        for _opt, plugin in self.plugins:
+            if isinstance(plugin, DraQuotaExporter):
+                got = plugin.dra_shortfall(task)
+                if got is not None:
+                    return got
+        return None
 
     # ------------------------------------------------------------------ iteration helpers
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
@@ -292,7 +334,7 @@ def _has_topology(job: JobInfo) -> bool:
 def open_session(
     cache: SchedulerCache,
     config: SchedulerConfiguration,
-    plugin_factories: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
+    plugin_factories: Mapping[str, PluginFactory],
     *,
     now: float,
     rng: np.random.Generator,

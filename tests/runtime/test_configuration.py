@@ -1,4 +1,4 @@
-"""Specification tests for ``pyvolcano.conf.checked``: one loader for every reader of a
+"""Specification tests for ``pyvolcano.runtime.configuration``: one loader for every reader of a
 configuration, with plugin and action arguments checked and their field paths named."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pyvolcano.conf import ConfigError, default_configuration, load_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.conf import ConfigError, default_configuration
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import default_registry
 
 REGISTRY = default_registry()
 
