@@ -3,8 +3,7 @@
 Flags and defaults are upstream's (``cmd/webhook-manager/app/options/options.go``). Boolean
 flags are switches with a ``--no-`` form; the arguments are read as upstream's pflag reads
 them, klog's and component-base's flags included (:mod:`pyvolcano.cli.go_flags`).
-``--enabled-admission`` may name upstream's ``/cronjobs/validate`` and ``/jobflows/validate``,
-which are not served (one warning: pyvolcano does not admit those kinds); ``--admission-conf``
+``--enabled-admission`` may name every path upstream serves; ``--admission-conf``
 is read at start and refused when it sets ``resourceGroups`` (pod mutation by resource group is
 not implemented).
 
@@ -162,11 +161,7 @@ def _prepare(opts: AdmissionOptions) -> _Prepared:
         raise UsageError("--kube-api-qps and --kube-api-burst must be positive")
     check_admission_conf(opts.admission_conf)
     try:
-        skipped: list[str] = []
-        services = enabled_services(opts.enabled_admission, unimplemented=skipped)
-        if skipped:
-            print(f"warning: --enabled-admission: {', '.join(skipped)} not served: pyvolcano does not admit "
-                  "CronJobs or JobFlows", file=sys.stderr)
+        services = enabled_services(opts.enabled_admission)
         if not services:
             raise ValueError("--enabled-admission: no path pyvolcano serves")
         target = ClientTarget(url=opts.webhook_url, namespace=opts.webhook_namespace,
