@@ -2,7 +2,8 @@
 
 Nodes: 96 CPU, 768Gi, 8 ``nvidia.com/gpu``, 110 pods. Jobs: gangs of ``pods_per_job`` identical
 pods (minMember = all of them), spread over 4 queues, with a mix of CPU-only and GPU
-requests drawn from a fixed menu by a seeded generator.
+requests drawn from a fixed menu by a seeded generator (``menu=GPU_MENU``: GPU pods only,
+the held-out shape, where the cluster fills up before every gang fits).
 """
 
 from __future__ import annotations
@@ -20,10 +21,19 @@ MENU = [
     {"cpu": "12", "memory": "96Gi", GPU: "2"},
     {"cpu": "1", "memory": "4Gi"},
 ]
+# The held-out shape's menu: every pod asks for GPUs (one, or two for one gang in twelve, with
+# varied CPU and memory), so the cluster's GPUs (8 a node) run out before every gang fits.
+GPU_MENU = [
+    {"cpu": "8", "memory": "32Gi", GPU: "1"},
+    {"cpu": "4", "memory": "16Gi", GPU: "1"},
+    {"cpu": "12", "memory": "64Gi", GPU: "1"},
+    {"cpu": "6", "memory": "48Gi", GPU: "1"},
+] * 3
+GPU_MENU[-1] = {"cpu": "12", "memory": "96Gi", GPU: "2"}
 
 
 def synthetic_cluster(n_nodes: int, n_jobs: int, pods_per_job: int, *, seed: int = 42,
-                      n_queues: int = 4) -> ClusterObjects:
+                      n_queues: int = 4, menu: list[dict[str, str]] | None = None) -> ClusterObjects:
     rng = random.Random(seed)
     objs = ClusterObjects()
     for q in range(n_queues):
@@ -35,7 +45,7 @@ def synthetic_cluster(n_nodes: int, n_jobs: int, pods_per_job: int, *, seed: int
     for j in range(n_jobs):
         name = f"job-{j:05d}"
         queue = f"q{rng.randrange(n_queues)}"
-        req = rng.choice(MENU)
+        req = rng.choice(MENU if menu is None else menu)
         objs.podgroups.append(PodGroup(namespace="bench", name=name, uid=f"bench/{name}", min_member=pods_per_job,
                                        queue=queue, phase="Inqueue", creation_timestamp=float(j)))
         for k in range(pods_per_job):

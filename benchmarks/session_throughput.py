@@ -2,9 +2,12 @@
 
 Prints, for 1,000 nodes / 10,000 pods and 10,000 nodes / 2,000 gang jobs × 50 pods
 (upstream's default configuration plus binpack), and for 5,000 nodes / 1,000 gangs × 50 pods
-(upstream's default configuration alone, and again with binpack): seconds of one session, pods placed per second of
-session time, peak RSS (of the whole process so far), and the session's CPU seconds (on a
-loaded machine the CPU time is the steadier figure); then the end-to-end time of
+(upstream's default configuration alone, and again with binpack), and the held-out shape
+(``--only heldout``: 5,000 nodes, 1,000 gangs of 50 GPU pods, four queues, binpack;
+the cluster's GPUs run out before every gang fits): seconds of one session, pods placed per
+second of session time, the gangs left without a bind, peak RSS (of the whole process so
+far), and the session's CPU seconds (on a loaded machine the CPU time is the steadier
+figure); then the end-to-end time of
 ``pyvolcano schedule`` on a 1,000-node / 10,000-pod YAML. ``--per-pod`` forces allocate's
 per-pod path (no batched placement of replicas), for comparison. Not a test: it never fails
 on timing.
@@ -17,7 +20,9 @@ tree has ``util/bulk_build.py``), for a breakdown of CPU seconds by phase: yaml 
 plain values), validate (the values to typed, validated objects), build (the scheduler cache),
 session, output (the JSON text).
 
-    python benchmarks/session_throughput.py [--quick] [--per-pod] [--only SIZE] [--repeat N]
+``--profile N`` runs the sessions under cProfile and prints the top N functions.
+
+    python benchmarks/session_throughput.py [--quick] [--per-pod] [--only SIZE] [--repeat N] [--profile N]
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from _synthetic import synthetic_cluster, to_yaml
+from _synthetic import GPU_MENU, synthetic_cluster, to_yaml
 
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
@@ -46,31 +51,49 @@ from pyvolcano.runtime.registry import default_registry
 CONF = DEFAULT_SCHEDULER_CONF + "  - name: binpack\n"
 # Scheduler options of the in-process sessions (``--per-pod`` sets batch_replicas=False).
 OPTIONS: dict[str, bool] = {}
+# ``--profile N``: run the sessions under cProfile and print the top N functions by cumulative time.
+PROFILE: list[int] = []
 
 
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def one_session(n_nodes: int, n_jobs: int, pods_per_job: int, conf: str = CONF, label: str = "") -> None:
+def one_session(n_nodes: int, n_jobs: int, pods_per_job: int, conf: str = CONF, label: str = "",
+                menu: list[dict[str, str]] | None = None) -> None:
     t0 = time.perf_counter()
-    objs = synthetic_cluster(n_nodes, n_jobs, pods_per_job)
+    objs = synthetic_cluster(n_nodes, n_jobs, pods_per_job, menu=menu)
     cache = SchedulerCache.from_objects(objs, SchedulerOptions(**OPTIONS) if OPTIONS else None)
     build = time.perf_counter() - t0
     registry = default_registry()
     config = load_scheduler_conf(conf)
     plugins = registry.plugin_factories(config.plugin_names())
     actions = registry.action_factories(config.actions)
+    profiler = None
+    if PROFILE:
+        import cProfile
+
+        profiler = cProfile.Profile()
     t1 = time.perf_counter()
     c1 = time.process_time()
+    if profiler is not None:
+        profiler.enable()
     res = run_once(cache, config, plugins, actions, now=0.0, rng=np.random.default_rng(0))
+    if profiler is not None:
+        profiler.disable()
     secs = time.perf_counter() - t1
     cpu = time.process_time() - c1
     placed = len(res.binds)
+    bound = {ns_name.rsplit("-worker-", 1)[0] for ns_name, _node in res.binds}
+    pending = sum(1 for pg in objs.podgroups if f"{pg.namespace}/{pg.name}" not in bound)
     print(f"{n_nodes:>6} nodes, {n_jobs * pods_per_job:>7} pods ({n_jobs} gangs x {pods_per_job}): "
-          f"build {build:6.2f}s  session {secs:7.3f}s  placed {placed:>7}  "
+          f"build {build:6.2f}s  session {secs:7.3f}s  placed {placed:>7}  pending gangs {pending:>5}  "
           f"{placed / secs if secs else 0:>9.0f} pods/s  peak RSS {peak_rss_mib():7.0f} MiB  "
           f"cpu {cpu:7.3f}s{label}", flush=True)
+    if profiler is not None:
+        import pstats
+
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(PROFILE[0])
 
 
 def end_to_end(n_nodes: int, n_jobs: int, pods_per_job: int) -> None:
@@ -152,12 +175,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes only (smoke run)")
     ap.add_argument("--per-pod", action="store_true", help="force allocate's per-pod path")
-    ap.add_argument("--only", choices=["1k", "e2e", "10k", "5k", "5k-binpack", "5k-e2e"],
+    ap.add_argument("--only", choices=["1k", "e2e", "10k", "5k", "5k-binpack", "heldout", "5k-e2e"],
                     help="run one measurement only")
+    ap.add_argument("--profile", type=int, metavar="N", default=0,
+                    help="profile the sessions (cProfile) and print the top N functions by cumulative time")
     ap.add_argument("--repeat", type=int, default=1, help="runs of the whole command (5k-e2e)")
     args = ap.parse_args()
     if args.per_pod:
         OPTIONS["batch_replicas"] = False
+    if args.profile:
+        PROFILE.append(args.profile)
     if args.quick:
         one_session(200, 40, 10)
         return
@@ -171,6 +198,8 @@ def main() -> None:
         one_session(5_000, 1_000, 50, conf=DEFAULT_SCHEDULER_CONF, label="  (default conf)")
     if args.only in (None, "5k-binpack"):
         one_session(5_000, 1_000, 50, label="  (default conf + binpack)")
+    if args.only in (None, "heldout"):
+        one_session(5_000, 1_000, 50, menu=GPU_MENU, label="  (held-out: GPU pods, default conf + binpack)")
     if args.only in (None, "5k-e2e"):
         whole_command(5_000, 1_000, 50, args.repeat)
 

@@ -4,7 +4,8 @@ Within allocate's batched placement, consecutive replicas of one task template a
 a run (``batch_templates``) and four per-pod calls get batch forms: the statement's
 allocation with one allocate event per plugin (``batch_statement``), the queue-quota check
 counted once (``batch_quota``) and JobReady asked only when the gang's count can make it
-true (``batch_ready``). The property test runs the same sessions with every form on, with
+true (``batch_ready``); a gang the quota cuts short of JobReady is walked without placing
+and undoing its replicas (``batch_quota_cut``). The property test runs the same sessions with every form on, with
 each one switched off, and on the per-pod path (``batch_replicas`` off), on generated
 clusters where queue quotas cut gangs short, nodes fill up (pipelining and fit errors),
 gangs mix two templates and best-effort pods, and terminating pods release resources,
@@ -29,6 +30,7 @@ from hypothesis import strategies as st
 
 from builders import dump, node, pod, podgroup, queue
 from pyvolcano.actions.allocate import Allocate
+from pyvolcano.actions.allocate.tasks import TaskPlacement
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo
@@ -48,7 +50,7 @@ CONFS = {
     "hdrf": DEFAULT_SCHEDULER_CONF.replace("  - name: drf\n", "  - name: drf\n    enableHierarchy: true\n")
     .replace("  - name: proportion\n", ""),
 }
-FORMS = ["batch_templates", "batch_statement", "batch_quota", "batch_ready"]
+FORMS = ["batch_templates", "batch_statement", "batch_quota", "batch_ready", "batch_quota_cut"]
 REQUESTS = [("1", "1Gi"), ("2", "2Gi"), ("500m", "512Mi"), ("3", "6Gi")]
 
 
@@ -174,6 +176,35 @@ def test_a_queue_quota_cuts_a_gang_short_as_one_pod_at_a_time_would() -> None:
     per_pod = run(docs, CONFS["default"], seed=0, sessions=1, batch_replicas=False)
     assert sorted(p for p, _node in per_pod[1][0]) == ["ns/small-0", "ns/small-1"]
     assert run(docs, CONFS["default"], seed=0, sessions=1) == per_pod
+
+
+@pytest.mark.parametrize("conf", ["default", "default+binpack", "capacity"])
+def test_gangs_the_quota_cuts_short_are_walked_without_placing_and_decide_the_same(
+    conf: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # q0 holds 40 CPUs: after the first gang (24) the next ones get 16 of their 24 replicas
+    # from the quota, so each is cut short; a small gang in q1 still fits after them.
+    docs: list[dict[str, Any]] = [queue("q0", capability={"cpu": "40"}), queue("q1")]
+    docs += [node(f"n{i:02d}", cpu="8", memory="32Gi") for i in range(40)]
+    for j in range(4):
+        docs.append(podgroup(f"g{j}", queue="q0", min_member=24))
+        docs += [pod(f"g{j}-{r:02d}", f"g{j}", cpu="1", memory="1Gi") for r in range(24)]
+    docs.append(podgroup("small", queue="q1", min_member=3))
+    docs += [pod(f"small-{r}", "small", cpu="2", memory="1Gi") for r in range(3)]
+    walked: list[bool] = []
+    original = TaskPlacement._quota_cut
+
+    def recording(self: TaskPlacement, *args: Any) -> bool:
+        walked.append(original(self, *args))
+        return walked[-1]
+
+    monkeypatch.setattr(TaskPlacement, "_quota_cut", recording)
+    placed_then_undone = run(docs, CONFS[conf], seed=3, sessions=2, batch_quota_cut=False)
+    assert not walked
+    walked_out = run(docs, CONFS[conf], seed=3, sessions=2)
+    assert True in walked
+    assert walked_out == placed_then_undone
+    assert walked_out == run(docs, CONFS[conf], seed=3, sessions=2, batch_replicas=False)
 
 
 @pytest.mark.parametrize("conf", sorted(CONFS))

@@ -17,7 +17,7 @@ from tests.simulator.test_incremental import _outcome, _philly_slice, _preemptio
 from pyvolcano.cache.cache import SchedulerOptions
 from pyvolcano.simulator import runtime
 
-FORMS = ("batch_templates", "batch_statement", "batch_quota", "batch_ready")
+FORMS = ("batch_templates", "batch_statement", "batch_quota", "batch_ready", "batch_quota_cut")
 
 
 @pytest.mark.parametrize("scenario", [_philly_slice, _preemption], ids=["philly-150", "preemption"])

@@ -72,6 +72,10 @@ class SchedulerOptions:
     batch_quota: bool = True
     # JobReady is asked only once the gang's count can make it true.
     batch_ready: bool = True
+    # A gang the queue quota cuts short of JobReady is walked without placing and undoing
+    # its replicas: the same selections, round-robin moves, random draws, status moves and
+    # last transactions (actions/allocate/tasks.py ``_quota_cut``); False places and undoes them.
+    batch_quota_cut: bool = True
     # allocate's HyperNode search dry-runs candidates best-score-first and stops once no
     # untried candidate can score as high as the best placement found (the scores do not depend
     # on the dry runs; actions/allocate/topology.py). The chosen HyperNode is the one the

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,7 +54,7 @@ from pyvolcano.api.resource import MIN_RESOURCE
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.framework.session import Session
 
-__all__ = ["BatchKey", "ReplicaBatch", "batch_key"]
+__all__ = ["BatchKey", "BatchState", "ReplicaBatch", "batch_key"]
 
 BatchKey = tuple[Hashable, Hashable]
 # Below this many rows, per-row scalar updates cost less than fancy-indexed ones.
@@ -73,13 +74,38 @@ def batch_key(ssn: Session, task: TaskInfo) -> BatchKey | None:
     return (pkey, skey)
 
 
+@dataclass(slots=True)
+class BatchState:
+    """A copy of a :class:`ReplicaBatch`'s mutable state (:meth:`ReplicaBatch.save`); the
+    arrays rebound rather than written in place (fidx, fidx2) are shared."""
+
+    mask: np.ndarray
+    member: np.ndarray
+    fidx: np.ndarray
+    fidx2: np.ndarray
+    idle2: np.ndarray
+    scores2: np.ndarray
+    masked2: np.ndarray
+    idle_all: np.ndarray
+    scores_all: np.ndarray
+    has_next: np.ndarray
+    ok_next: np.ndarray
+    idle_next: np.ndarray
+    scores_next: np.ndarray
+    dirty: dict[int, int]
+    advanced: set[int]
+    need_next: set[int]
+    recheck: set[int]
+    position: int
+
+
 class ReplicaBatch:
     """Feasible nodes and their scores for the replicas of one template (see module doc)."""
 
     __slots__ = (
         "advanced", "dirty", "fidx", "fidx2", "has_next", "idle2", "idle_all", "idle_next", "key", "mask",
         "masked2", "member", "n", "need_next", "nonzero", "ok_next", "position", "project", "recheck", "scores2",
-        "scores_all", "scores_next", "ssn", "vec", "want",
+        "scores_all", "scores_next", "ssn", "syncs", "vec", "want",
     )
 
     def __init__(self, ssn: Session, task: TaskInfo, key: BatchKey):
@@ -103,9 +129,12 @@ class ReplicaBatch:
         self.need_next: set[int] = set()
         # Rows to re-evaluate at the next sync although the change log may not name them.
         self.recheck: set[int] = set()
+        # Times the values were re-evaluated from the node table (a dry walk must see none).
+        self.syncs = 0
         self._start(task)
 
     def _start(self, task: TaskInfo) -> None:
+        self.syncs += 1
         self.mask = self.ssn.feasibility_mask(task, self.key[0])
         # The verdicts fidx was built from (the store's mask may be brought up to date by the
         # per-pod path in between, so it cannot tell which verdicts flipped).
@@ -180,6 +209,7 @@ class ReplicaBatch:
         """Re-evaluate the rows changed since the batch was last up to date, and the dirty ones."""
         ssn = self.ssn
         table = ssn.node_table
+        self.syncs += 1
         tail = table.rows_changed_since(self.position)
         if tail is None:
             # The change log no longer reaches back: start again from the store.
@@ -314,6 +344,42 @@ class ReplicaBatch:
         if m == 1 or not self.member[row]:
             return [row]
         return [row, *self._choose_ahead(task, m - 1)]
+
+    def save(self, task: TaskInfo) -> BatchState:
+        """Bring the batch up to date, then a copy of its state for :meth:`restore`.
+
+        For a dry walk of selections (``TaskPlacement._quota_cut``): selections made after
+        this, with no placement and no sync in between, are undone by :meth:`restore`, which
+        leaves the batch as the placements and their undo followed by a sync would (its
+        values are those of the node table, which the walk did not change)."""
+        self._catch_up(task)
+        return BatchState(
+            self.mask.copy(), self.member.copy(), self.fidx, self.fidx2, self.idle2.copy(), self.scores2.copy(),
+            self.masked2.copy(), self.idle_all.copy(), self.scores_all.copy(), self.has_next.copy(),
+            self.ok_next.copy(), self.idle_next.copy(), self.scores_next.copy(), dict(self.dirty),
+            set(self.advanced), set(self.need_next), set(self.recheck), self.position,
+        )
+
+    def restore(self, state: BatchState) -> None:
+        """Put back the state :meth:`save` copied (the store's feasibility mask in place)."""
+        self.mask[:] = state.mask
+        self.member = state.member
+        self.fidx = state.fidx
+        self.fidx2 = state.fidx2
+        self.idle2 = state.idle2
+        self.scores2 = state.scores2
+        self.masked2 = state.masked2
+        self.idle_all = state.idle_all
+        self.scores_all = state.scores_all
+        self.has_next = state.has_next
+        self.ok_next = state.ok_next
+        self.idle_next = state.idle_next
+        self.scores_next = state.scores_next
+        self.dirty = state.dirty
+        self.advanced = state.advanced
+        self.need_next = state.need_next
+        self.recheck = state.recheck
+        self.position = state.position
 
     def _catch_up(self, task: TaskInfo) -> None:
         """Bring the batch up to date with the node table's change log."""

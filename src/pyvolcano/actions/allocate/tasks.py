@@ -38,7 +38,7 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.node import NodeInfo, RequestVector
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.sub_job import SubJobInfo
-from pyvolcano.api.task import TaskInfo
+from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import FitErrors
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
@@ -122,6 +122,9 @@ class TaskPlacement:
                             batch = self._batches[bkey] = ReplicaBatch(ssn, task, bkey)
                     if runs:
                         outcome = self._place_run(stmt, job, queue, task, batch, tasks, leftover)
+                        if outcome is _CUT:
+                            stmt.discard()
+                            return None
                         if outcome is _READY:
                             break
                         if outcome is _PLACED:
@@ -223,6 +226,9 @@ class TaskPlacement:
         while i < len(run):
             remaining = len(run) - i
             admitted = ssn.allocatable_count(queue, run[i], remaining) if opts.batch_quota else None
+            if (i == 0 and admitted and opts.batch_quota_cut and opts.batch_ready and not tasks and not leftover
+                    and not stmt.operations and self._quota_cut(job, run, admitted, batch, vec)):
+                return _CUT
             if admitted is None:
                 admitted = 1 if i == 0 or ssn.allocatable(queue, run[i]) else 0
                 if not admitted:
@@ -245,6 +251,74 @@ class TaskPlacement:
                 leftover.extend(reversed(run[i:]))
                 return _READY
         return _PLACED
+
+    def _quota_cut(self, job: JobInfo, run: list[TaskInfo], admitted: int, batch: ReplicaBatch,
+                   vec: RequestVector) -> bool:
+        """A gang the queue's quota cuts short of JobReady, walked without placing it.
+
+        ``run`` is all that is left of the job's worksheet, in a statement still empty, and the
+        quota admits only its first ``admitted`` replicas. If JobReady cannot turn true within
+        them (``Session.job_ready_bound``), :meth:`_place_run` would place them, see the quota
+        refuse the rest and the job neither ready nor pipelined, and the statement would undo
+        it all. What that leaves behind is made here without the placements: the same
+        selections (the round-robin index moved and the session's generator drawn as they
+        move and draw it) from the batch's projected values, the job's status moves, the
+        plugins' allocate and deallocate events (their accounts keep what an add and a
+        subtraction leave) and the tasks' last transactions as the undo leaves them; the nodes
+        and the node table's change log are left alone (the placements and their undo cancel
+        out), and the batch is put back as the sync after the undo would leave it.
+
+        Returns False, with nothing changed, where the walk cannot know what the placements
+        would do: a selection that needs a sync of the batch (its rows would be read without
+        the walk's placements), a replica that does not fit Idle (pipelined, one task at a
+        time), no feasible node (fit errors are recorded on the state with the placements),
+        allocate events without their batch form, claims to reserve, or a job JobReady or
+        JobPipelined accepts with the replicas allocated.
+        """
+        ssn = self.ssn
+        if not (ssn.cache.options.batch_statement and ssn.allocate_batchable()):
+            return False
+        bound = ssn.job_ready_bound(job)
+        if bound is None or admitted >= bound:
+            return False
+        memo = ssn.memo
+        saved = batch.save(run[0])
+        rr = memo.last_processed_node_index
+        drawn = ssn.rng.bit_generator.state
+        syncs = batch.syncs
+        rows: list[int] = []
+        ok = True
+        while len(rows) < admitted:
+            idle = batch.idle_all.copy()
+            got = batch.select_many(run[len(rows)], admitted - len(rows))
+            if not got or batch.syncs != syncs or not idle[got].all():
+                ok = False
+                break
+            rows.extend(got)
+            # What the catch-up after the chunk's placement does: its own changes.
+            batch.advanced.clear()
+        placed = run[:admitted]
+        if ok and any(t.pod.claims or t.pod.resource_claims for t in placed):
+            ok = False  # reserving claims reads the nodes' accounting
+        if ok:
+            nodes = ssn.node_list
+            for task, row in zip(placed, rows, strict=True):
+                task.node_name = nodes[row].name
+            job.update_tasks_status(placed, TaskStatus.Allocated)
+            ssn.fire_allocate_many(placed)
+            ok = not ssn.job_ready(job) and not ssn.job_pipelined(job)
+            # The statement's undo, last placement first (Session.move_task without the node).
+            for task in reversed(placed):
+                if ok:
+                    task.generate_last_tx_context()
+                job.update_task_status(task, TaskStatus.Pending)
+                ssn.fire_deallocate(task)
+                task.node_name = ""
+        batch.restore(saved)
+        if not ok:
+            memo.last_processed_node_index = rr
+            ssn.rng.bit_generator.state = drawn
+        return ok
 
     def _place_chunk(self, stmt: Statement, chunk: list[TaskInfo], rows: list[int], vec: RequestVector) -> None:
         """Place ``chunk[j]`` on ``rows[j]`` (distinct rows) in order, as the per-pod path does:
@@ -298,6 +372,7 @@ def allocate_resources_for_task(ssn: Session, stmt: Statement, task: TaskInfo, n
 
 _READY = object()
 _PLACED = object()
+_CUT = object()  # the queue's quota cuts the gang short: walked, nothing placed (_quota_cut)
 
 
 def _cached_verdicts(mask: np.ndarray) -> Callable[[TaskInfo, np.ndarray], tuple[np.ndarray, FitErrors]]:
