@@ -173,8 +173,12 @@ class _Context:
         assert pg is not None
         unplaced = [t for s in (TaskStatus.Pending, TaskStatus.Allocated, TaskStatus.Pipelined)
                     for t in job.tasks_in(s).values()]
-        unplaced.sort(key=lambda t: t.uid)
-        unplaced.sort(key=self.task_key)
+        order = ssn.task_sort_key(unplaced)
+        if order is not None:
+            unplaced.sort(key=order)  # TaskOrder's own total order, as allocate's worksheets sort
+        else:
+            unplaced.sort(key=lambda t: t.uid)
+            unplaced.sort(key=self.task_key)
         gated = [t for t in unplaced if t.sch_gated]
         ungated = [t for t in unplaced if not t.sch_gated]
         placed = job.count(_PLACED)
