@@ -40,12 +40,16 @@ from pyvolcano.api.network_topology import NETWORK_TOPOLOGY_MODES, NetworkTopolo
 from pyvolcano.api.objects import (
     Container,
     Node,
+    NodeGroupAffinity,
     OwnerReference,
     Pod,
+    PodDisruptionBudget,
     PodGroup,
     PodGroupCondition,
     PriorityClass,
     Queue,
+    QueueAffinity,
+    ResourceQuota,
     unschedulable_condition,
 )
 from pyvolcano.api.quantity import QuantityError, parse_quantity
@@ -60,6 +64,7 @@ __all__ = [
     "one_line",
     "parse_object",
     "parse_objects",
+    "parse_time",
     "pod_uid",
     "read_manifest_text",
 ]
@@ -102,6 +107,8 @@ class ClusterObjects:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     hypernodes: list[HyperNode] = field(default_factory=list)
+    pod_disruption_budgets: list[PodDisruptionBudget] = field(default_factory=list)
+    resource_quotas: list[ResourceQuota] = field(default_factory=list)
     other: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     documents: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, [ns/]name) -> document index
 
@@ -245,6 +252,12 @@ def _seconds(v: Any) -> float | None:
         except ValueError:
             pass
     return None
+
+
+def parse_time(v: Any) -> float | None:
+    """Seconds since the epoch of a time value as a manifest holds it (RFC 3339 text, a number, a
+    datetime), or None when it is not one."""
+    return _seconds(v)
 
 
 def _show(v: Any) -> str:
@@ -700,7 +713,75 @@ def _queue(d: _Doc) -> Queue:
         creation_timestamp=created, weight=weight, capability=d.resources("spec.capability"),
         deserved=d.resources("spec.deserved"), guarantee=d.resources("spec.guarantee.resource"),
         reclaimable=d.bool_("spec.reclaimable", True), priority=d.int_("spec.priority", 0, int32=True) or 0,
-        parent=d.str_("spec.parent", ""), state=state,
+        parent=d.str_("spec.parent", ""), state=state, affinity=_queue_affinity(d),
+    )
+
+
+def _queue_affinity(d: _Doc) -> QueueAffinity | None:
+    """``spec.affinity``: lists of node-group names under ``nodeGroup(Anti)Affinity``."""
+    if _mapping_field(d, d.get("spec.affinity"), "spec.affinity") is None:
+        return None
+
+    def rules(path: str) -> NodeGroupAffinity | None:
+        if _mapping_field(d, d.get(path), path) is None:
+            return None
+        groups = []
+        for when in ("required", "preferred"):
+            field_path = f"{path}.{when}DuringSchedulingIgnoredDuringExecution"
+            names = d.list_(field_path)
+            for i, name in enumerate(names):
+                if not isinstance(name, str):
+                    raise d.fail(f"{field_path}[{i}]", f"got {_show(name)}; expected a node group name")
+            groups.append(tuple(names))
+        return NodeGroupAffinity(required=groups[0], preferred=groups[1])
+
+    return QueueAffinity(node_group_affinity=rules("spec.affinity.nodeGroupAffinity"),
+                         node_group_anti_affinity=rules("spec.affinity.nodeGroupAntiAffinity"))
+
+
+def _int_or_percent(d: _Doc, path: str) -> int | str | None:
+    """An IntOrString count: a non-negative integer or a percentage such as ``"50%"``."""
+    v = d.get(path)
+    if v is None:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return v
+    if isinstance(v, str) and v.endswith("%") and v[:-1].isascii() and v[:-1].isdigit():
+        return v
+    raise d.fail(path, f"got {_show(v)}; expected a non-negative integer or a percentage such as '50%'")
+
+
+def _pod_disruption_budget(d: _Doc) -> PodDisruptionBudget:
+    name, _labels, _annotations, _created = _meta_common(d)
+    ns = d.str_("metadata.namespace", "default") or "default"
+    try:
+        selector = matching.compile_label_selector(d.get("spec.selector"), "spec.selector")
+    except matching.SelectorError as e:
+        raise ManifestError(f"{d.where}: {e}") from None
+    min_available = _int_or_percent(d, "spec.minAvailable")
+    max_unavailable = _int_or_percent(d, "spec.maxUnavailable")
+    if min_available is not None and max_unavailable is not None:
+        raise d.fail("spec", "minAvailable and maxUnavailable cannot be both set")
+    allowed = d.int_("status.disruptionsAllowed", 0, int32=True) or 0
+    if allowed < 0:
+        raise d.fail("status.disruptionsAllowed", f"got {allowed}; expected a non-negative integer")
+    disrupted = d.get("status.disruptedPods")
+    if disrupted is not None and not isinstance(disrupted, Mapping):
+        raise d.fail("status.disruptedPods", f"got {_show(disrupted)}; expected a mapping of pod name to time")
+    return PodDisruptionBudget(
+        namespace=ns, name=name, uid=d.str_("metadata.uid", "") or f"{ns}/{name}", selector=selector,
+        disruptions_allowed=allowed, disrupted_pods=frozenset(str(k) for k in (disrupted or {})),
+        min_available=min_available, max_unavailable=max_unavailable,
+    )
+
+
+def _resource_quota(d: _Doc) -> ResourceQuota:
+    name, _labels, _annotations, _created = _meta_common(d)
+    ns = d.str_("metadata.namespace", "default") or "default"
+    return ResourceQuota(
+        namespace=ns, name=name, uid=d.str_("metadata.uid", "") or f"{ns}/{name}",
+        hard=d.resources("status.hard") or {}, used=d.resources("status.used") or {},
+        spec_hard=d.resources("spec.hard") or {},
     )
 
 
@@ -731,6 +812,8 @@ _KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
     ("scheduling.volcano.sh/v1beta1", "Queue"): ("queues", _queue),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("priority_classes", _priority_class),
     (TOPOLOGY_API_VERSION, "HyperNode"): ("hypernodes", _hypernode),
+    ("policy/v1", "PodDisruptionBudget"): ("pod_disruption_budgets", _pod_disruption_budget),
+    ("v1", "ResourceQuota"): ("resource_quotas", _resource_quota),
 }
 
 
@@ -745,7 +828,7 @@ def _describe(doc: Mapping[str, Any]) -> str:
         name = md.get("name")
         ns = md.get("namespace")
         if isinstance(name, str):
-            if kind in ("Pod", "PodGroup"):
+            if kind in ("Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota"):
                 return f"{kind} {ns if isinstance(ns, str) and ns else 'default'}/{name}"
             return f"{kind} {name}"
     return str(kind)

@@ -19,18 +19,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyvolcano.api.matching import NOTHING, LabelSelector
 from pyvolcano.api.names import GROUP_NAME_KEY
 from pyvolcano.api.network_topology import NetworkTopology, SubGroupPolicy
 
 __all__ = [
     "Container",
     "Node",
+    "NodeGroupAffinity",
     "OwnerReference",
     "Pod",
+    "PodDisruptionBudget",
     "PodGroup",
     "PodGroupCondition",
     "PriorityClass",
     "Queue",
+    "QueueAffinity",
+    "ResourceQuota",
     "unschedulable_condition",
 ]
 
@@ -166,6 +171,23 @@ class PodGroup:
         return f"{self.namespace}/{self.name}"
 
 
+@dataclass(frozen=True, slots=True)
+class NodeGroupAffinity:
+    """One of a Queue's ``spec.affinity.nodeGroup(Anti)Affinity``: node-group names, as written."""
+
+    required: tuple[str, ...] = ()
+    preferred: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class QueueAffinity:
+    """A Queue's ``spec.affinity``: the node groups (label ``volcano.sh/nodegroup-name``) its
+    jobs may or should run on (read by the nodegroup plugin)."""
+
+    node_group_affinity: NodeGroupAffinity | None = None
+    node_group_anti_affinity: NodeGroupAffinity | None = None
+
+
 @dataclass(slots=True)
 class Queue:
     name: str
@@ -182,6 +204,7 @@ class Queue:
     parent: str = ""
     state: str = "Open"
     allocated: dict[str, float] = field(default_factory=dict)
+    affinity: QueueAffinity | None = None
 
 
 @dataclass(slots=True)
@@ -190,3 +213,45 @@ class PriorityClass:
     value: int
     global_default: bool = False
     preemption_policy: str = "PreemptLowerPriority"
+
+
+@dataclass(slots=True)
+class PodDisruptionBudget:
+    """A ``policy/v1`` PodDisruptionBudget: the parts the pdb plugin reads.
+
+    ``selector`` is ``spec.selector`` compiled (a missing one selects nothing);
+    ``disruptions_allowed`` and ``disrupted_pods`` (pod names) are the disruption controller's
+    ``status``. ``min_available`` / ``max_unavailable`` are kept as written (an integer or a
+    percentage) for the simulator's disruption controller; the scheduler does not read them.
+    """
+
+    namespace: str
+    name: str
+    uid: str = ""
+    selector: LabelSelector = NOTHING
+    disruptions_allowed: int = 0
+    disrupted_pods: frozenset[str] = frozenset()
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class ResourceQuota:
+    """A ``v1`` ResourceQuota: ``status.hard`` and ``status.used`` (quantities as written), which
+    the resourcequota plugin reads, and ``spec.hard``, which the quota controller copies into
+    ``status.hard``. Scopes are not modelled (upstream's plugin ignores them too)."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    hard: dict[str, Any] = field(default_factory=dict)
+    used: dict[str, Any] = field(default_factory=dict)
+    spec_hard: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

@@ -16,6 +16,10 @@ Tracked pods follow upstream: a pod is scheduled by us if its ``schedulerName`` 
 ``scheduler_names``; any pod already assigned to a node consumes that node's resources.
 A pod's job is ``<namespace>/<scheduling.k8s.io/group-name>``; pods without the annotation are
 only counted on nodes.
+
+PodDisruptionBudgets and ResourceQuotas are kept as read (upstream's PDB lister and
+``NamespaceInfo``): by ``namespace/name``, and quotas by namespace, for the pdb and
+resourcequota plugins.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pyvolcano.api.hypernode_tree import HyperNodeTree
 from pyvolcano.api.job import JobChanges, JobInfo
 from pyvolcano.api.manifest import ClusterObjects
 from pyvolcano.api.node import NodeInfo, NodeTable
-from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
+from pyvolcano.api.objects import Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass, Queue, ResourceQuota
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
@@ -107,6 +111,9 @@ class SchedulerCache:
         # which keep their NodeInfo and row, are not in it).
         self.hypernodes: dict[str, HyperNode] = {}
         self.hypernode_tree = HyperNodeTree()
+        # PodDisruptionBudgets by "namespace/name"; ResourceQuotas by namespace, then name.
+        self.pod_disruption_budgets: dict[str, PodDisruptionBudget] = {}
+        self.resource_quotas: dict[str, dict[str, ResourceQuota]] = {}
         # Bumped whenever a node's labels, taints or schedulability change, so per-node
         # derived data (e.g. predicate signatures) can be rebuilt.
         self.node_generation = 0
@@ -140,6 +147,10 @@ class SchedulerCache:
         cache.hypernodes = {hn.name: hn for hn in objs.hypernodes}
         cache.hypernode_tree = HyperNodeTree.build(
             cache.hypernodes.values(), ((info.name, info.labels, info.index) for info in cache.node_list))
+        for pdb in objs.pod_disruption_budgets:
+            cache.pod_disruption_budgets[pdb.key] = pdb
+        for rq in objs.resource_quotas:
+            cache.resource_quotas.setdefault(rq.namespace, {})[rq.name] = rq
         for pg in sorted(objs.podgroups, key=lambda p: (p.namespace, p.name)):
             cache.add_podgroup(pg)
         referenced = {cache.jobs[k].queue for k in cache.jobs}
@@ -371,6 +382,26 @@ class SchedulerCache:
 
     def upsert_priority_class(self, pc: PriorityClass) -> None:
         self.priority_classes[pc.name] = pc
+
+    def upsert_pod_disruption_budget(self, pdb: PodDisruptionBudget) -> None:
+        # A budget that allows more disruptions can let preemption make room.
+        self.capacity_epoch += 1
+        self.pod_disruption_budgets[pdb.key] = pdb
+
+    def delete_pod_disruption_budget(self, namespace: str, name: str) -> None:
+        if self.pod_disruption_budgets.pop(f"{namespace}/{name}", None) is not None:
+            self.capacity_epoch += 1
+
+    def upsert_resource_quota(self, rq: ResourceQuota) -> None:
+        self.capacity_epoch += 1
+        self.resource_quotas.setdefault(rq.namespace, {})[rq.name] = rq
+
+    def delete_resource_quota(self, namespace: str, name: str) -> None:
+        quotas = self.resource_quotas.get(namespace)
+        if quotas is not None and quotas.pop(name, None) is not None:
+            self.capacity_epoch += 1
+            if not quotas:
+                del self.resource_quotas[namespace]
 
     def delete_podgroup(self, namespace: str, name: str, *, releases: bool = True) -> None:
         """Forget a PodGroup; ``releases=False`` when nothing it held or summed goes with it."""

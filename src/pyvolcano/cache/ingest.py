@@ -13,7 +13,7 @@ from typing import Any
 from pyvolcano.api.hypernode import HyperNode
 from pyvolcano.api.job import podgroup_phase
 from pyvolcano.api.manifest import ManifestError, parse_object, pod_uid
-from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
+from pyvolcano.api.objects import Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass, Queue, ResourceQuota
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.store.base import Store, StoreError, to_rfc3339
@@ -48,7 +48,8 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     every field the scheduler parses unchanged (the controller's per-phase counts) cannot
     either. Everything else can.
     """
-    if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass", "HyperNode"):
+    if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass", "HyperNode", "PodDisruptionBudget",
+                    "ResourceQuota"):
         return False
     if kind == "Pod" and event_type == "DELETED":
         return _delete_pod(cache, obj)
@@ -102,6 +103,16 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
             cache.priority_classes.pop(typed.name, None)
         else:
             cache.upsert_priority_class(typed)
+    elif isinstance(typed, PodDisruptionBudget):
+        if event_type == "DELETED":
+            cache.delete_pod_disruption_budget(typed.namespace, typed.name)
+        else:
+            cache.upsert_pod_disruption_budget(typed)
+    elif isinstance(typed, ResourceQuota):
+        if event_type == "DELETED":
+            cache.delete_resource_quota(typed.namespace, typed.name)
+        else:
+            cache.upsert_resource_quota(typed)
     elif isinstance(typed, HyperNode):
         if event_type == "DELETED":
             cache.delete_hypernode(typed.name)

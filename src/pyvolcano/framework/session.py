@@ -79,6 +79,10 @@ class Session(SchedulerHelper):
         self.node_list: list[NodeInfo] = cache.node_list
         self.queues: dict[str, QueueInfo] = dict(cache.queues)
         self.priority_classes = cache.priority_classes
+        # The cache's PodDisruptionBudgets (by "namespace/name") and ResourceQuotas (by namespace),
+        # as upstream's PDB lister and ssn.NamespaceInfo: read by the pdb and resourcequota plugins.
+        self.pod_disruption_budgets = cache.pod_disruption_budgets
+        self.resource_quotas = cache.resource_quotas
         self.jobs: dict[str, JobInfo] = cache.session_jobs()  # with a PodGroup and an existing queue
         # The queues of those jobs, each once, in the order a walk over self.jobs meets them.
         self.job_queues: tuple[str, ...] = cache.session_job_queues()

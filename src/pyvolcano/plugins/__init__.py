@@ -28,6 +28,11 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "bestfit": "pyvolcano.plugins.gpu_policies.bestfit",
     "fgd": "pyvolcano.plugins.gpu_policies.fgd",
     "network-topology-aware": "pyvolcano.plugins.network_topology_aware",
+    "pdb": "pyvolcano.plugins.pdb",
+    "nodegroup": "pyvolcano.plugins.nodegroup",
+    "resourcequota": "pyvolcano.plugins.resourcequota",
+    "cdp": "pyvolcano.plugins.cdp",
+    "task-topology": "pyvolcano.plugins.task_topology",
 }
 
 __all__ = ["BUILTIN_PLUGINS"]

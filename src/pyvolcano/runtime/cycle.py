@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
 
 from pyvolcano.api.job import JobInfo
-from pyvolcano.api.objects import PodGroup
+from pyvolcano.api.manifest import parse_time
+from pyvolcano.api.names import COOLDOWN_KEY
+from pyvolcano.api.objects import Pod, PodGroup
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
@@ -202,6 +204,17 @@ def _apply_binds(cache: SchedulerCache, ssn: Session, result: SessionResult) -> 
         result.bind_requests.append(BindRequest(task.namespace, task.name, node_name, dict(ann), task.uid))
 
 
+def _cooldown_starts(pods: Iterable[Pod]) -> Iterator[float]:
+    """The ``PodScheduled`` transition times of the pods that carry ``volcano.sh/cooldown-time``."""
+    for pod in pods:
+        if COOLDOWN_KEY in pod.labels or COOLDOWN_KEY in pod.annotations:
+            for c in pod.conditions:
+                if c.get("type") == "PodScheduled":
+                    t = parse_time(c.get("lastTransitionTime"))
+                    if t is not None:
+                        yield t
+
+
 def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, registry: Registry, *,
                      sessions: int, seed: int) -> dict[str, Any]:
     """Run ``sessions`` sessions and return the contract's JSON object (without timings).
@@ -212,10 +225,11 @@ def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, regi
     plugins = registry.plugin_factories(config.plugin_names())
     actions = registry.action_factories(config.actions)
     rng = np.random.default_rng(seed)
-    # The snapshot is taken "now": no earlier than its newest object; each further session is
-    # one second later (upstream's default --schedule-period).
+    # The snapshot is taken "now": no earlier than its newest object, nor than the time a pod
+    # with a cooldown was scheduled (the one condition time a decision reads: plugins/cdp.py);
+    # each further session is one second later (upstream's default --schedule-period).
     base = max([0.0, *(p.creation_timestamp for p in cache.pods.values()),
-                *(pg.creation_timestamp for pg in cache.podgroups())])
+                *(pg.creation_timestamp for pg in cache.podgroups()), *_cooldown_starts(cache.pods.values())])
     binds: dict[str, str] = {}
     evictions: list[str] = []
     pipelined: dict[str, str] = {}
