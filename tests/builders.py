@@ -62,6 +62,26 @@ def pod(name: str, group: str, *, ns: str = "ns", cpu: str | None = "1", memory:
     return d
 
 
+def pdb(name: str, match_labels: dict[str, str], allowed: int, *, ns: str = "ns",
+        disrupted: list[str] | None = None) -> dict[str, Any]:
+    """A PodDisruptionBudget as the disruption controller has written its status."""
+    status: dict[str, Any] = {"disruptionsAllowed": allowed}
+    if disrupted:
+        status["disruptedPods"] = dict.fromkeys(disrupted, "2025-01-01T00:00:00Z")
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": ns},
+            "spec": {"selector": {"matchLabels": match_labels}}, "status": status}
+
+
+def resource_quota(name: str, hard: dict[str, str], used: dict[str, str] | None = None, *,
+                   ns: str = "ns") -> dict[str, Any]:
+    """A ResourceQuota as the quota controller has written its status (``spec.hard`` = ``status.hard``)."""
+    status: dict[str, Any] = {"hard": dict(hard)}
+    if used is not None:
+        status["used"] = dict(used)
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": ns},
+            "spec": {"hard": dict(hard)}, "status": status}
+
+
 def plugin_conf(name: str, arguments: dict[str, Any], actions: str = "allocate") -> str:
     """A scheduler configuration with one plugin, ``name``, given ``arguments``."""
     return yaml.safe_dump({"actions": actions, "tiers": [{"plugins": [{"name": name, "arguments": arguments}]}]})
