@@ -83,7 +83,7 @@ def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str |
     except LiveReadError as e:
         error(str(e))
         return 1
-    doc = why_document(cache, key, config, registry, sessions=sessions, seed=seed)
+    doc = why_document(cache, key, config, registry, sessions=sessions, seed=seed, now=state.now)
     if output in ("json", "yaml"):
         emit(doc, output)
     else:
@@ -94,12 +94,12 @@ def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str |
 
 
 def why_document(cache: SchedulerCache, key: str, config: SchedulerConfiguration, registry: Registry, *,
-                 sessions: int, seed: int) -> dict[str, Any]:
+                 sessions: int, seed: int, now: float | None = None) -> dict[str, Any]:
     """Run ``sessions`` sessions on ``cache`` and return ``job why``'s document for PodGroup ``key``:
     ``{"job", "phase", "queue", "diagnosis"}`` (``diagnosis`` null when nothing is pending)."""
     from pyvolcano.runtime.cycle import schedule_objects
 
-    result = schedule_objects(cache, config, registry, sessions=sessions, seed=seed)
+    result = schedule_objects(cache, config, registry, sessions=sessions, seed=seed, now=now)
     job = cache.pg_jobs[key]
     assert job.podgroup is not None
     return {"job": key, "phase": job.podgroup.phase, "queue": job.queue, "diagnosis": result["diagnoses"].get(key)}
@@ -153,6 +153,15 @@ def render_why(doc: dict[str, Any]) -> str:
             rows.append((n, amount(n, r["requested"]), amount(n, r["free_in_queue"]),
                          amount(n, r["free_in_cluster"]), amount(n, r["free_on_best_node"]),
                          r["best_node"] or "-", amount(n, r["shortfall"])))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines.append("")
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    if diag.get("limits"):
+        rows = [("PLUGIN", "LIMITED", "NAME", "LIMIT", "USED", "REQUESTED")]
+        for f in diag["limits"]:
+            n = f["name"]
+            rows.append((f["plugin"], f["object"], n, amount(n, f["limit"]), amount(n, f["used"]),
+                         amount(n, f["requested"])))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         lines.append("")
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]

@@ -17,8 +17,10 @@ session and a change of whether enqueue is configured walk every job.
 
 The stage is decided in pipeline order, first match wins:
 
-1. PodGroup still Pending with enqueue configured: queue closed, queue capability short
-   of minResources, or another plugin's JobEnqueueable vote (``Enqueue.Rejected``);
+1. PodGroup still Pending with enqueue configured: queue closed, a plugin that explains its
+   own rejection (:class:`~pyvolcano.framework.interfaces.EnqueueExplainer`: resourcequota),
+   queue capability short of minResources, or another plugin's JobEnqueueable vote
+   (``Enqueue.Rejected``);
 2. the queue is not Open; JobValid fails (``Gang.MinAvailableNotMet``);
 3. every unplaced pod is scheduling-gated;
 4. pods pipelined onto resources still being released;
@@ -26,7 +28,11 @@ The stage is decided in pipeline order, first match wins:
    still needs fit in the cluster but in no HyperNode its ``highestTierAllowed`` allows (per
    tier, the HyperNode with the most room is reported);
 5. recorded node fit errors: resources short on every node that passes the predicates
-   (possibly curable by preemption or reclaim, which is then the stage), or predicates;
+   (possibly curable by preemption or reclaim, which is then the stage, unless a victim
+   filter the diagnosis replays keeps the victims: pdb, cdp,
+   :class:`~pyvolcano.framework.interfaces.VictimExplainer`), or predicates (explained by the
+   plugin whose reason is the most common, when it can: nodegroup,
+   :class:`~pyvolcano.framework.interfaces.PredicateExplainer`);
 6. queue quota: the pods still needed exceed what the queue's allocate limit leaves;
 7. gated pods the gang needs; otherwise the session did not try the job.
 
@@ -53,18 +59,19 @@ from pyvolcano.diagnosis.model import (
     UNLIMITED,
     Diagnosis,
     HyperNodeFigure,
+    LimitFigure,
     PreemptionInfo,
     QueueQuota,
     Reason,
     ResourceFigure,
     TaskCounts,
 )
-from pyvolcano.framework.interfaces import QuotaExporter
+from pyvolcano.framework.interfaces import EnqueueExplainer, PredicateExplainer, QuotaExporter, VictimExplainer
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["amend_condition", "diagnose_session", "format_amount"]
+__all__ = ["amend_condition", "diagnose_session", "format_amount", "user_amount"]
 
 _UNPLACED = TaskStatus.Pending | TaskStatus.Allocated | TaskStatus.Pipelined
 _PLACED = TaskStatus.Binding | TaskStatus.Bound | TaskStatus.Running | TaskStatus.Succeeded
@@ -148,6 +155,12 @@ def format_amount(name: str, amount: float) -> str:
     if name == "ephemeral-storage" or name.startswith("hugepages-"):
         return format_quantity(amount / 1000.0, binary=True)  # bytes, counted in milli-units
     return format_quantity(amount, milli=True)
+
+
+def user_amount(name: str, amount: float) -> float:
+    """An amount in the internal unit as the figures show it: memory in bytes, pods whole, cpu
+    in cores and every other resource in its own unit (internally milli-units)."""
+    return _user_unit(name, amount)
 
 
 def _user_unit(name: str, amount: float) -> float:
@@ -236,8 +249,9 @@ class _Context:
             if pre is not None and pre.could_help:
                 # preempt works inside the queue whatever its share: the queue's own
                 # lower-priority pods hold the room.
-                return mk(Reason.PREEMPTION_NOT_ALLOWED, msg, f"{pre.why_not}; {hint}", scope="gang",
-                          resources=figures, preemption=pre, task=ungated[0].key)
+                verdict, why, limits = _preemption_verdict(pre)
+                return mk(verdict, msg, f"{why}; {hint}", scope="gang", resources=figures, preemption=pre,
+                          task=ungated[0].key, limits=limits)
             return mk(reason, msg, hint, scope="gang", resources=figures, preemption=pre or _NO_PREEMPTION)
         if gated and placed + len(ungated) < job.min_available:
             return self._gated(job, mk, gated)
@@ -269,6 +283,11 @@ class _Context:
                 name, _user_unit(name, amount), _user_unit(name, free_c),
                 None if free_q is None else _user_unit(name, free_q), shortfall=_user_unit(name, shortfall)))
         events = "; ".join(self.ssn.podgroup_events.get(job.uid, []))
+        for plugin in self._enabled("job_enqueueable"):
+            explained = plugin.explain_enqueue(self.ssn, job) if isinstance(plugin, EnqueueExplainer) else None
+            if explained is not None:
+                return mk(explained.reason, explained.message, explained.hint, scope="minResources",
+                          resources=tuple(figures), limits=explained.limits)
         if short_dims and quota is not None:
             name = short_dims[0]
             fig = next(f for f in figures if f.name == name)
@@ -503,6 +522,11 @@ class _Context:
             ok, _groups = ssn.predicate_failures(task, insufficient)
             candidates = insufficient[ok]
         if not len(candidates) or not any(v > 0 for _d, v in table.task_vector(task)):
+            for plugin in self._enabled("predicate"):
+                explained = plugin.explain_predicates(ssn, job, task, hist) \
+                    if isinstance(plugin, PredicateExplainer) else None
+                if explained is not None:
+                    return mk(explained.reason, fe.error(), explained.hint, limits=explained.limits, **common)
             top_reason, top_count = max(hist.items(), key=lambda kv: (kv[1], kv[0]))
             extra = (f"; the {len(insufficient)} node(s) short of resources fail them too"
                      if len(insufficient) else "")
@@ -571,8 +595,9 @@ class _Context:
             hint += f"; the cluster has only {format_amount(name, cluster)} {name} free"
         pre = self._preemption(job, task, candidates, vec)
         if pre.could_help:
-            return mk(Reason.PREEMPTION_NOT_ALLOWED, fe.error(), f"{pre.why_not}; {hint}",
-                      resources=tuple(figures), preemption=pre, **common)
+            reason, why, limits = _preemption_verdict(pre)
+            return mk(reason, fe.error(), f"{why}; {hint}", resources=tuple(figures), preemption=pre, limits=limits,
+                      **common)
         return mk(Reason.NODE_FIT_INSUFFICIENT_RESOURCE, fe.error(), hint, resources=tuple(figures),
                   preemption=pre, **common)
 
@@ -644,6 +669,19 @@ class _Context:
             if node_i is None:
                 return PreemptionInfo(True, action, enabled,
                                       "evicting the candidate victims would break their gangs' minAvailable")
+            if enabled:
+                for plugin in self._enabled("preemptable" if action == "preempt" else "reclaimable"):
+                    if not isinstance(plugin, VictimExplainer):
+                        continue
+                    filtered = [(i, self._kept_by(plugin, ts)) for i, ts in kept]
+                    if self._helps(filtered, vec) is None:
+                        on_node = next(ts for i, ts in kept if i == node_i)
+                        left = {id(t) for t, _j in next(ts for i, ts in filtered if i == node_i)}
+                        block = plugin.explain_victims(self.ssn, action, [t for t, _j in on_node if id(t) not in left])
+                        return PreemptionInfo(True, action, enabled, block.message, blocked_by=block)
+                    kept = filtered
+                node_i = self._helps(kept, vec)
+                assert node_i is not None
             victims = tuple(sorted(t.key for i, ts in kept if i == node_i for t, _j in ts))
             if not enabled:
                 why = (f"neither the {action} nor the gang{action} action is configured "
@@ -652,6 +690,22 @@ class _Context:
                 why = f"{' and '.join(configured)} ran but its plugins' votes did not select the victims"
             return PreemptionInfo(True, action, enabled, why, victims)
         return _NO_PREEMPTION
+
+    def _enabled(self, kind: str) -> list[object]:
+        """The plugins enabled for callback family ``kind``, in tier order."""
+        names = [name for tier in self.ssn._tiers(kind) for name, _fn in tier]
+        by_name: dict[str, object] = {}
+        for opt, plugin in self.ssn.plugins:
+            by_name.setdefault(opt.name, plugin)
+        return [by_name[name] for name in dict.fromkeys(names) if name in by_name]
+
+    def _kept_by(self, plugin: VictimExplainer, victims: list[tuple[TaskInfo, JobInfo]]
+                 ) -> list[tuple[TaskInfo, JobInfo]]:
+        """``victims`` that ``plugin``'s victim filter keeps, as one node's call would."""
+        if not victims:
+            return victims
+        keep = {id(t) for t in plugin.keep_victims(self.ssn, [t for t, _j in victims])}
+        return [(t, j) for t, j in victims if id(t) in keep]
 
     def _occupants(self, i: int) -> list[tuple[TaskInfo, JobInfo]]:
         """The running or bound pods of jobs with a PodGroup on node ``i``, in UID order (cached)."""
@@ -691,6 +745,14 @@ class _Context:
             if all(float(table.idle[d][i]) + freed.get(table.dims[d]) + _EPS >= v for d, v in vec):
                 return i
         return None
+
+
+def _preemption_verdict(pre: PreemptionInfo) -> tuple[Reason, str, tuple[LimitFigure, ...]]:
+    """The reason code, the why-not text and the figures of a preemption that could have helped."""
+    block = pre.blocked_by
+    if block is None:
+        return Reason.PREEMPTION_NOT_ALLOWED, pre.why_not, ()
+    return block.reason, block.hint, block.limits
 
 
 _NO_PREEMPTION = PreemptionInfo(False, None, False,

@@ -24,7 +24,9 @@ own unit (``nvidia.com/gpu: 8.0``; the scheduler counts them in milli-units inte
 ``free_in_queue`` is null when no quota plugin limits the queue on that dimension.
 Jobs held back by a network-topology constraint also carry ``"topology"``: per tier, the
 HyperNode with the most room for the pods still needed (``{"tier", "best", "room", "allowed",
-"hypernodes"}``); the key is absent for other diagnoses.
+"hypernodes"}``); the key is absent for other diagnoses. Jobs a plugin's own limit holds back
+(a ResourceQuota, a node group's limit, a PodDisruptionBudget, a cooldown) carry ``"limits"``:
+``[{"plugin", "object", "name", "limit", "used", "requested"}]`` (:class:`LimitFigure`).
 ``scope`` says what ``requested`` counts: ``task`` (one pod, node fit), ``gang`` (the pods
 still needed to reach minAvailable, queue quota) or ``minResources`` (enqueue).
 
@@ -44,6 +46,8 @@ __all__ = [
     "STAGE_OF",
     "Diagnosis",
     "HyperNodeFigure",
+    "LimitFigure",
+    "PluginBlock",
     "PreemptionInfo",
     "QueueQuota",
     "Reason",
@@ -72,6 +76,7 @@ class Reason(enum.StrEnum):
     """The reason codes: stable tokens, documented in docs/reasons.md."""
 
     ENQUEUE_REJECTED = "Enqueue.Rejected"
+    ENQUEUE_RESOURCE_QUOTA_EXCEEDED = "Enqueue.ResourceQuotaExceeded"
     QUEUE_CLOSED = "Queue.Closed"
     QUEUE_OVER_CAPABILITY = "Queue.OverCapability"
     QUEUE_OVER_DESERVED = "Queue.OverDeserved"
@@ -82,13 +87,19 @@ class Reason(enum.StrEnum):
     TOPOLOGY_ALLOCATED_HYPERNODE_FULL = "Topology.AllocatedHyperNodeFull"
     NODE_FIT_INSUFFICIENT_RESOURCE = "NodeFit.InsufficientResource"
     NODE_FIT_PREDICATE_FAILED = "NodeFit.PredicateFailed"
+    NODE_GROUP_AFFINITY_UNSATISFIED = "NodeGroup.AffinityUnsatisfied"
+    NODE_GROUP_RESOURCE_LIMIT_EXCEEDED = "NodeGroup.ResourceLimitExceeded"
+    NODE_GROUP_RESOURCE_LIMITS_INVALID = "NodeGroup.InvalidResourceLimits"
     PREEMPTION_NOT_ALLOWED = "Preemption.NotAllowed"
+    PREEMPTION_DISRUPTION_BUDGET = "Preemption.DisruptionBudget"
+    PREEMPTION_COOLDOWN = "Preemption.CooldownProtected"
     PREEMPTION_WAITING_FOR_RELEASE = "Preemption.WaitingForRelease"
     NOT_ATTEMPTED = "Session.NotAttempted"
 
 
 STAGE_OF: dict[Reason, Stage] = {
     Reason.ENQUEUE_REJECTED: Stage.ENQUEUE,
+    Reason.ENQUEUE_RESOURCE_QUOTA_EXCEEDED: Stage.ENQUEUE,
     Reason.QUEUE_CLOSED: Stage.QUEUE_STATE,
     Reason.QUEUE_OVER_CAPABILITY: Stage.QUEUE_CAPABILITY,
     Reason.QUEUE_OVER_DESERVED: Stage.QUEUE_DESERVED,
@@ -99,7 +110,12 @@ STAGE_OF: dict[Reason, Stage] = {
     Reason.TOPOLOGY_ALLOCATED_HYPERNODE_FULL: Stage.TOPOLOGY,
     Reason.NODE_FIT_INSUFFICIENT_RESOURCE: Stage.NODE_FIT,
     Reason.NODE_FIT_PREDICATE_FAILED: Stage.NODE_FIT,
+    Reason.NODE_GROUP_AFFINITY_UNSATISFIED: Stage.NODE_FIT,
+    Reason.NODE_GROUP_RESOURCE_LIMIT_EXCEEDED: Stage.NODE_FIT,
+    Reason.NODE_GROUP_RESOURCE_LIMITS_INVALID: Stage.NODE_FIT,
     Reason.PREEMPTION_NOT_ALLOWED: Stage.PREEMPTION,
+    Reason.PREEMPTION_DISRUPTION_BUDGET: Stage.PREEMPTION,
+    Reason.PREEMPTION_COOLDOWN: Stage.PREEMPTION,
     Reason.PREEMPTION_WAITING_FOR_RELEASE: Stage.PREEMPTION,
     Reason.NOT_ATTEMPTED: Stage.SESSION,
 }
@@ -152,6 +168,36 @@ class ResourceFigure:
 
 
 @dataclass(frozen=True, slots=True)
+class LimitFigure:
+    """One limit a plugin enforces and how the job stands against it: a ResourceQuota's
+    ``status.hard`` on one resource, a node group's limit for a queue, a PodDisruptionBudget's
+    ``disruptionsAllowed``, a pod's cooldown. Amounts in user units (cpu cores, memory bytes,
+    pods, seconds); ``used`` is None where the plugin keeps no usage."""
+
+    plugin: str
+    object: str  # e.g. "ResourceQuota ns/quota", "Queue q: node group g", "Pod ns/p"
+    name: str  # the resource, or what is limited ("disruptionsAllowed", "cooldown seconds")
+    limit: float
+    used: float | None
+    requested: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"plugin": self.plugin, "object": self.object, "name": self.name, "limit": self.limit,
+                "used": self.used, "requested": self.requested}
+
+
+@dataclass(frozen=True, slots=True)
+class PluginBlock:
+    """A plugin's own account of how it holds a job back: its reason code, the message, the
+    smallest change that would let the job through, and the figures."""
+
+    reason: Reason
+    message: str
+    hint: str
+    limits: tuple[LimitFigure, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PreemptionInfo:
     """Whether evicting other pods (preempt or reclaim) could have made room, and why it did not."""
 
@@ -160,6 +206,8 @@ class PreemptionInfo:
     enabled: bool = False  # whether that action is in the configured actions
     why_not: str = ""
     victims: tuple[str, ...] = ()  # pods whose eviction would make room on the best node
+    # A plugin that keeps the victims (pdb, cdp): its reason code and figures.
+    blocked_by: PluginBlock | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -218,6 +266,7 @@ class Diagnosis:
     nodes_failed: int = 0
     preemption: PreemptionInfo = field(default_factory=lambda: PreemptionInfo(could_help=False))
     topology: tuple[HyperNodeFigure, ...] = ()
+    limits: tuple[LimitFigure, ...] = ()
 
     @property
     def stage(self) -> Stage:
@@ -246,4 +295,6 @@ class Diagnosis:
         })
         if self.topology:
             out["topology"] = [f.to_dict() for f in self.topology]
+        if self.limits:
+            out["limits"] = [f.to_dict() for f in self.limits]
         return out

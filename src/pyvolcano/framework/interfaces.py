@@ -19,13 +19,14 @@ if TYPE_CHECKING:
     from pyvolcano.api.job import JobInfo
     from pyvolcano.api.resource import Resource
     from pyvolcano.api.task import TaskInfo
-    from pyvolcano.diagnosis.model import QueueQuota
+    from pyvolcano.diagnosis.model import PluginBlock, QueueQuota
     from pyvolcano.framework.session import Session
     from pyvolcano.gpu.session import SessionGpus
     from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
 
-__all__ = ["Action", "CapacityStateExporter", "DeservedExporter", "EventHandler", "EvictionContext", "EvictionKind",
-           "GpuSessionHolder", "Plugin", "PluginFactory", "ProportionStateExporter", "QuotaExporter", "Vote"]
+__all__ = ["Action", "CapacityStateExporter", "DeservedExporter", "EnqueueExplainer", "EventHandler",
+           "EvictionContext", "EvictionKind", "GpuSessionHolder", "Plugin", "PluginFactory", "PredicateExplainer",
+           "ProportionStateExporter", "QuotaExporter", "VictimExplainer", "Vote"]
 
 
 class Vote(enum.IntEnum):
@@ -81,6 +82,34 @@ class CapacityStateExporter(Protocol):
     the queue metrics); ``({}, False)`` outside a session."""
 
     def queue_attrs(self) -> tuple[Mapping[str, CapacityQueueAttr], bool]: ...
+
+
+@runtime_checkable
+class EnqueueExplainer(Protocol):
+    """A JobEnqueueable plugin that can say why it kept a PodGroup Pending this session (read by
+    the pending diagnosis; resourcequota)."""
+
+    def explain_enqueue(self, ssn: Session, job: JobInfo) -> PluginBlock | None: ...
+
+
+@runtime_checkable
+class PredicateExplainer(Protocol):
+    """A predicate plugin that can say why no node passes for a task, given the fit errors'
+    histogram of reasons (read by the pending diagnosis; nodegroup)."""
+
+    def explain_predicates(self, ssn: Session, job: JobInfo, task: TaskInfo,
+                           failures: Mapping[str, int]) -> PluginBlock | None: ...
+
+
+@runtime_checkable
+class VictimExplainer(Protocol):
+    """A Preemptable / Reclaimable plugin whose victim filter the pending diagnosis replays:
+    ``keep_victims`` is the filter for one node's candidates, ``explain_victims`` says why the
+    ones it dropped are protected (pdb, cdp)."""
+
+    def keep_victims(self, ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]: ...
+
+    def explain_victims(self, ssn: Session, action: str, dropped: list[TaskInfo]) -> PluginBlock: ...
 
 
 class Action(Protocol):

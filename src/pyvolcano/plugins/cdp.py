@@ -28,6 +28,7 @@ from pyvolcano.api.manifest import parse_time
 from pyvolcano.api.names import COOLDOWN_KEY
 from pyvolcano.api.objects import Pod
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.diagnosis.model import LimitFigure, PluginBlock, Reason
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import EvictionContext, Vote
 
@@ -73,16 +74,36 @@ class CooldownProtection:
         args = Arguments(arguments, owner=f"plugin {NAME}")
         self.gang_eviction = args.get_bool(ENABLE_GANG_EVICTION, False)
 
-    def on_session_open(self, ssn: Session) -> None:
-        now = ssn.now
+    def keep_victims(self, ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """The candidates out of their cooldown at the session's time."""
+        out = []
+        for task in candidates:
+            until = protected_until(task.pod)
+            if until is None or not until > ssn.now:
+                out.append(task)
+        return out
 
+    def explain_victims(self, ssn: Session, action: str, dropped: list[TaskInfo]) -> PluginBlock:
+        """The cooldowns that keep ``dropped`` from ``action``: figures in seconds (``limit`` the
+        cooldown, ``used`` the time since the pod was scheduled, ``requested`` the time left)."""
+        figures = []
+        for task in sorted(dropped, key=lambda t: t.key):
+            until, cooldown = protected_until(task.pod), cooldown_of(task.pod)
+            if until is None or cooldown is None:
+                continue
+            figures.append(LimitFigure(NAME, f"Pod {task.key}", "cooldown seconds", cooldown,
+                                       round(ssn.now - (until - cooldown), 3), round(until - ssn.now, 3)))
+        soonest = min(figures, key=lambda f: f.requested, default=None)
+        hint = (f"{len(dropped)} pod(s) holding the room are in their cooldown ({COOLDOWN_KEY})"
+                + (f"; the first to come out is {soonest.object.removeprefix('Pod ')}, in {soonest.requested:g}s"
+                   if soonest is not None else "") + f": {action} can take them after that")
+        return PluginBlock(Reason.PREEMPTION_COOLDOWN,
+                           f"the cdp plugin keeps {len(dropped)} pod(s) that hold the room: they started too recently",
+                           hint, tuple(figures))
+
+    def on_session_open(self, ssn: Session) -> None:
         def keep(candidates: list[TaskInfo]) -> list[TaskInfo]:
-            out = []
-            for task in candidates:
-                until = protected_until(task.pod)
-                if until is None or not until > now:
-                    out.append(task)
-            return out
+            return self.keep_victims(ssn, candidates)
 
         def evictable(_evictor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             return keep(candidates), Vote.PERMIT

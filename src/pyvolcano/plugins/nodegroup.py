@@ -42,12 +42,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from pyvolcano.api.job import JobInfo
 from pyvolcano.api.names import NODEGROUP_NAME_KEY, NODEGROUP_RESOURCE_LIMITS_KEY
 from pyvolcano.api.objects import Queue
 from pyvolcano.api.quantity import QuantityError
 from pyvolcano.api.resource import CPU, MEMORY, MIN_RESOURCE, Resource
 from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo
 from pyvolcano.api.unschedule import Code, Status
+from pyvolcano.diagnosis.diagnose import user_amount
+from pyvolcano.diagnosis.model import LimitFigure, PluginBlock, Reason
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
 
@@ -370,6 +373,73 @@ class NodeGroup:
         ssn.add_predicate_fn(NAME, predicate, cache_key=predicate_key,
                              projectable=lambda t: predicate_key(t) is not None)
         ssn.add_node_order_fn(NAME, node_order, cache_key=score_key, projectable=lambda t: score_key(t) is not None)
+
+    # ------------------------------------------------------------------ pending diagnosis
+    def explain_predicates(self, ssn: Session, job: JobInfo, task: TaskInfo,
+                           failures: Mapping[str, int]) -> PluginBlock | None:
+        """Why no node passes ``task`` when nodegroup's reasons are the most common failure."""
+        top = max(failures.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        if top not in REASONS:
+            return None
+        queue = job.queue
+        attr = self.attrs.get(queue)
+        if attr is not None and attr.limit_error is not None:
+            return PluginBlock(
+                Reason.NODE_GROUP_RESOURCE_LIMITS_INVALID, ERR_LIMIT_INVALID,
+                f"queue {queue}'s annotation {NODEGROUP_RESOURCE_LIMITS_KEY} cannot be read ({attr.limit_error}); "
+                f"every node refuses its pods until it is a JSON map of node group to resource list, such as "
+                f'{{"group1": {{"cpu": "8"}}}}')
+        if top == ERR_LIMIT_EXCEEDED and attr is not None and attr.limits:
+            return self._explain_limits(queue, attr, task)
+        counts: dict[str, int] = {}
+        unlabelled = 0
+        for node in ssn.node_list:
+            group = node.labels.get(NODEGROUP_NAME_KEY)
+            if group is None:
+                unlabelled += 1 if not node.unschedulable else 0
+            else:
+                counts[group] = counts.get(group, 0) + 1
+        present = ", ".join(f"{g} ({n})" for g, n in sorted(counts.items())) or "none"
+        bare = f"{unlabelled} node(s) have no {NODEGROUP_NAME_KEY} label" if unlabelled else "every node is labelled"
+        affinity = attr.affinity if attr is not None else None
+        if affinity is None or affinity.unset:
+            hint = (f"queue {queue} has no node-group rules (spec.affinity), and nodegroup admits no labelled node "
+                    f"for such a queue" + (" and, with strict: true, no unlabelled one" if self.strict else "") +
+                    f": give the queue spec.affinity.nodeGroupAffinity naming the groups it may use (node groups: "
+                    f"{present}; {bare})")
+        else:
+            admitted = sorted(g for g in counts if affinity.admits(g))
+            listed = sorted(affinity.required | affinity.preferred)
+            hint = (f"queue {queue}'s spec.affinity admits node groups {', '.join(listed) or 'none'} "
+                    f"(present among the nodes: {', '.join(admitted) or 'none'}); the nodes' groups are {present} "
+                    f"and {bare}: label nodes {NODEGROUP_NAME_KEY}=<an admitted group> or change the queue's "
+                    f"spec.affinity")
+        return PluginBlock(Reason.NODE_GROUP_AFFINITY_UNSATISFIED,
+                           f"queue {queue}'s node-group affinity admits none of the nodes", hint)
+
+    def _explain_limits(self, queue: str, attr: QueueAttr, task: TaskInfo) -> PluginBlock:
+        assert attr.limits is not None and attr.affinity is not None
+        figures: list[LimitFigure] = []
+        worst: tuple[str, str, float, float, float] | None = None
+        for group, limit in sorted(attr.limits.items()):
+            if not attr.affinity.admits(group):
+                continue
+            used = attr.allocated.get(group) or Resource()
+            for name in exceeded_names(used.clone().add(task.resreq), limit) or sorted(limit.names):
+                fig = LimitFigure(NAME, f"Queue {queue}: node group {group}", name,
+                                  user_amount(name, limit.resource.get(name)), user_amount(name, used.get(name)),
+                                  user_amount(name, task.resreq.get(name)))
+                figures.append(fig)
+                if worst is None and fig.used is not None and fig.used + fig.requested > fig.limit:
+                    worst = (group, name, fig.limit, fig.used, fig.requested)
+        if worst is None:
+            hint = f"queue {queue}'s node groups are at their {NODEGROUP_RESOURCE_LIMITS_KEY} limits"
+        else:
+            group, name, lim, used_now, asked = worst
+            hint = (f"queue {queue} may use {lim:g} {name} on node group {group} ({NODEGROUP_RESOURCE_LIMITS_KEY}) "
+                    f"and its pods there use {used_now:g}; {task.name} asks {asked:g}: raise the limit, or admit "
+                    f"another node group in the queue's spec.affinity")
+        return PluginBlock(Reason.NODE_GROUP_RESOURCE_LIMIT_EXCEEDED, ERR_LIMIT_EXCEEDED, hint, tuple(figures))
 
     def _deallocate(self, ssn: Session, ev: Event) -> None:
         self._add_allocated(ssn, ev.task, -1)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pyvolcano.api.objects import PodDisruptionBudget
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.diagnosis.model import LimitFigure, PluginBlock, Reason
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import EvictionContext, Vote
 
@@ -80,9 +81,41 @@ class Pdb:
     def __init__(self, arguments: Mapping[str, Any] | None = None):
         args = Arguments(arguments, owner=f"plugin {NAME}")
         self.gang_eviction = args.get_bool(ENABLE_GANG_EVICTION, False)
+        self.by_namespace: dict[str, list[PodDisruptionBudget]] = {}
+
+    def keep_victims(self, ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """The filter of one call, for the pending diagnosis."""
+        return filter_victims(self.by_namespace, candidates)
+
+    def explain_victims(self, ssn: Session, action: str, dropped: list[TaskInfo]) -> PluginBlock:
+        """Which budgets keep ``dropped`` (the candidates the filter left out) from ``action``."""
+        figures: list[LimitFigure] = []
+        seen: set[str] = set()
+        for task in dropped:
+            for pdb in self.by_namespace.get(task.namespace, ()):
+                if pdb.key in seen or not pdb.selector.matches(task.pod.labels):
+                    continue
+                seen.add(pdb.key)
+                # The filter drops a pod only once the budget's allowance is used up.
+                n = sum(1 for t in dropped if t.namespace == pdb.namespace and pdb.selector.matches(t.pod.labels))
+                allowed = float(pdb.disruptions_allowed)
+                figures.append(LimitFigure(NAME, f"PodDisruptionBudget {pdb.key}", "disruptionsAllowed", allowed, None,
+                                           allowed + n))
+        unlabelled = [t for t in dropped if not t.pod.labels]
+        if figures:
+            first = figures[0]
+            hint = (f"{first.object} allows {first.limit:g} disruption(s) but making room would evict "
+                    f"{first.requested:g} of its pods: {action} waits until it allows more (more of its pods healthy), "
+                    f"or raise its maxUnavailable / lower its minAvailable")
+        else:
+            hint = (f"{len(unlabelled)} pod(s) holding the room have no labels, and the pdb plugin never evicts "
+                    f"a pod without labels")
+        message = f"the pdb plugin keeps {len(dropped)} of the pods that hold the room: " + (
+            "their PodDisruptionBudgets allow no more disruptions" if figures else "they have no labels")
+        return PluginBlock(Reason.PREEMPTION_DISRUPTION_BUDGET, message, hint, tuple(figures))
 
     def on_session_open(self, ssn: Session) -> None:
-        by_namespace = budgets_by_namespace(ssn.pod_disruption_budgets)
+        by_namespace = self.by_namespace = budgets_by_namespace(ssn.pod_disruption_budgets)
 
         def victim_tasks(tasks: list[TaskInfo]) -> list[TaskInfo]:
             return filter_victims(by_namespace, tasks)
@@ -100,7 +133,7 @@ class Pdb:
             ssn.add_unified_evictable_fn(NAME, gang_evictable)
 
     def on_session_close(self, ssn: Session) -> None:
-        pass
+        self.by_namespace = {}
 
 
 def new(arguments: Mapping[str, Any]) -> Pdb:

@@ -19,8 +19,9 @@ Names are matched as written: ``cpu`` in ``minResources`` meets ``cpu`` in ``har
 as upstream's do. Quota scopes are not read (upstream: "resourceQuota scope not supported").
 
 The last rejection of each job this session is kept (:meth:`ResourceQuotaPlugin.rejection`)
-for the pending diagnosis. Nothing else is registered, so the plugin costs nothing outside
-enqueue.
+for the pending diagnosis (``Enqueue.ResourceQuotaExceeded``,
+:meth:`ResourceQuotaPlugin.explain_enqueue`). Nothing else is registered, so the plugin costs
+nothing outside enqueue.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.quantity import parse_quantity
+from pyvolcano.diagnosis.model import LimitFigure, PluginBlock, Reason
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Vote
 
@@ -95,6 +97,26 @@ class ResourceQuotaPlugin:
     def rejection(self, job_uid: str) -> QuotaRejection | None:
         """The quota that refused the job's PodGroup in this session's enqueue, if one did."""
         return self._rejections.get(job_uid)
+
+    def explain_enqueue(self, ssn: Session, job: JobInfo) -> PluginBlock | None:
+        """The pending diagnosis of a PodGroup this plugin kept Pending this session."""
+        r = self._rejections.get(job.uid)
+        if r is None:
+            return None
+        figures = tuple(LimitFigure(NAME, f"ResourceQuota {r.quota}", name, float(hard), float(used + pending),
+                                    float(asked))
+                        for name, asked, used, pending, hard in zip(r.exceeded, r.requested, r.used, r.pending,
+                                                                     r.hard, strict=True))
+        name, asked, used, pending, hard = r.exceeded[0], r.requested[0], r.used[0], r.pending[0], r.hard[0]
+        left = max(hard - used - pending, Fraction(0))
+        counted = f"{format_amount(used)} used" + (
+            f" and {format_amount(pending)} taken by PodGroups admitted earlier this session" if pending else "")
+        hint = (f"minResources ask {format_amount(asked)} {name} but ResourceQuota {r.quota} has {format_amount(left)} "
+                f"left of its {format_amount(hard)} ({counted}); raise the quota's spec.hard on {name}, lower "
+                f"minResources, or wait for pods of namespace {r.quota.split('/')[0]} to finish")
+        message = (f"resource quota insufficient, requested: {_show(r.exceeded, r.requested)}, used: "
+                   f"{_show(r.exceeded, r.used)}, limited: {_show(r.exceeded, r.hard)}")
+        return PluginBlock(Reason.ENQUEUE_RESOURCE_QUOTA_EXCEEDED, message, hint, figures)
 
     def on_session_open(self, ssn: Session) -> None:
         pending: dict[str, Amounts] = {}

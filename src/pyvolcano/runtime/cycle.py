@@ -216,8 +216,11 @@ def _cooldown_starts(pods: Iterable[Pod]) -> Iterator[float]:
 
 
 def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, registry: Registry, *,
-                     sessions: int, seed: int) -> dict[str, Any]:
+                     sessions: int, seed: int, now: float | None = None) -> dict[str, Any]:
     """Run ``sessions`` sessions and return the contract's JSON object (without timings).
+
+    ``now``: the time of the first session when it is known (a live cluster read at that
+    time); it is never earlier than the snapshot's newest time.
 
     ``diagnoses`` holds the last session's pending diagnosis of every job left short, by
     PodGroup key (the schema of :meth:`pyvolcano.diagnosis.Diagnosis.to_dict`).
@@ -229,7 +232,8 @@ def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, regi
     # with a cooldown was scheduled (the one condition time a decision reads: plugins/cdp.py);
     # each further session is one second later (upstream's default --schedule-period).
     base = max([0.0, *(p.creation_timestamp for p in cache.pods.values()),
-                *(pg.creation_timestamp for pg in cache.podgroups()), *_cooldown_starts(cache.pods.values())])
+                *(pg.creation_timestamp for pg in cache.podgroups()), *_cooldown_starts(cache.pods.values()),
+                *(() if now is None else (now,))])
     binds: dict[str, str] = {}
     evictions: list[str] = []
     pipelined: dict[str, str] = {}
