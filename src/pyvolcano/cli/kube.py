@@ -95,7 +95,7 @@ def _start_failure(e: ComponentError) -> typer.Exit:
 
 
 GO_BOOL_FLAGS = ("--leader-elect", "--enable-metrics", "--enable-healthz", "--enable-queue-allocated-pods-check",
-                 "--enable-root-queue-protection")
+                 "--enable-root-queue-protection", "--inherit-owner-annotations")
 
 
 def normalize_go_bools(argv: list[str]) -> list[str]:
@@ -256,6 +256,10 @@ def controller_manager(
             "--scheduler-name", metavar="NAME", help="Pods with this schedulerName get a PodGroup (repeatable)"
         ),
     ] = None,
+    inherit_owner_annotations: Annotated[bool, typer.Option(
+        "--inherit-owner-annotations/--no-inherit-owner-annotations",
+        help="PodGroups of plain pods take their owners' volcano.sh/* annotations and "
+             "scheduling.volcano.sh/group-min-member (upstream's default: true)")] = True,
     leader_elect: LeaderElect = True,
     leader_elect_lease_duration: LeaseDuration = "15s",
     leader_elect_renew_deadline: RenewDeadline = "10s",
@@ -297,8 +301,8 @@ def controller_manager(
         from pyvolcano.metrics.controllers import ControllerMetrics
 
         metrics = ControllerMetrics()
-    work = controller_manager_work(controllers=enabled,
-                                   scheduler_names=tuple(scheduler_name or ("volcano",)), metrics=metrics)
+    work = controller_manager_work(controllers=enabled, scheduler_names=tuple(scheduler_name or ("volcano",)),
+                                   metrics=metrics, inherit_owner_annotations=inherit_owner_annotations)
     client, election, endpoints = _settings(
         kubeconfig, master, kube_api_qps, kube_api_burst, leader_elect, leader_elect_resource_name,
         leader_elect_resource_namespace, lock_object_namespace,

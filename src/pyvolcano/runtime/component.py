@@ -297,14 +297,15 @@ def scheduler_work(*, scheduler_names: tuple[str, ...], conf_path: Path | None, 
 
 
 def controller_manager_work(*, controllers: Sequence[str], scheduler_names: tuple[str, ...],
-                            metrics: Any) -> Work:
+                            metrics: Any, inherit_owner_annotations: bool = True) -> Work:
     """vc-controller-manager's work: the enabled controllers on one store (their SSH keys and
     generated names from the operating system's randomness, see :func:`build_controllers`)."""
 
     def work(store: Any, stop: threading.Event) -> None:
         from pyvolcano.runtime.controller_manager import LiveControllerManager, build_controllers
 
-        ctrls = build_controllers(store, list(controllers), scheduler_names=scheduler_names)
+        ctrls = build_controllers(store, list(controllers), scheduler_names=scheduler_names,
+                                  inherit_owner_annotations=inherit_owner_annotations)
         LiveControllerManager(store, ctrls, metrics=metrics).run(stop)
 
     return work

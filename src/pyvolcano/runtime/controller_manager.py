@@ -29,9 +29,11 @@ __all__ = ["CONTROLLERS", "CONTROLLER_KINDS", "LiveControllerManager", "build_co
 
 logger = logging.getLogger(__name__)
 
-CONTROLLER_KINDS = ("Queue", "PriorityClass", "Job", "PodGroup", "Pod", "Command", "HyperNode", "Node", "ConfigMap")
+CONTROLLER_KINDS = ("Queue", "PriorityClass", "Job", "PodGroup", "Pod", "Command", "HyperNode", "Node", "ConfigMap",
+                    "ReplicaSet", "StatefulSet")
 """What vc-controller-manager's informers watch (HyperNode, Node and ConfigMap for the HyperNode
-controller: node counts and the discovery ConfigMap)."""
+controller: node counts and the discovery ConfigMap; ReplicaSet and StatefulSet for the
+PodGroup controller, as upstream's WorkLoadSupport feature, on by default)."""
 
 CONTROLLERS = ("queue-controller", "job-controller", "pg-controller", "gc-controller", "hyperNode-controller")
 """Upstream's controller names (``--controllers``), in the order they run; upstream's default
@@ -39,9 +41,11 @@ CONTROLLERS = ("queue-controller", "job-controller", "pg-controller", "gc-contro
 
 
 def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
-                      *, scheduler_names: Collection[str] = ("volcano",)) -> list[Any]:
+                      *, scheduler_names: Collection[str] = ("volcano",),
+                      inherit_owner_annotations: bool = True) -> list[Any]:
     """The enabled controllers, in upstream's order. Their generated names and SSH keys come
-    from the operating system's randomness (:class:`SystemEntropy`); nothing here is seeded."""
+    from the operating system's randomness (:class:`SystemEntropy`); nothing here is seeded.
+    ``inherit_owner_annotations`` is ``--inherit-owner-annotations`` (the PodGroup controller)."""
     from pyvolcano.controllers import GarbageCollector, JobController, PodGroupController, QueueController
     from pyvolcano.controllers.hypernode import HyperNodeController
     from pyvolcano.controllers.hypernode.discovery import DEFAULT_NAMESPACE, DEFAULT_RELEASE_NAME, configmap_name
@@ -55,7 +59,8 @@ def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
     factories: dict[str, Callable[[], Any]] = {
         "queue-controller": lambda: QueueController(store=store),
         "job-controller": lambda: JobController(store=store, entropy=entropy),
-        "pg-controller": lambda: PodGroupController(store=store, scheduler_names=tuple(scheduler_names)),
+        "pg-controller": lambda: PodGroupController(store=store, scheduler_names=tuple(scheduler_names),
+                                                    inherit_owner_annotations=inherit_owner_annotations),
         "gc-controller": lambda: GarbageCollector(store=store),
         "hyperNode-controller": lambda: HyperNodeController(store=store, entropy=entropy,
                                                             config_namespace=config_namespace,
