@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyvolcano.admission import hypernodes, jobs, podgroups, pods, priority, queues
+from pyvolcano.admission import hypernodes, jobs, podgroups, pods, policy, priority, queues
 from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
 from pyvolcano.api.defaults import default_pod
@@ -113,6 +113,10 @@ class VolcanoAdmission:
                 priority.validate_priority_class(op, obj, store, p)
         elif kind == "Pod":
             self._pod(op, obj, old, store, p)
+        elif kind == "PodDisruptionBudget" and self.api_server_checks:
+            policy.validate_pod_disruption_budget(obj, p)
+        elif kind == "ResourceQuota" and self.api_server_checks:
+            policy.validate_resource_quota(obj, p)
         else:
             validate_object_meta(obj, p)
         p.raise_if_any()

@@ -9,8 +9,8 @@ not a Volcano Job. :func:`resolve` gives one of three answers for an object's ty
 * ``NOT_CHECKED`` — a real kind pyvolcano does not model (a ConfigMap, a Deployment, a Volcano
   CronJob, an Argo Workflow, anything of an API group it does not know);
 * ``UNKNOWN`` — a kind or version that does not exist in an API group whose kinds pyvolcano
-  knows completely (:data:`KNOWN_GROUPS`: the core group, ``scheduling.k8s.io`` and every Volcano
-  group), with a "did you mean" when a known name is close.
+  knows completely (:data:`KNOWN_GROUPS`: the core group, ``scheduling.k8s.io``, ``policy`` and
+  every Volcano group), with a "did you mean" when a known name is close.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ CHECKED_KINDS: Final[frozenset[tuple[str, str]]] = frozenset({
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("bus.volcano.sh/v1alpha1", "Command"),
     ("topology.volcano.sh/v1alpha1", "HyperNode"),
+    ("v1", "ResourceQuota"),
+    ("policy/v1", "PodDisruptionBudget"),
 })
 """``(apiVersion, kind)`` of the kinds pyvolcano validates (fields, defaults, admission)."""
 
@@ -49,6 +51,7 @@ KNOWN_GROUPS: Final[Mapping[str, Mapping[str, frozenset[str]]]] = {
         "ResourceQuota", "Secret", "Service", "ServiceAccount",
     })},
     "scheduling.k8s.io": {"v1": frozenset({"PriorityClass"})},
+    "policy": {"v1": frozenset({"PodDisruptionBudget", "Eviction"})},
     "batch.volcano.sh": {"v1alpha1": frozenset({"Job", "CronJob"})},
     "scheduling.volcano.sh": {"v1beta1": frozenset({"PodGroup", "Queue"})},
     "bus.volcano.sh": {"v1alpha1": frozenset({"Command"})},

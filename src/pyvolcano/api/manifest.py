@@ -69,6 +69,11 @@ __all__ = [
     "read_manifest_text",
 ]
 
+# The store's epoch (pyvolcano.store.base.EPOCH, 2024-01-01T00:00:00Z) in Unix seconds: timestamps
+# are read as seconds after it, the clock of every scheduling loop. (The store layer sits above
+# this one, so the instant is written out here; tests/api/test_manifest.py checks they agree.)
+_EPOCH_UNIX = _dt.datetime(2024, 1, 1, tzinfo=_dt.UTC).timestamp()
+
 MAX_NODE_GPUS = 1024
 """The most GPUs one Node may advertise: GPU placement keeps a row of per-device state for each
 node, and a typo of a billion GPUs would otherwise exhaust memory. Real nodes have up to 16."""
@@ -240,23 +245,25 @@ class _Doc:
 
 
 def _seconds(v: Any) -> float | None:
-    """Seconds since the epoch of a time value (RFC 3339 text, a number, a datetime); None if not one."""
+    """A time value (RFC 3339 text, a datetime, or a number already in the store's seconds) in the
+    store's seconds after :data:`~pyvolcano.store.base.EPOCH`, the clock every component runs on
+    (:mod:`pyvolcano.runtime.clock`); None if it is not one."""
     if isinstance(v, _dt.datetime):
         dt = v if v.tzinfo else v.replace(tzinfo=_dt.UTC)
-        return dt.timestamp()
+        return dt.timestamp() - _EPOCH_UNIX
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v)
     if isinstance(v, str):
         try:
-            return _dt.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+            return _dt.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp() - _EPOCH_UNIX
         except ValueError:
             pass
     return None
 
 
 def parse_time(v: Any) -> float | None:
-    """Seconds since the epoch of a time value as a manifest holds it (RFC 3339 text, a number, a
-    datetime), or None when it is not one."""
+    """A time value as a manifest holds it (RFC 3339 text, a datetime, a number) in the store's
+    seconds after its epoch, the clock sessions run on; None when it is not one."""
     return _seconds(v)
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "format_list",
     "lists_equal",
     "pod_quota_usage",
+    "pod_usage",
     "scale_list",
 ]
 
@@ -185,8 +186,9 @@ def _is_extended(name: str) -> bool:
     return not _is_native(name) and not name.startswith(_REQUESTS_PREFIX)
 
 
-def pod_quota_usage(pod: Mapping[str, Any]) -> ResourceList:
-    """``GetPodQuotaUsage``: the quota evaluator's usage of one pod, extended names unmasked."""
+def pod_usage(pod: Mapping[str, Any]) -> ResourceList:
+    """The resource-quota pod evaluator's usage of one pod (``core.PodUsageFunc``): what a
+    ResourceQuota of its namespace counts for it."""
     one = (Fraction(1), DECIMAL_SI)
     usage: ResourceList = {"count/pods": one}
     phase = ((pod.get("status") or {}) if isinstance(pod.get("status"), Mapping) else {}).get("phase")
@@ -210,6 +212,12 @@ def pod_quota_usage(pod: Mapping[str, Any]) -> ResourceList:
             usage[f"requests.{name}"] = requests[name]
         if _is_extended(name):
             usage[f"requests.{name}"] = requests[name]
+    return usage
+
+
+def pod_quota_usage(pod: Mapping[str, Any]) -> ResourceList:
+    """``GetPodQuotaUsage``: the quota evaluator's usage of one pod, extended names unmasked."""
+    usage = pod_usage(pod)
     # pkg/controllers/util: "requests.<extended>" is also recorded as "<extended>".
     for name in sorted(usage):
         if name.startswith(_REQUESTS_PREFIX) and not _is_native(name):

@@ -116,6 +116,9 @@ class Session(SchedulerHelper):
         # Why each job left short is blocked (pyvolcano.diagnosis), by job key; filled at close.
         self.diagnoses: dict[str, Diagnosis] = {}
         self.skip_unchanged = cache.options.skip_unchanged_unschedulable
+        # The earliest later time at which a plugin's verdict changes with the clock alone
+        # (e.g. a cooldown ending): see revisit_at.
+        self.revisit: float | None = None
         self._reset_fit_errors()
         for tier in config.tiers:
             for opt in tier.plugins:
@@ -261,6 +264,12 @@ class Session(SchedulerHelper):
             node.update_task(task)
         self.fire_deallocate(task)
         self.effects_evict(task, reason)
+
+    def revisit_at(self, when: float) -> None:
+        """A plugin's decision would change at ``when`` with nothing else changing (a pod's
+        cooldown ends): a loop that runs sessions only after a change runs one then too."""
+        if when > self.now and (self.revisit is None or when < self.revisit):
+            self.revisit = when
 
     # ------------------------------------------------------------------ unschedulable memo
     def _failure_signature(self, job: JobInfo) -> tuple[int, int, object]:

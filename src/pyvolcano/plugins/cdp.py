@@ -75,12 +75,15 @@ class CooldownProtection:
         self.gang_eviction = args.get_bool(ENABLE_GANG_EVICTION, False)
 
     def keep_victims(self, ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        """The candidates out of their cooldown at the session's time."""
+        """The candidates out of their cooldown at the session's time; the session is asked to
+        come back when the first protected one's cooldown ends."""
         out = []
         for task in candidates:
             until = protected_until(task.pod)
             if until is None or not until > ssn.now:
                 out.append(task)
+            else:
+                ssn.revisit_at(until)
         return out
 
     def explain_victims(self, ssn: Session, action: str, dropped: list[TaskInfo]) -> PluginBlock:

@@ -74,6 +74,9 @@ class SessionResult:
     deserved: dict[str, Resource] = field(default_factory=dict)
     # Why each job left short is blocked, by job key (pyvolcano.diagnosis).
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
+    # The earliest time a plugin's verdict changes with the clock alone (Session.revisit_at):
+    # a loop that runs sessions only when something changed runs one then too.
+    revisit: float | None = None
 
 
 @functools.cache
@@ -150,6 +153,7 @@ def run_once(
     ssn.close()
     result.nominated = dict(ssn.nominated)
     result.diagnoses = ssn.diagnoses
+    result.revisit = ssn.revisit
     _apply_binds(cache, ssn, result)
     for task, reason in ssn.evictions:
         result.evictions.append(task.key)

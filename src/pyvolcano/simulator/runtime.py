@@ -153,11 +153,16 @@ class Simulation:
         default_duration: float | None = None,
     ):
         from pyvolcano.admission import VolcanoAdmission
+        from pyvolcano.simulator.disruption import DisruptionController
+        from pyvolcano.simulator.quota import QuotaAdmission, ResourceQuotas
         from pyvolcano.store.memory import InMemoryStore
 
         check_run_parameters(seed=seed, schedule_period=schedule_period)
         self.loop = EventLoop()
-        self.store = InMemoryStore(clock=lambda: self.loop.now, admission=VolcanoAdmission())
+        # kube-controller-manager's quota controller and the API server's quota admission.
+        quotas = ResourceQuotas()
+        self.store = InMemoryStore(clock=lambda: self.loop.now, admission=QuotaAdmission(VolcanoAdmission(), quotas))
+        quotas.store = self.store
         self.config = config
         self.registry = registry
         self.plugins = registry.plugin_factories(config.plugin_names())
@@ -177,7 +182,9 @@ class Simulation:
         self.kubelets = Kubelets(self.store, self.loop, termination_seconds=termination_seconds,
                                  default_duration=default_duration)
         factory = controllers_factory or _default_controllers
-        self.controllers = factory(store=self.store, entropy=SeededEntropy(random.Random(seed)))
+        # With kube-controller-manager's controllers whose status the scheduler reads.
+        self.controllers = [*factory(store=self.store, entropy=SeededEntropy(random.Random(seed))), quotas,
+                            DisruptionController(self.store)]
         self.revision = 0
         self.dirty = True
         self.last_session: float | None = None
@@ -311,6 +318,8 @@ class Simulation:
             self.collector.on_eviction(ns, name)
             self.timeline.append((self.loop.now, f"evict {ns}/{name} ({reason})"))
         self.writer.write_decisions(result)
+        if result.revisit is not None:  # a verdict changes with the clock alone (a cooldown ends)
+            self.loop.at(result.revisit, self._revisit, "revisit")
         # The pending pods' PodScheduled conditions are only what the session just derived: the
         # watch events of these writes do not make the scheduler due again.
         first = self.store.revision
@@ -327,6 +336,9 @@ class Simulation:
 
     def _resync_pod(self, ns: str, name: str) -> None:
         resync_pod(self.cache, self.store, ns, name)
+
+    def _revisit(self) -> None:
+        self.dirty = True
 
     def _track_job(self, ev: WatchEvent) -> None:
         md = ev.object.get("metadata") or {}

@@ -1,7 +1,8 @@
 """Workload and cluster files for ``pyvolcano simulate``.
 
-A CLUSTER file holds Nodes (and optionally Queues, PriorityClasses). A WORKLOAD file holds
-any of Job, Queue, PodGroup, Pod, Command, PriorityClass, plus
+A CLUSTER file holds Nodes (and optionally Queues, PriorityClasses, HyperNodes, ResourceQuotas,
+PodDisruptionBudgets). A WORKLOAD file holds any of Job, Queue, PodGroup, Pod, Command,
+PriorityClass, ResourceQuota, PodDisruptionBudget, plus
 ``apiVersion: pyvolcano.io/v1alpha1, kind: ClusterEvent`` documents
 (``spec: {at: 10m, action: NodeDown|NodeUp, node: NAME}``). An object's
 ``metadata.annotations["pyvolcano.io/submit-at"]`` (a duration such as ``5m``) delays its
@@ -25,10 +26,10 @@ from pyvolcano.simulator.kubelet import DURATION
 __all__ = ["ClusterEvent", "Submission", "load_workload", "without_duration"]
 
 SUBMIT_AT = "pyvolcano.io/submit-at"
-CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode"}
+CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode", "ResourceQuota", "PodDisruptionBudget"}
 CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace", "HyperNode"}
 WORKLOAD_KINDS = {"Job", "Queue", "PodGroup", "Pod", "Command", "PriorityClass", "Namespace", "Service",
-                  "ConfigMap", "Secret", "Node", "HyperNode"}
+                  "ConfigMap", "Secret", "Node", "HyperNode", "ResourceQuota", "PodDisruptionBudget"}
 PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret")}
 """Kinds pyvolcano does not model that a workload may still create (job plugins read them)."""
 
