@@ -27,7 +27,7 @@ tiers:
   - name: cdp
 """
 START = "2025-01-01T00:00:00Z"
-T0 = 1735689600.0  # START in seconds
+T0 = 366 * 86400.0  # START on the store's clock (seconds after 2024-01-01)
 
 
 def started(name: str, *, cooldown: str | None = "10m", where: str = "annotations", since: str = START,
