@@ -664,13 +664,16 @@ class _Context:
                 kept = [(i, [(t, j) for t, j in ts if keep(t, j)]) for i, ts in kept]
                 if self._helps(kept, vec) is None:
                     return PreemptionInfo(True, action, enabled, why)
-            kept = _gang_surplus(kept)
+            kind = "preemptable" if action == "preempt" else "reclaimable"
+            if not enabled or any(name == "gang" for tier in self.ssn._tiers(kind) for name, _fn in tier):
+                # gang's victim filter (its own flag; with the action absent, as the defaults have it)
+                kept = _gang_surplus(kept)
             node_i = self._helps(kept, vec)
             if node_i is None:
                 return PreemptionInfo(True, action, enabled,
                                       "evicting the candidate victims would break their gangs' minAvailable")
             if enabled:
-                for plugin in self._enabled("preemptable" if action == "preempt" else "reclaimable"):
+                for plugin in self._enabled(kind):
                     if not isinstance(plugin, VictimExplainer):
                         continue
                     filtered = [(i, self._kept_by(plugin, ts)) for i, ts in kept]
