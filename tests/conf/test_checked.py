@@ -65,3 +65,20 @@ def test_text_is_named_by_its_source() -> None:
                               "data.volcano-scheduler.conf")
     assert message.startswith("cluster.yaml: document 0 (ConfigMap volcano-system/volcano-scheduler-configmap): "
                               "data.volcano-scheduler.conf: tiers[0].plugins[0].arguments.binpack.cpu: ")
+
+
+
+@pytest.mark.parametrize(("plugin", "argument", "value", "expected"), [
+    ("nodegroup", "strict", "yes please", "true or false"),
+    ("nodegroup", "enablePreferredOrder", "[1]", "true or false"),
+    ("task-topology", "task-topology.weight", "heavy", "an integer"),
+    ("pdb", "enableGangEviction", "3", "true or false"),
+    ("cdp", "enableGangEviction", "soon", "true or false"),
+])
+def test_a_bad_argument_of_the_budget_quota_group_and_topology_plugins_names_its_field(
+        plugin: str, argument: str, value: str, expected: str) -> None:
+    text = (f'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n- plugins:\n  - name: predicates\n'
+            f'  - name: {plugin}\n    arguments:\n      {argument}: {value}\n')
+    message = error_of(text)
+    assert message.startswith(f"sched.conf: tiers[1].plugins[1].arguments.{argument}: got ")
+    assert message.endswith(f"expected {expected}")
