@@ -84,3 +84,52 @@ def test_the_weight_scales_the_score() -> None:
 def test_a_malformed_weight_is_refused_with_its_name() -> None:
     with pytest.raises(ArgumentError, match=r"task-topology\.weight"):
         TaskTopologyPlugin({"task-topology.weight": "heavy"})
+
+
+def _reference_score(ssn: Any, plugin: TaskTopologyPlugin, task: Any, node: Any) -> float:
+    """Upstream's calcBucketScore and NodeOrderFn for one node, written the plain way."""
+    room = node.idle.add(node.releasing)
+    req = task.resreq
+    never = (room.milli_cpu < req.milli_cpu or room.memory < req.memory
+             or any(n not in room.scalars for n in req.scalars)
+             or any(v < req.scalars.get(n, 0.0) for n, v in room.scalars.items()))
+    manager = plugin.managers.get(task.job)
+    if never or manager is None or manager.bucket(task) is None:
+        return 0.0
+    bucket = manager.bucket(task)
+    score = bucket.nodes.get(node.name, 0)
+    names = manager.node_names.get(node.name)
+    if names:
+        anti = manager.set_affinity(task.pod.annotations["volcano.sh/task-spec"], names, only_anti=True)
+        score += min(anti, 0)
+    score += len(bucket.tasks)
+    if not bucket.request.less_equal(room):
+        remains = bucket.request.clone()
+        for uid, other in sorted(bucket.tasks.items()):
+            if uid == task.uid:
+                continue
+            remains.sub_without_assert(other.resreq)
+            score -= 1
+            if remains.less_equal(room):
+                break
+    return float(score * plugin.weight) * 100 / manager.max_size
+
+
+def test_the_vectorised_scores_are_upstreams_node_by_node() -> None:
+    sizes = ["1", "3", "5", "8", "12"]
+    docs = [queue("q"), *(node(f"n{i}", cpu=c, memory="32Gi") for i, c in enumerate(sizes)),
+            *job({"volcano.sh/task-topology-affinity": "worker;ps,worker",
+                  "volcano.sh/task-topology-anti-affinity": "ps"}, {"ps": 2, "worker": 5}, cpu="2")]
+    big = docs[-1]
+    big["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"  # tasks of unequal size
+    ssn = open_session(*docs, conf=CONF)
+    plugin = next(p for _o, p in ssn.plugins if isinstance(p, TaskTopologyPlugin))
+    idx = np.arange(len(ssn.node_list))
+    tasks = sorted(ssn.jobs["ns/tf"].tasks.values(), key=lambda t: t.uid)
+    # Place two tasks so that bucket nodes and placed task names count too.
+    for task, n in ((tasks[0], 4), (tasks[3], 3)):
+        task.node_name = ssn.node_list[n].name
+        plugin.managers["ns/tf"].placed(task)
+    for task in tasks:
+        want = [_reference_score(ssn, plugin, task, node) for node in ssn.node_list]
+        assert list(plugin.bucket_scores(ssn, task, idx)) == pytest.approx(want), task.name

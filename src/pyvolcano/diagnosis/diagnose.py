@@ -185,6 +185,7 @@ class _Context:
         self._node_occupants: dict[int, list[tuple[TaskInfo, JobInfo]]] = {}
         self._over: dict[str, bool] = {}
         self._tier_labels: dict[int, tuple[np.ndarray, dict[str, int]]] = {}
+        self._explainers: dict[str, list[object]] = {}
 
         def compare(a: TaskInfo, b: TaskInfo) -> int:
             return -1 if ssn.task_order_fn(a, b) else (1 if ssn.task_order_fn(b, a) else 0)
@@ -695,12 +696,18 @@ class _Context:
         return _NO_PREEMPTION
 
     def _enabled(self, kind: str) -> list[object]:
-        """The plugins enabled for callback family ``kind``, in tier order."""
-        names = [name for tier in self.ssn._tiers(kind) for name, _fn in tier]
-        by_name: dict[str, object] = {}
-        for opt, plugin in self.ssn.plugins:
-            by_name.setdefault(opt.name, plugin)
-        return [by_name[name] for name in dict.fromkeys(names) if name in by_name]
+        """The plugins enabled for callback family ``kind`` that explain their own blocks
+        (implement one of the explainer protocols), in tier order; computed once per session."""
+        got = self._explainers.get(kind)
+        if got is None:
+            names = [name for tier in self.ssn._tiers(kind) for name, _fn in tier]
+            by_name: dict[str, object] = {}
+            for opt, plugin in self.ssn.plugins:
+                by_name.setdefault(opt.name, plugin)
+            got = self._explainers[kind] = [
+                p for name in dict.fromkeys(names) if (p := by_name.get(name)) is not None
+                and isinstance(p, EnqueueExplainer | PredicateExplainer | VictimExplainer)]
+        return got
 
     def _kept_by(self, plugin: VictimExplainer, victims: list[tuple[TaskInfo, JobInfo]]
                  ) -> list[tuple[TaskInfo, JobInfo]]:

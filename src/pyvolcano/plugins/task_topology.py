@@ -48,7 +48,8 @@ from pyvolcano.api.names import (
     TASK_TOPOLOGY_ANTI_AFFINITY_KEY,
     TASK_TOPOLOGY_TASK_ORDER_KEY,
 )
-from pyvolcano.api.resource import DimensionDefault, Resource
+from pyvolcano.api.node import NodeTable
+from pyvolcano.api.resource import MIN_RESOURCE, Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
@@ -280,13 +281,58 @@ class JobManager:
             bucket.placed(task)
 
 
-def _never_fits(room: Resource, req: Resource) -> bool:
-    """Upstream ``room.LessPartly(req, Zero)``: some dimension of ``room`` below ``req``."""
-    if room.milli_cpu < req.milli_cpu or room.memory < req.memory:
-        return True
-    if any(name not in room.scalars for name in req.scalars):
-        return True
-    return any(v < req.scalars.get(name, 0.0) for name, v in room.scalars.items())
+def _le(left: np.ndarray | float, right: np.ndarray) -> np.ndarray:
+    """Upstream ``lessEqualFunc`` over arrays: ``l < r`` or within the ε of resource comparisons."""
+    return (left < right) | (np.abs(left - right) < MIN_RESOURCE)
+
+
+class _Rows:
+    """The room (idle + releasing) of the nodes ``idx`` per table dimension, and which scalar
+    dimensions each node has (declared or not zero), as upstream's ``Resource`` would hold them."""
+
+    def __init__(self, table: NodeTable, idx: np.ndarray):
+        self.table = table
+        self.room = [table.idle[d][idx] + table.releasing[d][idx] for d in range(len(table.dims))]
+        self.present = [np.ones(len(idx), dtype=bool) if d < 2 else table.declared[d][idx] | (self.room[d] != 0)
+                        for d in range(len(table.dims))]
+
+    def never_fits(self, req: Resource) -> np.ndarray:
+        """Upstream ``room.LessPartly(req, Zero)``: some dimension of the room below ``req``
+        (strictly), or a scalar ``req`` names that the node does not have."""
+        room, present = self.room, self.present
+        out = (room[0] < req.milli_cpu) | (room[1] < req.memory)
+        wanted = {self.table.dim_index.get(name): v for name, v in req.scalars.items()}
+        if None in wanted:
+            return np.ones(len(out), dtype=bool)  # a scalar no node has
+        for d in range(2, len(room)):
+            v = wanted.get(d)
+            if v is None:
+                out |= present[d] & (room[d] < 0.0)
+            else:
+                out |= ~present[d] | (room[d] < v)
+        return out
+
+    def fits(self, reqs: list[Resource]) -> np.ndarray:
+        """Upstream ``req.LessEqual(room, Zero)`` for each of ``reqs`` (rows) on each node
+        (columns). The scalar names compared are those of ``reqs[0]``, which holds every name
+        the later ones have (they are what is left of it)."""
+        room, present, table = self.room, self.present, self.table
+        lhs = np.array([[r.milli_cpu, r.memory] for r in reqs])
+        out = _le(lhs[:, 0:1], room[0][None, :]) & _le(lhs[:, 1:2], room[1][None, :])
+        names = list(reqs[0].scalars)
+        wanted: set[int] = set()
+        for name in names:
+            d = table.dim_index.get(name)
+            values = np.array([[r.scalars.get(name, 0.0)] for r in reqs])
+            if d is None:
+                out &= values < MIN_RESOURCE  # a scalar no node has: compared with 0
+                continue
+            wanted.add(d)
+            out &= _le(values, np.where(present[d], room[d], 0.0)[None, :])
+        for d in range(2, len(room)):
+            if d not in wanted:
+                out &= (~present[d] | _le(0.0, room[d]))[None, :]
+        return out
 
 
 class TaskTopologyPlugin:
@@ -327,54 +373,58 @@ class TaskTopologyPlugin:
             return -lm.affinity_order(left, right)
         return -1 if lb.index < rb.index else 1
 
-    def bucket_score(self, ssn: Session, task: TaskInfo, i: int) -> tuple[int, JobManager | None]:
-        """Upstream ``calcBucketScore`` on the node of row ``i``."""
-        node = ssn.node_list[i]
-        room = node.idle.add(node.releasing)
-        if _never_fits(room, task.resreq):
-            return 0, None
+    def bucket_scores(self, ssn: Session, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        """Upstream ``NodeOrderFn`` (``calcBucketScore`` scaled) on the nodes ``idx``."""
+        out = np.zeros(len(idx), dtype=np.float64)
         manager = self.managers.get(task.job)
-        if manager is None:
-            return 0, None
-        bucket = manager.bucket(task)
-        if bucket is None:
-            return 0, manager
-        score = bucket.nodes.get(node.name, 0)
-        names = manager.node_names.get(node.name)
-        if names:
-            anti = manager.set_affinity(task_name(task), names, only_anti=True)
-            if anti < 0:
-                score += anti
+        bucket = manager.bucket(task) if manager is not None else None
+        if manager is None or bucket is None:
+            return out  # upstream: 0, whatever the node
+        rows = _Rows(ssn.node_table, idx)
+        score = np.zeros(len(idx), dtype=np.float64)
+        position = np.full(ssn.node_table.n, -1, dtype=np.int64)
+        position[idx] = np.arange(len(idx))
+
+        def at(node_name: str) -> int:
+            node = ssn.nodes.get(node_name)
+            return -1 if node is None else int(position[node.index])
+
+        # 1. the bucket's tasks already placed on the node
+        for name, count in bucket.nodes.items():
+            k = at(name)
+            if k >= 0:
+                score[k] += count
+        # 2. anti-affinity against the task names placed on the node this session
+        me = task_name(task)
+        for name, names in manager.node_names.items():
+            k = at(name)
+            if k >= 0:
+                anti = manager.set_affinity(me, names, only_anti=True)
+                if anti < 0:
+                    score[k] += anti
+        # 3. the bucket's unplaced tasks, less those that have to be left out for the rest to fit
         score += len(bucket.tasks)
-        if bucket.request.less_equal(room, DimensionDefault.ZERO):
-            return score, manager
-        remains = bucket.request.clone()
-        for uid, other in sorted(bucket.tasks.items()):
-            if uid == task.uid:
-                continue
-            remains.sub_without_assert(other.resreq)
-            score -= 1
-            if remains.less_equal(room, DimensionDefault.ZERO):
-                break
-        return score, manager
+        others = [t for uid, t in sorted(bucket.tasks.items()) if uid != task.uid]
+        # What is left of the bucket's request after taking out its first k other tasks (upstream
+        # takes them in Go map order; here in pod UID order), for k = 0 .. len(others).
+        remains = [bucket.request.clone()]
+        for other in others:
+            remains.append(remains[-1].clone().sub_without_assert(other.resreq))
+        fits = rows.fits(remains)
+        # One point less per task taken out before the rest fits (all of them if it never does).
+        score -= np.where(fits.any(axis=0), fits.argmax(axis=0), len(others))
+        score[rows.never_fits(task.resreq)] = 0.0  # upstream: the task could never fit the node
+        score *= self.weight
+        if manager.max_size:
+            score *= MAX_NODE_SCORE / manager.max_size
+        return score
 
     def on_session_open(self, ssn: Session) -> None:
         self._init_buckets(ssn)
         if not self.managers:
             return
-        weight = self.weight
-
         def node_order(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-            out = np.zeros(len(idx), dtype=np.float64)
-            if task.job not in self.managers:
-                return out  # every node scores 0 for a task of a job without buckets
-            for k, i in enumerate(idx):
-                score, manager = self.bucket_score(ssn, task, int(i))
-                value = float(score * weight)
-                if manager is not None and manager.max_size:
-                    value = value * MAX_NODE_SCORE / manager.max_size
-                out[k] = value
-            return out
+            return self.bucket_scores(ssn, task, idx)
 
         def on_allocate(ev: Event) -> None:
             manager = self.managers.get(ev.task.job)
