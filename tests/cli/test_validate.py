@@ -325,3 +325,23 @@ def test_a_queue_named_by_a_list_is_an_error_not_a_crash(tmp_path: Path, capsys:
     doc = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: [root]}\n"
     code, lines = run(capsys, write(tmp_path, "q.yaml", doc))
     assert code == 2 and len(lines) == 1 and "metadata.name" in lines[0]
+
+
+def test_storage_objects_are_checked_as_the_scheduler_reads_them(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "s.yaml",
+                 "\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local}\n"
+                 "provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n",
+                 "\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: team}\n"
+                 "spec: {accessModes: [ReadWriteOne], resources: {requests: {storage: 1Gi}}}\n",
+                 "\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: odd}\n"
+                 "provisioner: x\nvolumeBindingMode: Later\n")
+    code, lines = run(capsys, path)
+    assert code == 2
+    assert lines == [
+        "OK StorageClass local",
+        f"{path}: document 1: PersistentVolumeClaim team/data: spec.accessModes[0]: got 'ReadWriteOne' (str); "
+        "expected one of ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod",
+        f"{path}: document 2: StorageClass odd: volumeBindingMode: got 'Later'; expected Immediate or "
+        "WaitForFirstConsumer",
+    ]

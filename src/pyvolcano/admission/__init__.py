@@ -28,6 +28,8 @@ from pyvolcano.admission import hypernodes, jobs, podgroups, pods, policy, prior
 from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
 from pyvolcano.api.defaults import default_pod
+from pyvolcano.api.manifest import ManifestError, parse_object
+from pyvolcano.api.names import STORAGE_KINDS
 from pyvolcano.store.base import Store
 
 __all__ = ["DEFAULT_JOB_PLUGINS", "AdmissionConfig", "VolcanoAdmission"]
@@ -117,6 +119,9 @@ class VolcanoAdmission:
             policy.validate_pod_disruption_budget(obj, p)
         elif kind == "ResourceQuota" and self.api_server_checks:
             policy.validate_resource_quota(obj, p)
+        elif kind in STORAGE_KINDS and self.api_server_checks:
+            validate_object_meta(obj, p)
+            _storage_object(obj, p)
         else:
             validate_object_meta(obj, p)
         p.raise_if_any()
@@ -190,3 +195,15 @@ class VolcanoAdmission:
             return
         validate_object_meta(obj, p)
         hypernodes.validate_hypernode(obj, p)
+
+
+def _storage_object(obj: dict[str, Any], p: Problems) -> None:
+    """The API server's checks of a storage object, as far as the scheduler reads it: the
+    manifest reader's (access and volume modes, quantities, selectors, node affinity, binding mode)."""
+    try:
+        parse_object(obj, "")
+    except ManifestError as e:
+        text = str(e)
+        head = text.split("): ", 1)[1] if "): " in text else text
+        field, _, message = head.partition(": ")
+        p.add(field, message)

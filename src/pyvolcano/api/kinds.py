@@ -41,6 +41,12 @@ CHECKED_KINDS: Final[frozenset[tuple[str, str]]] = frozenset({
     ("topology.volcano.sh/v1alpha1", "HyperNode"),
     ("v1", "ResourceQuota"),
     ("policy/v1", "PodDisruptionBudget"),
+    ("storage.k8s.io/v1", "StorageClass"),
+    ("v1", "PersistentVolume"),
+    ("v1", "PersistentVolumeClaim"),
+    ("storage.k8s.io/v1", "CSINode"),
+    ("storage.k8s.io/v1", "CSIDriver"),
+    ("storage.k8s.io/v1", "CSIStorageCapacity"),
 })
 """``(apiVersion, kind)`` of the kinds pyvolcano validates (fields, defaults, admission)."""
 
@@ -52,6 +58,8 @@ KNOWN_GROUPS: Final[Mapping[str, Mapping[str, frozenset[str]]]] = {
     })},
     "scheduling.k8s.io": {"v1": frozenset({"PriorityClass"})},
     "policy": {"v1": frozenset({"PodDisruptionBudget", "Eviction"})},
+    "storage.k8s.io": {"v1": frozenset({"StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity",
+                                        "VolumeAttachment", "VolumeAttributesClass"})},
     "batch.volcano.sh": {"v1alpha1": frozenset({"Job", "CronJob"})},
     "scheduling.volcano.sh": {"v1beta1": frozenset({"PodGroup", "Queue"})},
     "bus.volcano.sh": {"v1alpha1": frozenset({"Command"})},

@@ -81,12 +81,21 @@ SCHEDULING_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 BUS_API_VERSION: Final = "bus.volcano.sh/v1alpha1"
 TOPOLOGY_API_VERSION: Final = "topology.volcano.sh/v1alpha1"
 
+STORAGE_KINDS: Final = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
+                        "CSIStorageCapacity")
+"""The storage objects volume binding reads (:mod:`pyvolcano.cache.volumes`)."""
+
+DRA_KINDS: Final = ("DeviceClass", "ResourceSlice", "ResourceClaim")
+"""The ``resource.k8s.io/v1`` objects dynamic resource allocation reads (:mod:`pyvolcano.cache.dra`)."""
+
 SCHEDULER_KINDS: Final = ("PodDisruptionBudget", "Node", "Pod", "PriorityClass", "ResourceQuota", "PodGroup", "Queue",
-                          "HyperNode")
-"""What vc-scheduler's cache watches, in the order upstream's ``SchedulerCache`` registers its
+                          "HyperNode", *STORAGE_KINDS, *DRA_KINDS)
+"""What vc-scheduler's cache watches: in the order upstream's ``SchedulerCache`` registers its
 informers (``pkg/scheduler/cache/cache.go``: PodDisruptionBudgets for the pdb plugin, nodes,
 pods, priority classes, resource quotas, then the Volcano informers for PodGroups, Queues and
-HyperNodes). A cluster without the HyperNode CRD has no HyperNodes: its informer lists none
+HyperNodes), then the storage informers volume binding
+reads and the DRA manager's. A cluster without the HyperNode CRD has no HyperNodes, and one
+without the resource API no DRA objects: their informers list none
 (:mod:`pyvolcano.kube.store`)."""
 
 # ----------------------------------------------------------------------------- Volcano Jobs and their pods

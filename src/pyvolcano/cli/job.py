@@ -157,14 +157,23 @@ def render_why(doc: dict[str, Any]) -> str:
         lines.append("")
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     if diag.get("limits"):
-        rows = [("PLUGIN", "LIMITED", "NAME", "LIMIT", "USED", "REQUESTED")]
+        limit_rows: list[tuple[str, ...]] = [("PLUGIN", "LIMITED", "NAME", "LIMIT", "USED", "REQUESTED")]
         for f in diag["limits"]:
             n = f["name"]
-            rows.append((f["plugin"], f["object"], n, amount(n, f["limit"]), amount(n, f["used"]),
-                         amount(n, f["requested"])))
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+            limit_rows.append((f["plugin"], f["object"], n, amount(n, f["limit"]), amount(n, f["used"]),
+                               amount(n, f["requested"])))
+        widths = [max(len(row[i]) for row in limit_rows) for i in range(len(limit_rows[0]))]
         lines.append("")
-        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in limit_rows]
+    if diag.get("volumes"):
+        lines += ["", "CLAIM / PV" + " " * 20 + "DETAIL"]
+        for v in diag["volumes"]:
+            size = format_quantity(v["requested"], binary=True)
+            lines.append(f"  {v['claim']:<28}{v['status']}, class {v['class'] or '-'} "
+                         f"({v['binding_mode'] or 'no such class'}), {size}"
+                         + (f", volume {v['volume']}" if v["volume"] else ""))
+            lines += [f"    {p['name']:<26}{'on ' + p['nodes'] if p['nodes'] else 'any node'}: {p['state']}"
+                      for p in v["pvs"]]
     if diag["node_failures"]:
         lines += ["", f"NODES     {diag['nodes']['failed']}/{diag['nodes']['total']} failed:"]
         lines += [f"  {count:>5}  {reason}" for reason, count in diag["node_failures"].items()]

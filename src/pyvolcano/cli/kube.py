@@ -176,6 +176,10 @@ def scheduler(
         "--skip-unchanged-unschedulable",
         help="pyvolcano extension: do not retry a job allocate could not place until resources are released, "
              "a node or queue changes, or the job changes (off: upstream retries every session)")] = False,
+    ignored_provisioners: Annotated[list[str] | None, typer.Option(
+        "--ignored-provisioners", metavar="NAME[,NAME]",
+        help="Provisioners whose claims are not counted against the nodes' CSI attach limits (host-path "
+             "provisioners such as rancher.io/local-path; repeatable or comma-separated)")] = None,
     record: Annotated[Path | None, typer.Option(
         "--record", metavar="DIR", callback=report_dir,
         help="Keep the inputs and decisions of the last sessions here (see pyvolcano replay)")] = None,
@@ -214,6 +218,7 @@ def scheduler(
         min_percentage_of_nodes_to_find=minimum_percentage_nodes_to_find,
         percentage_of_nodes_to_find=percentage_nodes_to_find,
         skip_unchanged_unschedulable=skip_unchanged_unschedulable,
+        ignored_provisioners=tuple(p for v in ignored_provisioners or () for p in v.split(",") if p),
     )
     metrics, registry = _scheduler_metrics(enable_metrics)
     work = scheduler_work(scheduler_names=names, conf_path=scheduler_conf, options=options, period=period, seed=seed,
@@ -354,6 +359,9 @@ def fake_nodes(
             help="Runtime of pods without a pyvolcano.io/duration annotation, e.g. 30s (default: until deleted)",
         ),
     ] = None,
+    dra: Annotated[
+        bool, typer.Option("--dra", help="Publish each GPU node's GPUs as a ResourceSlice (driver gpu.nvidia.com)")
+    ] = False,
     kube_api_qps: ApiQps = 500.0,
     kube_api_burst: ApiBurst = 1000,
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity")] = 0,
@@ -392,7 +400,7 @@ def fake_nodes(
         sync(store, "fake-nodes")
     except ComponentError as e:
         raise _start_failure(e) from None
-    fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration)
+    fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration, dra=dra)
     fake.register()
     logger.info("fake-nodes: %d nodes registered", len(manifests))
     try:

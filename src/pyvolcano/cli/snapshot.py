@@ -28,8 +28,9 @@ from pyvolcano.cli.output import error, note
 
 __all__ = ["SNAPSHOT_CHOICES", "SnapshotError", "snapshot", "take_snapshot", "write_text_atomically"]
 
-SNAPSHOT_CHOICES = ("ConfigMap", "PriorityClass", "Queue", "Node", "HyperNode", "PodDisruptionBudget", "ResourceQuota",
-                    "PodGroup", "Pod", "Job")
+SNAPSHOT_CHOICES = ("ConfigMap", "PriorityClass", "Queue", "Node", "HyperNode", "StorageClass", "CSIDriver", "CSINode",
+                    "PersistentVolume", "PersistentVolumeClaim", "CSIStorageCapacity", "PodDisruptionBudget",
+                    "ResourceQuota", "PodGroup", "Pod", "Job")
 
 
 class SnapshotError(ValueError):

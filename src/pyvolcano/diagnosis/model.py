@@ -24,9 +24,15 @@ own unit (``nvidia.com/gpu: 8.0``; the scheduler counts them in milli-units inte
 ``free_in_queue`` is null when no quota plugin limits the queue on that dimension.
 Jobs held back by a network-topology constraint also carry ``"topology"``: per tier, the
 HyperNode with the most room for the pods still needed (``{"tier", "best", "room", "allowed",
-"hypernodes"}``); the key is absent for other diagnoses. Jobs a plugin's own limit holds back
-(a ResourceQuota, a node group's limit, a PodDisruptionBudget, a cooldown) carry ``"limits"``:
-``[{"plugin", "object", "name", "limit", "used", "requested"}]`` (:class:`LimitFigure`).
+"hypernodes"}``); the key is absent for other diagnoses.
+Jobs held back by their PersistentVolumeClaims (the ``Volume.*`` reasons) also carry
+``"volumes"``: per claim of the pod, its class, binding mode, requested bytes, status and the
+PVs of its class with the nodes each is pinned to and why it is not usable (``{"claim",
+"class", "binding_mode", "requested", "status", "volume", "pvs": [{"name", "nodes",
+"state"}]}``); the key is absent for other diagnoses.
+Jobs a plugin's own limit holds back (a ResourceQuota, a node group's limit, a
+PodDisruptionBudget, a cooldown) carry ``"limits"``: ``[{"plugin", "object", "name", "limit",
+"used", "requested"}]`` (:class:`LimitFigure`).
 ``scope`` says what ``requested`` counts: ``task`` (one pod, node fit), ``gang`` (the pods
 still needed to reach minAvailable, queue quota) or ``minResources`` (enqueue).
 
@@ -54,6 +60,7 @@ __all__ = [
     "ResourceFigure",
     "Stage",
     "TaskCounts",
+    "VolumeFigure",
 ]
 
 
@@ -90,11 +97,21 @@ class Reason(enum.StrEnum):
     NODE_GROUP_AFFINITY_UNSATISFIED = "NodeGroup.AffinityUnsatisfied"
     NODE_GROUP_RESOURCE_LIMIT_EXCEEDED = "NodeGroup.ResourceLimitExceeded"
     NODE_GROUP_RESOURCE_LIMITS_INVALID = "NodeGroup.InvalidResourceLimits"
+    NODE_FIT_CLAIM_NOT_READY = "NodeFit.ClaimNotReady"
+    NODE_FIT_NO_DEVICES = "NodeFit.NoDevices"
+    NODE_FIT_CLAIM_INVALID = "NodeFit.ClaimInvalid"
     PREEMPTION_NOT_ALLOWED = "Preemption.NotAllowed"
     PREEMPTION_DISRUPTION_BUDGET = "Preemption.DisruptionBudget"
     PREEMPTION_COOLDOWN = "Preemption.CooldownProtected"
     PREEMPTION_WAITING_FOR_RELEASE = "Preemption.WaitingForRelease"
     NOT_ATTEMPTED = "Session.NotAttempted"
+    VOLUME_CLAIM_UNAVAILABLE = "Volume.ClaimUnavailable"
+    VOLUME_UNBOUND_IMMEDIATE = "Volume.UnboundImmediate"
+    VOLUME_NO_MATCHING_PV = "Volume.NoMatchingPV"
+    VOLUME_NODE_CONFLICT = "Volume.NodeConflict"
+    VOLUME_NOT_ENOUGH_STORAGE = "Volume.NotEnoughStorage"
+    VOLUME_ZONE_CONFLICT = "Volume.ZoneConflict"
+    VOLUME_ATTACH_LIMIT = "Volume.AttachLimit"
 
 
 STAGE_OF: dict[Reason, Stage] = {
@@ -113,11 +130,21 @@ STAGE_OF: dict[Reason, Stage] = {
     Reason.NODE_GROUP_AFFINITY_UNSATISFIED: Stage.NODE_FIT,
     Reason.NODE_GROUP_RESOURCE_LIMIT_EXCEEDED: Stage.NODE_FIT,
     Reason.NODE_GROUP_RESOURCE_LIMITS_INVALID: Stage.NODE_FIT,
+    Reason.NODE_FIT_CLAIM_NOT_READY: Stage.NODE_FIT,
+    Reason.NODE_FIT_NO_DEVICES: Stage.NODE_FIT,
+    Reason.NODE_FIT_CLAIM_INVALID: Stage.NODE_FIT,
     Reason.PREEMPTION_NOT_ALLOWED: Stage.PREEMPTION,
     Reason.PREEMPTION_DISRUPTION_BUDGET: Stage.PREEMPTION,
     Reason.PREEMPTION_COOLDOWN: Stage.PREEMPTION,
     Reason.PREEMPTION_WAITING_FOR_RELEASE: Stage.PREEMPTION,
     Reason.NOT_ATTEMPTED: Stage.SESSION,
+    Reason.VOLUME_CLAIM_UNAVAILABLE: Stage.NODE_FIT,
+    Reason.VOLUME_UNBOUND_IMMEDIATE: Stage.NODE_FIT,
+    Reason.VOLUME_NO_MATCHING_PV: Stage.NODE_FIT,
+    Reason.VOLUME_NODE_CONFLICT: Stage.NODE_FIT,
+    Reason.VOLUME_NOT_ENOUGH_STORAGE: Stage.NODE_FIT,
+    Reason.VOLUME_ZONE_CONFLICT: Stage.NODE_FIT,
+    Reason.VOLUME_ATTACH_LIMIT: Stage.NODE_FIT,
 }
 
 
@@ -235,6 +262,26 @@ class HyperNodeFigure:
 
 
 @dataclass(frozen=True, slots=True)
+class VolumeFigure:
+    """One claim of the pod a volume diagnosis is about."""
+
+    claim: str  # namespace/name
+    storage_class: str
+    binding_mode: str  # Immediate, WaitForFirstConsumer, or "" (no such class)
+    requested: float  # bytes
+    status: str  # bound, unbound, missing, deleting
+    volume: str | None = None  # the PV it is bound to
+    # The PVs of its class: (name, the nodes it is pinned to joined by ",", "" for any node,
+    # why it is not usable for this claim or "available").
+    pvs: tuple[tuple[str, str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "class": self.storage_class, "binding_mode": self.binding_mode,
+                "requested": self.requested, "status": self.status, "volume": self.volume,
+                "pvs": [{"name": n, "nodes": nodes, "state": st} for n, nodes, st in self.pvs]}
+
+
+@dataclass(frozen=True, slots=True)
 class TaskCounts:
     total: int
     min_available: int
@@ -267,6 +314,7 @@ class Diagnosis:
     preemption: PreemptionInfo = field(default_factory=lambda: PreemptionInfo(could_help=False))
     topology: tuple[HyperNodeFigure, ...] = ()
     limits: tuple[LimitFigure, ...] = ()
+    volumes: tuple[VolumeFigure, ...] = ()
 
     @property
     def stage(self) -> Stage:
@@ -297,4 +345,6 @@ class Diagnosis:
             out["topology"] = [f.to_dict() for f in self.topology]
         if self.limits:
             out["limits"] = [f.to_dict() for f in self.limits]
+        if self.volumes:
+            out["volumes"] = [f.to_dict() for f in self.volumes]
         return out

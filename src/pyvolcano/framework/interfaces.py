@@ -24,9 +24,24 @@ if TYPE_CHECKING:
     from pyvolcano.gpu.session import SessionGpus
     from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
 
-__all__ = ["Action", "CapacityStateExporter", "DeservedExporter", "EnqueueExplainer", "EventHandler",
-           "EvictionContext", "EvictionKind", "GpuSessionHolder", "Plugin", "PluginFactory", "PredicateExplainer",
-           "ProportionStateExporter", "QuotaExporter", "VictimExplainer", "Vote"]
+__all__ = [
+    "Action",
+    "CapacityStateExporter",
+    "DeservedExporter",
+    "DraQuotaExporter",
+    "EnqueueExplainer",
+    "EventHandler",
+    "EvictionContext",
+    "EvictionKind",
+    "GpuSessionHolder",
+    "Plugin",
+    "PluginFactory",
+    "PredicateExplainer",
+    "ProportionStateExporter",
+    "QuotaExporter",
+    "VictimExplainer",
+    "Vote",
+]
 
 
 class Vote(enum.IntEnum):
@@ -60,6 +75,15 @@ class QuotaExporter(Protocol):
     """A plugin whose queue quotas allocate and enqueue check (read by the pending diagnosis)."""
 
     def quota_snapshot(self) -> dict[str, QueueQuota]: ...
+
+
+@runtime_checkable
+class DraQuotaExporter(Protocol):
+    """A plugin with per-queue device quotas (capacity's ``deviceclass/<class>``), read by the
+    pending diagnosis: the first class whose limit refuses ``task``, as (class, devices the task
+    asks for, devices the queue holds, limit), or None."""
+
+    def dra_shortfall(self, task: TaskInfo) -> tuple[str, int, int, int] | None: ...
 
 
 @runtime_checkable

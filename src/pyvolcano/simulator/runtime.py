@@ -42,7 +42,7 @@ import numpy as np
 from pyvolcano.api.duration import MAX_DURATION_SECONDS
 from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY, SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
-from pyvolcano.cache.ingest import apply_event, resync_pod
+from pyvolcano.cache.ingest import apply_event, resync_object, resync_pod
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.diagnosis.model import Diagnosis
@@ -54,6 +54,7 @@ from pyvolcano.simulator.collector import MetricsCollector
 from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.simulator.kubelet import DURATION, Kubelets
 from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
+from pyvolcano.simulator.pv_controller import PersistentVolumeController
 from pyvolcano.simulator.seeded_entropy import SeededEntropy
 from pyvolcano.simulator.workload import ClusterEvent, Submission
 from pyvolcano.store.base import AlreadyExists, Compactable, StoreError, WatchEvent
@@ -182,9 +183,11 @@ class Simulation:
         self.kubelets = Kubelets(self.store, self.loop, termination_seconds=termination_seconds,
                                  default_duration=default_duration)
         factory = controllers_factory or _default_controllers
-        # With kube-controller-manager's controllers whose status the scheduler reads.
-        self.controllers = [*factory(store=self.store, entropy=SeededEntropy(random.Random(seed))), quotas,
-                            DisruptionController(self.store)]
+        self.controllers = factory(store=self.store, entropy=SeededEntropy(random.Random(seed)))
+        # kube-controller-manager's PV binder and the classes' provisioners (the cluster's, not Volcano's),
+        # and its resource quota and disruption controllers, whose status the scheduler reads.
+        self.controllers.append(PersistentVolumeController(store=self.store))
+        self.controllers += [quotas, DisruptionController(self.store)]
         self.revision = 0
         self.dirty = True
         self.last_session: float | None = None
@@ -327,6 +330,8 @@ class Simulation:
         self._own_condition_writes = (first, self.store.revision)
         for ns, name, _why in self.writer.take_failures():
             self._resync_pod(ns, name)
+        for kind, ns_, name in self.writer.take_stale():
+            resync_object(self.cache, self.store, kind, ns_, name)
         # Sampled once the decisions have settled (pods started, jobs Running), not before.
         self._unsampled = result
         if self.sessions % 100 == 0:
@@ -548,6 +553,11 @@ def _bind(fn: Callable[[Any], None], arg: Any) -> Callable[[], None]:
 
 def _default_controllers(*, store: Any, entropy: Entropy) -> list[Any]:
     from pyvolcano.controllers import default_controllers
+    from pyvolcano.controllers.resourceclaim import ResourceClaimController
+    from pyvolcano.runtime.dra_driver import GpuDriver
 
-    return list(default_controllers(store=store, entropy=entropy))
+    # kube-controller-manager's ResourceClaim controller and a GPU driver's ResourceSlices (once
+    # the cluster has a DeviceClass): the simulated cluster has no others.
+    return [*default_controllers(store=store, entropy=entropy), ResourceClaimController(store=store, entropy=entropy),
+            GpuDriver(store=store, gated=True)]
 
