@@ -11,7 +11,10 @@ keeps):
   status True has ``lastTransitionTime + cooldown`` after now is dropped;
 * every other candidate stays a victim (a pod not yet Running, or without that condition).
 
-"Now" is the session's clock (``Session.now``), never the wall clock.
+"Now" is the session's clock (``Session.now``), never the wall clock. When the filter keeps a
+pod, it asks the session to be revisited when that pod's cooldown ends
+(``Session.revisit_at``), so that a loop which runs sessions only after a change (the
+simulator) runs one then.
 
 Upstream registers no UnifiedEvictable callback, so gangpreempt and gangreclaim ignore the
 cooldown; ``enableGangEviction: true`` (a pyvolcano argument, off by default) registers the
