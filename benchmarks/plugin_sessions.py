@@ -50,7 +50,7 @@ def session(n_nodes: int, n_jobs: int, pods: int, conf: str, *, used: bool) -> t
             if i % 2 == 0:
                 node.labels["volcano.sh/nodegroup-name"] = "batch"
         for q in objs.queues:
-            q.affinity = QueueAffinity(node_group_affinity=NodeGroupAffinity(required=("batch",)))
+            q.node_groups = QueueAffinity(node_group_affinity=NodeGroupAffinity(required=("batch",)))
         objs.resource_quotas.append(ResourceQuota("bench", "all", hard={"cpu": "1000000"}))
         for pg in objs.podgroups:
             pg.annotations["volcano.sh/task-topology-affinity"] = "worker"

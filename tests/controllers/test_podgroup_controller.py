@@ -246,12 +246,10 @@ def test_without_inherit_owner_annotations_every_pod_is_a_gang_of_one() -> None:
     assert pg["spec"]["minMember"] == 1 and "annotations" not in pg["metadata"]
 
 
-def test_the_controller_manager_flag_reaches_the_podgroup_controller() -> None:
-    from pyvolcano.cli.kube import normalize_go_bools
+def test_the_controller_manager_option_reaches_the_podgroup_controller() -> None:
     from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, build_controllers
     from pyvolcano.store.memory import InMemoryStore
 
-    assert normalize_go_bools(["--inherit-owner-annotations=false"]) == ["--no-inherit-owner-annotations"]
     (ctrl,) = build_controllers(InMemoryStore(), ["pg-controller"], inherit_owner_annotations=False)
     assert ctrl.inherit_owner_annotations is False
     assert {"ReplicaSet", "StatefulSet"} <= set(CONTROLLER_KINDS)

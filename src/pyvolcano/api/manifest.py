@@ -415,6 +415,7 @@ def _pod(d: _Doc) -> Pod:
         stored_unschedulable=unschedulable_condition(conditions),
         resource_claims=resource_claims, resource_claim_statuses=claim_statuses,
         claims=claims, ephemeral_claims=ephemeral,
+        resources=_mapping_or_none(d.get("spec.resources")),
     )
 
 
@@ -440,6 +441,11 @@ def _pod_claims(d: _Doc, pod_name: str) -> tuple[tuple[str, ...], tuple[str, ...
             claims.append(f"{pod_name}-{vol}")
             ephemeral.append(claims[-1])
     return tuple(claims), tuple(ephemeral)
+
+
+def _mapping_or_none(value: Any) -> dict[str, Any] | None:
+    """A non-empty mapping field kept as given (its contents are not read here), else None."""
+    return dict(value) if isinstance(value, Mapping) and value else None
 
 
 class _Uncommon(Exception):
@@ -612,6 +618,7 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         nominated_node_name=_str_or(status.get("nominatedNodeName")),
         stored_unschedulable=unschedulable_condition(conditions),
         claims=claims, ephemeral_claims=ephemeral,
+        resources=_mapping_or_none(spec.get("resources")),
     )
 
 
@@ -805,7 +812,8 @@ def _queue(d: _Doc) -> Queue:
         creation_timestamp=created, weight=weight, capability=d.resources("spec.capability"),
         deserved=d.resources("spec.deserved"), guarantee=d.resources("spec.guarantee.resource"),
         reclaimable=d.bool_("spec.reclaimable", True), priority=d.int_("spec.priority", 0, int32=True) or 0,
-        parent=d.str_("spec.parent", ""), state=state, affinity=_queue_affinity(d),
+        parent=d.str_("spec.parent", ""), state=state, affinity=_mapping_or_none(d.get("spec.affinity")),
+        node_groups=_queue_affinity(d),
     )
 
 

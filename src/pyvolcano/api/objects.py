@@ -106,6 +106,9 @@ class Pod:
     # volume's is "<pod>-<volume>"), and those of ephemeral volumes; () for most pods.
     claims: tuple[str, ...] = ()
     ephemeral_claims: tuple[str, ...] = ()
+    # ``spec.resources`` (pod-level requests and limits) as given: kept so that ``job why`` can
+    # say it is not acted on (api/plugin_fields.py); requests come from the containers.
+    resources: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -213,7 +216,10 @@ class Queue:
     parent: str = ""
     state: str = "Open"
     allocated: dict[str, float] = field(default_factory=dict)
-    affinity: QueueAffinity | None = None
+    # ``spec.affinity`` (node-group affinity) as given: only the nodegroup plugin acts on it.
+    affinity: dict[str, Any] | None = None
+    # The same, read for the nodegroup plugin (None without ``spec.affinity``).
+    node_groups: QueueAffinity | None = None
 
 
 @dataclass(slots=True)

@@ -1,8 +1,12 @@
 """``pyvolcano admission``: Volcano's admission webhooks on a cluster (upstream's vc-webhook-manager).
 
 Flags and defaults are upstream's (``cmd/webhook-manager/app/options/options.go``). Boolean
-flags are switches with a ``--no-`` form; Go's ``--flag=true|false`` spelling is accepted too
-(:func:`pyvolcano.cli.kube.normalize_go_bools`).
+flags are switches with a ``--no-`` form; the arguments are read as upstream's pflag reads
+them, klog's and component-base's flags included (:mod:`pyvolcano.cli.go_flags`).
+``--enabled-admission`` may name upstream's ``/cronjobs/validate`` and ``/jobflows/validate``,
+which are not served (one warning: pyvolcano does not admit those kinds); ``--admission-conf``
+is read at start and refused when it sets ``resourceGroups`` (pod mutation by resource group is
+not implemented).
 
 Start-up: check the flags; read ``--ca-cert-file`` and the serving certificate; connect to the
 cluster (``pyvolcano.kube.connect``); start ``/healthz`` if enabled; serve HTTPS on
@@ -76,6 +80,7 @@ class AdmissionOptions:
     enable_queue_allocated_pods_check: bool = False
     max_queue_depth: int = 5
     enable_root_queue_protection: bool = True
+    admission_conf: str = ""
 
 
 def parse_address(flag: str, text: str) -> tuple[str, int]:
@@ -155,8 +160,15 @@ def _prepare(opts: AdmissionOptions) -> _Prepared:
         raise UsageError(f"--max-queue-depth {opts.max_queue_depth}: expected a positive integer")
     if opts.kube_api_qps <= 0 or opts.kube_api_burst < 1:
         raise UsageError("--kube-api-qps and --kube-api-burst must be positive")
+    check_admission_conf(opts.admission_conf)
     try:
-        services = enabled_services(opts.enabled_admission)
+        skipped: list[str] = []
+        services = enabled_services(opts.enabled_admission, unimplemented=skipped)
+        if skipped:
+            print(f"warning: --enabled-admission: {', '.join(skipped)} not served: pyvolcano does not admit "
+                  "CronJobs or JobFlows", file=sys.stderr)
+        if not services:
+            raise ValueError("--enabled-admission: no path pyvolcano serves")
         target = ClientTarget(url=opts.webhook_url, namespace=opts.webhook_namespace,
                               service_name=opts.webhook_service_name)
     except ValueError as e:
@@ -176,6 +188,30 @@ def _prepare(opts: AdmissionOptions) -> _Prepared:
         raise UsageError(str(e)) from None
     healthz = parse_address("--healthz-address", opts.healthz_address) if opts.enable_healthz else None
     return _Prepared(services, target, ca_bundle, context, healthz, grace)
+
+
+def check_admission_conf(path: str) -> None:
+    """``--admission-conf`` (upstream's ``AdmissionConfiguration``): readable YAML whose only key
+    is ``resourceGroups``, which must be empty: pod mutation by resource group (nodeSelector,
+    affinity, tolerations, schedulerName patched onto matching pods) is not implemented, and
+    admitting such pods unpatched would place them where the configuration forbids."""
+    if not path:
+        return
+    from pyvolcano.util import safe_yaml
+
+    try:
+        doc = safe_yaml.load(safe_yaml.read_text(path), path)
+    except safe_yaml.InputError as e:
+        raise UsageError(f"--admission-conf {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--admission-conf {path}: {getattr(e, 'strerror', None) or e}") from None
+    if doc is None:
+        return
+    if not isinstance(doc, dict) or any(k != "resourceGroups" for k in doc):
+        raise UsageError(f"--admission-conf {path}: expected a mapping with only resourceGroups")
+    if doc.get("resourceGroups"):
+        raise UsageError(f"--admission-conf {path}: resourceGroups: pod mutation by resource group is not "
+                         "implemented in pyvolcano yet; expected none (comment them out, as upstream's chart ships)")
 
 
 ADMISSION_KINDS: Final = ("Queue",)
@@ -334,8 +370,21 @@ def admission(
         "--enable-root-queue-protection/--no-enable-root-queue-protection",
         help="If true, root queue's resource attributes (capability, deserved, guarantee) cannot be modified.")]
     = True,
+    admission_conf: Annotated[str, typer.Option("--admission-conf", help="The configmap file of this webhook "
+                              "(resourceGroups are not implemented and refused)")] = "",
+    v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
+    stderrthreshold: Annotated[str, typer.Option(
+        "--stderrthreshold", metavar="SEVERITY", help="Log records at or above this severity go to stderr "
+                                                      "(INFO, WARNING, ERROR, FATAL)")] = "INFO",
+    version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
     """Serve Volcano's admission webhooks over HTTPS and register them (vc-webhook-manager)."""
+    from pyvolcano.cli.go_flags import klog_severity
+    from pyvolcano.cli.kube import print_version_and_exit
+    from pyvolcano.runtime.component import setup_logging
+
+    print_version_and_exit(version)
+    setup_logging(v, klog_severity(stderrthreshold))
     raise typer.Exit(run_admission(AdmissionOptions(
         tls_cert_file=tls_cert_file, tls_private_key_file=tls_private_key_file, ca_cert_file=ca_cert_file,
         port=port, listen_address=listen_address, webhook_url=webhook_url, webhook_namespace=webhook_namespace,
@@ -344,5 +393,5 @@ def admission(
         kube_api_qps=kube_api_qps, kube_api_burst=kube_api_burst, enable_healthz=enable_healthz,
         healthz_address=healthz_address, graceful_shutdown_time=graceful_shutdown_time,
         enable_queue_allocated_pods_check=enable_queue_allocated_pods_check, max_queue_depth=max_queue_depth,
-        enable_root_queue_protection=enable_root_queue_protection,
+        enable_root_queue_protection=enable_root_queue_protection, admission_conf=admission_conf,
     )))

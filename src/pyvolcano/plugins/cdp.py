@@ -32,16 +32,20 @@ from pyvolcano.api.names import COOLDOWN_KEY
 from pyvolcano.api.objects import Pod
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.diagnosis.model import LimitFigure, PluginBlock, Reason
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import EvictionContext, Vote
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["ENABLE_GANG_EVICTION", "NAME", "CooldownProtection", "cooldown_of", "new", "protected_until"]
+__all__ = ["ARGUMENTS", "ENABLE_GANG_EVICTION", "NAME", "CooldownProtection", "cooldown_of", "new", "protected_until"]
 
 NAME: Final = "cdp"
 ENABLE_GANG_EVICTION: Final = "enableGangEviction"
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", (
+    honoured(ENABLE_GANG_EVICTION, note="pyvolcano's own: upstream does not filter gangpreempt/gangreclaim victims"),
+))
 
 
 def cooldown_of(pod: Pod) -> float | None:
@@ -74,7 +78,7 @@ class CooldownProtection:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments, owner=f"plugin {NAME}")
+        args = Arguments(arguments, keys=ARGUMENTS)
         self.gang_eviction = args.get_bool(ENABLE_GANG_EVICTION, False)
 
     def keep_victims(self, ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:

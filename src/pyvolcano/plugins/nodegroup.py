@@ -51,6 +51,7 @@ from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo
 from pyvolcano.api.unschedule import Code, Status
 from pyvolcano.diagnosis.diagnose import user_amount
 from pyvolcano.diagnosis.model import LimitFigure, PluginBlock, Reason
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
 
@@ -58,12 +59,15 @@ if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
 __all__ = [
+    "ARGUMENTS",
+    "ENABLE_PREFERRED_ORDER",
     "ERR_AFFINITY_NOT_FOUND",
     "ERR_LABEL_NOT_FOUND",
     "ERR_LIMIT_EXCEEDED",
     "ERR_LIMIT_INVALID",
     "ERR_UNSATISFIED",
     "NAME",
+    "STRICT",
     "GroupAffinity",
     "NodeGroup",
     "QueueAttr",
@@ -73,6 +77,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 NAME: Final = "nodegroup"
+STRICT: Final = "strict"
+ENABLE_PREFERRED_ORDER: Final = "enablePreferredOrder"
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", (honoured(STRICT), honoured(ENABLE_PREFERRED_ORDER)))
 ROOT_QUEUE: Final = "root"
 BASE_SCORE: Final = 100.0
 
@@ -98,7 +105,7 @@ class GroupAffinity:
 
     @classmethod
     def of(cls, queue: Queue) -> GroupAffinity | None:
-        a = queue.affinity
+        a = queue.node_groups
         if a is None:
             return None
         pos, neg = a.node_group_affinity, a.node_group_anti_affinity
@@ -229,9 +236,9 @@ class NodeGroup:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments, owner=f"plugin {NAME}")
-        self.strict = args.get_bool("strict", True)
-        self.preferred_order = args.get_bool("enablePreferredOrder", False)
+        args = Arguments(arguments, keys=ARGUMENTS)
+        self.strict = args.get_bool(STRICT, True)
+        self.preferred_order = args.get_bool(ENABLE_PREFERRED_ORDER, False)
         self.attrs: dict[str, QueueAttr] = {}
 
     # ------------------------------------------------------------------ session state

@@ -31,16 +31,20 @@ from typing import TYPE_CHECKING, Any, Final
 from pyvolcano.api.objects import PodDisruptionBudget
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.diagnosis.model import LimitFigure, PluginBlock, Reason
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import EvictionContext, Vote
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["ENABLE_GANG_EVICTION", "NAME", "Pdb", "budgets_by_namespace", "filter_victims", "new"]
+__all__ = ["ARGUMENTS", "ENABLE_GANG_EVICTION", "NAME", "Pdb", "budgets_by_namespace", "filter_victims", "new"]
 
 NAME: Final = "pdb"
 ENABLE_GANG_EVICTION: Final = "enableGangEviction"
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", (
+    honoured(ENABLE_GANG_EVICTION, note="pyvolcano's own: upstream does not filter gangpreempt/gangreclaim victims"),
+))
 
 
 def budgets_by_namespace(budgets: Mapping[str, PodDisruptionBudget]) -> dict[str, list[PodDisruptionBudget]]:
@@ -79,7 +83,7 @@ class Pdb:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments, owner=f"plugin {NAME}")
+        args = Arguments(arguments, keys=ARGUMENTS)
         self.gang_eviction = args.get_bool(ENABLE_GANG_EVICTION, False)
         self.by_namespace: dict[str, list[PodDisruptionBudget]] = {}
 

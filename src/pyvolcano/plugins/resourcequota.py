@@ -34,15 +34,17 @@ from typing import TYPE_CHECKING, Any, Final
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.quantity import parse_quantity
 from pyvolcano.diagnosis.model import LimitFigure, PluginBlock, Reason
+from pyvolcano.framework.argument_keys import ArgumentKeys
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Vote
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["NAME", "QuotaRejection", "ResourceQuotaPlugin", "format_amount", "new"]
+__all__ = ["ARGUMENTS", "NAME", "QuotaRejection", "ResourceQuotaPlugin", "format_amount", "new"]
 
 NAME: Final = "resourcequota"
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}")
 
 Amounts = dict[str, Fraction]
 
@@ -91,7 +93,7 @@ class ResourceQuotaPlugin:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        Arguments(arguments, owner=f"plugin {NAME}")
+        Arguments(arguments, keys=ARGUMENTS)
         self._rejections: dict[str, QuotaRejection] = {}
 
     def rejection(self, job_uid: str) -> QuotaRejection | None:

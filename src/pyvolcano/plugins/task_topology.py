@@ -51,6 +51,7 @@ from pyvolcano.api.names import (
 from pyvolcano.api.node import NodeTable
 from pyvolcano.api.resource import MIN_RESOURCE, Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
 from pyvolcano.plugins._scoring import MAX_NODE_SCORE
@@ -58,10 +59,12 @@ from pyvolcano.plugins._scoring import MAX_NODE_SCORE
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["NAME", "WEIGHT", "Bucket", "JobManager", "TaskTopology", "TaskTopologyPlugin", "new", "read_topology"]
+__all__ = ["ARGUMENTS", "NAME", "WEIGHT", "Bucket", "JobManager", "TaskTopology", "TaskTopologyPlugin", "new",
+           "read_topology"]
 
 NAME: Final = "task-topology"
 WEIGHT: Final = "task-topology.weight"
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", (honoured(WEIGHT),))
 
 SELF_ANTI_AFFINITY: Final = 4
 INTER_AFFINITY: Final = 3
@@ -339,7 +342,7 @@ class TaskTopologyPlugin:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments, owner=f"plugin {NAME}")
+        args = Arguments(arguments, keys=ARGUMENTS)
         self.weight = args.get_int(WEIGHT, 1)
         self.managers: dict[str, JobManager] = {}
 

@@ -109,10 +109,15 @@ class Component:
     work: Work
 
 
-def setup_logging(verbosity: int) -> None:
-    """klog-like verbosity: 4 and above debug, 0 and above info, below 0 warnings."""
+def setup_logging(verbosity: int, stderr_threshold: int = logging.INFO) -> None:
+    """klog-like verbosity: 4 and above debug, 0 and above info, below 0 warnings; records below
+    ``stderr_threshold`` (klog's ``--stderrthreshold``, upstream's default INFO) are not written."""
     level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 0 else logging.WARNING
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
+    for handler in logging.getLogger().handlers:
+        if type(handler) is logging.StreamHandler and handler.stream is sys.stderr:
+            # klog's V-levels are INFO records, which are DEBUG here at --v=4 and above.
+            handler.setLevel(logging.NOTSET if stderr_threshold <= logging.INFO else stderr_threshold)
     # One line per HTTP request only at klog's request-tracing verbosity (--v=6).
     for name in ("httpx2", "httpcore2", "httpx", "httpcore"):
         logging.getLogger(name).setLevel(logging.DEBUG if verbosity >= 6 else logging.WARNING)

@@ -78,6 +78,7 @@ class DisruptionController:
     """Keeps the PodDisruptionBudgets' status (see the module docstring)."""
 
     name = "disruption-controller"
+    watches = frozenset({"Pod", "PodDisruptionBudget", *_SCALED_KINDS})
 
     def __init__(self, store: Store):
         self.store = store

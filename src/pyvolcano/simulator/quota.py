@@ -66,6 +66,7 @@ class ResourceQuotas:
     """The quota controller and the state the admission shares with it (module docstring)."""
 
     name = "resourcequota-controller"
+    watches = frozenset({"Pod", "ResourceQuota"})
 
     def __init__(self, store: Store | None = None):
         # The store is given once it exists: it is built with this object's admission.
