@@ -44,6 +44,8 @@ UPSTREAM = {
         ("NodeCount", "integer", ".status.nodeCount", None),
         ("Age", "date", ".metadata.creationTimestamp", None),
     ]),
+    "numatopologies.nodeinfo.volcano.sh": ("Numatopology", "numatopologies", "numatopology", ["numatopo"], "Cluster",
+                                           "v1alpha1", {}, None),
 }
 
 
@@ -72,7 +74,7 @@ def test_crd_has_upstreams_names_scope_version_subresources_and_printer_columns(
     assert got == columns
 
 
-def test_crds_are_exactly_the_five_volcano_kinds() -> None:
+def test_crds_are_exactly_the_six_volcano_kinds() -> None:
     assert sorted(_crds()) == sorted(UPSTREAM)
 
 

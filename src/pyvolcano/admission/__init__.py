@@ -3,7 +3,8 @@
 :class:`VolcanoAdmission` implements :class:`~pyvolcano.store.base.Admission`. For every kind it
 applies the API server's object-metadata validation; for Job, Queue, PodGroup and Pod it then
 applies upstream's mutating webhook (CREATE only) and validating webhook, for HyperNode (which
-has no mutating webhook) its CRD's rules and validating webhook (:mod:`.hypernodes`). Order per request:
+has no mutating webhook) its CRD's rules and validating webhook (:mod:`.hypernodes`), for
+Numatopology the CRD's rules and what the scheduler reads (:mod:`.numatopologies`). Order per request:
 type checks → mutation → metadata validation → kind validation; all problems of one object are
 reported together in a single :class:`~pyvolcano.store.base.Invalid` (field of the first one,
 ``errors`` with all of them). Refused deletions raise :class:`~pyvolcano.store.base.Forbidden`.
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyvolcano.admission import hypernodes, jobs, podgroups, pods, priority, queues
+from pyvolcano.admission import hypernodes, jobs, numatopologies, podgroups, pods, priority, queues
 from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
 from pyvolcano.api.defaults import default_pod
@@ -105,6 +106,9 @@ class VolcanoAdmission:
             self._podgroup(op, obj, store, p)
         elif kind == "HyperNode":
             self._hypernode(obj, p)
+        elif kind == "Numatopology":
+            validate_object_meta(obj, p)
+            numatopologies.validate_numatopology(obj, p)
         elif kind == "PriorityClass" and self.api_server_checks:
             if op == "CREATE" and obj.get("preemptionPolicy") is None:
                 obj["preemptionPolicy"] = "PreemptLowerPriority"  # SetDefaults_PriorityClass

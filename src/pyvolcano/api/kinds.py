@@ -39,6 +39,7 @@ CHECKED_KINDS: Final[frozenset[tuple[str, str]]] = frozenset({
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("bus.volcano.sh/v1alpha1", "Command"),
     ("topology.volcano.sh/v1alpha1", "HyperNode"),
+    ("nodeinfo.volcano.sh/v1alpha1", "Numatopology"),
 })
 """``(apiVersion, kind)`` of the kinds pyvolcano validates (fields, defaults, admission)."""
 

@@ -37,6 +37,7 @@ from pyvolcano.api.hypernode import (
 )
 from pyvolcano.api.names import TOPOLOGY_API_VERSION
 from pyvolcano.api.network_topology import NETWORK_TOPOLOGY_MODES, NetworkTopology, SubGroupPolicy
+from pyvolcano.api.numatopology import NODEINFO_API_VERSION, Numatopology, read_spec
 from pyvolcano.api.objects import (
     Container,
     Node,
@@ -102,6 +103,7 @@ class ClusterObjects:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     hypernodes: list[HyperNode] = field(default_factory=list)
+    numatopologies: list[Numatopology] = field(default_factory=list)
     other: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     documents: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, [ns/]name) -> document index
 
@@ -687,6 +689,17 @@ def _member_selector(d: _Doc, value: Any, path: str) -> MemberSelector:
     return MemberSelector(kind, label_selector=dict(inner))
 
 
+def _numatopology(d: _Doc) -> Numatopology:
+    """A Numatopology as the resource exporter writes it (:func:`pyvolcano.api.numatopology.read_spec`)."""
+    name, labels, annotations, created = _meta_common(d)
+    spec, problems = read_spec(d.get("spec"))
+    if problems:
+        path, message = problems[0]
+        raise d.fail(path, message)
+    return Numatopology(name=name, uid=d.str_("metadata.uid", "") or name, labels=labels, annotations=annotations,
+                        creation_timestamp=created, **spec)
+
+
 def _queue(d: _Doc) -> Queue:
     name, labels, annotations, created = _meta_common(d)
     weight = d.int_("spec.weight", 1, int32=True)
@@ -731,6 +744,7 @@ _KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
     ("scheduling.volcano.sh/v1beta1", "Queue"): ("queues", _queue),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("priority_classes", _priority_class),
     (TOPOLOGY_API_VERSION, "HyperNode"): ("hypernodes", _hypernode),
+    (NODEINFO_API_VERSION, "Numatopology"): ("numatopologies", _numatopology),
 }
 
 

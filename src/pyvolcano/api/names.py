@@ -76,11 +76,11 @@ SCHEDULING_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 BUS_API_VERSION: Final = "bus.volcano.sh/v1alpha1"
 TOPOLOGY_API_VERSION: Final = "topology.volcano.sh/v1alpha1"
 
-SCHEDULER_KINDS: Final = ("Node", "Pod", "PriorityClass", "PodGroup", "Queue", "HyperNode")
+SCHEDULER_KINDS: Final = ("Node", "Pod", "PriorityClass", "PodGroup", "Queue", "Numatopology", "HyperNode")
 """What vc-scheduler's cache watches, in the order upstream's ``SchedulerCache`` registers its
 informers (``pkg/scheduler/cache/cache.go``: nodes, pods, priority classes, then the Volcano
-informers for PodGroups, Queues and HyperNodes). A cluster without the HyperNode CRD has no
-HyperNodes: its informer lists none (:mod:`pyvolcano.kube.store`)."""
+informers for PodGroups, Queues, Numatopologies and HyperNodes). A cluster without the HyperNode
+or the Numatopology CRD has none of them: its informer lists none (:mod:`pyvolcano.kube.store`)."""
 
 # ----------------------------------------------------------------------------- Volcano Jobs and their pods
 

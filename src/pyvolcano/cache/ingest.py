@@ -13,6 +13,7 @@ from typing import Any
 from pyvolcano.api.hypernode import HyperNode
 from pyvolcano.api.job import podgroup_phase
 from pyvolcano.api.manifest import ManifestError, parse_object, pod_uid
+from pyvolcano.api.numatopology import Numatopology
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
@@ -48,7 +49,7 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     every field the scheduler parses unchanged (the controller's per-phase counts) cannot
     either. Everything else can.
     """
-    if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass", "HyperNode"):
+    if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass", "HyperNode", "Numatopology"):
         return False
     if kind == "Pod" and event_type == "DELETED":
         return _delete_pod(cache, obj)
@@ -110,6 +111,14 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
             if cached is not None and _hypernode_spec(cached) == _hypernode_spec(typed):
                 return False  # e.g. the controller's status.nodeCount: nothing the tree reads
             cache.upsert_hypernode(typed)
+    elif isinstance(typed, Numatopology):
+        if event_type == "DELETED":
+            cache.delete_numatopology(typed.name)
+        else:
+            cached_nt = cache.numatopologies.get(typed.name)
+            if cached_nt is not None and cached_nt.spec_key() == typed.spec_key():
+                return False  # e.g. the exporter's refresh timestamp annotation
+            cache.upsert_numatopology(typed)
     return True
 
 

@@ -3,10 +3,11 @@
 The objects are listed straight from the API server (no informers): ConfigMap (the
 scheduler configuration: ``--scheduler-conf FILE`` if given, else the
 ``volcano-system/volcano-scheduler-configmap`` ConfigMap when it can be read), then
-PriorityClasses, Queues, Nodes, HyperNodes, PodGroups, Pods and Jobs
+PriorityClasses, Queues, Nodes, Numatopologies, HyperNodes, PodGroups, Pods and Jobs
 (:mod:`pyvolcano.runtime.snapshot`). ``--kinds`` keeps some of them: ``--kinds
 Node,HyperNode,Queue,PriorityClass`` writes the CLUSTER file of ``simulate --cluster``. Jobs
-that cannot be listed (no CRD, no permission), HyperNodes on a cluster without their CRD and a
+that cannot be listed (no CRD, no permission), HyperNodes and Numatopologies on a cluster
+without their CRD and a
 configuration that cannot be read are left out with a note on stderr (a ConfigMap whose
 configuration does not load is recorded as it is, with a note; a bad ``--scheduler-conf`` is
 an error); a scheduler input
@@ -28,7 +29,8 @@ from pyvolcano.cli.output import error, note
 
 __all__ = ["SNAPSHOT_CHOICES", "SnapshotError", "snapshot", "take_snapshot", "write_text_atomically"]
 
-SNAPSHOT_CHOICES = ("ConfigMap", "PriorityClass", "Queue", "Node", "HyperNode", "PodGroup", "Pod", "Job")
+SNAPSHOT_CHOICES = ("ConfigMap", "PriorityClass", "Queue", "Node", "Numatopology", "HyperNode", "PodGroup", "Pod",
+                    "Job")
 
 
 class SnapshotError(ValueError):
@@ -131,8 +133,8 @@ def snapshot(
         "--scheduler-conf", metavar="FILE",
         help="The scheduler configuration to record (default: the volcano-scheduler-configmap ConfigMap)")] = None,
     kinds: Annotated[str | None, typer.Option(
-        "--kinds", metavar="LIST", help="Comma list of ConfigMap, PriorityClass, Queue, Node, HyperNode, PodGroup, "
-        "Pod, Job (default: all)")] = None,
+        "--kinds", metavar="LIST", help="Comma list of ConfigMap, PriorityClass, Queue, Node, Numatopology, HyperNode, "
+        "PodGroup, Pod, Job (default: all)")] = None,
 ) -> None:
     """Write the live cluster's scheduler inputs as YAML that schedule reads."""
     from pyvolcano.kube import connect

@@ -1,4 +1,4 @@
-"""CustomResourceDefinitions for Volcano's Job, PodGroup, Queue, Command and HyperNode.
+"""CustomResourceDefinitions for Volcano's Job, PodGroup, Queue, Command, HyperNode and Numatopology.
 
 Names, scope, versions, subresources and printer columns are upstream's
 (``config/crd/volcano/bases``), so ``kubectl get vcjob``/``pg``/``q`` and every client written
@@ -301,6 +301,21 @@ def _hypernode_schema() -> Schema:
     return _root(spec, status)
 
 
+def _numatopology_schema() -> Schema:
+    """Upstream's ``nodeinfo.volcano.sh_numatopologies`` (no status; the exporter owns the spec)."""
+    spec = _obj({
+        "policies": _map(_str()),
+        "resReserved": _map(_str()),
+        "numares": _map(_obj({"allocatable": _str(), "capacity": {"type": "integer"}})),
+        "cpuDetail": _map(_obj({f: {"type": "integer", "minimum": 0} for f in ("numa", "socket", "core")})),
+        "podAllocations": _list(_obj({
+            "uid": _str(), "name": _str(), "namespace": _str(),
+            "containerAllocations": _list(_obj({"name": _str(), "allocations": _map(_str())})),
+        })),
+    })
+    return _root(spec, None)
+
+
 def _command_schema() -> Schema:
     target = _obj({
         "apiVersion": _str(), "kind": _str(), "name": _str(), "uid": _str(),
@@ -370,10 +385,13 @@ CRD_SPECS: Final = (
         _column("NodeCount", ".status.nodeCount", "integer"),
         _column("Age", ".metadata.creationTimestamp", "date"),
     )),
+    CrdSpec("nodeinfo.volcano.sh", "v1alpha1", "Numatopology", "numatopologies", "numatopology", ("numatopo",),
+            "Cluster", False, ()),
 )
 
 _SCHEMAS: Final = {"Job": _job_schema, "PodGroup": _podgroup_schema, "Queue": _queue_schema,
-                   "Command": _command_schema, "HyperNode": _hypernode_schema}
+                   "Command": _command_schema, "HyperNode": _hypernode_schema,
+                   "Numatopology": _numatopology_schema}
 
 
 def schema_for(api_version: str, kind: str) -> Schema | None:

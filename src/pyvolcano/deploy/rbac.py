@@ -86,6 +86,8 @@ COMPONENTS: Final = (
         _p("scheduling.volcano.sh", "queues", INFORM, "cache informer"),
         _p("scheduling.k8s.io", "priorityclasses", INFORM, "cache informer"),
         _p("topology.volcano.sh", "hypernodes", INFORM, "network topology: the HyperNode tree"),
+        _p("nodeinfo.volcano.sh", "numatopologies", ("list", "watch", "delete"),
+           "numa-aware: the nodes' NUMA layout; a deleted node's Numatopology is deleted"),
         _EVENTS,
         _LEASE,
     )),
@@ -134,6 +136,8 @@ COMPONENTS: Final = (
         _p("", "pods", ("list", "watch", "delete"), "pods bound to its nodes; removing terminated pods"),
         _p("", "pods/status", ("patch",), "Pending -> Running -> Succeeded/Failed"),
         _p("coordination.k8s.io", "leases", ("create", "patch"), "node heartbeats", NODE_LEASE_NAMESPACE),
+        _p("nodeinfo.volcano.sh", "numatopologies", ("get", "create", "update", "delete"),
+           "simulated resource exporter: each node's Numatopology (--numa-nodes)"),
     ), optional=True),
 )
 

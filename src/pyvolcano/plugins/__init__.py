@@ -28,6 +28,8 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "bestfit": "pyvolcano.plugins.gpu_policies.bestfit",
     "fgd": "pyvolcano.plugins.gpu_policies.fgd",
     "network-topology-aware": "pyvolcano.plugins.network_topology_aware",
+    "numa-aware": "pyvolcano.plugins.numa_aware",
+    "tdm": "pyvolcano.plugins.tdm",
 }
 
 __all__ = ["BUILTIN_PLUGINS"]

@@ -2,7 +2,7 @@
 
 A snapshot holds, in this order, the scheduler configuration (upstream's
 ``volcano-system/volcano-scheduler-configmap`` ConfigMap with its ``volcano-scheduler.conf``
-key), PriorityClasses, Queues, Nodes, HyperNodes, PodGroups, Pods and Volcano Jobs; each kind
+key), PriorityClasses, Queues, Nodes, Numatopologies, HyperNodes, PodGroups, Pods and Volcano Jobs; each kind
 sorted by namespace and name, so the same cluster state gives the same bytes. Jobs are not scheduler
 inputs (their pods and PodGroups are); they are kept for ``vcctl job list|view --cluster``,
 and ``schedule`` skips them.
@@ -47,7 +47,7 @@ CONFIG_NAMESPACE: Final = "volcano-system"
 CONFIG_MAP: Final = "volcano-scheduler-configmap"
 CONFIG_KEY: Final = "volcano-scheduler.conf"
 
-SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "HyperNode", "PodGroup", "Pod", "Job")
+SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "Numatopology", "HyperNode", "PodGroup", "Pod", "Job")
 """The kinds a snapshot lists, in its document order: every kind of
 :data:`pyvolcano.api.names.SCHEDULER_KINDS`, the cluster-scoped ones first, then Volcano Jobs."""
 
@@ -57,7 +57,7 @@ _SKIPPED_KINDS = {(JOB_API_VERSION, "Job"), (BUS_API_VERSION, "Command"), ("v1",
                   ("events.k8s.io/v1", "Event")}
 _SCHEDULER_KINDS_TEXT = ("v1 Pod, v1 Node, scheduling.volcano.sh/v1beta1 PodGroup, "
                          "scheduling.volcano.sh/v1beta1 Queue, scheduling.k8s.io/v1 PriorityClass, "
-                         "topology.volcano.sh/v1alpha1 HyperNode")
+                         "topology.volcano.sh/v1alpha1 HyperNode, nodeinfo.volcano.sh/v1alpha1 Numatopology")
 
 _NOISE: Final = ("managedFields", "resourceVersion", "generation", "selfLink")
 _LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
@@ -168,7 +168,7 @@ def _load(sources: Sequence[str | Path]) -> tuple[ClusterObjects, tuple[str, dic
                                     f"supported; expected one of {_SCHEDULER_KINDS_TEXT}, the {CONFIG_NAMESPACE}/"
                                     f"{CONFIG_MAP} ConfigMap, batch.volcano.sh/v1alpha1 Job")
             merged.other.append((i, doc))
-        for attr in ("nodes", "pods", "podgroups", "queues", "priority_classes", "hypernodes"):
+        for attr in ("nodes", "pods", "podgroups", "queues", "priority_classes", "hypernodes", "numatopologies"):
             for obj in getattr(objs, attr):
                 key = (type(obj).__name__, f"{getattr(obj, 'namespace', '') or ''}/{obj.name}".lstrip("/"))
                 if key in first:
