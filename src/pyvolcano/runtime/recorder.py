@@ -9,7 +9,9 @@ after it, it writes ``DIR/session-NNNNNNNN/`` with
   Numatopologies, HyperNodes, PodGroups, Pods), one JSON line per document (valid YAML, and written about
   twenty times faster than block YAML: 13,000 objects in 0.2 s);
 * ``session.json`` — what else the session depends on: ``now``, the RNG state, the node
-  index where the last node search stopped, the cache's session count, the options;
+  index where the last node search stopped, the cache's session count, the options, the
+  plugins' own state (``SessionMemo.plugin_state``: tdm's last victim round, rescheduling's
+  last run) and the CPUs numa-aware gave bound pods that the nodes' exporters do not list yet;
 * ``result.json`` — the session's decisions: binds, evictions, pipelined pods, nominations
   and PodGroup phases.
 
@@ -45,6 +47,7 @@ from typing import Any, Final
 import numpy as np
 
 from pyvolcano.api.manifest import ManifestError, iter_documents
+from pyvolcano.api.numatopology import PodMeta
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.cache.ingest import apply_event
 from pyvolcano.runtime.cycle import SessionResult, run_once
@@ -169,6 +172,10 @@ class SessionRecorder:
             "format": FORMAT_VERSION, "now": now, "rng": rng.bit_generator.state,
             "last_processed_node_index": cache.memo.last_processed_node_index, "cache_sessions": cache.sessions,
             "options": asdict(options), "default_configuration": config_text is None, "incomplete": missing,
+            "plugin_state": json.loads(json.dumps(cache.memo.plugin_state)),
+            "unassigned_numa": {node: [[*meta, {res: sorted(cpus) for res, cpus in sets.items()}]
+                                       for meta, sets in held.items()]
+                                for node, held in sorted(cache.unassigned_numa.items())},
         }
         if config_text is not None:
             docs.insert(0, config_document(config_text))
@@ -275,6 +282,10 @@ def replay_session(rec: RecordedSession, registry: Any = None) -> dict[str, Any]
         apply_event(cache, "ADDED", str(doc.get("kind", "")), doc)
     cache.memo.last_processed_node_index = int(rec.session["last_processed_node_index"])
     cache.sessions = int(rec.session["cache_sessions"])
+    cache.memo.plugin_state = json.loads(json.dumps(rec.session.get("plugin_state") or {}))
+    for node, held in (rec.session.get("unassigned_numa") or {}).items():
+        for uid, name, ns, sets in held:
+            cache.add_unassigned_numa(node, PodMeta(uid, name, ns), {res: frozenset(c) for res, c in sets.items()})
     rng = np.random.default_rng()
     rng.bit_generator.state = rec.session["rng"]
     result = run_once(cache, config, registry.plugin_factories(config.plugin_names()),

@@ -51,7 +51,7 @@ from pyvolcano.framework.registry import Registry, default_registry
 from pyvolcano.runtime.clock import wall_seconds
 from pyvolcano.runtime.cycle import SessionResult, run_once
 from pyvolcano.runtime.writer import DecisionWriter, Write
-from pyvolcano.store.base import Compactable, Store
+from pyvolcano.store.base import Compactable, Store, StoreError
 
 __all__ = ["LiveScheduler", "SessionReport"]
 
@@ -149,11 +149,22 @@ class LiveScheduler:
                 continue  # upstream's nodeCanAddCache: ignored on add, update and delete
             if self.recorder is not None:
                 self.recorder.observe(ev.type, ev.kind, ev.object)
+            if ev.kind == "Node" and ev.type == "DELETED":
+                self._delete_numatopology(str((ev.object.get("metadata") or {}).get("name", "")))
             apply_event(self.cache, ev.type, ev.kind, ev.object)
         self.revision = max(self.revision, self.store.revision if not events else events[-1].revision)
         if isinstance(self.store, Compactable):
             self.store.compact(self.revision)
         return len(events)
+
+    def _delete_numatopology(self, node: str) -> None:
+        """Upstream's cache deletes a deleted node's Numatopology (``deleteNode``)."""
+        if node not in self.cache.numatopologies:
+            return
+        try:
+            self.store.delete("Numatopology", None, node)
+        except StoreError as e:
+            logger.error("delete numatopo %s failed: %s", node, e)
 
     def _selected(self, node: Mapping[str, Any]) -> bool:
         labels = (node.get("metadata") or {}).get("labels") or {}

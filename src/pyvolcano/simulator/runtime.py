@@ -49,6 +49,7 @@ from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.registry import Registry
 from pyvolcano.kube.events import EventRecorder
 from pyvolcano.runtime.cycle import SessionResult, run_once
+from pyvolcano.runtime.numa_exporter import NumaExporter, NumaLayout
 from pyvolcano.runtime.writer import DecisionWriter
 from pyvolcano.simulator.collector import MetricsCollector
 from pyvolcano.simulator.engine import EventLoop
@@ -151,6 +152,7 @@ class Simulation:
         progress: Callable[[float, int, int], None] | None = None,
         skip_unchanged_unschedulable: bool = True,
         default_duration: float | None = None,
+        numa_layout: NumaLayout | None = None,
     ):
         from pyvolcano.admission import VolcanoAdmission
         from pyvolcano.store.memory import InMemoryStore
@@ -176,6 +178,8 @@ class Simulation:
         self._own_condition_writes = (0, 0)
         self.kubelets = Kubelets(self.store, self.loop, termination_seconds=termination_seconds,
                                  default_duration=default_duration)
+        # Each node with a NUMA layout gets a Numatopology, kept as pods take exclusive CPUs.
+        self.numa = NumaExporter(self.store, default=numa_layout)
         factory = controllers_factory or _default_controllers
         self.controllers = factory(store=self.store, entropy=SeededEntropy(random.Random(seed)))
         self.revision = 0
@@ -266,6 +270,7 @@ class Simulation:
                 ev.kind == "Pod" and self._own_condition_writes[0] < ev.revision <= self._own_condition_writes[1]):
             self.dirty = True
         self.kubelets.on_event(ev)
+        self.numa.on_event(ev)
         self.collector.on_event(ev, self.loop.now)
         for c in self.controllers:
             c.on_event(ev)
