@@ -349,7 +349,7 @@ def _pod(d: _Doc) -> Pod:
         tolerations=[dict(t) for t in d.list_("spec.tolerations")],
         topology_spread_constraints=[dict(t) for t in d.list_("spec.topologySpreadConstraints")],
         scheduling_gates=gates, phase=phase, conditions=conditions,
-        nominated_node_name=d.str_("status.nominatedNodeName", ""),
+        nominated_node_name=d.str_("status.nominatedNodeName", ""), start_time=d.timestamp("status.startTime"),
         stored_unschedulable=unschedulable_condition(conditions),
     )
 
@@ -508,6 +508,7 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         topology_spread_constraints=[dict(t) for t in _list_or_empty(spread)],
         scheduling_gates=gates, phase=phase, conditions=conditions,
         nominated_node_name=_str_or(status.get("nominatedNodeName")),
+        start_time=_time_or_none(status.get("startTime")),
         stored_unschedulable=unschedulable_condition(conditions),
     )
 

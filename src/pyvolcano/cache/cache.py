@@ -29,6 +29,7 @@ from pyvolcano.api.hypernode_tree import HyperNodeTree
 from pyvolcano.api.job import JobChanges, JobInfo
 from pyvolcano.api.manifest import ClusterObjects
 from pyvolcano.api.node import NodeInfo, NodeTable
+from pyvolcano.api.node_usage import NodeUsage
 from pyvolcano.api.numatopology import NumaSchedulerInfo, Numatopology, PodMeta, ResNumaSets
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
 from pyvolcano.api.queue import QueueInfo
@@ -116,6 +117,10 @@ class SchedulerCache:
         # yet (upstream NodeInfo.UnassignedNumaPods); see numa_scheduler_infos.
         self.numatopologies: dict[str, Numatopology] = {}
         self.unassigned_numa: dict[str, dict[PodMeta, ResNumaSets]] = {}
+        # Each node's measured load, as the metrics collector last set it (upstream
+        # NodeInfo.ResourceUsage), and a counter bumped by every collection.
+        self.node_usage: dict[str, NodeUsage] = {}
+        self.usage_version = 0
         # Bumped whenever a node's labels, taints or schedulability change, so per-node
         # derived data (e.g. predicate signatures) can be rebuilt.
         self.node_generation = 0
@@ -398,6 +403,18 @@ class SchedulerCache:
                 self.unassigned_numa.pop(name, None)
             out[name] = info
         return out
+
+    def set_node_usage(self, usage: Mapping[str, NodeUsage]) -> None:
+        """Upstream ``setMetricsData``: the load of the nodes the collector measured (other nodes
+        keep what they had). A lower load can let a job fit, so the capacity epoch moves."""
+        changed = False
+        for name, u in usage.items():
+            if name in self.nodes and self.node_usage.get(name) != u:
+                self.node_usage[name] = u
+                changed = True
+        if changed:
+            self.usage_version += 1
+            self.capacity_epoch += 1
 
     def upsert_queue(self, q: Queue) -> None:
         self.capacity_epoch += 1

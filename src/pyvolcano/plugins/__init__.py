@@ -30,6 +30,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "network-topology-aware": "pyvolcano.plugins.network_topology_aware",
     "numa-aware": "pyvolcano.plugins.numa_aware",
     "tdm": "pyvolcano.plugins.tdm",
+    "usage": "pyvolcano.plugins.usage",
 }
 
 __all__ = ["BUILTIN_PLUGINS"]

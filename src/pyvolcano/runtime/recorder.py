@@ -11,7 +11,8 @@ after it, it writes ``DIR/session-NNNNNNNN/`` with
 * ``session.json`` — what else the session depends on: ``now``, the RNG state, the node
   index where the last node search stopped, the cache's session count, the options, the
   plugins' own state (``SessionMemo.plugin_state``: tdm's last victim round, rescheduling's
-  last run) and the CPUs numa-aware gave bound pods that the nodes' exporters do not list yet;
+  last run), the CPUs numa-aware gave bound pods that the nodes' exporters do not list yet, and
+  the nodes' measured load (usage, rescheduling);
 * ``result.json`` — the session's decisions: binds, evictions, pipelined pods, nominations
   and PodGroup phases.
 
@@ -47,6 +48,7 @@ from typing import Any, Final
 import numpy as np
 
 from pyvolcano.api.manifest import ManifestError, iter_documents
+from pyvolcano.api.node_usage import NodeUsage
 from pyvolcano.api.numatopology import PodMeta
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.cache.ingest import apply_event
@@ -173,6 +175,8 @@ class SessionRecorder:
             "last_processed_node_index": cache.memo.last_processed_node_index, "cache_sessions": cache.sessions,
             "options": asdict(options), "default_configuration": config_text is None, "incomplete": missing,
             "plugin_state": json.loads(json.dumps(cache.memo.plugin_state)),
+            "node_usage": {node: [u.metrics_time, dict(u.cpu), dict(u.memory)]
+                           for node, u in sorted(cache.node_usage.items())},
             "unassigned_numa": {node: [[*meta, {res: sorted(cpus) for res, cpus in sets.items()}]
                                        for meta, sets in held.items()]
                                 for node, held in sorted(cache.unassigned_numa.items())},
@@ -283,6 +287,8 @@ def replay_session(rec: RecordedSession, registry: Any = None) -> dict[str, Any]
     cache.memo.last_processed_node_index = int(rec.session["last_processed_node_index"])
     cache.sessions = int(rec.session["cache_sessions"])
     cache.memo.plugin_state = json.loads(json.dumps(rec.session.get("plugin_state") or {}))
+    cache.set_node_usage({node: NodeUsage(float(t), cpu, mem)
+                          for node, (t, cpu, mem) in (rec.session.get("node_usage") or {}).items()})
     for node, held in (rec.session.get("unassigned_numa") or {}).items():
         for uid, name, ns, sets in held:
             cache.add_unassigned_numa(node, PodMeta(uid, name, ns), {res: frozenset(c) for res, c in sets.items()})

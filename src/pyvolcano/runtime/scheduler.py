@@ -46,8 +46,10 @@ from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.cache.ingest import apply_event, resync_pod
 from pyvolcano.conf import ConfigError, default_configuration, load_configuration
+from pyvolcano.conf.metrics import read_metrics
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.registry import Registry, default_registry
+from pyvolcano.metrics.source import UsageCollector
 from pyvolcano.runtime.clock import wall_seconds
 from pyvolcano.runtime.cycle import SessionResult, run_once
 from pyvolcano.runtime.writer import DecisionWriter, Write
@@ -101,6 +103,8 @@ class LiveScheduler:
         self.config_text: str | None = None  # the text self.config was loaded from (None: the default)
         self._plugins: Any = None
         self._actions: Any = None
+        # Node load from the configuration's metrics source (metrics/source.py), or None.
+        self._usage: UsageCollector | None = None
         self._load_config(initial=True)
         self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
         self._status_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="status")
@@ -140,6 +144,19 @@ class LiveScheduler:
             logger.info("scheduler configuration %s reloaded: actions %s", self.conf_path, ", ".join(config.actions))
         self.config, self._plugins, self._actions, self._conf_stamp = config, plugins, actions, stamp
         self.config_text = text
+        self._sync_usage_collector()
+
+    def _sync_usage_collector(self) -> None:
+        """Start, restart or stop collecting node load as the configuration's metrics section says."""
+        wanted = read_metrics(self.config.metrics)
+        current = self._usage
+        if current is not None and current.conf == wanted:
+            return
+        if current is not None:
+            current.stop()
+            self._usage = None
+        if wanted.enabled:
+            self._usage = UsageCollector(wanted, clock=self.clock).start()
 
     # ------------------------------------------------------------------ one session
     def ingest(self) -> int:
@@ -186,6 +203,11 @@ class LiveScheduler:
     def run_once(self) -> SessionReport:
         self._load_config()
         self.ingest()
+        if self._usage is not None:
+            self._usage.set_nodes([info.name for info in self.cache.node_list])
+            usage = self._usage.take()
+            if usage is not None:
+                self.cache.set_node_usage(usage)
         failures = self._drop_failed_assumptions()
         now = self.clock()
         capture = None if self.recorder is None else self.recorder.capture(
@@ -251,5 +273,7 @@ class LiveScheduler:
             stop.wait(delay)
 
     def close(self, wait: bool = True) -> None:
+        if self._usage is not None:
+            self._usage.stop()
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
         self._status_pool.shutdown(wait=wait, cancel_futures=not wait)

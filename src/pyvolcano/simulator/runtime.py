@@ -43,6 +43,7 @@ from pyvolcano.api.duration import MAX_DURATION_SECONDS
 from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY, SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.cache.ingest import apply_event, resync_pod
+from pyvolcano.conf.metrics import read_metrics
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.diagnosis.model import Diagnosis
@@ -55,6 +56,7 @@ from pyvolcano.simulator.collector import MetricsCollector
 from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.simulator.kubelet import DURATION, Kubelets
 from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
+from pyvolcano.simulator.node_load import derived_usage
 from pyvolcano.simulator.seeded_entropy import SeededEntropy
 from pyvolcano.simulator.workload import ClusterEvent, Submission
 from pyvolcano.store.base import AlreadyExists, Compactable, StoreError, WatchEvent
@@ -180,6 +182,10 @@ class Simulation:
                                  default_duration=default_duration)
         # Each node with a NUMA layout gets a Numatopology, kept as pods take exclusive CPUs.
         self.numa = NumaExporter(self.store, default=numa_layout)
+        # Node load for the usage and rescheduling plugins, collected every metrics.interval
+        # while anything happens (simulator/node_load.py).
+        self.metrics_conf = read_metrics(config.metrics)
+        self._usage_armed = False
         factory = controllers_factory or _default_controllers
         self.controllers = factory(store=self.store, entropy=SeededEntropy(random.Random(seed)))
         self.revision = 0
@@ -276,6 +282,23 @@ class Simulation:
             c.on_event(ev)
         if ev.kind == "Job":
             self._track_job(ev)
+        if self.metrics_conf.enabled and not self._usage_armed:
+            self._usage_armed = True
+            self.loop.at(self._next_collection(), self._collect_usage, "collect node load")
+
+    def _next_collection(self) -> float:
+        interval = self.metrics_conf.interval
+        return math.ceil(self.loop.now / interval - 1e-9) * interval
+
+    def _collect_usage(self) -> None:
+        """One collection of node load; a changed load makes a session due. The next one is
+        armed by the next event, so a simulation where nothing happens any more can end."""
+        self._usage_armed = False
+        before = {name: (u.cpu, u.memory) for name, u in self.cache.node_usage.items()}
+        usage = derived_usage(self.cache, self.loop.now)
+        self.cache.set_node_usage(usage)
+        if any(before.get(name) != (u.cpu, u.memory) for name, u in usage.items()):
+            self.dirty = True
 
     def _settle(self) -> None:
         for _ in range(10_000):
