@@ -161,3 +161,29 @@ def test_bad_arguments_are_refused_with_their_field(arguments: dict[str, Any], f
 
 def test_a_window_that_does_not_parse_is_accepted_and_means_closed() -> None:
     load_configuration(default_registry(), text=plugin_conf("tdm", {"tdm.revocable-zone.rz1": "00:00_01:00"}))
+
+
+def test_in_a_simulation_work_lent_a_revocable_node_is_evicted_when_its_window_closes() -> None:
+    from sim_builders import simulate, vcjob
+
+    text = """
+actions: "enqueue, allocate, shuffle"
+tiers:
+- plugins:
+  - name: gang
+  - name: predicates
+  - name: tdm
+    arguments:
+      tdm.revocable-zone.rz1: "0:00-0:05"
+      tdm.evict.period: 1m
+"""
+    job = vcjob("spare", cpu="2", replicas=2, min_available=1, duration="1h",
+                node_selector={"volcano.sh/revocable-zone": "rz1"})
+    job["spec"]["tasks"][0]["template"]["metadata"]["annotations"]["volcano.sh/revocable-zone"] = "*"
+    rev = node("rev", cpu="8", labels={"volcano.sh/revocable-zone": "rz1"})
+    res, _sim = simulate([(0, rev), (0, job)], conf=text, until=600)
+    evictions = [(t, e) for t, e in res.timeline if e.startswith("evict")]
+    # The virtual clock starts at 2024-01-01T00:00:00 UTC: rz1 is open until 00:05:00 and
+    # closed from 00:05:01; one pod per round (no budget), a round per evict period.
+    assert [t for t, _e in evictions] == [301.0, 361.0]
+    assert all("(shuffle)" in e for _t, e in evictions)

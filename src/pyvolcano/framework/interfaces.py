@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
 
 __all__ = ["Action", "CapacityStateExporter", "DeservedExporter", "EventHandler", "EvictionContext", "EvictionKind",
-           "GpuSessionHolder", "Plugin", "PluginFactory", "ProportionStateExporter", "QuotaExporter", "Vote"]
+           "GpuSessionHolder", "Plugin", "PluginFactory", "ProportionStateExporter", "QuotaExporter", "TimedPlugin",
+           "Vote"]
 
 
 class Vote(enum.IntEnum):
@@ -81,6 +82,16 @@ class CapacityStateExporter(Protocol):
     the queue metrics); ``({}, False)`` outside a session."""
 
     def queue_attrs(self) -> tuple[Mapping[str, CapacityQueueAttr], bool]: ...
+
+
+@runtime_checkable
+class TimedPlugin(Protocol):
+    """A plugin that acts on a clock of its own (tdm's daily windows and evict period,
+    rescheduling's interval): ``next_wakeup`` is the soonest time after ``ssn.now`` at which a
+    session could decide differently with nothing else changing, or None. The simulator makes a
+    session due then; the live scheduler runs every period anyway."""
+
+    def next_wakeup(self, ssn: Session) -> float | None: ...
 
 
 class Action(Protocol):

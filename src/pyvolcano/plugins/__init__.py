@@ -31,6 +31,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "numa-aware": "pyvolcano.plugins.numa_aware",
     "tdm": "pyvolcano.plugins.tdm",
     "usage": "pyvolcano.plugins.usage",
+    "rescheduling": "pyvolcano.plugins.rescheduling",
 }
 
 __all__ = ["BUILTIN_PLUGINS"]

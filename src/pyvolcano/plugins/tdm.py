@@ -66,6 +66,7 @@ EVICT_PERIOD: Final = "tdm.evict.period"
 DEFAULT_EVICT_PERIOD: Final = 60.0
 MAX_NODE_SCORE: Final = 100.0
 NOT_ALLOWED: Final = "not allow to dispatch to revocable node"
+_EPOCH_UNIX: Final = EPOCH.timestamp()
 
 _CLOCK = re.compile(r"(\d{1,2}):(\d{2})", re.ASCII)
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
@@ -295,6 +296,38 @@ class Tdm:
         ssn.add_job_order_fn(NAME, job_order)
         ssn.add_job_pipelined_fn(NAME, job_pipelined)
         ssn.add_job_starving_fn(NAME, job_starving)
+
+    def next_wakeup(self, ssn: Session) -> float | None:
+        """The next time a zone opens or closes, or a victim round comes due in a closed zone
+        (``TimedPlugin``), while that could matter: a preemptable pod runs on a revocable node,
+        or a pod with a revocable zone waits while a zone is closed."""
+        if not self.zones:
+            return None
+        now = local_time(ssn.now, ssn.cache.options.time_zone)
+        closed = {z for z in self.zones if self.zone_error(z, now) is not None}
+        running_in: set[str] = set()
+        for node in ssn.node_list:
+            zone = node.labels.get(REVOCABLE_ZONE_KEY, "")
+            if zone and any(t.preemptable and t.status == TaskStatus.Running for t in node.tasks.values()):
+                running_in.add(zone)
+        waiting = bool(closed) and not running_in and any(
+            task_revocable_zone(t) for j in ssn.jobs.values() for t in j.tasks_in(TaskStatus.Pending).values())
+        if not running_in and not waiting:
+            return None
+        candidates: list[float] = []
+        day, second = _dt.timedelta(days=1), _dt.timedelta(seconds=1)
+        for raw in self.zones.values():
+            w = window(raw, now)
+            if isinstance(w, str):
+                continue
+            start, end = w
+            for t in (start, end + second, start + day, end + day + second):
+                candidates.append(t.timestamp() - _EPOCH_UNIX)
+        last = ssn.memo.plugin_state.get(NAME, {}).get("last_evict_at")
+        if last is not None and running_in & closed:
+            candidates.append(float(last) + self.evict_period)
+        later = [t for t in candidates if t > ssn.now]
+        return min(later) if later else None
 
     @staticmethod
     def _zone_preemptable(ssn: Session, zone: str) -> dict[str, list[TaskInfo]]:
