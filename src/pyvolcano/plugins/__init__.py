@@ -32,6 +32,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "tdm": "pyvolcano.plugins.tdm",
     "usage": "pyvolcano.plugins.usage",
     "rescheduling": "pyvolcano.plugins.rescheduling",
+    "extender": "pyvolcano.plugins.extender",
 }
 
 __all__ = ["BUILTIN_PLUGINS"]
