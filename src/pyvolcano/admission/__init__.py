@@ -14,7 +14,8 @@ reported together in a single :class:`~pyvolcano.store.base.Invalid` (field of t
 (:mod:`pyvolcano.webhooks`) can serve the mutating and the validating webhooks separately, as
 the API server calls them.
 
-Pods get what the API server does before any webhook: the defaulting of
+Pods get the resource groups of ``--admission-conf`` on CREATE (:mod:`.resource_groups`, when
+:attr:`VolcanoAdmission.resource_groups` is set) and what the API server does before any webhook: the defaulting of
 :mod:`pyvolcano.api.defaults` (requests from limits), the Priority admission plugin
 (:mod:`.priority`: a missing PriorityClass is Forbidden; the priority is written into the pod)
 and, on CREATE, the pod-spec validation of ``ValidatePodCreate`` (:func:`.k8s.validate_pod_spec`).
@@ -28,6 +29,7 @@ from typing import Any
 from pyvolcano.admission import hypernodes, jobs, numatopologies, podgroups, pods, priority, queues
 from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
+from pyvolcano.admission.resource_groups import AdmissionConfiguration, apply_resource_groups
 from pyvolcano.api.defaults import default_pod
 from pyvolcano.store.base import Store
 
@@ -59,6 +61,9 @@ class VolcanoAdmission:
             enable_root_queue_protection=enable_root_queue_protection,
             job_plugins=DEFAULT_JOB_PLUGINS if job_plugins is None else frozenset(job_plugins),
         )
+        # The /pods/mutate resource groups of --admission-conf (replaced whole when the file is
+        # read again); None: no configuration, pods are not mutated.
+        self.resource_groups: AdmissionConfiguration | None = None
 
     def admit(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store) -> dict[str, Any]:
         self.mutate(op, obj, store)
@@ -86,6 +91,10 @@ class VolcanoAdmission:
             podgroups.check_shape(obj, p)
             p.raise_if_any()
             podgroups.mutate_podgroup(obj, store)
+        elif kind == "Pod":
+            groups = self.resource_groups
+            if groups is not None:
+                apply_resource_groups(groups, obj)
         return obj
 
     def validate(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store) -> None:

@@ -21,17 +21,21 @@ informer, :data:`ADMISSION_KINDS`) and waits until it has synced.
 
 from __future__ import annotations
 
+import os
 import signal
 import ssl
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 
 import typer
 
 if TYPE_CHECKING:
+    from pyvolcano.admission import VolcanoAdmission
+    from pyvolcano.admission.resource_groups import AdmissionConfiguration
     from pyvolcano.store.base import Store
     from pyvolcano.webhooks.registration import ClientTarget
     from pyvolcano.webhooks.router import AdmissionService
@@ -76,6 +80,7 @@ class AdmissionOptions:
     enable_queue_allocated_pods_check: bool = False
     max_queue_depth: int = 5
     enable_root_queue_protection: bool = True
+    admission_conf: str = ""
 
 
 def parse_address(flag: str, text: str) -> tuple[str, int]:
@@ -139,6 +144,7 @@ class _Prepared:
     context: ssl.SSLContext
     healthz: tuple[str, int] | None
     grace_seconds: float
+    resource_groups: AdmissionConfiguration | None
 
 
 def _prepare(opts: AdmissionOptions) -> _Prepared:
@@ -175,7 +181,59 @@ def _prepare(opts: AdmissionOptions) -> _Prepared:
     except TLSConfigError as e:
         raise UsageError(str(e)) from None
     healthz = parse_address("--healthz-address", opts.healthz_address) if opts.enable_healthz else None
-    return _Prepared(services, target, ca_bundle, context, healthz, grace)
+    groups = None
+    if opts.admission_conf:
+        from pyvolcano.admission.resource_groups import AdmissionConfError
+
+        try:
+            groups = read_admission_conf(opts.admission_conf)
+        except AdmissionConfError as e:
+            raise UsageError(f"--admission-conf: {e}") from None
+    return _Prepared(services, target, ca_bundle, context, healthz, grace, groups)
+
+
+def read_admission_conf(path: str) -> AdmissionConfiguration:
+    """The resource groups of the ``--admission-conf`` file; raises AdmissionConfError."""
+    from pyvolcano.admission.resource_groups import AdmissionConfError, load_admission_conf
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise AdmissionConfError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    return load_admission_conf(text, path)
+
+
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _watch_admission_conf(path: str, admission: VolcanoAdmission, stop: threading.Event,
+                          every: float = 1.0) -> threading.Thread:
+    """Upstream's ``WatchAdmissionConf``: read the file again when it changes (also when a
+    ConfigMap volume swaps it); a file that no longer reads keeps the groups in force."""
+    from pyvolcano.admission.resource_groups import AdmissionConfError
+
+    def watch() -> None:
+        seen = _stamp(path)
+        while not stop.wait(every):
+            now = _stamp(path)
+            if now is None or now == seen:
+                continue
+            seen = now
+            try:
+                admission.resource_groups = read_admission_conf(path)
+            except AdmissionConfError as e:
+                print(f"error: --admission-conf not reloaded: {e}", file=sys.stderr)
+            else:
+                print(f"--admission-conf {path} reloaded", file=sys.stderr)
+
+    t = threading.Thread(target=watch, name="admission-conf", daemon=True)
+    t.start()
+    return t
 
 
 ADMISSION_KINDS: Final = ("Queue",)
@@ -224,6 +282,9 @@ def _serve(opts: AdmissionOptions, prepared: _Prepared, store: Store, stop: thre
         enable_queue_allocated_pods_check=opts.enable_queue_allocated_pods_check,
         enable_root_queue_protection=opts.enable_root_queue_protection, api_server_checks=False,
     )
+    admission.resource_groups = prepared.resource_groups
+    if opts.admission_conf:
+        _watch_admission_conf(opts.admission_conf, admission, stop)
     router = Router(prepared.services, admission, store)
     healthz = None
     if prepared.healthz is not None:
@@ -242,7 +303,7 @@ def _serve(opts: AdmissionOptions, prepared: _Prepared, store: Store, stop: thre
                   f"https://{opts.listen_address or '*'}:{server.port}", file=sys.stderr)
             registered = _register_until_accepted(
                 lambda: register(store, prepared.services, prepared.target, prepared.ca_bundle,
-                                 opts.scheduler_names), stop)
+                                 opts.scheduler_names, mutate_all_pods=bool(opts.admission_conf)), stop)
             for r in registered:
                 print(f"{r.kind} {r.name}: {r.action}", file=sys.stderr)
             if on_ready is not None:
@@ -334,6 +395,8 @@ def admission(
         "--enable-root-queue-protection/--no-enable-root-queue-protection",
         help="If true, root queue's resource attributes (capability, deserved, guarantee) cannot be modified.")]
     = True,
+    admission_conf: Annotated[str, typer.Option("--admission-conf", help="The configmap file of this webhook: "
+                              "the resource groups /pods/mutate applies (read again when it changes)")] = "",
 ) -> None:
     """Serve Volcano's admission webhooks over HTTPS and register them (vc-webhook-manager)."""
     raise typer.Exit(run_admission(AdmissionOptions(
@@ -344,5 +407,5 @@ def admission(
         kube_api_qps=kube_api_qps, kube_api_burst=kube_api_burst, enable_healthz=enable_healthz,
         healthz_address=healthz_address, graceful_shutdown_time=graceful_shutdown_time,
         enable_queue_allocated_pods_check=enable_queue_allocated_pods_check, max_queue_depth=max_queue_depth,
-        enable_root_queue_protection=enable_root_queue_protection,
+        enable_root_queue_protection=enable_root_queue_protection, admission_conf=admission_conf,
     )))
