@@ -37,7 +37,7 @@ Invariants: pure (reads the session, writes only ``JobInfo.diagnosis``), determi
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,7 +59,7 @@ from pyvolcano.diagnosis.model import (
     ResourceFigure,
     TaskCounts,
 )
-from pyvolcano.framework.interfaces import QuotaExporter
+from pyvolcano.framework.interfaces import EnqueueExplainer, NodeFitExplainer, PluginVerdict, QuotaExporter
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -286,11 +286,25 @@ class _Context:
                         f"jobs to finish")
             msg = f"queue {job.queue} capability exceeded on {', '.join(short_dims)}"
             return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="minResources", resources=tuple(figures))
+        verdict = self._plugin_verdict(lambda p: p.explain_enqueue(self.ssn, job)
+                                       if isinstance(p, EnqueueExplainer) else None)
+        if verdict is not None:
+            return mk(Reason(verdict.reason), verdict.message, verdict.hint, scope="minResources",
+                      resources=tuple(figures), plugin=verdict.plugin, figures=tuple(sorted(verdict.figures.items())))
         voters = sorted({name for tier in self.ssn._tiers("job_enqueueable") for name, _fn in tier})
         msg = events or "a JobEnqueueable plugin rejected the PodGroup"
         hint = (f"a JobEnqueueable vote ({', '.join(voters) or 'none'}) keeps it Pending: its minResources "
                 f"exceed what the plugin admits now (overcommit: idle × overcommit-factor; sla; ...)")
         return mk(Reason.ENQUEUE_REJECTED, msg, hint, scope="minResources", resources=tuple(figures))
+
+    def _plugin_verdict(self, ask: Callable[[object], PluginVerdict | None]) -> PluginVerdict | None:
+        """The plugins' own verdicts (tier order), the one that covers the most nodes first."""
+        best: PluginVerdict | None = None
+        for _opt, plugin in self.ssn.plugins:
+            v = ask(plugin)
+            if v is not None and (best is None or v.nodes > best.nodes):
+                best = v
+        return best
 
     def _topology(self, job: JobInfo, mk: functools.partial[Diagnosis], ungated: list[TaskInfo],
                   need: int) -> Diagnosis | None:
@@ -503,6 +517,11 @@ class _Context:
             ok, _groups = ssn.predicate_failures(task, insufficient)
             candidates = insufficient[ok]
         if not len(candidates) or not any(v > 0 for _d, v in table.task_vector(task)):
+            verdict = self._plugin_verdict(lambda p: p.explain_node_fit(ssn, job, task, fe)
+                                           if isinstance(p, NodeFitExplainer) else None)
+            if verdict is not None:
+                return mk(Reason(verdict.reason), fe.error(), verdict.hint, plugin=verdict.plugin,
+                          figures=tuple(sorted(verdict.figures.items())), **common)
             top_reason, top_count = max(hist.items(), key=lambda kv: (kv[1], kv[0]))
             extra = (f"; the {len(insufficient)} node(s) short of resources fail them too"
                      if len(insufficient) else "")

@@ -22,7 +22,9 @@ condition. Its ``to_dict()`` form is the documented, stable JSON schema (docs/re
 Units: ``cpu`` in cores, ``memory`` in bytes, ``pods`` whole, every other resource in its
 own unit (``nvidia.com/gpu: 8.0``; the scheduler counts them in milli-units internally).
 ``free_in_queue`` is null when no quota plugin limits the queue on that dimension.
-Jobs held back by a network-topology constraint also carry ``"topology"``: per tier, the
+A job a plugin blocked in its own terms (numa-aware, tdm, usage, extender) also carries
+``"plugin": {"name", "figures"}``: the plugin's figures by name. Jobs held back by a
+network-topology constraint also carry ``"topology"``: per tier, the
 HyperNode with the most room for the pods still needed (``{"tier", "best", "room", "allowed",
 "hypernodes"}``); the key is absent for other diagnoses.
 ``scope`` says what ``requested`` counts: ``task`` (one pod, node fit), ``gang`` (the pods
@@ -85,6 +87,13 @@ class Reason(enum.StrEnum):
     PREEMPTION_NOT_ALLOWED = "Preemption.NotAllowed"
     PREEMPTION_WAITING_FOR_RELEASE = "Preemption.WaitingForRelease"
     NOT_ATTEMPTED = "Session.NotAttempted"
+    NUMA_POLICY_MISMATCH = "NUMA.PolicyMismatch"
+    NUMA_NOT_ALIGNED = "NUMA.NotAligned"
+    TDM_ZONE_CLOSED = "TDM.RevocableZoneClosed"
+    TDM_NOT_REVOCABLE = "TDM.NotRevocable"
+    USAGE_NODE_OVERLOADED = "Usage.NodeOverloaded"
+    EXTENDER_REJECTED = "Extender.Rejected"
+    EXTENDER_ENQUEUE_REJECTED = "Extender.EnqueueRejected"
 
 
 STAGE_OF: dict[Reason, Stage] = {
@@ -102,6 +111,13 @@ STAGE_OF: dict[Reason, Stage] = {
     Reason.PREEMPTION_NOT_ALLOWED: Stage.PREEMPTION,
     Reason.PREEMPTION_WAITING_FOR_RELEASE: Stage.PREEMPTION,
     Reason.NOT_ATTEMPTED: Stage.SESSION,
+    Reason.NUMA_POLICY_MISMATCH: Stage.NODE_FIT,
+    Reason.NUMA_NOT_ALIGNED: Stage.NODE_FIT,
+    Reason.TDM_ZONE_CLOSED: Stage.NODE_FIT,
+    Reason.TDM_NOT_REVOCABLE: Stage.NODE_FIT,
+    Reason.USAGE_NODE_OVERLOADED: Stage.NODE_FIT,
+    Reason.EXTENDER_REJECTED: Stage.NODE_FIT,
+    Reason.EXTENDER_ENQUEUE_REJECTED: Stage.ENQUEUE,
 }
 
 
@@ -218,6 +234,9 @@ class Diagnosis:
     nodes_failed: int = 0
     preemption: PreemptionInfo = field(default_factory=lambda: PreemptionInfo(could_help=False))
     topology: tuple[HyperNodeFigure, ...] = ()
+    # The plugin that blocked the job, with its own figures (plugins' reason codes only).
+    plugin: str | None = None
+    figures: tuple[tuple[str, Any], ...] = ()
 
     @property
     def stage(self) -> Stage:
@@ -246,4 +265,6 @@ class Diagnosis:
         })
         if self.topology:
             out["topology"] = [f.to_dict() for f in self.topology]
+        if self.plugin is not None:
+            out["plugin"] = {"name": self.plugin, "figures": dict(self.figures)}
         return out

@@ -49,9 +49,9 @@ import numpy as np
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.names import JDB_MAX_UNAVAILABLE_KEY, JDB_MIN_AVAILABLE_KEY, PREEMPTABLE_KEY, REVOCABLE_ZONE_KEY
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.api.unschedule import Code, Status
+from pyvolcano.api.unschedule import Code, FitErrors, Status
 from pyvolcano.framework.arguments import ArgumentError, Arguments
-from pyvolcano.framework.interfaces import Vote
+from pyvolcano.framework.interfaces import PluginVerdict, Vote
 from pyvolcano.framework.session_plugins import NodeFailures
 from pyvolcano.store.base import EPOCH
 
@@ -190,12 +190,17 @@ class Tdm:
                 self.zones[key.replace(ZONE_PREFIX, "", 1)] = value
         period = args.get_duration_seconds(EVICT_PERIOD, DEFAULT_EVICT_PERIOD)
         self.evict_period = DEFAULT_EVICT_PERIOD if period is None else period
+        # This session's local time and the zone verdicts its predicate gave (the diagnosis).
+        self.now: _dt.datetime | None = None
+        self.zone_reasons: set[str] = set()
 
     def zone_error(self, zone: str, now: _dt.datetime) -> str | None:
         return zone_open(self.zones, zone, now)
 
     def on_session_open(self, ssn: Session) -> None:
         now = local_time(ssn.now, ssn.cache.options.time_zone)
+        self.now = now
+        self.zone_reasons = set()
         node_list = ssn.node_list
         # Per zone, None when open now, else why not (the time is fixed for the session).
         verdicts: dict[str, str | None] = {}
@@ -218,6 +223,8 @@ class Tdm:
                 err = error_of(zone)
                 if err is None and has_zone:
                     continue
+                if err is not None:
+                    self.zone_reasons.add(err)
                 groups.setdefault(err or NOT_ALLOWED, []).append(pos)
             out: NodeFailures = []
             for reason, positions in groups.items():
@@ -328,6 +335,28 @@ class Tdm:
             candidates.append(float(last) + self.evict_period)
         later = [t for t in candidates if t > ssn.now]
         return min(later) if later else None
+
+    def explain_node_fit(self, ssn: Session, job: JobInfo, task: TaskInfo,
+                         errors: FitErrors) -> PluginVerdict | None:
+        """``TDM.RevocableZoneClosed`` (the zones' windows and the local time) or ``TDM.NotRevocable``."""
+        closed = sum(len(g.nodes) for g in errors.groups if g.reason in self.zone_reasons)
+        not_allowed = sum(len(g.nodes) for g in errors.groups if g.reason == NOT_ALLOWED)
+        if closed + not_allowed == 0 or self.now is None:
+            return None
+        now = self.now
+        zones = {z: {"window": raw, "open": self.zone_error(z, now) is None} for z, raw in sorted(self.zones.items())}
+        figures = {"local_time": now.isoformat(), "zones": zones, "nodes_zone_closed": closed,
+                   "nodes_not_revocable": not_allowed}
+        if closed >= not_allowed:
+            shut = ", ".join(f"{z} {v['window']}" for z, v in zones.items() if not v["open"]) or "unconfigured zones"
+            hint = (f"{closed} node(s) are revocable nodes of zones closed at {now:%H:%M} ({shut}): the pod can use "
+                    f"them once a window opens, or nodes without volcano.sh/revocable-zone")
+            return PluginVerdict(NAME, "TDM.RevocableZoneClosed", f"{closed} revocable node(s) closed now", hint,
+                                 figures, closed + not_allowed)
+        hint = (f"{not_allowed} node(s) are revocable and the pod has no revocable zone: annotate it "
+                f"volcano.sh/revocable-zone: '*' (or volcano.sh/preemptable: 'true') to let it use them")
+        return PluginVerdict(NAME, "TDM.NotRevocable", f"{not_allowed} node(s) are revocable", hint, figures,
+                             closed + not_allowed)
 
     @staticmethod
     def _zone_preemptable(ssn: Session, zone: str) -> dict[str, list[TaskInfo]]:

@@ -41,16 +41,17 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from pyvolcano.api.job import JobInfo
 from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.node_usage import NODE_METRICS_PERIOD, NodeUsage
 from pyvolcano.api.objects import Container
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus, pod_resource_request
-from pyvolcano.api.unschedule import Code, Status
+from pyvolcano.api.unschedule import Code, FitErrors, Status
 from pyvolcano.conf.metrics import read_metrics
 from pyvolcano.framework.arguments import Arguments
-from pyvolcano.framework.interfaces import Event, EventHandler
+from pyvolcano.framework.interfaces import Event, EventHandler, PluginVerdict
 from pyvolcano.framework.session_plugins import NodeFailures
 from pyvolcano.store.base import EPOCH
 
@@ -302,6 +303,30 @@ class Usage:
         ssn.add_node_order_fn(NAME, node_order)
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate,
                                            allocate_many=on_allocate_many))
+
+    def explain_node_fit(self, ssn: Session, job: JobInfo, task: TaskInfo,
+                         errors: FitErrors) -> PluginVerdict | None:
+        """``Usage.NodeOverloaded``: the least loaded of the nodes the load filtered, and the thresholds."""
+        nodes = [int(i) for g in errors.groups if g.reason in (CPU_EXCEEDED, MEMORY_EXCEEDED) for i in g.nodes]
+        if not nodes:
+            return None
+        s = self.settings
+
+        def load(i: int) -> tuple[float, float]:
+            u = self.usage.get(ssn.node_list[i].name)
+            return ((u.cpu.get(NODE_METRICS_PERIOD, 0.0), u.memory.get(NODE_METRICS_PERIOD, 0.0))
+                    if u is not None else (0.0, 0.0))
+
+        least = min(nodes, key=lambda i: (max(load(i)[0] - s.cpu_threshold, load(i)[1] - s.mem_threshold), i))
+        cpu, mem = load(least)
+        name = ssn.node_list[least].name
+        figures = {"cpu_threshold": s.cpu_threshold, "memory_threshold": s.mem_threshold, "nodes_over": len(nodes),
+                   "least_loaded_node": name, "cpu_percent": round(cpu, 2), "memory_percent": round(mem, 2)}
+        hint = (f"{len(nodes)} node(s) are over the load thresholds (cpu {s.cpu_threshold:g}%, memory "
+                f"{s.mem_threshold:g}%); the least loaded, {name}, is at {cpu:.0f}% cpu and {mem:.0f}% memory: wait "
+                f"for the load to fall, or raise the usage plugin's thresholds")
+        return PluginVerdict(NAME, "Usage.NodeOverloaded", f"{len(nodes)} node(s) over the load thresholds", hint,
+                             figures, len(nodes))
 
     def on_session_close(self, ssn: Session) -> None:
         self.node_cpu, self.node_mem, self.pods = {}, {}, {}

@@ -35,13 +35,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from pyvolcano.api.job import JobInfo
 from pyvolcano.api.names import NUMA_POLICY_KEY
 from pyvolcano.api.numatopology import NumaSchedulerInfo, PodMeta, ResNumaSets
 from pyvolcano.api.qos import QOSClass, pod_qos
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.api.unschedule import Code, Status
+from pyvolcano.api.unschedule import Code, FitErrors, Status
 from pyvolcano.framework.arguments import Arguments
-from pyvolcano.framework.interfaces import Event, EventHandler
+from pyvolcano.framework.interfaces import Event, EventHandler, PluginVerdict
 from pyvolcano.framework.session_plugins import NodeFailures
 from pyvolcano.plugins.numa_aware import cpumanager, policy
 
@@ -78,8 +79,10 @@ class NumaAware:
         # Pod uid -> the node its allocate event placed it on (upstream taskBindNodeMap).
         self.placed: dict[str, str] = {}
         self._guaranteed: dict[str, bool] = {}
-        # Last refusal on each node of the session, for the pending diagnosis.
-        self.refusals: dict[tuple[str, str], str] = {}
+        # The reasons this session's predicate gave: nodes that cannot serve the pod's policy at
+        # all, and nodes whose policy refused the CPU hints (for the pending diagnosis).
+        self.mismatch_reasons: set[str] = set()
+        self.aligned_reasons: set[str] = set()
 
     # ------------------------------------------------------------------ helpers
     def guaranteed(self, task: TaskInfo) -> bool:
@@ -115,7 +118,10 @@ class NumaAware:
             return None
         go_on, err = self._filter_node(task, node)
         if not go_on:
-            return Status(Code.Error, err) if err is not None else None
+            if err is None:
+                return None
+            self.mismatch_reasons.add(err)
+            return Status(Code.Error, err)
         info = self.infos[node]
         topo = self.topologies[node]
         free = dict(self.free[node])
@@ -126,7 +132,7 @@ class NumaAware:
             best, admit = policy.predicate(info.topology_manager_policy, numa_nodes, provided)
             if not admit:
                 reason = f"container {container.name} cannot be assigned by numa"
-                self.refusals[(task.uid, node)] = reason
+                self.aligned_reasons.add(reason)
                 return Status(Code.UnschedulableAndUnresolvable, reason)
             for res, cpus in cpumanager.allocate(container, best, topo, info.res_reserved, free).items():
                 assigned[res] = assigned.get(res, frozenset()) | cpus
@@ -212,6 +218,40 @@ class NumaAware:
             self.placed[task.uid] = task.node_name
         else:
             self.placed.pop(task.uid, None)
+
+    def explain_node_fit(self, ssn: Session, job: JobInfo, task: TaskInfo,
+                         errors: FitErrors) -> PluginVerdict | None:
+        """``NUMA.NotAligned`` / ``NUMA.PolicyMismatch`` with the largest free block on one NUMA node."""
+        mismatch = sum(len(g.nodes) for g in errors.groups if g.reason in self.mismatch_reasons)
+        unaligned = sum(len(g.nodes) for g in errors.groups if g.reason in self.aligned_reasons)
+        if mismatch + unaligned == 0:
+            return None
+        wanted = task_policy(task) or "(the node's)"
+        cpus = [cpumanager.guaranteed_cpus(c) for c in task.pod.containers]
+        best_free, best_node = 0, ""
+        for name, info in sorted(self.infos.items()):
+            free = self.free.get(name, {}).get("cpu", frozenset())
+            for numa in info.numa_nodes():
+                n = sum(1 for c in free if info.cpu_detail.get(c) is not None and info.cpu_detail[c].numa == numa)
+                if n > best_free:
+                    best_free, best_node = n, name
+        matching = sorted(n for n, i in self.infos.items()
+                          if i.cpu_manager_policy == "static" and i.topology_manager_policy == task_policy(task))
+        figures = {"topology_policy": wanted, "cpus_requested": cpus, "nodes_policy_mismatch": mismatch,
+                   "nodes_not_aligned": unaligned, "most_free_cpus_on_one_numa_node": best_free,
+                   "on_node": best_node or None}
+        if unaligned >= mismatch:
+            where = f"{best_free} on one NUMA node of {best_node}" if best_node else "no node with a Numatopology"
+            hint = (f"topology policy {wanted} cannot place {max(cpus, default=0)} CPUs of one container within "
+                    f"the NUMA nodes it allows on {unaligned} node(s); the most free CPUs on one NUMA node are "
+                    f"{where}: free CPUs there, lower the request, or relax the policy (best-effort)")
+            return PluginVerdict(NAME, "NUMA.NotAligned", f"{unaligned} node(s) refuse the CPU alignment", hint,
+                                 figures, mismatch + unaligned)
+        hint = (f"the pod asks for topology policy {wanted}, which {mismatch} node(s) cannot serve (no "
+                f"Numatopology, no static CPU manager, or another TopologyManagerPolicy); nodes that run it: "
+                f"{', '.join(matching) if matching else 'none'}")
+        return PluginVerdict(NAME, "NUMA.PolicyMismatch", f"{mismatch} node(s) do not run policy {wanted}", hint,
+                             figures, mismatch + unaligned)
 
     def on_session_close(self, ssn: Session) -> None:
         # Upstream hands the cache every task of taskBindNodeMap; only bound pods are kept here
