@@ -17,8 +17,10 @@ session and a change of whether enqueue is configured walk every job.
 
 The stage is decided in pipeline order, first match wins:
 
-1. PodGroup still Pending with enqueue configured: queue closed, queue capability short
-   of minResources, or another plugin's JobEnqueueable vote (``Enqueue.Rejected``);
+1. PodGroup still Pending with enqueue configured: queue closed, a plugin that explains its
+   own rejection (:class:`~pyvolcano.framework.interfaces.EnqueueExplainer`: extender), queue
+   capability short of minResources, or another plugin's JobEnqueueable vote
+   (``Enqueue.Rejected``);
 2. the queue is not Open; JobValid fails (``Gang.MinAvailableNotMet``);
 3. every unplaced pod is scheduling-gated;
 4. pods pipelined onto resources still being released;
@@ -26,7 +28,9 @@ The stage is decided in pipeline order, first match wins:
    still needs fit in the cluster but in no HyperNode its ``highestTierAllowed`` allows (per
    tier, the HyperNode with the most room is reported);
 5. recorded node fit errors: resources short on every node that passes the predicates
-   (possibly curable by preemption or reclaim, which is then the stage), or predicates;
+   (possibly curable by preemption or reclaim, which is then the stage), or predicates
+   (explained by the first plugin in tier order that recognises its own refusals:
+   numa-aware, tdm, usage, extender, :class:`~pyvolcano.framework.interfaces.PredicateExplainer`);
 6. queue quota: the pods still needed exceed what the queue's allocate limit leaves;
 7. gated pods the gang needs; otherwise the session did not try the job.
 
@@ -37,7 +41,7 @@ Invariants: pure (reads the session, writes only ``JobInfo.diagnosis``), determi
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,7 +63,7 @@ from pyvolcano.diagnosis.model import (
     ResourceFigure,
     TaskCounts,
 )
-from pyvolcano.framework.interfaces import EnqueueExplainer, NodeFitExplainer, PluginVerdict, QuotaExporter
+from pyvolcano.framework.interfaces import EnqueueExplainer, PredicateExplainer, QuotaExporter
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -269,6 +273,11 @@ class _Context:
                 name, _user_unit(name, amount), _user_unit(name, free_c),
                 None if free_q is None else _user_unit(name, free_q), shortfall=_user_unit(name, shortfall)))
         events = "; ".join(self.ssn.podgroup_events.get(job.uid, []))
+        for plugin in self._enabled("job_enqueueable"):
+            explained = plugin.explain_enqueue(self.ssn, job) if isinstance(plugin, EnqueueExplainer) else None
+            if explained is not None:
+                return mk(explained.reason, explained.message, explained.hint, scope="minResources",
+                          resources=tuple(figures), plugin=explained.plugin, figures=explained.figures)
         if short_dims and quota is not None:
             name = short_dims[0]
             fig = next(f for f in figures if f.name == name)
@@ -286,25 +295,19 @@ class _Context:
                         f"jobs to finish")
             msg = f"queue {job.queue} capability exceeded on {', '.join(short_dims)}"
             return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="minResources", resources=tuple(figures))
-        verdict = self._plugin_verdict(lambda p: p.explain_enqueue(self.ssn, job)
-                                       if isinstance(p, EnqueueExplainer) else None)
-        if verdict is not None:
-            return mk(Reason(verdict.reason), verdict.message, verdict.hint, scope="minResources",
-                      resources=tuple(figures), plugin=verdict.plugin, figures=tuple(sorted(verdict.figures.items())))
         voters = sorted({name for tier in self.ssn._tiers("job_enqueueable") for name, _fn in tier})
         msg = events or "a JobEnqueueable plugin rejected the PodGroup"
         hint = (f"a JobEnqueueable vote ({', '.join(voters) or 'none'}) keeps it Pending: its minResources "
                 f"exceed what the plugin admits now (overcommit: idle × overcommit-factor; sla; ...)")
         return mk(Reason.ENQUEUE_REJECTED, msg, hint, scope="minResources", resources=tuple(figures))
 
-    def _plugin_verdict(self, ask: Callable[[object], PluginVerdict | None]) -> PluginVerdict | None:
-        """The plugins' own verdicts (tier order), the one that covers the most nodes first."""
-        best: PluginVerdict | None = None
-        for _opt, plugin in self.ssn.plugins:
-            v = ask(plugin)
-            if v is not None and (best is None or v.nodes > best.nodes):
-                best = v
-        return best
+    def _enabled(self, kind: str) -> list[object]:
+        """The plugins enabled for callback family ``kind``, in tier order."""
+        names = [name for tier in self.ssn._tiers(kind) for name, _fn in tier]
+        by_name: dict[str, object] = {}
+        for opt, plugin in self.ssn.plugins:
+            by_name.setdefault(opt.name, plugin)
+        return [by_name[name] for name in dict.fromkeys(names) if name in by_name]
 
     def _topology(self, job: JobInfo, mk: functools.partial[Diagnosis], ungated: list[TaskInfo],
                   need: int) -> Diagnosis | None:
@@ -517,11 +520,12 @@ class _Context:
             ok, _groups = ssn.predicate_failures(task, insufficient)
             candidates = insufficient[ok]
         if not len(candidates) or not any(v > 0 for _d, v in table.task_vector(task)):
-            verdict = self._plugin_verdict(lambda p: p.explain_node_fit(ssn, job, task, fe)
-                                           if isinstance(p, NodeFitExplainer) else None)
-            if verdict is not None:
-                return mk(Reason(verdict.reason), fe.error(), verdict.hint, plugin=verdict.plugin,
-                          figures=tuple(sorted(verdict.figures.items())), **common)
+            for plugin in self._enabled("predicate"):
+                explained = plugin.explain_predicates(ssn, job, task, hist) \
+                    if isinstance(plugin, PredicateExplainer) else None
+                if explained is not None:
+                    return mk(explained.reason, fe.error(), explained.hint, plugin=explained.plugin,
+                              figures=explained.figures, **common)
             top_reason, top_count = max(hist.items(), key=lambda kv: (kv[1], kv[0]))
             extra = (f"; the {len(insufficient)} node(s) short of resources fail them too"
                      if len(insufficient) else "")

@@ -46,6 +46,7 @@ __all__ = [
     "STAGE_OF",
     "Diagnosis",
     "HyperNodeFigure",
+    "PluginBlock",
     "PreemptionInfo",
     "QueueQuota",
     "Reason",
@@ -165,6 +166,18 @@ class ResourceFigure:
             "best_node": self.best_node,
             "shortfall": self.shortfall,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class PluginBlock:
+    """A plugin's own account of how it holds a job back: its reason code, the message, the
+    smallest change that would let the job through, and the plugin's figures (JSON-able)."""
+
+    reason: Reason
+    message: str
+    hint: str
+    plugin: str = ""
+    figures: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

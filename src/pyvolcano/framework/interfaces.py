@@ -19,8 +19,7 @@ if TYPE_CHECKING:
     from pyvolcano.api.job import JobInfo
     from pyvolcano.api.resource import Resource
     from pyvolcano.api.task import TaskInfo
-    from pyvolcano.api.unschedule import FitErrors
-    from pyvolcano.diagnosis.model import QueueQuota
+    from pyvolcano.diagnosis.model import PluginBlock, QueueQuota
     from pyvolcano.framework.session import Session
     from pyvolcano.gpu.session import SessionGpus
     from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
@@ -34,10 +33,9 @@ __all__ = [
     "EvictionContext",
     "EvictionKind",
     "GpuSessionHolder",
-    "NodeFitExplainer",
     "Plugin",
     "PluginFactory",
-    "PluginVerdict",
+    "PredicateExplainer",
     "ProportionStateExporter",
     "QuotaExporter",
     "TimedPlugin",
@@ -110,34 +108,20 @@ class TimedPlugin(Protocol):
     def next_wakeup(self, ssn: Session) -> float | None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class PluginVerdict:
-    """A plugin's own account of why a job waits, for the pending diagnosis: a reason code of
-    docs/reasons.md, a message, a hint, figures (JSON-able, by name) and how many nodes the
-    plugin refused (the verdict that covers the most nodes is the one reported)."""
-
-    plugin: str
-    reason: str
-    message: str
-    hint: str
-    figures: Mapping[str, Any]
-    nodes: int = 0
-
-
 @runtime_checkable
-class NodeFitExplainer(Protocol):
-    """A plugin whose predicate refused nodes for ``task`` (``errors``: its fit errors) and can
-    say why in its own terms; None when none of the failures are its own."""
+class PredicateExplainer(Protocol):
+    """A plugin whose predicate refused the nodes of ``task`` and can say why in its own terms:
+    ``hist`` is the task's fit-error reasons by node count; None when none of them are its own."""
 
-    def explain_node_fit(self, ssn: Session, job: JobInfo, task: TaskInfo,
-                         errors: FitErrors) -> PluginVerdict | None: ...
+    def explain_predicates(self, ssn: Session, job: JobInfo, task: TaskInfo,
+                           hist: Mapping[str, int]) -> PluginBlock | None: ...
 
 
 @runtime_checkable
 class EnqueueExplainer(Protocol):
     """A plugin whose JobEnqueueable vote kept ``job`` Pending and can say why; None otherwise."""
 
-    def explain_enqueue(self, ssn: Session, job: JobInfo) -> PluginVerdict | None: ...
+    def explain_enqueue(self, ssn: Session, job: JobInfo) -> PluginBlock | None: ...
 
 
 class Action(Protocol):

@@ -49,9 +49,10 @@ import numpy as np
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.names import JDB_MAX_UNAVAILABLE_KEY, JDB_MIN_AVAILABLE_KEY, PREEMPTABLE_KEY, REVOCABLE_ZONE_KEY
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.api.unschedule import Code, FitErrors, Status
+from pyvolcano.api.unschedule import Code, Status
+from pyvolcano.diagnosis.model import PluginBlock, Reason
 from pyvolcano.framework.arguments import ArgumentError, Arguments
-from pyvolcano.framework.interfaces import PluginVerdict, Vote
+from pyvolcano.framework.interfaces import Vote
 from pyvolcano.framework.session_plugins import NodeFailures
 from pyvolcano.store.base import EPOCH
 
@@ -336,11 +337,11 @@ class Tdm:
         later = [t for t in candidates if t > ssn.now]
         return min(later) if later else None
 
-    def explain_node_fit(self, ssn: Session, job: JobInfo, task: TaskInfo,
-                         errors: FitErrors) -> PluginVerdict | None:
+    def explain_predicates(self, ssn: Session, job: JobInfo, task: TaskInfo,
+                           hist: Mapping[str, int]) -> PluginBlock | None:
         """``TDM.RevocableZoneClosed`` (the zones' windows and the local time) or ``TDM.NotRevocable``."""
-        closed = sum(len(g.nodes) for g in errors.groups if g.reason in self.zone_reasons)
-        not_allowed = sum(len(g.nodes) for g in errors.groups if g.reason == NOT_ALLOWED)
+        closed = sum(n for reason, n in hist.items() if reason in self.zone_reasons)
+        not_allowed = hist.get(NOT_ALLOWED, 0)
         if closed + not_allowed == 0 or self.now is None:
             return None
         now = self.now
@@ -351,12 +352,12 @@ class Tdm:
             shut = ", ".join(f"{z} {v['window']}" for z, v in zones.items() if not v["open"]) or "unconfigured zones"
             hint = (f"{closed} node(s) are revocable nodes of zones closed at {now:%H:%M} ({shut}): the pod can use "
                     f"them once a window opens, or nodes without volcano.sh/revocable-zone")
-            return PluginVerdict(NAME, "TDM.RevocableZoneClosed", f"{closed} revocable node(s) closed now", hint,
-                                 figures, closed + not_allowed)
+            return PluginBlock(Reason.TDM_ZONE_CLOSED, f"{closed} revocable node(s) closed now", hint, NAME,
+                               tuple(figures.items()))
         hint = (f"{not_allowed} node(s) are revocable and the pod has no revocable zone: annotate it "
                 f"volcano.sh/revocable-zone: '*' (or volcano.sh/preemptable: 'true') to let it use them")
-        return PluginVerdict(NAME, "TDM.NotRevocable", f"{not_allowed} node(s) are revocable", hint, figures,
-                             closed + not_allowed)
+        return PluginBlock(Reason.TDM_NOT_REVOCABLE, f"{not_allowed} node(s) are revocable", hint, NAME,
+                           tuple(figures.items()))
 
     @staticmethod
     def _zone_preemptable(ssn: Session, zone: str) -> dict[str, list[TaskInfo]]:

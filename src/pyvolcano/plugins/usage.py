@@ -25,8 +25,8 @@ collection, and a node without fresh figures is neither filtered nor scored.
 Out-of-range argument values keep the default, as upstream (weights below 0, thresholds outside
 0..100, ratios outside 0..1, ``risk_factor`` below 1); values of the wrong type are errors.
 
-Invariants: no wall clock (``ssn.now``; a pod's ``status.startTime`` is compared with the
-session's time on the Unix scale); the shadow estimates are session state, rebuilt at every
+Invariants: no wall clock (``ssn.now``; a pod's ``status.startTime`` is read as manifests'
+timestamps are, and compared with the session's time); the shadow estimates are session state, rebuilt at every
 session open and kept by the allocate events with the snapshot of each pod's estimate, so a
 deallocation subtracts exactly what was added. The verdict on a node depends on the load the
 collector last set, so its cache key carries a digest of which nodes the load blocks.
@@ -48,12 +48,12 @@ from pyvolcano.api.objects import Container
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus, pod_resource_request
-from pyvolcano.api.unschedule import Code, FitErrors, Status
+from pyvolcano.api.unschedule import Code, Status
 from pyvolcano.conf.metrics import read_metrics
+from pyvolcano.diagnosis.model import PluginBlock, Reason
 from pyvolcano.framework.arguments import Arguments
-from pyvolcano.framework.interfaces import Event, EventHandler, PluginVerdict
+from pyvolcano.framework.interfaces import Event, EventHandler
 from pyvolcano.framework.session_plugins import NodeFailures
-from pyvolcano.store.base import EPOCH
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -65,7 +65,6 @@ CPU_EXCEEDED: Final = "the CPU load of the node exceeds the upper limit."
 MEMORY_EXCEEDED: Final = "the memory load of the node exceeds the upper limit."
 METRICS_ACTIVE_SECONDS: Final = 300.0
 MAX_NODE_SCORE: Final = 100.0
-_EPOCH_UNIX: Final = EPOCH.timestamp()
 _SHADOW_STATUSES: Final = TaskStatus.Allocated | TaskStatus.Binding | TaskStatus.Bound
 
 
@@ -241,7 +240,7 @@ class Usage:
         if task.status != TaskStatus.Running:
             return False
         started = task.pod.start_time
-        return started is None or (_EPOCH_UNIX + self.now) - started < self.metrics_delay
+        return started is None or self.now - started < self.metrics_delay
 
     # ------------------------------------------------------------------ session
     def on_session_open(self, ssn: Session) -> None:
@@ -304,10 +303,12 @@ class Usage:
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate,
                                            allocate_many=on_allocate_many))
 
-    def explain_node_fit(self, ssn: Session, job: JobInfo, task: TaskInfo,
-                         errors: FitErrors) -> PluginVerdict | None:
-        """``Usage.NodeOverloaded``: the least loaded of the nodes the load filtered, and the thresholds."""
-        nodes = [int(i) for g in errors.groups if g.reason in (CPU_EXCEEDED, MEMORY_EXCEEDED) for i in g.nodes]
+    def explain_predicates(self, ssn: Session, job: JobInfo, task: TaskInfo,
+                           hist: Mapping[str, int]) -> PluginBlock | None:
+        """``Usage.NodeOverloaded``: the least loaded of the nodes the load filters, and the thresholds."""
+        if not hist.get(CPU_EXCEEDED) and not hist.get(MEMORY_EXCEEDED):
+            return None
+        nodes = [int(i) for i in np.flatnonzero(self.blocked)]
         if not nodes:
             return None
         s = self.settings
@@ -325,8 +326,8 @@ class Usage:
         hint = (f"{len(nodes)} node(s) are over the load thresholds (cpu {s.cpu_threshold:g}%, memory "
                 f"{s.mem_threshold:g}%); the least loaded, {name}, is at {cpu:.0f}% cpu and {mem:.0f}% memory: wait "
                 f"for the load to fall, or raise the usage plugin's thresholds")
-        return PluginVerdict(NAME, "Usage.NodeOverloaded", f"{len(nodes)} node(s) over the load thresholds", hint,
-                             figures, len(nodes))
+        return PluginBlock(Reason.USAGE_NODE_OVERLOADED, f"{len(nodes)} node(s) over the load thresholds", hint,
+                           NAME, tuple(figures.items()))
 
     def on_session_close(self, ssn: Session) -> None:
         self.node_cpu, self.node_mem, self.pods = {}, {}, {}

@@ -50,9 +50,10 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.objects import Container
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.task import TaskInfo
-from pyvolcano.api.unschedule import Code, FitErrors, Status
+from pyvolcano.api.unschedule import Code, Status
+from pyvolcano.diagnosis.model import PluginBlock, Reason
 from pyvolcano.framework.arguments import ArgumentError, Arguments
-from pyvolcano.framework.interfaces import Event, EventHandler, PluginVerdict, Vote
+from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 from pyvolcano.framework.session_plugins import NodeFailures
 from pyvolcano.plugins.extender import wire
 from pyvolcano.plugins.extender.client import ExtenderClient, ExtenderError
@@ -256,31 +257,28 @@ class Extender:
 
         return fn
 
-    def explain_node_fit(self, ssn: Session, job: JobInfo, task: TaskInfo,
-                         errors: FitErrors) -> PluginVerdict | None:
+    def explain_predicates(self, ssn: Session, job: JobInfo, task: TaskInfo,
+                           hist: Mapping[str, int]) -> PluginBlock | None:
         """``Extender.Rejected``: the extender's messages and how many nodes each refused."""
         mine = set(self.refusals.values())
-        counts: dict[str, int] = {}
-        for g in errors.groups:
-            if g.reason in mine:
-                counts[g.reason] = counts.get(g.reason, 0) + len(g.nodes)
+        counts = {reason: n for reason, n in hist.items() if reason in mine}
         if not counts:
             return None
         total = sum(counts.values())
         top = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
         hint = (f"the extender at {self.url_prefix} refused {total} node(s) (most: {top!r}); see the extender, "
                 f"or set extender.ignorable if its failures should not block pods")
-        return PluginVerdict(NAME, "Extender.Rejected", f"the extender refused {total} node(s)", hint,
-                             {"url": self.url_prefix, "verb": self.verbs["predicate"], "messages": counts}, total)
+        return PluginBlock(Reason.EXTENDER_REJECTED, f"the extender refused {total} node(s)", hint, NAME,
+                           (("url", self.url_prefix), ("verb", self.verbs["predicate"]), ("messages", counts)))
 
-    def explain_enqueue(self, ssn: Session, job: JobInfo) -> PluginVerdict | None:
+    def explain_enqueue(self, ssn: Session, job: JobInfo) -> PluginBlock | None:
         """``Extender.EnqueueRejected``: the extender's jobEnqueueable vote kept the PodGroup Pending."""
         why = self.enqueue_rejections.get(job.uid)
         if why is None:
             return None
         hint = f"the extender at {self.url_prefix} did not admit the PodGroup ({why})"
-        return PluginVerdict(NAME, "Extender.EnqueueRejected", why, hint,
-                             {"url": self.url_prefix, "verb": self.verbs["jobEnqueueable"]}, 0)
+        return PluginBlock(Reason.EXTENDER_ENQUEUE_REJECTED, why, hint, NAME,
+                           (("url", self.url_prefix), ("verb", self.verbs["jobEnqueueable"])))
 
     def _in_parallel(self, fn: Any, rows: list[int]) -> list[Status | None]:
         if len(rows) <= 1:

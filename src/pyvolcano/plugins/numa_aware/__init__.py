@@ -40,9 +40,10 @@ from pyvolcano.api.names import NUMA_POLICY_KEY
 from pyvolcano.api.numatopology import NumaSchedulerInfo, PodMeta, ResNumaSets
 from pyvolcano.api.qos import QOSClass, pod_qos
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.api.unschedule import Code, FitErrors, Status
+from pyvolcano.api.unschedule import Code, Status
+from pyvolcano.diagnosis.model import PluginBlock, Reason
 from pyvolcano.framework.arguments import Arguments
-from pyvolcano.framework.interfaces import Event, EventHandler, PluginVerdict
+from pyvolcano.framework.interfaces import Event, EventHandler
 from pyvolcano.framework.session_plugins import NodeFailures
 from pyvolcano.plugins.numa_aware import cpumanager, policy
 
@@ -219,11 +220,11 @@ class NumaAware:
         else:
             self.placed.pop(task.uid, None)
 
-    def explain_node_fit(self, ssn: Session, job: JobInfo, task: TaskInfo,
-                         errors: FitErrors) -> PluginVerdict | None:
+    def explain_predicates(self, ssn: Session, job: JobInfo, task: TaskInfo,
+                           hist: Mapping[str, int]) -> PluginBlock | None:
         """``NUMA.NotAligned`` / ``NUMA.PolicyMismatch`` with the largest free block on one NUMA node."""
-        mismatch = sum(len(g.nodes) for g in errors.groups if g.reason in self.mismatch_reasons)
-        unaligned = sum(len(g.nodes) for g in errors.groups if g.reason in self.aligned_reasons)
+        mismatch = sum(n for reason, n in hist.items() if reason in self.mismatch_reasons)
+        unaligned = sum(n for reason, n in hist.items() if reason in self.aligned_reasons)
         if mismatch + unaligned == 0:
             return None
         wanted = task_policy(task) or "(the node's)"
@@ -245,13 +246,13 @@ class NumaAware:
             hint = (f"topology policy {wanted} cannot place {max(cpus, default=0)} CPUs of one container within "
                     f"the NUMA nodes it allows on {unaligned} node(s); the most free CPUs on one NUMA node are "
                     f"{where}: free CPUs there, lower the request, or relax the policy (best-effort)")
-            return PluginVerdict(NAME, "NUMA.NotAligned", f"{unaligned} node(s) refuse the CPU alignment", hint,
-                                 figures, mismatch + unaligned)
+            return PluginBlock(Reason.NUMA_NOT_ALIGNED, f"{unaligned} node(s) refuse the CPU alignment", hint,
+                               NAME, tuple(figures.items()))
         hint = (f"the pod asks for topology policy {wanted}, which {mismatch} node(s) cannot serve (no "
                 f"Numatopology, no static CPU manager, or another TopologyManagerPolicy); nodes that run it: "
                 f"{', '.join(matching) if matching else 'none'}")
-        return PluginVerdict(NAME, "NUMA.PolicyMismatch", f"{mismatch} node(s) do not run policy {wanted}", hint,
-                             figures, mismatch + unaligned)
+        return PluginBlock(Reason.NUMA_POLICY_MISMATCH, f"{mismatch} node(s) do not run policy {wanted}", hint,
+                           NAME, tuple(figures.items()))
 
     def on_session_close(self, ssn: Session) -> None:
         # Upstream hands the cache every task of taskBindNodeMap; only bound pods are kept here
