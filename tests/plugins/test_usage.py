@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders import cache_of, node, pod, podgroup, queue
+from builders import cache_of, dump, node, pod, podgroup, queue
 from prometheus_api import PrometheusApi
+from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.node_usage import NodeUsage
-from pyvolcano.cache.cache import SchedulerCache
+from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session, open_session
@@ -85,6 +86,43 @@ def test_pods_placed_in_the_session_count_until_the_metrics_show_them() -> None:
     cache = _cache(*docs, load={"busy": (10, 10), "idle": (10, 10)})
     out = schedule_objects(cache, load_scheduler_conf(CONF), default_registry(), sessions=1, seed=0)
     assert sorted(out["binds"].values()) == ["busy", "idle"]
+
+
+def test_the_node_order_is_calcnodescore_of_each_node_after_placements() -> None:
+    docs = [*NODES, node("stale", cpu="8", memory="16Gi"), podgroup("pg", min_member=2),
+            pod("a", "pg", cpu="4", memory="2Gi"), pod("b", "pg", cpu="2", memory="4Gi")]
+    cache = _cache(*docs, load={"busy": (60, 40), "idle": (10, 20)})
+    cache.set_node_usage({**cache.node_usage, "stale": NodeUsage.of(-400.0, 5, 5)})
+    ssn = _session(cache)
+    [plugin] = [p for _, p in ssn.plugins if isinstance(p, Usage)]
+    a, b = sorted(ssn.jobs["ns/pg"].tasks.values(), key=lambda t: t.name)
+    assert ssn.allocate(a, ssn.nodes["busy"]) and ssn.allocate(b, ssn.nodes["idle"])
+    idx = ssn.all_node_indices()
+    expected = [plugin.score(n) if plugin.fresh(n.name) is not None else 0.0 for n in ssn.node_list]
+    assert list(plugin.scores(idx)) == expected
+    assert expected[2] == 0.0 and expected[0] < 250.0
+
+
+def test_batched_replicas_decide_as_one_pod_at_a_time() -> None:
+    # The node order is cached and batched, but the shadow estimate is allocate-event state:
+    # a replica placed on a node lowers its score for the next one, with and without batching.
+    docs: list[dict[str, Any]] = [queue("q"), *(node(f"n{i:02d}", cpu="16", memory="64Gi") for i in range(24))]
+    for j in range(4):
+        docs.append(podgroup(f"g{j}", min_member=10))
+        docs += [pod(f"g{j}-{r}", f"g{j}", cpu=str(j + 1), memory="2Gi") for r in range(10)]
+    load = {f"n{i:02d}": (float((i * 37) % 70), float((i * 53) % 60)) for i in range(24)}
+    conf = CONF.replace("actions: allocate", "actions: enqueue, allocate").replace(
+        "- plugins:", "- plugins:\n  - name: gang\n  - name: predicates\n  - name: binpack")
+
+    def binds(batch: bool) -> dict[str, str]:
+        cache = SchedulerCache.from_objects(load_manifest_text(dump(*docs), "test.yaml"),
+                                            SchedulerOptions(batch_replicas=batch))
+        cache.set_node_usage({n: NodeUsage.of(0.0, cpu, mem) for n, (cpu, mem) in load.items()})
+        return dict(schedule_objects(cache, load_scheduler_conf(conf), default_registry(), sessions=1, seed=3)["binds"])
+
+    per_pod = binds(False)
+    assert len(per_pod) == 40
+    assert binds(True) == per_pod
 
 
 def test_estimates_follow_upstreams_formulas() -> None:

@@ -175,6 +175,13 @@ class Usage:
         self.metrics_delay = 30.0
         # Per node row this session: 0 passes, 1 CPU load over the threshold, 2 memory load.
         self.blocked = np.zeros(0, dtype=np.int8)
+        # The node order's figures by node row: the shadow estimate (cpu, memory), the measured
+        # load in percent and the capacity (cpu, memory), and whether the metrics are fresh.
+        self._index: dict[str, int] = {}
+        self._shadow = np.zeros((2, 0), dtype=np.float64)
+        self._real = np.zeros((2, 0), dtype=np.float64)
+        self._capacity = np.zeros((2, 0), dtype=np.float64)
+        self._fresh = np.zeros(0, dtype=bool)
 
     # ------------------------------------------------------------------ figures
     def fresh(self, node: str) -> NodeUsage | None:
@@ -201,6 +208,20 @@ class Usage:
         value = ((1.0 - cpu) * s.cpu_weight + (1.0 - mem) * s.memory_weight) / total
         return value * MAX_NODE_SCORE * s.usage_weight
 
+    def scores(self, idx: np.ndarray) -> np.ndarray:
+        """:meth:`score` of the node rows ``idx``, 0 where the metrics are not fresh (vectorised)."""
+        s = self.settings
+        total = s.cpu_weight + s.memory_weight
+        fresh = self._fresh[idx]
+        if total == 0 or not fresh.any():
+            return np.zeros(len(idx), dtype=np.float64)
+        capacity, real, shadow = self._capacity[:, idx], self._real[:, idx], self._shadow[:, idx]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = (real / 100.0 * capacity + shadow) / capacity
+        value = np.where(capacity > 0, np.clip(value, 0.0, 1.0), 0.0)
+        score = ((1.0 - value[0]) * s.cpu_weight + (1.0 - value[1]) * s.memory_weight) / total
+        return np.where(fresh, score * MAX_NODE_SCORE * s.usage_weight, 0.0)
+
     def _risk(self, node: NodeInfo) -> float:
         s = self.settings
         cpu, mem = self._composites(node)
@@ -222,6 +243,7 @@ class Usage:
         self.node_cpu[node.name] = self.node_cpu.get(node.name, 0.0) + cpu
         self.node_mem[node.name] = self.node_mem.get(node.name, 0.0) + mem
         self.pods[task.uid] = (node.name, cpu, mem)
+        self._shadow_changed(node.name)
 
     def _sub(self, uid: str) -> None:
         held = self.pods.pop(uid, None)
@@ -230,6 +252,13 @@ class Usage:
         name, cpu, mem = held
         self.node_cpu[name] = max(self.node_cpu.get(name, 0.0) - cpu, 0.0)
         self.node_mem[name] = max(self.node_mem.get(name, 0.0) - mem, 0.0)
+        self._shadow_changed(name)
+
+    def _shadow_changed(self, name: str) -> None:
+        i = self._index.get(name)
+        if i is not None:
+            self._shadow[0, i] = self.node_cpu[name]
+            self._shadow[1, i] = self.node_mem[name]
 
     def _unseen(self, task: TaskInfo) -> bool:
         """``shouldAddToShadowCache``: placed, and not running long enough to show in the metrics."""
@@ -248,6 +277,20 @@ class Usage:
         self.usage = ssn.cache.node_usage
         self.now = ssn.now
         self.metrics_delay = read_metrics(ssn.config.metrics).interval
+        n = len(ssn.node_list)
+        self._index = {node.name: i for i, node in enumerate(ssn.node_list)}
+        self._shadow = np.zeros((2, n), dtype=np.float64)
+        self._real = np.zeros((2, n), dtype=np.float64)
+        self._capacity = np.zeros((2, n), dtype=np.float64)
+        self._fresh = np.zeros(n, dtype=bool)
+        for i, node in enumerate(ssn.node_list):
+            u = self.usage.get(node.name)
+            if u is not None:
+                self._real[0, i] = u.cpu.get(NODE_METRICS_PERIOD, 0.0)
+                self._real[1, i] = u.memory.get(NODE_METRICS_PERIOD, 0.0)
+            capacity = Resource.from_list(node.node.capacity)
+            self._capacity[0, i], self._capacity[1, i] = capacity.milli_cpu, capacity.memory
+            self._fresh[i] = self.fresh(node.name) is not None
         for node in ssn.node_list:
             for task in list(node.tasks.values()):
                 if self._unseen(task):
@@ -279,12 +322,7 @@ class Usage:
             return (digest,)
 
         def node_order(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
-            out = np.zeros(len(idx), dtype=np.float64)
-            for pos, i in enumerate(idx.tolist()):
-                node = node_list[i]
-                if self.fresh(node.name) is not None:
-                    out[pos] = self.score(node)
-            return out
+            return self.scores(idx)
 
         def on_allocate(ev: Event) -> None:
             node = ssn.nodes.get(ev.task.node_name)
@@ -299,7 +337,11 @@ class Usage:
                 on_allocate(Event(t))
 
         ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key, projectable=lambda _t: True)
-        ssn.add_node_order_fn(NAME, node_order)
+        # The score on a node reads only that node's load and shadow estimate, and the shadow
+        # moves only with placements on the node (which the node table's change log names);
+        # not projectable: the shadow is event-handler state, which a trial placement does not
+        # move (the framework keeps one projectable flag per plugin: this one wins).
+        ssn.add_node_order_fn(NAME, node_order, cache_key=lambda _t: (), projectable=lambda _t: False)
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate,
                                            allocate_many=on_allocate_many))
 

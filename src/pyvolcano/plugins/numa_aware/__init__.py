@@ -30,6 +30,7 @@ cacheable (constant), so the replica batch and the feasibility memo still serve 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -75,11 +76,26 @@ class NumaAware:
         self.infos: dict[str, NumaSchedulerInfo] = {}
         self.free: dict[str, ResNumaSets] = {}
         self.topologies: dict[str, cpumanager.CpuTopology] = {}
-        # Pod uid -> node -> the CPUs the pod would take there (upstream assignRes).
-        self.assign: dict[str, dict[str, ResNumaSets]] = {}
         # Pod uid -> the node its allocate event placed it on (upstream taskBindNodeMap).
         self.placed: dict[str, str] = {}
         self._guaranteed: dict[str, bool] = {}
+        # The predicate's memo. A verdict and the CPUs a pod would take on a node (upstream
+        # assignRes) depend only on the node's free CPUs, the pod's policy and its containers'
+        # CPU requests (its "shape"), so they are worked out once per shape and node state: a
+        # node's version counts the allocate events that moved its free CPUs, at global epochs
+        # (``_changes``); per shape, ``_memos`` holds the version each node's verdict is for and
+        # the verdict (an index into ``_statuses``, -1: passes); ``_assigned`` the CPUs by
+        # (shape, node index, version); ``_seen`` the shape and epoch of a pod's last predicate.
+        self._index: dict[str, int] = {}
+        self._versions = np.zeros(0, dtype=np.int64)
+        self._changes: list[list[int]] = []
+        self._epoch = 0
+        self._shapes: dict[str, Hashable] = {}
+        self._memos: dict[Hashable, tuple[np.ndarray, np.ndarray]] = {}
+        self._statuses: list[Status] = []
+        self._status_ids: dict[Status, int] = {}
+        self._assigned: dict[tuple[Hashable, int, int], ResNumaSets] = {}
+        self._seen: dict[str, tuple[Hashable, int]] = {}
         # The reasons this session's predicate gave: nodes that cannot serve the pod's policy at
         # all, and nodes whose policy refused the CPU hints (for the pending diagnosis).
         self.mismatch_reasons: set[str] = set()
@@ -113,16 +129,58 @@ class NumaAware:
             return False, None
         return info.topology_manager_policy not in ("none", ""), None
 
-    def check(self, task: TaskInfo, node: str) -> Status | None:
-        """The plugin's verdict for ``task`` on ``node`` (None: passes); records the assignment."""
-        if not self.guaranteed(task):
+    def _shape(self, task: TaskInfo) -> Hashable:
+        shape = self._shapes.get(task.uid)
+        if shape is None:
+            shape = self._shapes[task.uid] = (task_policy(task), tuple(
+                (c.name, "cpu" in c.requests, cpumanager.guaranteed_cpus(c)) for c in task.pod.containers))
+        return shape
+
+    def verdicts(self, task: TaskInfo, idx: np.ndarray, names: list[str]) -> np.ndarray:
+        """Per node of ``idx`` (indices into the session's node list ``names``), the index in
+        ``_statuses`` of the plugin's verdict for the Guaranteed ``task``, -1 where it passes;
+        records the CPUs the pod would take on each passing node."""
+        shape = self._shape(task)
+        memo = self._memos.get(shape)
+        if memo is None:
+            memo = self._memos[shape] = (np.full(len(names), -1, dtype=np.int64),
+                                         np.full(len(names), -1, dtype=np.int64))
+        done, codes = memo
+        stale = idx[done[idx] != self._versions[idx]]
+        for i in stale.tolist():
+            version = int(self._versions[i])
+            status, assigned = self._check(task, names[i])
+            if status is None:
+                codes[i] = -1
+            else:
+                code = self._status_ids.get(status)
+                if code is None:
+                    code = self._status_ids[status] = len(self._statuses)
+                    self._statuses.append(status)
+                codes[i] = code
+            if assigned is not None:
+                self._assigned[(shape, i, version)] = assigned
+            done[i] = version
+        self._seen[task.uid] = (shape, self._epoch)
+        return codes[idx]
+
+    def assignment(self, uid: str, node: str) -> ResNumaSets | None:
+        """The CPUs pod ``uid`` would take on ``node``, as of its last predicate (upstream
+        ``assignRes[uid][node]``); None where it did not pass there."""
+        seen = self._seen.get(uid)
+        i = self._index.get(node)
+        if seen is None or i is None:
             return None
+        shape, epoch = seen
+        return self._assigned.get((shape, i, bisect_right(self._changes[i], epoch)))
+
+    def _check(self, task: TaskInfo, node: str) -> tuple[Status | None, ResNumaSets | None]:
         go_on, err = self._filter_node(task, node)
         if not go_on:
             if err is None:
-                return None
+                return None, None
             self.mismatch_reasons.add(err)
-            return Status(Code.Error, err)
+            return Status(Code.Error, err), None
         info = self.infos[node]
         topo = self.topologies[node]
         free = dict(self.free[node])
@@ -134,12 +192,11 @@ class NumaAware:
             if not admit:
                 reason = f"container {container.name} cannot be assigned by numa"
                 self.aligned_reasons.add(reason)
-                return Status(Code.UnschedulableAndUnresolvable, reason)
+                return Status(Code.UnschedulableAndUnresolvable, reason), None
             for res, cpus in cpumanager.allocate(container, best, topo, info.res_reserved, free).items():
                 assigned[res] = assigned.get(res, frozenset()) | cpus
                 free[res] = free.get(res, frozenset()) - cpus
-        self.assign.setdefault(task.uid, {})[node] = assigned
-        return None
+        return None, assigned
 
     # ------------------------------------------------------------------ session
     def on_session_open(self, ssn: Session) -> None:
@@ -148,20 +205,19 @@ class NumaAware:
         self.topologies = {name: cpumanager.CpuTopology(info.cpu_detail) for name, info in self.infos.items()}
         node_list = ssn.node_list
 
+        names = [n.name for n in node_list]
+        self._index = {name: i for i, name in enumerate(names)}
+        self._versions = np.zeros(len(names), dtype=np.int64)
+        self._changes = [[] for _ in names]
+
         def predicate(task: TaskInfo, idx: np.ndarray) -> NodeFailures:
             if not self.guaranteed(task):
                 return []
-            groups: dict[Status, list[int]] = {}
-            for pos, i in enumerate(idx.tolist()):
-                st = self.check(task, node_list[i].name)
-                if st is not None:
-                    groups.setdefault(st, []).append(pos)
-            out: NodeFailures = []
-            for st, positions in groups.items():
-                mask = np.zeros(len(idx), dtype=bool)
-                mask[positions] = True
-                out.append((st, mask))
-            return out
+            codes = self.verdicts(task, idx, names)
+            failed = codes >= 0
+            if not failed.any():
+                return []
+            return [(self._statuses[int(code)], codes == code) for code in np.unique(codes[failed]).tolist()]
 
         def cache_key(task: TaskInfo) -> Hashable | None:
             # A pod that is not Guaranteed passes everywhere; a Guaranteed one depends on the
@@ -170,13 +226,12 @@ class NumaAware:
 
         def node_order(task: TaskInfo, idx: np.ndarray) -> np.ndarray:
             scores = np.zeros(len(idx), dtype=np.float64)
-            mine = self.assign.get(task.uid)
-            if mine is None or not _has_policy(task):
+            if task.uid not in self._seen or not _has_policy(task):
                 return scores
             counts = []
             for i in idx.tolist():
-                name = node_list[i].name
-                cpus = mine.get(name, {}).get("cpu", frozenset())
+                name = names[i]
+                cpus = (self.assignment(task.uid, name) or {}).get("cpu", frozenset())
                 info = self.infos.get(name)
                 detail = info.cpu_detail if info is not None else {}
                 counts.append(len({detail[c].numa if c in detail else 0 for c in cpus}))
@@ -201,17 +256,22 @@ class NumaAware:
                 self._move(t, take=True)
 
         ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key, projectable=lambda t: not self.guaranteed(t))
-        ssn.add_node_order_fn(NAME, node_order, cache_key=node_order_key,
-                              projectable=lambda t: not (self.guaranteed(t) and _has_policy(t)))
+        # The framework keeps one projectable flag per plugin (the last registered): a
+        # Guaranteed pod's verdict reads the free CPUs the allocate events keep.
+        ssn.add_node_order_fn(NAME, node_order, cache_key=node_order_key, projectable=lambda t: not self.guaranteed(t))
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate,
                                            allocate_many=on_allocate_many))
 
     def _move(self, task: TaskInfo, *, take: bool) -> None:
-        sets = self.assign.get(task.uid, {}).get(task.node_name)
+        sets = self.assignment(task.uid, task.node_name)
         if sets is None:
             return
         free = self.free.get(task.node_name)
         if free is not None:
+            i = self._index[task.node_name]
+            self._epoch += 1
+            self._changes[i].append(self._epoch)
+            self._versions[i] += 1
             for res, cpus in sets.items():
                 if res in free:
                     free[res] = free[res] - cpus if take else free[res] | cpus
@@ -261,7 +321,7 @@ class NumaAware:
             task = ssn.cache.tasks.get(uid)
             if task is None or task.status != TaskStatus.Binding:
                 continue
-            sets = self.assign.get(uid, {}).get(node)
+            sets = self.assignment(uid, node)
             if sets is not None:
                 ssn.cache.add_unassigned_numa(node, PodMeta(task.uid, task.name, task.namespace), sets)
 

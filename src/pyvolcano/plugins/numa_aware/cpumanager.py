@@ -21,7 +21,7 @@ Upstream quirks reproduced (each would change which CPUs a later pod of the sess
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import combinations
 from typing import TypeVar
@@ -58,15 +58,30 @@ def mask_of(ids: list[int] | tuple[int, ...]) -> int:
 
 
 class CpuTopology:
-    """``topology.CPUTopology`` over a node's ``cpuDetail``."""
+    """``topology.CPUTopology`` over a node's ``cpuDetail``, with the lookups ``CPUDetails``
+    answers by scanning kept as indices (built once per node and session)."""
 
-    __slots__ = ("details", "num_cores", "num_cpus", "num_sockets")
+    __slots__ = ("_reserved", "by_core", "by_numa", "by_socket", "details", "num_cores", "num_cpus", "num_sockets",
+                 "numa_count", "numa_ids")
 
     def __init__(self, details: Mapping[int, CpuInfo]):
         self.details = dict(details)
         self.num_cpus = len(self.details)
         self.num_cores = len({(c.socket, c.core) for c in self.details.values()})
         self.num_sockets = len({c.socket for c in self.details.values()})
+        by_numa: dict[int, set[int]] = {}
+        by_socket: dict[int, set[int]] = {}
+        by_core: dict[int, set[int]] = {}
+        for cpu, c in self.details.items():
+            by_numa.setdefault(c.numa, set()).add(cpu)
+            by_socket.setdefault(c.socket, set()).add(cpu)
+            by_core.setdefault(c.core, set()).add(cpu)  # by core id alone, as CPUsInCores
+        self.by_numa = {k: frozenset(v) for k, v in by_numa.items()}
+        self.by_socket = {k: frozenset(v) for k, v in by_socket.items()}
+        self.by_core = {k: frozenset(v) for k, v in by_core.items()}
+        self.numa_ids = sorted(by_numa)
+        self.numa_count = {k: len(v) for k, v in by_numa.items()}
+        self._reserved: dict[str, frozenset[int]] = {}
 
     def cpus_per_socket(self) -> int:
         return self.num_cpus // self.num_sockets if self.num_sockets else 0
@@ -74,39 +89,39 @@ class CpuTopology:
     def cpus_per_core(self) -> int:
         return self.num_cpus // self.num_cores if self.num_cores else 0
 
+    def numa_of(self, cpu: int) -> int:
+        info = self.details.get(cpu)
+        return info.numa if info is not None else 0  # a missing CPU reads as the zero CPUInfo
+
+    def cpus_in_numa(self, ids: Iterable[int]) -> frozenset[int]:
+        out: frozenset[int] = frozenset()
+        for i in ids:
+            out |= self.by_numa.get(i, frozenset())
+        return out
+
+    def reserved(self, res_reserved: Mapping[str, str]) -> frozenset[int]:
+        """The CPUs ``resReserved`` keeps back, taken by topology from all CPUs (memoised)."""
+        raw = res_reserved.get("cpu")
+        if raw is None:
+            return frozenset()
+        known = self._reserved.get(raw)
+        if known is None:
+            try:
+                n = math.ceil(parse_quantity(raw))
+            except QuantityError:
+                n = 0
+            taken = take_by_topology(self, set(self.details), n) if n else set()
+            known = self._reserved[raw] = frozenset(taken or ())
+        return known
+
 
 # CPUDetails helpers (k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology).
-def _numa(details: Mapping[int, CpuInfo], cpu: int) -> int:
-    info = details.get(cpu)
-    return info.numa if info is not None else 0  # a missing CPU reads as the zero CPUInfo
-
-
 def numa_nodes(details: Mapping[int, CpuInfo]) -> list[int]:
     return sorted({c.numa for c in details.values()})
 
 
 def cpus_in_numa(details: Mapping[int, CpuInfo], ids: set[int]) -> set[int]:
     return {cpu for cpu, c in details.items() if c.numa in ids}
-
-
-def _sockets(details: Mapping[int, CpuInfo]) -> set[int]:
-    return {c.socket for c in details.values()}
-
-
-def _cores(details: Mapping[int, CpuInfo]) -> set[int]:
-    return {c.core for c in details.values()}
-
-
-def _cpus_in_sockets(details: Mapping[int, CpuInfo], ids: set[int]) -> set[int]:
-    return {cpu for cpu, c in details.items() if c.socket in ids}
-
-
-def _cpus_in_cores(details: Mapping[int, CpuInfo], ids: set[int]) -> set[int]:
-    return {cpu for cpu, c in details.items() if c.core in ids}
-
-
-def _cores_in_sockets(details: Mapping[int, CpuInfo], ids: set[int]) -> set[int]:
-    return {c.core for c in details.values() if c.socket in ids}
 
 
 def go_insertion_sort(items: list[T], less: Callable[[T, T], bool]) -> None:
@@ -119,61 +134,61 @@ def go_insertion_sort(items: list[T], less: Callable[[T, T], bool]) -> None:
 
 
 class _Accumulator:
-    """``cpuAccumulator``: the CPUs taken so far and the free CPUs still described."""
+    """``cpuAccumulator``: the CPUs taken so far and the free CPUs still described (``avail``:
+    the available CPUs the topology knows, less those taken)."""
 
     def __init__(self, topo: CpuTopology, available: set[int], need: int):
         self.topo = topo
-        self.details = {cpu: info for cpu, info in topo.details.items() if cpu in available}
+        self.avail = {cpu for cpu in available if cpu in topo.details}
         self.need = need
         self.result: set[int] = set()
 
-    def take(self, cpus: set[int]) -> None:
+    def take(self, cpus: set[int] | frozenset[int]) -> None:
         self.result |= cpus
-        self.details = {cpu: info for cpu, info in self.details.items() if cpu not in self.result}
+        self.avail -= self.result
         self.need -= len(cpus)
 
+    def _sockets(self) -> set[int]:
+        details = self.topo.details
+        return {details[cpu].socket for cpu in self.avail}
+
     def free_sockets(self) -> list[int]:
-        return sorted(_sockets(self.details) & self.details.keys())
+        # Upstream intersects socket ids with CPU ids (module docstring).
+        return sorted(self._sockets() & self.avail)
 
     def free_cores(self) -> list[int]:
-        details = self.details
-        free = details.keys()
-        socket_ids = sorted(_sockets(details))
-
-        def less(i: int, j: int) -> bool:
-            i_cores = _cores_in_sockets(details, {i}) & free
-            j_cores = _cores_in_sockets(details, {j}) & free
-            return len(i_cores) < len(j_cores) or i < j
-
-        go_insertion_sort(socket_ids, less)
+        details, avail = self.topo.details, self.avail
+        cores: dict[int, set[int]] = {}  # socket -> core ids of its free CPUs that are free CPU ids
+        for cpu in avail:
+            info = details[cpu]
+            cores.setdefault(info.socket, set()).add(info.core)
+        for s, ids in cores.items():
+            cores[s] = ids & avail
+        socket_ids = sorted(cores)
+        count = {s: len(cores[s]) for s in socket_ids}
+        go_insertion_sort(socket_ids, lambda i, j: count[i] < count[j] or i < j)
         out: list[int] = []
         for s in socket_ids:
-            out.extend(sorted(_cores_in_sockets(details, {s}) & free))
+            out.extend(sorted(cores[s]))
         return out
 
     def free_cpus(self) -> list[int]:
-        full = self.topo.details
-        details = self.details
-        cores = sorted(_cores(details))
-
-        def socket_of(core: int) -> int:
-            return full[min(_cpus_in_cores(full, {core}))].socket
+        topo, avail, result = self.topo, self.avail, self.result
+        cores = sorted({topo.details[cpu].core for cpu in avail})
+        key: dict[int, tuple[int, int, int, int]] = {}
+        for core in cores:
+            socket = topo.details[min(topo.by_core[core])].socket
+            in_socket = topo.by_socket[socket]
+            key[core] = (len(in_socket & result), len(in_socket & avail), len(topo.by_core[core] & avail), socket)
 
         def less(i: int, j: int) -> bool:
-            i_socket, j_socket = socket_of(i), socket_of(j)
-            i_colo = len(_cpus_in_sockets(full, {i_socket}) & self.result)
-            j_colo = len(_cpus_in_sockets(full, {j_socket}) & self.result)
-            i_free = len(_cpus_in_sockets(details, {i_socket}))
-            j_free = len(_cpus_in_sockets(details, {j_socket}))
-            i_core_free = len(_cpus_in_cores(details, {i}))
-            j_core_free = len(_cpus_in_cores(details, {j}))
-            return (i_colo > j_colo or i_free < j_free or i_core_free < j_core_free or i_socket < j_socket
-                    or i < j)
+            ki, kj = key[i], key[j]
+            return ki[0] > kj[0] or ki[1] < kj[1] or ki[2] < kj[2] or ki[3] < kj[3] or i < j
 
         go_insertion_sort(cores, less)
         out: list[int] = []
         for core in cores:
-            out.extend(sorted(_cpus_in_cores(details, {core})))
+            out.extend(sorted(topo.by_core[core] & avail))
         return out
 
     def needs(self, n: int) -> bool:
@@ -183,7 +198,7 @@ class _Accumulator:
         return self.need < 1
 
     def failed(self) -> bool:
-        return self.need > len(self.details)
+        return self.need > len(self.avail)
 
 
 def take_by_topology(topo: CpuTopology, available: set[int], n: int) -> set[int] | None:
@@ -196,14 +211,14 @@ def take_by_topology(topo: CpuTopology, available: set[int], n: int) -> set[int]
         return None
     if acc.needs(topo.cpus_per_socket()):
         for s in acc.free_sockets():
-            acc.take(_cpus_in_sockets(acc.details, {s}))
+            acc.take(topo.by_socket.get(s, frozenset()) & acc.avail)
             if acc.satisfied():
                 return acc.result
             if not acc.needs(topo.cpus_per_socket()):
                 break
     if acc.needs(topo.cpus_per_core()):
         for c in acc.free_cores():
-            acc.take(_cpus_in_cores(acc.details, {c}))
+            acc.take(topo.by_core.get(c, frozenset()) & acc.avail)
             if acc.satisfied():
                 return acc.result
             if not acc.needs(topo.cpus_per_core()):
@@ -231,18 +246,6 @@ def guaranteed_cpus(container: Container) -> int:
     return int(q)
 
 
-def _reserved(topo: CpuTopology, res_reserved: Mapping[str, str]) -> set[int]:
-    raw = res_reserved.get("cpu")
-    if raw is None:
-        return set()
-    try:
-        n = math.ceil(parse_quantity(raw))
-    except QuantityError:
-        return set()
-    taken = take_by_topology(topo, set(topo.details), n)
-    return taken if taken is not None else set()
-
-
 def hints(container: Container, topo: CpuTopology, res_reserved: Mapping[str, str],
           free: ResNumaSets) -> dict[str, list[TopologyHint]] | None:
     """``GetTopologyHints``: None when the container has no say (no cpu request, a fractional
@@ -254,18 +257,19 @@ def hints(container: Container, topo: CpuTopology, res_reserved: Mapping[str, st
         return None
     if "cpu" not in free:
         return None
-    available = set(free["cpu"]) - _reserved(topo, res_reserved)
-    details = topo.details
-    nodes = numa_nodes(details)
+    available = free["cpu"] - topo.reserved(res_reserved)
+    free_per_numa = {numa: len(cpus & available) for numa, cpus in topo.by_numa.items()}
+    unknown = len(available) - sum(free_per_numa.values())
+    if unknown:  # a CPU the topology does not describe reads as NUMA node 0
+        free_per_numa[0] = free_per_numa.get(0, 0) + unknown
+    nodes = topo.numa_ids
     min_size = len(nodes)
     found: list[tuple[int, int]] = []  # (mask, size)
     for size in range(1, len(nodes) + 1):
         for ids in combinations(nodes, size):
-            chosen = set(ids)
-            if len(cpus_in_numa(details, chosen)) >= request and size < min_size:
+            if size < min_size and sum(topo.numa_count[i] for i in ids) >= request:
                 min_size = size
-            matching = sum(1 for c in available if _numa(details, c) in chosen)
-            if matching < request:
+            if sum(free_per_numa.get(i, 0) for i in ids) < request:
                 continue
             found.append((mask_of(ids), size))
     return {"cpu": [TopologyHint(mask, size == min_size) for mask, size in found]}
@@ -274,11 +278,11 @@ def hints(container: Container, topo: CpuTopology, res_reserved: Mapping[str, st
 def allocate(container: Container, best: TopologyHint, topo: CpuTopology, res_reserved: Mapping[str, str],
              free: ResNumaSets) -> ResNumaSets:
     """``Allocate``: the CPUs the container takes, inside the best hint's NUMA nodes first."""
-    available = set(free.get("cpu", frozenset())) - _reserved(topo, res_reserved)
+    available = set(free.get("cpu", frozenset())) - topo.reserved(res_reserved)
     request = guaranteed_cpus(container)
     result: set[int] = set()
     if best.affinity is not None:
-        aligned = available & cpus_in_numa(topo.details, set(best.bits()))
+        aligned = available & topo.cpus_in_numa(best.bits())
         taken = take_by_topology(topo, aligned, min(request, len(aligned)))
         if taken is None:
             return {"cpu": frozenset()}
