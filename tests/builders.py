@@ -106,3 +106,95 @@ def schedule(*docs: dict[str, Any], conf: str | None = None, sessions: int = 1, 
     registry = default_registry()
     config = default_configuration() if conf is None else load_scheduler_conf(conf)
     return schedule_objects(cache_of(*docs), config, registry, sessions=sessions, seed=seed)
+
+
+# ---------------------------------------------------------------------------- storage
+
+
+def storage_class(name: str, *, provisioner: str = "kubernetes.io/no-provisioner", mode: str = "WaitForFirstConsumer",
+                  default: bool = False, **extra: Any) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name}
+    if default:
+        md["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": md,
+            "provisioner": provisioner, "volumeBindingMode": mode, **extra}
+
+
+def local_pv(name: str, node: str, *, size: str = "10Gi", cls: str = "local",
+             modes: tuple[str, ...] = ("ReadWriteOnce",), labels: dict[str, str] | None = None,
+             claim: str = "") -> dict[str, Any]:
+    """A local PersistentVolume pinned to ``node`` (by hostname label); ``claim`` ("ns/name") pre-binds it."""
+    spec: dict[str, Any] = {
+        "capacity": {"storage": size}, "accessModes": list(modes), "storageClassName": cls,
+        "local": {"path": f"/mnt/{name}"},
+        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}},
+    }
+    if claim:
+        ns, cname = claim.split("/")
+        spec["claimRef"] = {"namespace": ns, "name": cname}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name, "labels": labels or {}},
+            "spec": spec}
+
+
+def pvc(name: str, *, ns: str = "ns", cls: str | None = "local", size: str = "5Gi",
+        modes: tuple[str, ...] = ("ReadWriteOnce",), volume: str = "", bound: bool = False,
+        **spec: Any) -> dict[str, Any]:
+    """A PersistentVolumeClaim; ``volume`` names its PV, ``bound`` marks the binding complete."""
+    s: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": size}}, **spec}
+    if cls is not None:
+        s["storageClassName"] = cls
+    md: dict[str, Any] = {"name": name, "namespace": ns}
+    if volume:
+        s["volumeName"] = volume
+    if bound:
+        md["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": md, "spec": s,
+            "status": {"phase": "Bound" if bound else "Pending"}}
+
+
+def claims(*names: str) -> list[dict[str, Any]]:
+    """A pod's ``spec.volumes`` mounting the claims ``names``."""
+    return [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": n}} for i, n in enumerate(names)]
+
+
+def hostnode(name: str, **kw: Any) -> dict[str, Any]:
+    """A node with its ``kubernetes.io/hostname`` label, as the kubelet sets it."""
+    labels = {"kubernetes.io/hostname": name, **kw.pop("labels", {})}
+    return node(name, labels=labels, **kw)
+
+
+# ---------------------------------------------------------------------------- dynamic resource allocation
+
+
+def device_class(name: str = "gpu", driver: str = "gpu.example.com") -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
+
+
+def gpu_slice(node: str, gpus: int = 2, *, driver: str = "gpu.example.com", model: str = "A100") -> dict[str, Any]:
+    """A node's ResourceSlice with ``gpus`` devices ``gpu-<i>`` (attributes model, index)."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-{driver}"},
+            "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1,
+                                                                   "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": model},
+                                                                     "index": {"int": i}}} for i in range(gpus)]}}
+
+
+def resource_claim(name: str, *, ns: str = "ns", count: int = 1, device_class: str = "gpu",
+                   selectors: tuple[str, ...] = (), **status: Any) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": device_class, "count": count}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    d: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                         "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}"},
+                         "spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}}
+    if status:
+        d["status"] = status
+    return d
+
+
+def with_claims(p: dict[str, Any], *claims: str) -> dict[str, Any]:
+    """``p`` with one pod claim per ResourceClaim name (``resourceClaimName``)."""
+    p["spec"]["resourceClaims"] = [{"name": f"c{i}", "resourceClaimName": c} for i, c in enumerate(claims)]
+    return p

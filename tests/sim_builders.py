@@ -13,13 +13,15 @@ from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
 from pyvolcano.simulator.workload import Submission
 
-__all__ = ["node", "simulate", "vcjob"]
+__all__ = ["node", "simulate", "vcjob", "volume_claim"]
 
 
 def vcjob(name: str, *, replicas: int = 1, cpu: str = "1", duration: str | None = "60s", queue: str | None = None,
           min_available: int | None = None, requests: dict[str, str] | None = None,
-          node_selector: dict[str, str] | None = None, priority_class: str | None = None) -> dict[str, Any]:
-    """A ``batch.volcano.sh/v1alpha1`` Job with one task; ``duration=None`` leaves out the annotation."""
+          node_selector: dict[str, str] | None = None, priority_class: str | None = None,
+          volumes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A ``batch.volcano.sh/v1alpha1`` Job with one task; ``duration=None`` leaves out the annotation;
+    ``volumes`` is its ``spec.volumes`` (see :func:`volume_claim`)."""
     ann = {} if duration is None else {"pyvolcano.io/duration": duration}
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
@@ -37,8 +39,16 @@ def vcjob(name: str, *, replicas: int = 1, cpu: str = "1", duration: str | None 
         spec["queue"] = queue
     if priority_class:
         spec["priorityClassName"] = priority_class
+    if volumes:
+        spec["volumes"] = volumes
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
             "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def volume_claim(cls: str, size: str = "5Gi", mount: str = "/data") -> dict[str, Any]:
+    """A vcjob volume whose claim the job controller creates (``spec.volumes[].volumeClaim``)."""
+    return {"mountPath": mount, "volumeClaim": {"accessModes": ["ReadWriteOnce"], "storageClassName": cls,
+                                                "resources": {"requests": {"storage": size}}}}
 
 
 def simulate(objs: list[tuple[float, dict[str, Any]]], *, conf: str | None = None, until: float = math.inf,

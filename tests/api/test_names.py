@@ -52,8 +52,10 @@ def test_label_value(text: str, valid: bool) -> None:
     assert is_label_value(text) is valid
 
 
-def test_the_scheduler_watches_its_seven_kinds_in_upstreams_informer_order() -> None:
-    assert SCHEDULER_KINDS == ("Node", "Pod", "PriorityClass", "PodGroup", "Queue", "Numatopology", "HyperNode")
+def test_the_scheduler_watches_its_kinds_in_upstreams_informer_order_then_storage_then_dra() -> None:
+    assert SCHEDULER_KINDS == ("Node", "Pod", "PriorityClass", "PodGroup", "Queue", "Numatopology", "HyperNode",
+                               "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
+                               "CSIStorageCapacity", "DeviceClass", "ResourceSlice", "ResourceClaim")
 
 
 def test_a_snapshot_lists_every_kind_the_scheduler_watches() -> None:

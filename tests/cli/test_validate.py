@@ -357,3 +357,23 @@ def test_an_admission_configuration_in_a_configmap_is_checked(tmp_path: Path,
                               "  object: {key: label, value: [a]}\n"))
     assert run_validate([bad]) == 2
     assert "resourceGroups[0].object.key" in capsys.readouterr().out
+
+
+def test_storage_objects_are_checked_as_the_scheduler_reads_them(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "s.yaml",
+                 "\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local}\n"
+                 "provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n",
+                 "\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: team}\n"
+                 "spec: {accessModes: [ReadWriteOne], resources: {requests: {storage: 1Gi}}}\n",
+                 "\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: odd}\n"
+                 "provisioner: x\nvolumeBindingMode: Later\n")
+    code, lines = run(capsys, path)
+    assert code == 2
+    assert lines == [
+        "OK StorageClass local",
+        f"{path}: document 1: PersistentVolumeClaim team/data: spec.accessModes[0]: got 'ReadWriteOne' (str); "
+        "expected one of ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod",
+        f"{path}: document 2: StorageClass odd: volumeBindingMode: got 'Later'; expected Immediate or "
+        "WaitForFirstConsumer",
+    ]

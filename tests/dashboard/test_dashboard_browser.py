@@ -118,3 +118,21 @@ def test_the_time_slider_moves_the_views_through_the_run(page: Any, report_url: 
     assert page.locator('[data-node="gpu-2"] .gpu-figure').text_content() == "2/4 GPU"
     _slide(page, 700)
     assert page.locator('[data-node="gpu-2"] .gpu-figure').text_content() == "0/4 GPU"
+
+
+def test_a_job_page_lists_the_claims_and_pvs_of_a_volume_diagnosis(page: Any, tmp_path: Path) -> None:
+    import yaml
+
+    from builders import claims, hostnode, local_pv, pod, podgroup, pvc, queue, storage_class
+
+    docs = [queue("q"), hostnode("n1"), hostnode("n2"), storage_class("local"), local_pv("small", "n1", size="1Gi"),
+            pvc("data"), podgroup("g"), pod("p", "g", volumes=claims("data"))]
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    with serving(SnapshotSource(path, default_registry())) as url:
+        _open(page, url, "job/ns/g")
+        assert page.locator('dd[data-field="reason"]').text_content() == "Volume.NoMatchingPV"
+        assert page.locator('#claims tr[data-claim="ns/data"] td').nth(2).text_content() == "WaitForFirstConsumer"
+        row = page.locator('#claims tr[data-pv="small"] td')
+        assert row.nth(4).text_content() == "on n1"
+        assert row.nth(5).text_content() == "too small (1Gi)"

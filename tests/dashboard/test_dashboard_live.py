@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from dashboard_serving import serving
+from dashboard_serving import page_headers, serving
 
 from builders import node, pod, podgroup, queue
 from kube.fakeapi import FakeApiServer, _status
@@ -89,7 +89,7 @@ def test_the_open_page_follows_the_cluster_without_reloading(page: Any, api: Fak
 
 
 def _post(http: httpx2.Client, **body: str) -> tuple[int, dict[str, Any]]:
-    r = http.post("/api/action", json=body)
+    r = http.post("/api/action", json=body, headers=page_headers(str(http.base_url).rstrip("/")))
     return r.status_code, r.json()
 
 

@@ -66,7 +66,7 @@ def test_nodes_at_time_t_hold_the_gpus_of_the_pods_on_them(run: tuple[Path, dict
 
 def test_the_timeline_endpoint_serves_the_runs_series(run: tuple[Path, dict]) -> None:
     out, _doc = run
-    client = TestClient(create_app(ReportSource(out)))
+    client = TestClient(create_app(ReportSource(out)), base_url="http://localhost")
     meta = client.get("/api/meta").json()
     assert meta["kind"] == "report" and meta["start"] == 0 and meta["end"] > 600
     series = client.get("/api/timeline").json()

@@ -9,6 +9,7 @@ import pytest
 from dashboard_cluster import HTML_NAME, write
 from starlette.testclient import TestClient
 
+from pyvolcano.dashboard.security import TOKEN_HEADER
 from pyvolcano.dashboard.server import create_app
 from pyvolcano.dashboard.sources import SnapshotSource
 from pyvolcano.framework.registry import default_registry
@@ -17,7 +18,7 @@ from pyvolcano.framework.registry import default_registry
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     path = write(tmp_path_factory.mktemp("server") / "cluster.yaml")
-    return TestClient(create_app(SnapshotSource(path, default_registry())))
+    return TestClient(create_app(SnapshotSource(path, default_registry())), base_url="http://localhost")
 
 
 def test_the_page_and_its_modules_are_served_with_a_strict_content_security_policy(client: TestClient) -> None:
@@ -74,6 +75,9 @@ def test_actions_are_refused_unless_allowed(client: TestClient) -> None:
 
 
 def test_a_snapshot_cannot_be_written_even_with_actions_allowed(tmp_path: Path) -> None:
-    app = create_app(SnapshotSource(write(tmp_path / "c.yaml"), default_registry()), allow_actions=True)
-    r = TestClient(app).post("/api/action", json={"target": "queue", "verb": "close", "name": "train"})
+    app = create_app(SnapshotSource(write(tmp_path / "c.yaml"), default_registry()), allow_actions=True,
+                     token="tok")
+    r = TestClient(app, base_url="http://localhost").post(
+        "/api/action", json={"target": "queue", "verb": "close", "name": "train"},
+        headers={"Origin": "http://localhost", TOKEN_HEADER: "tok"})
     assert r.status_code == 403 and "read-only" in r.json()["message"]

@@ -130,3 +130,22 @@ def test_live_state_carries_the_clusters_hypernodes_into_the_forecast() -> None:
 def _with_image(d: dict[str, Any]) -> dict[str, Any]:
     d["spec"]["containers"][0]["image"] = "busybox"
     return d
+
+
+def test_a_job_waiting_for_a_volume_held_by_a_running_job_gets_a_volume_reason_and_no_start() -> None:
+    from builders import claims, hostnode, local_pv, pvc, storage_class
+
+    held = pod("r-0", "r", node_name="n1", phase="Running", queue="q", volumes=claims("held"))
+    held["status"]["startTime"] = to_rfc3339(900.0)
+    held["metadata"]["annotations"]["pyvolcano.io/duration"] = "200s"
+    docs = [queue("q"), hostnode("n1"), storage_class("local"),
+            local_pv("pv", "n1", claim="ns/held"), pvc("held", volume="pv", bound=True), pvc("wants"),
+            _created(podgroup("r", queue="q", phase="Running"), 800.0), held,
+            _created(podgroup("w", queue="q"), 810.0), pod("w-0", "w", queue="q", volumes=claims("wants"))]
+    doc = queue_top_document(_state(*docs), default_configuration(), default_registry(), queue=None,
+                             policy=RuntimePolicy(default=60.0))
+    [row] = doc["pending"]
+    assert row["job"] == "ns/w" and row["reason"] == "Volume.NoMatchingPV"
+    assert "pv (on n1: bound to ns/held)" in row["hint"]
+    # The PV stays bound to its claim after r-0 ends (the claim outlives the pod): never.
+    assert (row["start"], row["message"]) == (None, "never: the simulated cluster cannot start it")

@@ -1,5 +1,6 @@
 """The live dashboard on a real kube-apiserver: ``pyvolcano dashboard --kubeconfig K`` lists the
-cluster's queues through its informers and streams a change made with kubectl.
+cluster's queues through its informers and streams a change made with kubectl; a foreign Host,
+a foreign Origin or a missing action token is refused before the cluster sees a request.
 
 Runs when ``KUBEBUILDER_ASSETS`` names a directory with ``etcd`` and ``kube-apiserver`` and
 ``kubectl`` is on PATH (as ``test_envtest.py``); skipped otherwise. Only Volcano's CRDs are
@@ -9,6 +10,7 @@ installed: the dashboard reads, it needs no controller or scheduler.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +20,7 @@ import httpx2
 import pytest
 import yaml
 
+from pyvolcano.dashboard.security import TOKEN_HEADER
 from pyvolcano.deploy.crds import custom_resource_definitions
 from pyvolcano.kube.envtest import ASSETS_ENV, ControlPlane, assets_dir
 from waiting import free_port, wait_for
@@ -70,6 +73,40 @@ def test_the_dashboard_follows_a_real_cluster(control_plane: ControlPlane) -> No
             assert "event: change" in seen
             assert json.loads(next(x for x in seen if x.startswith("data: ")).removeprefix("data: "))["revision"] > 0
             assert "inference" in queues()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_on_a_real_cluster_only_the_dashboards_own_page_reads_and_acts(control_plane: ControlPlane) -> None:
+    kubectl(control_plane, "apply", "-f", "-", input=QUEUE.format(name="guarded"))
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pyvolcano", "dashboard", "--kubeconfig",
+                             str(control_plane.kubeconfig), "--port", str(port), "--allow-actions"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    own = f"http://127.0.0.1:{port}"
+    try:
+        with httpx2.Client(base_url=own, timeout=30) as http:
+            def page() -> str:
+                try:
+                    return http.get("/").text
+                except httpx2.TransportError:
+                    return ""
+
+            html = wait_for(page, 60, "the dashboard's page", interval=0.25)
+            token = re.search(r'name="pyvolcano-action-token" content="([^"]+)"', html)
+            assert token is not None
+            rebound = {"Host": f"rebind.attacker.example:{port}"}
+            assert http.get("/api/queues", headers=rebound).status_code == 403
+            close = {"target": "queue", "verb": "close", "name": "guarded"}
+            foreign = http.post("/api/action", json=close, headers={"Origin": "http://evil.example",
+                                                                    TOKEN_HEADER: token[1]})
+            tokenless = http.post("/api/action", json=close, headers={"Origin": own})
+            assert (foreign.status_code, tokenless.status_code) == (403, 403)
+            assert "CloseQueue" not in kubectl(control_plane, "get", "commands.bus.volcano.sh", "-A", "-o", "yaml")
+            ok = http.post("/api/action", json=close, headers={"Origin": own, TOKEN_HEADER: token[1]})
+            assert ok.status_code == 200, ok.text
+            assert "CloseQueue" in kubectl(control_plane, "get", "commands.bus.volcano.sh", "-A", "-o", "yaml")
     finally:
         proc.terminate()
         proc.wait(10)

@@ -157,3 +157,44 @@ def test_scheduler_record_flags_are_checked_before_connecting(tmp_path: Path, ca
     blocker.write_text("")
     assert pyvolcano(["scheduler", "--record", str(blocker)]) == 2
     assert "is not a directory" in capsys.readouterr().err
+
+
+def test_sessions_with_volume_bindings_in_flight_replay_to_the_same_decisions(tmp_path: Path):
+    from builders import claims, hostnode, local_pv, pvc, storage_class
+
+    api = FakeApiServer(InMemoryStore())
+    s = api.store
+    s.create(queue("q"))
+    for n in ("n0", "n1"):
+        s.create(hostnode(n))
+    s.create(storage_class("local"))
+    for n, k in (("n0", 0), ("n0", 1), ("n1", 0)):
+        s.create(local_pv(f"pv-{n}-{k}", n, size=f"{5 + k}Gi"))
+    for j in range(4):
+        s.create(pvc(f"data-{j}"))
+        s.create(podgroup(f"j{j}", min_member=1, phase="Pending"))
+        s.create(pod(f"j{j}-0", f"j{j}", volumes=claims(f"data-{j}")))
+    api.faults.append(_slow_binds)
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    assert store.wait_for_sync(5)
+    recorder = SessionRecorder(tmp_path / "record", keep=5)
+    now = iter(float(1000 + i) for i in range(100))
+    sched = LiveScheduler(store, seed=3, bind_workers=2, recorder=recorder, clock=lambda: next(now))
+    try:
+        for _ in range(3):
+            sched.run_once()
+            time.sleep(0.05)
+    finally:
+        sched.close(wait=True)
+        store.stop()
+    dirs = recorder.sessions()
+    recorded = [json.loads((d / "result.json").read_text()) for d in dirs]
+    # Three PVs for four claims: three pods placed, each on the node of a PV of its own.
+    assert sum(len(r["binds"]) for r in recorded) == 3
+    for d, rec in zip(dirs, recorded, strict=True):
+        assert replay_session(load_session(d)) == rec, d.name
+    kinds = {json.loads(line)["kind"] for line in (dirs[-1] / "cluster.yaml").read_text().splitlines()
+             if line != "---"}
+    assert {"StorageClass", "PersistentVolume", "PersistentVolumeClaim"} <= kinds
+    claimed = {pv["metadata"]["name"]: pv["spec"]["claimRef"]["name"] for pv in s.list("PersistentVolume")}
+    assert len(set(claimed.values())) == 3

@@ -31,6 +31,8 @@ from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Pr
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
 from pyvolcano.admission.resource_groups import AdmissionConfiguration, apply_resource_groups
 from pyvolcano.api.defaults import default_pod
+from pyvolcano.api.manifest import ManifestError, parse_object
+from pyvolcano.api.names import STORAGE_KINDS
 from pyvolcano.store.base import Store
 
 __all__ = ["DEFAULT_JOB_PLUGINS", "AdmissionConfig", "VolcanoAdmission"]
@@ -126,6 +128,9 @@ class VolcanoAdmission:
                 priority.validate_priority_class(op, obj, store, p)
         elif kind == "Pod":
             self._pod(op, obj, old, store, p)
+        elif kind in STORAGE_KINDS and self.api_server_checks:
+            validate_object_meta(obj, p)
+            _storage_object(obj, p)
         else:
             validate_object_meta(obj, p)
         p.raise_if_any()
@@ -199,3 +204,15 @@ class VolcanoAdmission:
             return
         validate_object_meta(obj, p)
         hypernodes.validate_hypernode(obj, p)
+
+
+def _storage_object(obj: dict[str, Any], p: Problems) -> None:
+    """The API server's checks of a storage object, as far as the scheduler reads it: the
+    manifest reader's (access and volume modes, quantities, selectors, node affinity, binding mode)."""
+    try:
+        parse_object(obj, "")
+    except ManifestError as e:
+        text = str(e)
+        head = text.split("): ", 1)[1] if "): " in text else text
+        field, _, message = head.partition(": ")
+        p.add(field, message)

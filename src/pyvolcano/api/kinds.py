@@ -40,6 +40,12 @@ CHECKED_KINDS: Final[frozenset[tuple[str, str]]] = frozenset({
     ("bus.volcano.sh/v1alpha1", "Command"),
     ("topology.volcano.sh/v1alpha1", "HyperNode"),
     ("nodeinfo.volcano.sh/v1alpha1", "Numatopology"),
+    ("storage.k8s.io/v1", "StorageClass"),
+    ("v1", "PersistentVolume"),
+    ("v1", "PersistentVolumeClaim"),
+    ("storage.k8s.io/v1", "CSINode"),
+    ("storage.k8s.io/v1", "CSIDriver"),
+    ("storage.k8s.io/v1", "CSIStorageCapacity"),
 })
 """``(apiVersion, kind)`` of the kinds pyvolcano validates (fields, defaults, admission)."""
 
@@ -50,6 +56,8 @@ KNOWN_GROUPS: Final[Mapping[str, Mapping[str, frozenset[str]]]] = {
         "ResourceQuota", "Secret", "Service", "ServiceAccount",
     })},
     "scheduling.k8s.io": {"v1": frozenset({"PriorityClass"})},
+    "storage.k8s.io": {"v1": frozenset({"StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity",
+                                        "VolumeAttachment", "VolumeAttributesClass"})},
     "batch.volcano.sh": {"v1alpha1": frozenset({"Job", "CronJob"})},
     "scheduling.volcano.sh": {"v1beta1": frozenset({"PodGroup", "Queue"})},
     "bus.volcano.sh": {"v1alpha1": frozenset({"Command"})},

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,14 @@ from typing import Any
 
 from pyvolcano.api import matching
 from pyvolcano.api.defaults import requests_with_limit_defaults
+from pyvolcano.api.dra import manifest as dra_manifest
+from pyvolcano.api.dra.types import (
+    RESOURCE_API_VERSION,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
 from pyvolcano.api.hypernode import (
     MEMBER_TYPES,
     HyperNode,
@@ -50,6 +59,18 @@ from pyvolcano.api.objects import (
     unschedulable_condition,
 )
 from pyvolcano.api.quantity import QuantityError, parse_quantity
+from pyvolcano.api.storage import (
+    ANN_BETA_STORAGE_CLASS,
+    BINDING_IMMEDIATE,
+    BINDING_WAIT,
+    ClaimRef,
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from pyvolcano.util import safe_yaml
 
 __all__ = [
@@ -104,6 +125,16 @@ class ClusterObjects:
     priority_classes: list[PriorityClass] = field(default_factory=list)
     hypernodes: list[HyperNode] = field(default_factory=list)
     numatopologies: list[Numatopology] = field(default_factory=list)
+    device_classes: list[DeviceClass] = field(default_factory=list)
+    resource_slices: list[ResourceSlice] = field(default_factory=list)
+    resource_claims: list[ResourceClaim] = field(default_factory=list)
+    resource_claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
+    storage_classes: list[StorageClass] = field(default_factory=list)
+    persistent_volumes: list[PersistentVolume] = field(default_factory=list)
+    persistent_volume_claims: list[PersistentVolumeClaim] = field(default_factory=list)
+    csi_nodes: list[CSINode] = field(default_factory=list)
+    csi_drivers: list[CSIDriver] = field(default_factory=list)
+    csi_storage_capacities: list[CSIStorageCapacity] = field(default_factory=list)
     other: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     documents: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, [ns/]name) -> document index
 
@@ -116,12 +147,23 @@ def _split_path(path: str) -> tuple[str, ...]:
 class _Doc:
     """Typed, path-tracking access to one manifest document."""
 
-    def __init__(self, data: Mapping[str, Any], where: str):
+    def __init__(self, data: Mapping[str, Any], where: str, prefix: str = ""):
         self.data = data
         self.where = where
+        self.prefix = prefix  # the path of ``data`` in the document, with a trailing dot
 
     def fail(self, path: str, msg: str) -> ManifestError:
-        return ManifestError(f"{self.where}: {path}: {msg}")
+        return ManifestError(f"{self.where}: {self.prefix}{path}: {msg}")
+
+    def child(self, path: str, value: Any, what: str = "a mapping") -> _Doc:
+        """Access to ``value`` (a mapping found at ``path``) whose errors name the full path."""
+        if not isinstance(value, Mapping):
+            raise self.fail(path, f"got {_show(value)}; expected {what}")
+        return _Doc(value, self.where, f"{self.prefix}{path}.")
+
+    def items(self, path: str, what: str = "a mapping") -> list[_Doc]:
+        """The mappings of the list at ``path``, each as a :meth:`child`."""
+        return [self.child(f"{path}[{i}]", v, what) for i, v in enumerate(self.list_(path))]
 
     def get(self, path: str) -> Any:
         cur: Any = self.data
@@ -337,6 +379,8 @@ def _pod(d: _Doc) -> Pod:
     priority = d.int_("spec.priority", int32=True)
     if not containers:
         raise d.fail("spec.containers", "is required; expected at least one container")
+    resource_claims, claim_statuses = dra_manifest.pod_resource_claims(d)
+    claims, ephemeral = _pod_claims(d, name)
     return Pod(
         namespace=ns, name=name, uid=uid, labels=labels, annotations=annotations, owner_references=owners,
         creation_timestamp=created, deletion_timestamp=d.timestamp("metadata.deletionTimestamp"),
@@ -351,7 +395,33 @@ def _pod(d: _Doc) -> Pod:
         scheduling_gates=gates, phase=phase, conditions=conditions,
         nominated_node_name=d.str_("status.nominatedNodeName", ""), start_time=d.timestamp("status.startTime"),
         stored_unschedulable=unschedulable_condition(conditions),
+        resource_claims=resource_claims, resource_claim_statuses=claim_statuses,
+        claims=claims, ephemeral_claims=ephemeral,
     )
+
+
+def _pod_claims(d: _Doc, pod_name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The PersistentVolumeClaims a pod's volumes name, in volume order (a generic ephemeral
+    volume's claim is ``<pod>-<volume>``), and those of ephemeral volumes."""
+    claims: list[str] = []
+    ephemeral: list[str] = []
+    for i, v in enumerate(d.list_("spec.volumes")):
+        vp = f"spec.volumes[{i}]"
+        if not isinstance(v, Mapping):
+            raise d.fail(vp, f"got {_show(v)}; expected a volume mapping")
+        pvc = v.get("persistentVolumeClaim")
+        if pvc is not None:
+            claim = pvc.get("claimName") if isinstance(pvc, Mapping) else None
+            if not isinstance(claim, str) or not claim:
+                raise d.fail(f"{vp}.persistentVolumeClaim.claimName", f"got {_show(claim)}; expected a claim name")
+            claims.append(claim)
+        elif v.get("ephemeral") is not None:
+            vol = v.get("name")
+            if not isinstance(vol, str) or not vol:
+                raise d.fail(f"{vp}.name", f"got {_show(vol)}; expected a volume name")
+            claims.append(f"{pod_name}-{vol}")
+            ephemeral.append(claims[-1])
+    return tuple(claims), tuple(ephemeral)
 
 
 class _Uncommon(Exception):
@@ -454,6 +524,8 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         status = {}
     if type(md) is not dict or type(spec) is not dict or type(status) is not dict:
         raise _Uncommon
+    if "resourceClaims" in spec or "resourceClaimStatuses" in status:
+        raise _Uncommon  # the general reader reads dynamic resource allocation
     name = md.get("name")
     if type(name) is not str or not name:
         raise _Uncommon
@@ -495,6 +567,18 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
     if priority is not None and (type(priority) is not int or not INT32_MIN <= priority <= INT32_MAX):
         raise _Uncommon
     conditions = [dict(c) for c in _list_or_empty(status.get("conditions")) if isinstance(c, Mapping)]
+    claims: tuple[str, ...] = ()
+    ephemeral: tuple[str, ...] = ()
+    volumes = spec.get("volumes")
+    if volumes:
+        if type(volumes) is not list:
+            raise _Uncommon
+        for v in volumes:
+            if type(v) is not dict:
+                raise _Uncommon
+            if "persistentVolumeClaim" in v or "ephemeral" in v:
+                # Pods with claims are few: the general reader reads them (and words any error).
+                raise _Uncommon
     return Pod(
         namespace=ns, name=name, uid=uid, labels=labels, annotations=annotations, owner_references=owners,
         creation_timestamp=created, deletion_timestamp=_time_or_none(md.get("deletionTimestamp")),
@@ -510,6 +594,7 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         nominated_node_name=_str_or(status.get("nominatedNodeName")),
         start_time=_time_or_none(status.get("startTime")),
         stored_unschedulable=unschedulable_condition(conditions),
+        claims=claims, ephemeral_claims=ephemeral,
     )
 
 
@@ -738,6 +823,185 @@ def _priority_class(d: _Doc) -> PriorityClass:
                          preemption_policy=policy)
 
 
+def _storage_bytes(d: _Doc, path: str, *, required: bool = False) -> float | None:
+    v = d.get(path)
+    if v is None:
+        if required:
+            raise d.fail(path, "is required; expected a quantity such as '10Gi'")
+        return None
+    try:
+        amount = parse_quantity(v)
+    except QuantityError as e:
+        raise d.fail(path, str(e)) from None
+    if amount < 0:
+        raise d.fail(path, f"got {v!r}; expected a non-negative quantity")
+    return float(amount)
+
+
+_ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+_VOLUME_MODES = ("Filesystem", "Block")
+
+
+def _access_modes(d: _Doc, path: str) -> frozenset[str]:
+    modes = d.list_(path)
+    for i, m in enumerate(modes):
+        if m not in _ACCESS_MODES:
+            raise d.fail(f"{path}[{i}]", f"got {_show(m)}; expected one of {', '.join(_ACCESS_MODES)}")
+    return frozenset(modes)
+
+
+def _volume_mode(d: _Doc, path: str) -> str:
+    mode = d.str_(path, "Filesystem") or "Filesystem"
+    if mode not in _VOLUME_MODES:
+        raise d.fail(path, f"got {mode!r}; expected Filesystem or Block")
+    return mode
+
+
+def _compiled_selector(d: _Doc, path: str) -> matching.LabelSelector | None:
+    raw = d.get(path)
+    if raw is None:
+        return None
+    try:
+        return matching.compile_label_selector(raw, path)
+    except matching.SelectorError as e:
+        raise ManifestError(f"{d.where}: {e}") from None
+
+
+def _storage_class(d: _Doc) -> StorageClass:
+    name, _labels, annotations, created = _meta_common(d)
+    mode = d.str_("volumeBindingMode", BINDING_IMMEDIATE) or BINDING_IMMEDIATE
+    if mode not in (BINDING_IMMEDIATE, BINDING_WAIT):
+        raise d.fail("volumeBindingMode", f"got {mode!r}; expected {BINDING_IMMEDIATE} or {BINDING_WAIT}")
+    terms = []
+    for i, term in enumerate(d.list_("allowedTopologies")):
+        tp = f"allowedTopologies[{i}]"
+        sub = _Doc(term, d.where) if isinstance(term, Mapping) else None
+        if sub is None:
+            raise d.fail(tp, f"got {_show(term)}; expected {{matchLabelExpressions: [...]}}")
+        reqs = []
+        for j, e in enumerate(sub.list_("matchLabelExpressions")):
+            ep = f"{tp}.matchLabelExpressions[{j}]"
+            key = e.get("key") if isinstance(e, Mapping) else None
+            values = e.get("values") if isinstance(e, Mapping) else None
+            if not isinstance(key, str) or not key:
+                raise d.fail(f"{ep}.key", f"got {_show(key)}; expected a label key")
+            if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+                raise d.fail(f"{ep}.values", f"got {_show(values)}; expected a non-empty list of label values")
+            reqs.append((key, frozenset(values)))
+        terms.append(tuple(reqs))
+    policy = d.str_("reclaimPolicy", "Delete") or "Delete"
+    if policy not in ("Delete", "Retain"):
+        raise d.fail("reclaimPolicy", f"got {policy!r}; expected Delete or Retain")
+    return StorageClass(name=name, provisioner=d.str_("provisioner", required=True), volume_binding_mode=mode,
+                        allowed_topologies=tuple(terms), annotations=annotations, creation_timestamp=created,
+                        reclaim_policy=policy)
+
+
+def _node_affinity_terms(d: _Doc, path: str
+                         ) -> tuple[tuple[matching.NodeSelectorTerm, ...] | None, tuple[str, ...], bool]:
+    """A PV's required node affinity: its compiled terms (None: none), the node names it
+    names (hostname In values, metadata.name In fields) and whether those names are all it says."""
+    required = d.get(f"{path}.required")
+    if required is None:
+        return None, (), False
+    terms = []
+    pinned: list[str] = []
+    hostname_only = True
+    for i, t in enumerate(d.list_(f"{path}.required.nodeSelectorTerms")):
+        tp = f"{path}.required.nodeSelectorTerms[{i}]"
+        try:
+            compiled = matching.compile_node_selector_term(t, tp)
+        except matching.SelectorError as e:
+            raise ManifestError(f"{d.where}: {e}") from None
+        if compiled is not None:
+            terms.append(compiled)
+        exprs, fields = t.get("matchExpressions") or [], t.get("matchFields") or []
+        if fields or len(exprs) != 1:
+            hostname_only = False
+        for expr in exprs:
+            if expr.get("key") == "kubernetes.io/hostname" and expr.get("operator") == "In":
+                pinned.extend(str(v) for v in expr.get("values") or [])
+            else:
+                hostname_only = False
+        for f in fields:
+            if f.get("operator") == "In":
+                pinned.extend(str(v) for v in f.get("values") or [])
+    return tuple(terms), tuple(dict.fromkeys(pinned)), hostname_only and bool(terms)
+
+
+def _persistent_volume(d: _Doc) -> PersistentVolume:
+    name, labels, annotations, _created = _meta_common(d)
+    capacity = _storage_bytes(d, "spec.capacity.storage", required=True)
+    affinity, pinned, hostname_only = _node_affinity_terms(d, "spec.nodeAffinity")
+    affinity_key = "" if affinity is None else json.dumps(d.get("spec.nodeAffinity.required"), sort_keys=True,
+                                                          default=str)
+    ref = d.get("spec.claimRef")
+    claim_ref = None
+    if ref is not None:
+        if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str):
+            raise d.fail("spec.claimRef", f"got {_show(ref)}; expected {{namespace, name, uid}}")
+        claim_ref = ClaimRef(str(ref.get("namespace") or "default"), ref["name"], str(ref.get("uid") or ""))
+    phase = d.str_("status.phase", "Available") or "Available"
+    return PersistentVolume(
+        name=name, capacity=capacity or 0.0, storage_class=d.str_("spec.storageClassName", "")
+        or annotations.get(ANN_BETA_STORAGE_CLASS, ""), access_modes=_access_modes(d, "spec.accessModes"),
+        volume_mode=_volume_mode(d, "spec.volumeMode"), node_affinity=affinity, claim_ref=claim_ref, phase=phase,
+        labels=labels, annotations=annotations, deleting=d.get("metadata.deletionTimestamp") is not None,
+        csi_driver=d.str_("spec.csi.driver", ""), csi_handle=d.str_("spec.csi.volumeHandle", ""), pinned_to=pinned,
+        hostname_only=hostname_only, affinity_key=affinity_key)
+
+
+def _persistent_volume_claim(d: _Doc) -> PersistentVolumeClaim:
+    name, _labels, annotations, _created = _meta_common(d)
+    ns = d.str_("metadata.namespace", "default") or "default"
+    sc = d.get("spec.storageClassName")
+    if sc is not None and not isinstance(sc, str):
+        raise d.fail("spec.storageClassName", f"got {_show(sc)}; expected a string")
+    owner = ""
+    for o in d.list_("metadata.ownerReferences"):
+        if isinstance(o, Mapping) and o.get("kind") == "Pod" and o.get("controller") is True:
+            owner = str(o.get("uid") or "")
+    return PersistentVolumeClaim(
+        namespace=ns, name=name, uid=d.str_("metadata.uid", ""), storage_class=sc,
+        access_modes=_access_modes(d, "spec.accessModes"),
+        request=_storage_bytes(d, "spec.resources.requests.storage") or 0.0,
+        selector=_compiled_selector(d, "spec.selector"), volume_name=d.str_("spec.volumeName", ""),
+        volume_mode=_volume_mode(d, "spec.volumeMode"), phase=d.str_("status.phase", "Pending") or "Pending",
+        annotations=annotations, deleting=d.get("metadata.deletionTimestamp") is not None, owner_pod_uid=owner)
+
+
+def _csi_node(d: _Doc) -> CSINode:
+    name = d.str_("metadata.name", required=True)
+    limits: dict[str, int | None] = {}
+    for i, drv in enumerate(d.list_("spec.drivers")):
+        dp = f"spec.drivers[{i}]"
+        sub = _Doc(drv, d.where) if isinstance(drv, Mapping) else None
+        if sub is None:
+            raise d.fail(dp, f"got {_show(drv)}; expected a driver mapping")
+        driver = sub.str_("name")
+        if not driver:
+            raise d.fail(f"{dp}.name", "is required; expected a CSI driver name")
+        count = sub.get("allocatable.count")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            raise d.fail(f"{dp}.allocatable.count", f"got {_show(count)}; expected a non-negative integer")
+        limits[driver] = count
+    return CSINode(name=name, limits=limits)
+
+
+def _csi_driver(d: _Doc) -> CSIDriver:
+    return CSIDriver(name=d.str_("metadata.name", required=True),
+                     attach_required=d.bool_("spec.attachRequired", True),
+                     storage_capacity=d.bool_("spec.storageCapacity", False))
+
+
+def _csi_storage_capacity(d: _Doc) -> CSIStorageCapacity:
+    return CSIStorageCapacity(
+        namespace=d.str_("metadata.namespace", "default") or "default", name=d.str_("metadata.name", required=True),
+        storage_class=d.str_("storageClassName", required=True),
+        node_topology=_compiled_selector(d, "nodeTopology"), capacity=_storage_bytes(d, "capacity"),
+        maximum_volume_size=_storage_bytes(d, "maximumVolumeSize"))
+
+
 _KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
     ("v1", "Pod"): ("pods", _pod),
     ("v1", "Node"): ("nodes", _node),
@@ -746,6 +1010,16 @@ _KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
     ("scheduling.k8s.io/v1", "PriorityClass"): ("priority_classes", _priority_class),
     (TOPOLOGY_API_VERSION, "HyperNode"): ("hypernodes", _hypernode),
     (NODEINFO_API_VERSION, "Numatopology"): ("numatopologies", _numatopology),
+    (RESOURCE_API_VERSION, "DeviceClass"): ("device_classes", dra_manifest.device_class),
+    (RESOURCE_API_VERSION, "ResourceSlice"): ("resource_slices", dra_manifest.resource_slice),
+    (RESOURCE_API_VERSION, "ResourceClaim"): ("resource_claims", dra_manifest.resource_claim),
+    (RESOURCE_API_VERSION, "ResourceClaimTemplate"): ("resource_claim_templates", dra_manifest.resource_claim_template),
+    ("storage.k8s.io/v1", "StorageClass"): ("storage_classes", _storage_class),
+    ("v1", "PersistentVolume"): ("persistent_volumes", _persistent_volume),
+    ("v1", "PersistentVolumeClaim"): ("persistent_volume_claims", _persistent_volume_claim),
+    ("storage.k8s.io/v1", "CSINode"): ("csi_nodes", _csi_node),
+    ("storage.k8s.io/v1", "CSIDriver"): ("csi_drivers", _csi_driver),
+    ("storage.k8s.io/v1", "CSIStorageCapacity"): ("csi_storage_capacities", _csi_storage_capacity),
 }
 
 
@@ -760,7 +1034,8 @@ def _describe(doc: Mapping[str, Any]) -> str:
         name = md.get("name")
         ns = md.get("namespace")
         if isinstance(name, str):
-            if kind in ("Pod", "PodGroup"):
+            if kind in ("Pod", "PodGroup", "PersistentVolumeClaim", "CSIStorageCapacity", "ResourceClaim",
+                        "ResourceClaimTemplate"):
                 return f"{kind} {ns if isinstance(ns, str) and ns else 'default'}/{name}"
             return f"{kind} {name}"
     return str(kind)

@@ -76,11 +76,21 @@ SCHEDULING_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 BUS_API_VERSION: Final = "bus.volcano.sh/v1alpha1"
 TOPOLOGY_API_VERSION: Final = "topology.volcano.sh/v1alpha1"
 
-SCHEDULER_KINDS: Final = ("Node", "Pod", "PriorityClass", "PodGroup", "Queue", "Numatopology", "HyperNode")
-"""What vc-scheduler's cache watches, in the order upstream's ``SchedulerCache`` registers its
+STORAGE_KINDS: Final = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
+                        "CSIStorageCapacity")
+"""The storage objects volume binding reads (:mod:`pyvolcano.cache.volumes`)."""
+
+DRA_KINDS: Final = ("DeviceClass", "ResourceSlice", "ResourceClaim")
+"""The ``resource.k8s.io/v1`` objects dynamic resource allocation reads (:mod:`pyvolcano.cache.dra`)."""
+
+SCHEDULER_KINDS: Final = ("Node", "Pod", "PriorityClass", "PodGroup", "Queue", "Numatopology", "HyperNode",
+                          *STORAGE_KINDS, *DRA_KINDS)
+"""What vc-scheduler's cache watches: in the order upstream's ``SchedulerCache`` registers its
 informers (``pkg/scheduler/cache/cache.go``: nodes, pods, priority classes, then the Volcano
-informers for PodGroups, Queues, Numatopologies and HyperNodes). A cluster without the HyperNode
-or the Numatopology CRD has none of them: its informer lists none (:mod:`pyvolcano.kube.store`)."""
+informers for PodGroups, Queues, Numatopologies and HyperNodes), then the storage informers
+volume binding reads and the DRA manager's. A cluster without the HyperNode or the Numatopology
+CRD has none of them, and one without the resource API no DRA objects: their informers list
+none (:mod:`pyvolcano.kube.store`)."""
 
 # ----------------------------------------------------------------------------- Volcano Jobs and their pods
 

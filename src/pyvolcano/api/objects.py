@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyvolcano.api.dra.types import PodResourceClaim
 from pyvolcano.api.names import GROUP_NAME_KEY
 from pyvolcano.api.network_topology import NetworkTopology, SubGroupPolicy
 
@@ -94,6 +95,14 @@ class Pod:
     # (reason, message) of the stored PodScheduled=False condition, as read; session close
     # rewrites ``conditions``, never this.
     stored_unschedulable: tuple[str, str] | None = None
+    # Dynamic resource allocation: spec.resourceClaims, and status.resourceClaimStatuses as
+    # pod claim name -> generated claim name ("" when none was generated).
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    resource_claim_statuses: dict[str, str] = field(default_factory=dict)
+    # The PersistentVolumeClaims its volumes name, in volume order (a generic ephemeral
+    # volume's is "<pod>-<volume>"), and those of ephemeral volumes; () for most pods.
+    claims: tuple[str, ...] = ()
+    ephemeral_claims: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

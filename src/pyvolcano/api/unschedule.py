@@ -22,6 +22,11 @@ __all__ = ["Code", "FitErrors", "FitGroup", "Status"]
 
 ALL_NODES_UNAVAILABLE = "all nodes are unavailable"
 NODE_POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
+DRA_PRE_PREDICATE = "plugin DynamicResources pre-predicates failed"
+"""How a pod's ResourceClaims that cannot be used yet are reported (upstream
+``handleSkipPrePredicatePlugin`` around DynamicResources' PreFilter message)."""
+DRA_NOT_AVAILABLE = "resourceclaim not available on the node"
+DRA_CANNOT_ALLOCATE = "cannot allocate all claims"
 
 
 class Code(enum.IntEnum):

@@ -35,7 +35,9 @@ from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
+from pyvolcano.cache.dra import DraState
 from pyvolcano.cache.memo import SessionMemo
+from pyvolcano.cache.volumes import VolumeState
 
 __all__ = ["SchedulerCache", "SchedulerOptions"]
 
@@ -83,6 +85,9 @@ class SchedulerOptions:
     # The scheduler's local time zone, which upstream reads from the process (tdm's daily
     # windows): "UTC", an IANA name or "+HH:MM". The live scheduler passes its own.
     time_zone: str = "UTC"
+    # Upstream --ignored-provisioners: claims of classes with these provisioners are not counted
+    # against the nodes' CSI attach limits (host-path provisioners, which publish no CSINode drivers).
+    ignored_provisioners: tuple[str, ...] = ()
 
 
 _IN_FLIGHT = TaskStatus.Allocated | TaskStatus.Binding | TaskStatus.Bound | TaskStatus.Pipelined
@@ -121,6 +126,10 @@ class SchedulerCache:
         # NodeInfo.ResourceUsage), and a counter bumped by every collection.
         self.node_usage: dict[str, NodeUsage] = {}
         self.usage_version = 0
+        # StorageClasses, PVs, PVCs and the CSI objects (cache/volumes.py), and how many of the
+        # tracked pods mount claims (volume binding runs only when there are claims or such pods).
+        self.volumes = VolumeState()
+        self.pods_with_claims = 0
         # Bumped whenever a node's labels, taints or schedulability change, so per-node
         # derived data (e.g. predicate signatures) can be rebuilt.
         self.node_generation = 0
@@ -140,6 +149,9 @@ class SchedulerCache:
         # What sessions keep from one to the next (feasibility masks, score cache, plugin
         # memos, the round-robin index, the change-feed cursors), handed to every session.
         self.memo = SessionMemo(self.job_changes, self.jobs)
+        # Dynamic resource allocation: DeviceClasses, ResourceSlices, ResourceClaims and the
+        # devices in use (cache/dra.py).
+        self.dra = DraState()
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -151,10 +163,29 @@ class SchedulerCache:
             cache.add_queue(q)
         for n in objs.nodes:
             cache._add_node_info(n)
+        v = cache.volumes
+        for sc in objs.storage_classes:
+            v.upsert_class(sc)
+        for pv in objs.persistent_volumes:
+            v.upsert_pv(pv)
+        for pvc in objs.persistent_volume_claims:
+            v.upsert_pvc(pvc)
+        for cn in objs.csi_nodes:
+            v.upsert_csi_node(cn)
+        for drv in objs.csi_drivers:
+            v.upsert_csi_driver(drv)
+        for cap in objs.csi_storage_capacities:
+            v.upsert_capacity(cap)
         cache.hypernodes = {hn.name: hn for hn in objs.hypernodes}
         cache.numatopologies = {nt.name: nt for nt in objs.numatopologies}
         cache.hypernode_tree = HyperNodeTree.build(
             cache.hypernodes.values(), ((info.name, info.labels, info.index) for info in cache.node_list))
+        for device_class in objs.device_classes:
+            cache.dra.upsert_class(device_class)
+        for rs in objs.resource_slices:
+            cache.dra.upsert_slice(rs)
+        for claim in objs.resource_claims:
+            cache.dra.upsert_claim(claim)
         for pg in sorted(objs.podgroups, key=lambda p: (p.namespace, p.name)):
             cache.add_podgroup(pg)
         referenced = {cache.jobs[k].queue for k in cache.jobs}
@@ -250,6 +281,10 @@ class SchedulerCache:
         task = TaskInfo(pod)
         self.pods[pod.uid] = pod
         self.tasks[pod.uid] = task
+        if pod.claims:
+            self.pods_with_claims += 1
+        if pod.resource_claims:
+            self.dra.pods_with_claims.add(pod.uid)
         if task.job:
             job = self.jobs.get(task.job)
             if job is None:
@@ -275,6 +310,10 @@ class SchedulerCache:
         self.pods.pop(uid, None)
         if task is None:
             return
+        if task.pod.claims:
+            self.pods_with_claims -= 1
+        if task.pod.resource_claims:
+            self.dra.pods_with_claims.discard(uid)
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)

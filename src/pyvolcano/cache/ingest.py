@@ -10,16 +10,26 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pyvolcano.api.dra.types import DeviceClass, ResourceClaim, ResourceSlice
 from pyvolcano.api.hypernode import HyperNode
 from pyvolcano.api.job import podgroup_phase
 from pyvolcano.api.manifest import ManifestError, parse_object, pod_uid
+from pyvolcano.api.names import STORAGE_KINDS
 from pyvolcano.api.numatopology import Numatopology
 from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
+from pyvolcano.api.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.store.base import Store, StoreError, to_rfc3339
 
-__all__ = ["apply_event", "podgroup_status", "resync_pod"]
+__all__ = ["apply_event", "podgroup_status", "resync_object", "resync_pod"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +59,9 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
     every field the scheduler parses unchanged (the controller's per-phase counts) cannot
     either. Everything else can.
     """
-    if kind not in ("Pod", "Node", "PodGroup", "Queue", "PriorityClass", "HyperNode", "Numatopology"):
+    if kind in STORAGE_KINDS:
+        return _apply_storage_event(cache, event_type, kind, obj)
+    if kind not in _KINDS:
         return False
     if kind == "Pod" and event_type == "DELETED":
         return _delete_pod(cache, obj)
@@ -103,6 +115,8 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
             cache.priority_classes.pop(typed.name, None)
         else:
             cache.upsert_priority_class(typed)
+    elif isinstance(typed, (DeviceClass, ResourceSlice, ResourceClaim)):
+        return _apply_dra(cache, event_type, typed)
     elif isinstance(typed, HyperNode):
         if event_type == "DELETED":
             cache.delete_hypernode(typed.name)
@@ -119,6 +133,77 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
             if cached_nt is not None and cached_nt.spec_key() == typed.spec_key():
                 return False  # e.g. the exporter's refresh timestamp annotation
             cache.upsert_numatopology(typed)
+    return True
+
+
+_KINDS = frozenset(("Pod", "Node", "PodGroup", "Queue", "PriorityClass", "HyperNode", "Numatopology", "DeviceClass",
+                    "ResourceSlice", "ResourceClaim"))
+
+
+def _apply_dra(cache: SchedulerCache, event_type: str, obj: DeviceClass | ResourceSlice | ResourceClaim) -> bool:
+    """A DRA object's event. A new slice or class, and a claim that lost its allocation or
+    went away, can let a waiting pod fit (``capacity_epoch``)."""
+    dra = cache.dra
+    deleted = event_type == "DELETED"
+    if isinstance(obj, DeviceClass):
+        if deleted:
+            dra.delete_class(obj.name)
+        else:
+            dra.upsert_class(obj)
+        cache.capacity_epoch += 1
+    elif isinstance(obj, ResourceSlice):
+        if deleted:
+            dra.delete_slice(obj.name)
+        else:
+            dra.upsert_slice(obj)
+        cache.capacity_epoch += 1
+    else:
+        before = dra.claims.get(obj.key)
+        if deleted:
+            dra.delete_claim(obj.key)
+        else:
+            dra.upsert_claim(obj)
+        if deleted or (before is not None and before.allocation is not None and obj.allocation is None):
+            cache.capacity_epoch += 1
+        elif before is not None and before.status == obj.status:
+            return False  # e.g. a finalizer added: nothing the scheduler reads
+    return True
+
+
+def _apply_storage_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str, Any]) -> bool:
+    """A StorageClass, PV, PVC or CSI object's event: any of them can let a pod with claims fit."""
+    v = cache.volumes
+    if event_type == "DELETED":
+        md = obj.get("metadata")
+        if not isinstance(md, dict) or not isinstance(md.get("name"), str):
+            logger.warning("ignoring a deleted %s without metadata.name", kind)
+            return False
+        name, ns = md["name"], str(md.get("namespace") or "default")
+        {"StorageClass": v.delete_class, "PersistentVolume": v.delete_pv, "CSINode": v.delete_csi_node,
+         "CSIDriver": v.delete_csi_driver, "PersistentVolumeClaim": lambda n: v.delete_pvc(f"{ns}/{n}"),
+         "CSIStorageCapacity": lambda n: v.delete_capacity(f"{ns}/{n}")}[kind](name)
+        cache.capacity_epoch += 1
+        return True
+    try:
+        typed = parse_object(obj, "store")
+    except ManifestError as e:
+        logger.warning("ignoring malformed %s: %s", kind, e)
+        return False
+    if isinstance(typed, PersistentVolume):
+        v.upsert_pv(typed)
+    elif isinstance(typed, PersistentVolumeClaim):
+        v.upsert_pvc(typed)
+    elif isinstance(typed, StorageClass):
+        v.upsert_class(typed)
+    elif isinstance(typed, CSINode):
+        v.upsert_csi_node(typed)
+    elif isinstance(typed, CSIDriver):
+        v.upsert_csi_driver(typed)
+    elif isinstance(typed, CSIStorageCapacity):
+        v.upsert_capacity(typed)
+    else:
+        return False
+    cache.capacity_epoch += 1
     return True
 
 
@@ -198,3 +283,22 @@ def podgroup_status(pg: PodGroup) -> dict[str, Any]:
         "conditions": [{**c.to_dict(), "lastTransitionTime": to_rfc3339(c.last_transition_time)}
                        for c in pg.conditions],
     }
+
+
+def resync_object(cache: SchedulerCache, store: Store, kind: str, namespace: str | None, name: str
+                  ) -> tuple[str, dict[str, Any]]:
+    """Drop an assumption a failed bind left on a non-pod object: re-apply the store's current
+    ``kind`` object, or its deletion when it is gone. Returns the event applied (type, object)."""
+    if kind == "ResourceClaim":
+        cache.dra.drop_assumed(f"{namespace}/{name}")
+    try:
+        obj = store.get(kind, namespace, name)
+    except StoreError:
+        md: dict[str, Any] = {"name": name}
+        if namespace is not None:
+            md["namespace"] = namespace
+        gone = {"kind": kind, "metadata": md}
+        apply_event(cache, "DELETED", kind, gone)
+        return "DELETED", gone
+    apply_event(cache, "MODIFIED", kind, obj)
+    return "MODIFIED", obj

@@ -160,6 +160,15 @@ def render_why(doc: dict[str, Any]) -> str:
     if plugin:
         lines += ["", f"PLUGIN    {plugin['name']}"]
         lines += [f"  {name}: {_figure(value)}" for name, value in plugin["figures"].items()]
+    if diag.get("volumes"):
+        lines += ["", "CLAIM / PV" + " " * 20 + "DETAIL"]
+        for v in diag["volumes"]:
+            size = format_quantity(v["requested"], binary=True)
+            lines.append(f"  {v['claim']:<28}{v['status']}, class {v['class'] or '-'} "
+                         f"({v['binding_mode'] or 'no such class'}), {size}"
+                         + (f", volume {v['volume']}" if v["volume"] else ""))
+            lines += [f"    {p['name']:<26}{'on ' + p['nodes'] if p['nodes'] else 'any node'}: {p['state']}"
+                      for p in v["pvs"]]
     if diag["node_failures"]:
         lines += ["", f"NODES     {diag['nodes']['failed']}/{diag['nodes']['total']} failed:"]
         lines += [f"  {count:>5}  {reason}" for reason, count in diag["node_failures"].items()]

@@ -176,6 +176,10 @@ def scheduler(
         "--skip-unchanged-unschedulable",
         help="pyvolcano extension: do not retry a job allocate could not place until resources are released, "
              "a node or queue changes, or the job changes (off: upstream retries every session)")] = False,
+    ignored_provisioners: Annotated[list[str] | None, typer.Option(
+        "--ignored-provisioners", metavar="NAME[,NAME]",
+        help="Provisioners whose claims are not counted against the nodes' CSI attach limits (host-path "
+             "provisioners such as rancher.io/local-path; repeatable or comma-separated)")] = None,
     record: Annotated[Path | None, typer.Option(
         "--record", metavar="DIR", callback=report_dir,
         help="Keep the inputs and decisions of the last sessions here (see pyvolcano replay)")] = None,
@@ -216,6 +220,7 @@ def scheduler(
         percentage_of_nodes_to_find=percentage_nodes_to_find,
         skip_unchanged_unschedulable=skip_unchanged_unschedulable,
         time_zone=local_time_zone(),
+        ignored_provisioners=tuple(p for v in ignored_provisioners or () for p in v.split(",") if p),
     )
     metrics, registry = _scheduler_metrics(enable_metrics)
     work = scheduler_work(scheduler_names=names, conf_path=scheduler_conf, options=options, period=period, seed=seed,
@@ -360,6 +365,9 @@ def fake_nodes(
     )] = "best-effort",
     cpu_manager_policy: Annotated[str, typer.Option(metavar="POLICY", help="The nodes' CPU manager policy")] = "static",
     reserved_cpus: Annotated[int, typer.Option(metavar="N", help="CPUs each node's CPU manager reserves")] = 0,
+    dra: Annotated[
+        bool, typer.Option("--dra", help="Publish each GPU node's GPUs as a ResourceSlice (driver gpu.nvidia.com)")
+    ] = False,
     kube_api_qps: ApiQps = 500.0,
     kube_api_burst: ApiBurst = 1000,
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity")] = 0,
@@ -403,7 +411,7 @@ def fake_nodes(
         sync(store, "fake-nodes")
     except ComponentError as e:
         raise _start_failure(e) from None
-    fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration, numa_layout=layout)
+    fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration, numa_layout=layout, dra=dra)
     fake.register()
     logger.info("fake-nodes: %d nodes registered", len(manifests))
     try:

@@ -29,8 +29,9 @@ from pyvolcano.cli.output import error, note
 
 __all__ = ["SNAPSHOT_CHOICES", "SnapshotError", "snapshot", "take_snapshot", "write_text_atomically"]
 
-SNAPSHOT_CHOICES = ("ConfigMap", "PriorityClass", "Queue", "Node", "Numatopology", "HyperNode", "PodGroup", "Pod",
-                    "Job")
+SNAPSHOT_CHOICES = ("ConfigMap", "PriorityClass", "Queue", "Node", "Numatopology", "HyperNode", "StorageClass",
+                    "CSIDriver", "CSINode", "PersistentVolume", "PersistentVolumeClaim", "CSIStorageCapacity",
+                    "PodGroup", "Pod", "Job")
 
 
 class SnapshotError(ValueError):

@@ -15,6 +15,11 @@ Routes (every ``/api`` answer is JSON; no HTML is ever built from cluster data o
   ``allow_actions``). Only ``application/json`` bodies are accepted, which a cross-site form
   cannot send without a preflight this server never grants.
 
+Every request passes :class:`pyvolcano.dashboard.security.HostCheck` first (only the Host names
+the dashboard is served as; DNS rebinding), and an action must come from the dashboard's own
+origin with the page's per-process token (:func:`pyvolcano.dashboard.security.refuse_action`),
+both before anything reaches the cluster.
+
 Every response carries a strict Content-Security-Policy (``default-src 'self'``: no inline
 script or style, no other origin), ``X-Content-Type-Options: nosniff`` and no referrer. View
 models are computed in worker threads, so the event loop keeps streaming.
@@ -23,12 +28,13 @@ models are computed in worker threads, so the event loop keeps streaming.
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import math
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -37,12 +43,20 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pyvolcano.dashboard.actions import perform
+from pyvolcano.dashboard.security import (
+    LOOPBACK_HOSTS,
+    TOKEN_META,
+    HostCheck,
+    new_token,
+    refuse_action,
+    served_hosts,
+)
 from pyvolcano.dashboard.sources import Source, SourceError
 
 __all__ = ["CSP", "STATIC", "SecurityHeaders", "create_app", "serving_in_thread"]
@@ -68,9 +82,22 @@ def _time(request: Request) -> float | None:
     return t
 
 
-def create_app(source: Source, *, allow_actions: bool = False, debounce: float = 0.3,
-               heartbeat: float = 15.0) -> Starlette:
-    """The application serving ``source``."""
+def _index_html(token: str | None) -> str:
+    """``static/index.html``, with the action token in a ``<meta>`` when actions are on."""
+    page = (STATIC / "index.html").read_text(encoding="utf-8")
+    if token is None:
+        return page
+    meta = f'<meta name="{TOKEN_META}" content="{html.escape(token)}">\n'
+    return page.replace("</head>", meta + "</head>", 1)
+
+
+def create_app(source: Source, *, allow_actions: bool = False, hosts: Sequence[str] = LOOPBACK_HOSTS,
+               token: str | None = None, debounce: float = 0.3, heartbeat: float = 15.0) -> Starlette:
+    """The application serving ``source`` under the Host names ``hosts``
+    (:func:`pyvolcano.dashboard.security.served_hosts`). ``token`` is the action token the page
+    receives (a fresh one when not given; ``app.state.action_token``)."""
+    token = new_token() if token is None else token
+    index_page = _index_html(token if allow_actions else None)
 
     async def view(request: Request, pick: Callable[[Any], Any]) -> Response:
         try:
@@ -86,7 +113,7 @@ def create_app(source: Source, *, allow_actions: bool = False, debounce: float =
         return JSONResponse(body)
 
     async def index(request: Request) -> Response:
-        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+        return HTMLResponse(index_page)
 
     async def meta(request: Request) -> Response:
         return JSONResponse({**source.meta(), "actions": allow_actions, "revision": source.revision()})
@@ -138,6 +165,8 @@ def create_app(source: Source, *, allow_actions: bool = False, debounce: float =
                                  headers={"X-Accel-Buffering": "no"})
 
     async def action(request: Request) -> Response:
+        if allow_actions and (refusal := refuse_action(request, token)) is not None:
+            return JSONResponse({"ok": False, "message": refusal}, status_code=403)
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return _error(415, "expected an application/json body")
         try:
@@ -155,7 +184,9 @@ def create_app(source: Source, *, allow_actions: bool = False, debounce: float =
         Route("/api/events", events), Route("/api/action", action, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ])
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(HostCheck, hosts=hosts)
+    app.add_middleware(SecurityHeaders)  # outermost: refusals carry the headers too
+    app.state.action_token = token
     return app
 
 
@@ -183,16 +214,16 @@ class SecurityHeaders:
 
 @contextmanager
 def serving_in_thread(source: Source, *, allow_actions: bool = False, debounce: float = 0.3,
-                      host: str = "127.0.0.1") -> Iterator[str]:
+                      host: str = "127.0.0.1", token: str | None = None) -> Iterator[str]:
     """Serve ``source`` on a free port of ``host`` in a thread for the duration of the block and
-    yield the base URL (for tests and the screenshot script)."""
+    yield the base URL (for tests and the screenshot script); ``token`` as :func:`create_app`."""
     import uvicorn
 
     sock = socket.socket()
     sock.bind((host, 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(source, allow_actions=allow_actions, debounce=debounce),
-                            log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+    app = create_app(source, allow_actions=allow_actions, hosts=served_hosts(host), token=token, debounce=debounce)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

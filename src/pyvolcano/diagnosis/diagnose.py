@@ -52,7 +52,7 @@ from pyvolcano.api.objects import PodGroupCondition
 from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.api.unschedule import FitErrors
+from pyvolcano.api.unschedule import DRA_CANNOT_ALLOCATE, DRA_NOT_AVAILABLE, DRA_PRE_PREDICATE, Code, FitErrors
 from pyvolcano.diagnosis.model import (
     UNLIMITED,
     Diagnosis,
@@ -63,7 +63,8 @@ from pyvolcano.diagnosis.model import (
     ResourceFigure,
     TaskCounts,
 )
-from pyvolcano.framework.interfaces import EnqueueExplainer, PredicateExplainer, QuotaExporter
+from pyvolcano.diagnosis.volumes import volume_diagnosis, volume_reason
+from pyvolcano.framework.interfaces import DraQuotaExporter, EnqueueExplainer, PredicateExplainer, QuotaExporter
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -245,7 +246,28 @@ class _Context:
             return mk(reason, msg, hint, scope="gang", resources=figures, preemption=pre or _NO_PREEMPTION)
         if gated and placed + len(ungated) < job.min_available:
             return self._gated(job, mk, gated)
+        devices = self._device_quota(job, mk, ungated)
+        if devices is not None:
+            return devices
         return self._not_attempted(job, mk, ungated)
+
+    def _device_quota(self, job: JobInfo, mk: functools.partial[Diagnosis],
+                      ungated: list[TaskInfo]) -> Diagnosis | None:
+        """A queue's ``deviceclass/<class>`` limit that refuses the job's pods (capacity's DRA quota)."""
+        for t in ungated:
+            if not t.pod.resource_claims:
+                continue
+            for _opt, plugin in self.ssn.plugins:
+                if isinstance(plugin, DraQuotaExporter):
+                    got = plugin.dra_shortfall(t)
+                    if got is not None:
+                        name, need, held, cap = got
+                        msg = f"queue {job.queue} would exceed its capability on {name}"
+                        hint = (f"{t.name} claims {need} device(s) of class {name.split('/', 1)[1]} but queue "
+                                f"{job.queue} holds {held} of its {name} capability of {cap}; raise the capability "
+                                f"or wait for its pods to release their claims")
+                        return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="task", task=t.key)
+        return None
 
     # ------------------------------------------------------------------ stages
     def _enqueue(self, job: JobInfo, mk: functools.partial[Diagnosis], quota: QueueQuota | None,
@@ -504,6 +526,32 @@ class _Context:
                     f"{job.queue} has {left} left within its capability; raise its capability on {name}")
         return reason, msg, hint, tuple(figures)
 
+    def _dra_reason(self, task: TaskInfo, top_reason: str, top_count: int, fe: FitErrors) -> tuple[Reason, str] | None:
+        """The DRA code when the most common failure is dynamic resource allocation's."""
+        if top_reason.startswith(DRA_PRE_PREDICATE):
+            why = top_reason[len(DRA_PRE_PREDICATE):].strip()
+            return Reason.NODE_FIT_CLAIM_NOT_READY, (
+                f"the ResourceClaims of {task.name} cannot be used yet: {why}; the pod waits until they exist, are "
+                f"free to reserve and their DeviceClasses exist")
+        if any(g.code == Code.Error and g.reason == top_reason for g in fe.groups):
+            return Reason.NODE_FIT_CLAIM_INVALID, (
+                f"the ResourceClaims of {task.name} cannot be allocated as written: {top_reason}; fix the claim or "
+                f"its DeviceClass")
+        if top_reason in (DRA_CANNOT_ALLOCATE, DRA_NOT_AVAILABLE):
+            dra = self.ssn.cache.dra
+            devices = sum(len(s.devices) for s in dra.slices.values())
+            nodes = len(dra.node_slices)
+            where = (f"the cluster has {devices} device(s) in {len(dra.slices)} ResourceSlice(s) on {nodes} node(s), "
+                     f"{dra.allocated_count()} of them allocated")
+            if top_reason == DRA_NOT_AVAILABLE:
+                return Reason.NODE_FIT_NO_DEVICES, (
+                    f"{top_count} node(s) cannot reach the devices already allocated to a claim of {task.name}; "
+                    f"it can only run where those devices are")
+            return Reason.NODE_FIT_NO_DEVICES, (
+                f"no node has free devices matching the ResourceClaims of {task.name} ({top_count} node(s) tried); "
+                f"{where}: wait for claims to be released, or add nodes whose drivers publish such devices")
+        return None
+
     def _node_fit(self, job: JobInfo, task: TaskInfo, fe: FitErrors, mk: functools.partial[Diagnosis],
                   quota: QueueQuota | None, needed: list[TaskInfo]) -> Diagnosis:
         ssn, table = self.ssn, self.table
@@ -527,6 +575,14 @@ class _Context:
                     return mk(explained.reason, fe.error(), explained.hint, plugin=explained.plugin,
                               figures=explained.figures, **common)
             top_reason, top_count = max(hist.items(), key=lambda kv: (kv[1], kv[0]))
+            code = volume_reason(top_reason) if task.pod.claims else None
+            if code is not None:
+                hint, volumes = volume_diagnosis(ssn, task, code, f"{top_count} {top_reason}", needed)
+                return mk(code, fe.error(), hint, volumes=volumes, **common)
+            if task.pod.resource_claims:
+                dra = self._dra_reason(task, top_reason, top_count, fe)
+                if dra is not None:
+                    return mk(dra[0], fe.error(), dra[1], **common)
             extra = (f"; the {len(insufficient)} node(s) short of resources fail them too"
                      if len(insufficient) else "")
             hint = (f"no node passes the predicates of {task.name} (most common: {top_count} {top_reason}){extra}: "

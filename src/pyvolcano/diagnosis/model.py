@@ -27,6 +27,11 @@ A job a plugin blocked in its own terms (numa-aware, tdm, usage, extender) also 
 network-topology constraint also carry ``"topology"``: per tier, the
 HyperNode with the most room for the pods still needed (``{"tier", "best", "room", "allowed",
 "hypernodes"}``); the key is absent for other diagnoses.
+Jobs held back by their PersistentVolumeClaims (the ``Volume.*`` reasons) also carry
+``"volumes"``: per claim of the pod, its class, binding mode, requested bytes, status and the
+PVs of its class with the nodes each is pinned to and why it is not usable (``{"claim",
+"class", "binding_mode", "requested", "status", "volume", "pvs": [{"name", "nodes",
+"state"}]}``); the key is absent for other diagnoses.
 ``scope`` says what ``requested`` counts: ``task`` (one pod, node fit), ``gang`` (the pods
 still needed to reach minAvailable, queue quota) or ``minResources`` (enqueue).
 
@@ -53,6 +58,7 @@ __all__ = [
     "ResourceFigure",
     "Stage",
     "TaskCounts",
+    "VolumeFigure",
 ]
 
 
@@ -85,6 +91,9 @@ class Reason(enum.StrEnum):
     TOPOLOGY_ALLOCATED_HYPERNODE_FULL = "Topology.AllocatedHyperNodeFull"
     NODE_FIT_INSUFFICIENT_RESOURCE = "NodeFit.InsufficientResource"
     NODE_FIT_PREDICATE_FAILED = "NodeFit.PredicateFailed"
+    NODE_FIT_CLAIM_NOT_READY = "NodeFit.ClaimNotReady"
+    NODE_FIT_NO_DEVICES = "NodeFit.NoDevices"
+    NODE_FIT_CLAIM_INVALID = "NodeFit.ClaimInvalid"
     PREEMPTION_NOT_ALLOWED = "Preemption.NotAllowed"
     PREEMPTION_WAITING_FOR_RELEASE = "Preemption.WaitingForRelease"
     NOT_ATTEMPTED = "Session.NotAttempted"
@@ -95,6 +104,13 @@ class Reason(enum.StrEnum):
     USAGE_NODE_OVERLOADED = "Usage.NodeOverloaded"
     EXTENDER_REJECTED = "Extender.Rejected"
     EXTENDER_ENQUEUE_REJECTED = "Extender.EnqueueRejected"
+    VOLUME_CLAIM_UNAVAILABLE = "Volume.ClaimUnavailable"
+    VOLUME_UNBOUND_IMMEDIATE = "Volume.UnboundImmediate"
+    VOLUME_NO_MATCHING_PV = "Volume.NoMatchingPV"
+    VOLUME_NODE_CONFLICT = "Volume.NodeConflict"
+    VOLUME_NOT_ENOUGH_STORAGE = "Volume.NotEnoughStorage"
+    VOLUME_ZONE_CONFLICT = "Volume.ZoneConflict"
+    VOLUME_ATTACH_LIMIT = "Volume.AttachLimit"
 
 
 STAGE_OF: dict[Reason, Stage] = {
@@ -109,6 +125,9 @@ STAGE_OF: dict[Reason, Stage] = {
     Reason.TOPOLOGY_ALLOCATED_HYPERNODE_FULL: Stage.TOPOLOGY,
     Reason.NODE_FIT_INSUFFICIENT_RESOURCE: Stage.NODE_FIT,
     Reason.NODE_FIT_PREDICATE_FAILED: Stage.NODE_FIT,
+    Reason.NODE_FIT_CLAIM_NOT_READY: Stage.NODE_FIT,
+    Reason.NODE_FIT_NO_DEVICES: Stage.NODE_FIT,
+    Reason.NODE_FIT_CLAIM_INVALID: Stage.NODE_FIT,
     Reason.PREEMPTION_NOT_ALLOWED: Stage.PREEMPTION,
     Reason.PREEMPTION_WAITING_FOR_RELEASE: Stage.PREEMPTION,
     Reason.NOT_ATTEMPTED: Stage.SESSION,
@@ -119,6 +138,13 @@ STAGE_OF: dict[Reason, Stage] = {
     Reason.USAGE_NODE_OVERLOADED: Stage.NODE_FIT,
     Reason.EXTENDER_REJECTED: Stage.NODE_FIT,
     Reason.EXTENDER_ENQUEUE_REJECTED: Stage.ENQUEUE,
+    Reason.VOLUME_CLAIM_UNAVAILABLE: Stage.NODE_FIT,
+    Reason.VOLUME_UNBOUND_IMMEDIATE: Stage.NODE_FIT,
+    Reason.VOLUME_NO_MATCHING_PV: Stage.NODE_FIT,
+    Reason.VOLUME_NODE_CONFLICT: Stage.NODE_FIT,
+    Reason.VOLUME_NOT_ENOUGH_STORAGE: Stage.NODE_FIT,
+    Reason.VOLUME_ZONE_CONFLICT: Stage.NODE_FIT,
+    Reason.VOLUME_ATTACH_LIMIT: Stage.NODE_FIT,
 }
 
 
@@ -216,6 +242,26 @@ class HyperNodeFigure:
 
 
 @dataclass(frozen=True, slots=True)
+class VolumeFigure:
+    """One claim of the pod a volume diagnosis is about."""
+
+    claim: str  # namespace/name
+    storage_class: str
+    binding_mode: str  # Immediate, WaitForFirstConsumer, or "" (no such class)
+    requested: float  # bytes
+    status: str  # bound, unbound, missing, deleting
+    volume: str | None = None  # the PV it is bound to
+    # The PVs of its class: (name, the nodes it is pinned to joined by ",", "" for any node,
+    # why it is not usable for this claim or "available").
+    pvs: tuple[tuple[str, str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "class": self.storage_class, "binding_mode": self.binding_mode,
+                "requested": self.requested, "status": self.status, "volume": self.volume,
+                "pvs": [{"name": n, "nodes": nodes, "state": st} for n, nodes, st in self.pvs]}
+
+
+@dataclass(frozen=True, slots=True)
 class TaskCounts:
     total: int
     min_available: int
@@ -250,6 +296,7 @@ class Diagnosis:
     # The plugin that blocked the job, with its own figures (plugins' reason codes only).
     plugin: str | None = None
     figures: tuple[tuple[str, Any], ...] = ()
+    volumes: tuple[VolumeFigure, ...] = ()
 
     @property
     def stage(self) -> Stage:
@@ -280,4 +327,6 @@ class Diagnosis:
             out["topology"] = [f.to_dict() for f in self.topology]
         if self.plugin is not None:
             out["plugin"] = {"name": self.plugin, "figures": dict(self.figures)}
+        if self.volumes:
+            out["volumes"] = [f.to_dict() for f in self.volumes]
         return out

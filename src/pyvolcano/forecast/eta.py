@@ -53,7 +53,9 @@ DEFAULT_HORIZON = 30 * 86400.0
 Tracker = Callable[[Any], Mapping[str, str]]
 """Given the simulation's scheduler cache: job name → PodGroup key of the jobs to follow."""
 # Creation order for objects without a creationTimestamp (and ties): what must exist first.
-_KIND_RANK = {"PriorityClass": 0, "Queue": 1, "Node": 2, "HyperNode": 3, "PodGroup": 4, "Job": 5, "Pod": 6}
+_KIND_RANK = {"PriorityClass": 0, "Queue": 1, "Node": 2, "HyperNode": 3, "StorageClass": 4, "CSIDriver": 4,
+              "CSINode": 4, "PersistentVolume": 5, "CSIStorageCapacity": 5, "PersistentVolumeClaim": 6, "PodGroup": 7,
+              "Job": 8, "Pod": 9}
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +285,7 @@ def restore_state(sim: Any, docs: Sequence[Mapping[str, Any]], *, now: float, po
     created: list[tuple[float, int, str, dict[str, Any]]] = []
     for d in docs:
         ts = _timestamp(d, ("metadata", "creationTimestamp"))
-        created.append((min(ts if ts is not None else -math.inf, now), _KIND_RANK.get(str(d.get("kind")), 9),
+        created.append((min(ts if ts is not None else -math.inf, now), _KIND_RANK.get(str(d.get("kind")), 10),
                         _key(d), dict(d)))
     created.sort(key=lambda c: (c[0], c[1], c[2]))
     offset = 0.0 if at_timestamps else sim.loop.now - now

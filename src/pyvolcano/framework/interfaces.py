@@ -28,6 +28,7 @@ __all__ = [
     "Action",
     "CapacityStateExporter",
     "DeservedExporter",
+    "DraQuotaExporter",
     "EnqueueExplainer",
     "EventHandler",
     "EvictionContext",
@@ -74,6 +75,15 @@ class QuotaExporter(Protocol):
     """A plugin whose queue quotas allocate and enqueue check (read by the pending diagnosis)."""
 
     def quota_snapshot(self) -> dict[str, QueueQuota]: ...
+
+
+@runtime_checkable
+class DraQuotaExporter(Protocol):
+    """A plugin with per-queue device quotas (capacity's ``deviceclass/<class>``), read by the
+    pending diagnosis: the first class whose limit refuses ``task``, as (class, devices the task
+    asks for, devices the queue holds, limit), or None."""
+
+    def dra_shortfall(self, task: TaskInfo) -> tuple[str, int, int, int] | None: ...
 
 
 @runtime_checkable

@@ -38,6 +38,7 @@ from pyvolcano.diagnosis.diagnose import diagnose_session
 from pyvolcano.framework import job_updater
 from pyvolcano.framework.interfaces import Plugin
 from pyvolcano.framework.observer import ON_SESSION_CLOSE, ON_SESSION_OPEN, SessionObserver
+from pyvolcano.framework.prebind import BindContexts, PreBinder
 from pyvolcano.framework.scheduler_helper import SchedulerHelper
 from pyvolcano.framework.statement import Statement
 from pyvolcano.framework.topology import SessionTopology
@@ -94,6 +95,9 @@ class Session(SchedulerHelper):
         # Annotations plugins attach to a task's bind request (e.g. volcano.sh/gpu-index), set
         # in their allocate event handler and cleared in deallocate.
         self.bind_annotations: dict[str, dict[str, str]] = {}
+        # Pre-binders and the tasks' bind-context extensions (framework/prebind.py), set in
+        # the plugins' allocate event handlers and dropped in deallocate.
+        self.bind_contexts = BindContexts()
         self.evictions: list[tuple[TaskInfo, str]] = []
         self.podgroup_events: dict[str, list[str]] = {}
         self.nominated: dict[str, str] = {}
@@ -211,6 +215,10 @@ class Session(SchedulerHelper):
         return total
 
     # ------------------------------------------------------------------ effects
+    def add_pre_binder(self, binder: PreBinder) -> None:
+        """Register a plugin's pre-bind step (upstream ``RegisterBinder`` of a ``PreBinder``)."""
+        self.bind_contexts.register(binder)
+
     def statement(self) -> Statement:
         return Statement(self)
 

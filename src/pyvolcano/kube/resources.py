@@ -65,6 +65,11 @@ RESOURCES: Final[dict[str, Resource]] = {
         _r("ConfigMap", "v1", "configmaps"),
         _r("Secret", "v1", "secrets"),
         _r("PersistentVolumeClaim", "v1", "persistentvolumeclaims", status=True),
+        _r("PersistentVolume", "v1", "persistentvolumes", namespaced=False, status=True),
+        _r("StorageClass", "storage.k8s.io/v1", "storageclasses", namespaced=False),
+        _r("CSINode", "storage.k8s.io/v1", "csinodes", namespaced=False),
+        _r("CSIDriver", "storage.k8s.io/v1", "csidrivers", namespaced=False),
+        _r("CSIStorageCapacity", "storage.k8s.io/v1", "csistoragecapacities"),
         _r("ServiceAccount", "v1", "serviceaccounts"),
         _r("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies"),
         _r("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", namespaced=False),
@@ -83,6 +88,10 @@ RESOURCES: Final[dict[str, Resource]] = {
         _r("Command", "bus.volcano.sh/v1alpha1", "commands"),
         _r("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", namespaced=False, status=True, optional=True),
         _r("Numatopology", "nodeinfo.volcano.sh/v1alpha1", "numatopologies", namespaced=False, optional=True),
+        _r("DeviceClass", "resource.k8s.io/v1", "deviceclasses", namespaced=False, optional=True),
+        _r("ResourceSlice", "resource.k8s.io/v1", "resourceslices", namespaced=False, optional=True),
+        _r("ResourceClaim", "resource.k8s.io/v1", "resourceclaims", status=True, optional=True),
+        _r("ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates", optional=True),
     )
 }
 

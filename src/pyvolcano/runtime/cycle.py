@@ -41,6 +41,7 @@ from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.interfaces import Action, DeservedExporter, Plugin, TimedPlugin
 from pyvolcano.framework.observer import SessionObserver
+from pyvolcano.framework.prebind import BindTarget, PreBindStep
 from pyvolcano.framework.registry import Registry
 from pyvolcano.framework.session import Session, open_session
 
@@ -54,6 +55,8 @@ class BindRequest:
     node: str
     annotations: dict[str, str]
     uid: str = ""
+    # The plugins' pre-bind steps, run before the bind (framework/prebind.py).
+    pre_binds: tuple[PreBindStep, ...] = ()
 
 
 @dataclass(slots=True)
@@ -180,12 +183,14 @@ def run_once(
 def _apply_binds(cache: SchedulerCache, ssn: Session, result: SessionResult) -> None:
     """Apply the session's binds to the cache and list them in ``result``, in order.
 
-    A run of binds of one template's replicas without bind annotations is applied with one
-    status change of their job (``SchedulerCache.bind_many``, with
-    ``SchedulerOptions.batch_statement``); the effect is that of one bind at a time.
+    A run of binds of one template's replicas without bind annotations or pre-bind steps is
+    applied with one status change of their job (``SchedulerCache.bind_many``, with
+    ``SchedulerOptions.batch_statement``); the effect is that of one bind at a time. A task's
+    pre-bind steps assume their effect in the cache before its bind is applied.
     """
     binds = ssn.binds
     annotations = ssn.bind_annotations
+    extensions = ssn.bind_contexts.extensions
     bulk = cache.options.batch_statement
     i, n = 0, len(binds)
     while i < n:
@@ -194,10 +199,10 @@ def _apply_binds(cache: SchedulerCache, ssn: Session, result: SessionResult) -> 
         if task.status != TaskStatus.Binding:
             continue
         tpl = task.template
-        if bulk and tpl is not None and task.uid not in annotations:
+        if bulk and tpl is not None and task.uid not in annotations and task.uid not in extensions:
             j = i
             while (j < n and binds[j][0].template is tpl and binds[j][0].status == TaskStatus.Binding
-                   and binds[j][0].uid not in annotations):
+                   and binds[j][0].uid not in annotations and binds[j][0].uid not in extensions):
                 j += 1
             if j > i:
                 run = [task, *(t for t, _node in binds[i:j])]
@@ -209,9 +214,15 @@ def _apply_binds(cache: SchedulerCache, ssn: Session, result: SessionResult) -> 
                     result.bind_requests.append(BindRequest(t.namespace, t.name, nn, {}, t.uid))
                 continue
         ann = annotations.get(task.uid) or {}
+        steps: tuple[PreBindStep, ...] = ()
+        if task.uid in extensions:
+            steps = ssn.bind_contexts.steps(task.uid)
+            target = BindTarget(task.namespace, task.name, task.uid, node_name)
+            for step in steps:
+                step.binder.assume(cache, target, step.extension)
         cache.bind(task, node_name, ann)
         result.binds.append((task.key, node_name))
-        result.bind_requests.append(BindRequest(task.namespace, task.name, node_name, dict(ann), task.uid))
+        result.bind_requests.append(BindRequest(task.namespace, task.name, node_name, dict(ann), task.uid, steps))
 
 
 def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, registry: Registry, *,

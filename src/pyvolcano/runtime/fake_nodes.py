@@ -10,6 +10,8 @@ pods bound to them through Pending → Running → Succeeded/Failed with the sim
 then removed (a delete with grace 0, as the kubelet does). Pods on other nodes are ignored.
 Nodes with a NUMA layout (``numa_layout``, or their ``pyvolcano.io/numa-nodes`` annotation) get
 a Numatopology from a simulated resource exporter (:mod:`pyvolcano.runtime.numa_exporter`).
+With ``dra`` (``--dra``) each GPU node's devices are published as a ResourceSlice
+(:mod:`pyvolcano.runtime.dra_driver`) when it is registered.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from pyvolcano.api.duration import parse_duration
 from pyvolcano.runtime.clock import WallLoop, wall_seconds
+from pyvolcano.runtime.dra_driver import GpuDriver
 from pyvolcano.runtime.numa_exporter import NumaExporter, NumaLayout
 from pyvolcano.simulator.kubelet import DURATION, Kubelets, retry_delay
 from pyvolcano.store.base import (
@@ -118,7 +121,7 @@ class FakeKubelets(Kubelets):
 class FakeNodes:
     def __init__(self, store: Store, nodes: list[dict[str, Any]], *, speed: float = 1.0,
                  lease_duration: int = 40, lease_renew: float = 10.0, clock: Callable[[], float] = wall_seconds,
-                 default_duration: str | None = None, numa_layout: NumaLayout | None = None):
+                 default_duration: str | None = None, numa_layout: NumaLayout | None = None, dra: bool = False):
         self.store = store
         self.manifests = nodes
         self.names = [str(n["metadata"]["name"]) for n in nodes]
@@ -126,6 +129,8 @@ class FakeNodes:
         self.kubelets = FakeKubelets(store, self.loop, self.names, default_duration=default_duration)
         mine = set(self.names)
         self.numa = NumaExporter(store, default=numa_layout, nodes=mine.__contains__)
+        # --dra: each GPU node's ResourceSlice, as a DRA driver would publish it.
+        self.dra = GpuDriver(store=store) if dra else None
         self.lease_duration = lease_duration
         self.lease_renew = lease_renew
         self.clock = clock
@@ -135,6 +140,8 @@ class FakeNodes:
     # ------------------------------------------------------------------ registration
     def register(self) -> None:
         for manifest in self.manifests:
+            if self.dra is not None:
+                self.dra.publish(str(manifest["metadata"]["name"]), manifest)
             node = {**manifest, "status": dict(manifest.get("status") or {})}
             name = node["metadata"]["name"]
             try:

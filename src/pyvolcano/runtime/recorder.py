@@ -6,7 +6,8 @@ after it, it writes ``DIR/session-NNNNNNNN/`` with
 
 * ``cluster.yaml`` — the cache's objects in the snapshot format ``pyvolcano schedule`` reads
   (the scheduler configuration as its ConfigMap first, then PriorityClasses, Queues, Nodes,
-  Numatopologies, HyperNodes, PodGroups, Pods), one JSON line per document (valid YAML, and written about
+  Numatopologies, HyperNodes, the storage objects, DeviceClasses, ResourceSlices, ResourceClaims,
+  PodGroups, Pods), one JSON line per document (valid YAML, and written about
   twenty times faster than block YAML: 13,000 objects in 0.2 s);
 * ``session.json`` — what else the session depends on: ``now``, the RNG state, the node
   index where the last node search stopped, the cache's session count, the options, the
@@ -26,7 +27,8 @@ Invariants that make :func:`replay_session` decide exactly as the live session d
   the scheduler folds into its cache (:meth:`observe`), and at capture time overlays what the
   cache assumed but the API server has not confirmed yet (binds in flight: ``nodeName`` and the
   bind annotations; evictions in flight: ``deletionTimestamp``; PodGroup status written by the
-  last session; nominated nodes).
+  last session; nominated nodes; volume bindings in flight: a PV's ``claimRef``, a claim's
+  ``selected-node`` annotation; claim allocations in flight: a ResourceClaim's ``status.allocation``).
 * Objects are written in the cache's own order (node rows, pod insertion order), and replay
   rebuilds the cache through the same :func:`~pyvolcano.cache.ingest.apply_event` in that
   order, so every order-dependent choice (node search start, tie-breaks) is repeated.
@@ -128,6 +130,41 @@ class SessionRecorder:
         obj = self._mirror.get(kind, {}).get(object_key(kind, namespace, name))
         return None if obj is None else clean(obj)
 
+    def _capture_volumes(self, cache: SchedulerCache, add: Any) -> None:
+        v = cache.volumes
+        for name in v.classes:
+            add(self._raw("StorageClass", None, name))
+        for name in v.csi_drivers:
+            add(self._raw("CSIDriver", None, name))
+        for name in v.csi_nodes:
+            add(self._raw("CSINode", None, name))
+        for name, pv in v.pvs.items():
+            obj = add(self._raw("PersistentVolume", None, name))
+            if obj is not None and pv.claim_ref is not None and not (obj.get("spec") or {}).get("claimRef"):
+                ref = pv.claim_ref  # a volume binding in flight
+                obj.setdefault("spec", {})["claimRef"] = {"namespace": ref.namespace, "name": ref.name,
+                                                          **({"uid": ref.uid} if ref.uid else {})}
+        for pvc in v.pvcs.values():
+            obj = add(self._raw("PersistentVolumeClaim", pvc.namespace, pvc.name))
+            if obj is not None and pvc.annotations:
+                md = obj.setdefault("metadata", {})
+                md["annotations"] = {**(md.get("annotations") or {}), **pvc.annotations}
+        for cap in v.capacities.values():
+            add(self._raw("CSIStorageCapacity", cap.namespace, cap.name))
+
+    def _capture_dra(self, cache: SchedulerCache, add: Any) -> None:
+        dra = cache.dra
+        for name in dra.classes:
+            add(self._raw("DeviceClass", None, name))
+        for name in dra.slices:
+            add(self._raw("ResourceSlice", None, name))
+        for key, claim in dra.claims.items():
+            obj = add(self._raw("ResourceClaim", claim.namespace, claim.name))
+            assumed = dra.assumed.get(key)
+            if obj is not None and assumed is not None and assumed.allocation is not None and not (
+                    obj.get("status") or {}).get("allocation"):  # an allocation in flight
+                obj.setdefault("status", {})["allocation"] = assumed.allocation.to_dict()
+
     def capture(self, cache: SchedulerCache, *, now: float, rng: np.random.Generator, config_text: str | None,
                 options: SchedulerOptions) -> _Capture:
         """The inputs of the session about to run on ``cache``."""
@@ -152,6 +189,8 @@ class SessionRecorder:
             add(self._raw("Numatopology", None, name))
         for name in cache.hypernodes:
             add(self._raw("HyperNode", None, name))
+        self._capture_volumes(cache, add)
+        self._capture_dra(cache, add)
         for job in cache.jobs.values():
             pg = job.podgroup
             if pg is not None and (obj := add(self._raw("PodGroup", pg.namespace, pg.name))) is not None:
@@ -276,6 +315,7 @@ def replay_session(rec: RecordedSession, registry: Any = None) -> dict[str, Any]
                                 source=f"{source}: ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP}")
     opts = dict(rec.session["options"])
     opts["scheduler_names"] = tuple(opts.get("scheduler_names") or ("volcano",))
+    opts["ignored_provisioners"] = tuple(opts.get("ignored_provisioners") or ())
     try:
         options = SchedulerOptions(**opts)
     except TypeError as e:

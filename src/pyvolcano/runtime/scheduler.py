@@ -44,7 +44,7 @@ import numpy as np
 
 from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
-from pyvolcano.cache.ingest import apply_event, resync_pod
+from pyvolcano.cache.ingest import apply_event, resync_object, resync_pod
 from pyvolcano.conf import ConfigError, default_configuration, load_configuration
 from pyvolcano.conf.metrics import read_metrics
 from pyvolcano.conf.schema import SchedulerConfiguration
@@ -192,6 +192,10 @@ class LiveScheduler:
         for ns, name, why in self.writer.take_failures():
             failed.append((f"{ns}/{name}", why))
             self._resync_pod(ns, name)
+        for kind, ns_, name in self.writer.take_stale():
+            event, obj = resync_object(self.cache, self.store, kind, ns_, name)
+            if self.recorder is not None:
+                self.recorder.observe(event, kind, obj)
         return failed
 
     def _resync_pod(self, ns: str, name: str) -> None:

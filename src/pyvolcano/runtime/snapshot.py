@@ -2,7 +2,10 @@
 
 A snapshot holds, in this order, the scheduler configuration (upstream's
 ``volcano-system/volcano-scheduler-configmap`` ConfigMap with its ``volcano-scheduler.conf``
-key), PriorityClasses, Queues, Nodes, Numatopologies, HyperNodes, PodGroups, Pods and Volcano Jobs; each kind
+key), PriorityClasses, Queues, Nodes, Numatopologies, HyperNodes, the storage objects
+(StorageClasses, CSIDrivers, CSINodes, PersistentVolumes, PersistentVolumeClaims,
+CSIStorageCapacities), DeviceClasses, ResourceSlices, PodGroups, ResourceClaims, Pods and Volcano
+Jobs; each kind
 sorted by namespace and name, so the same cluster state gives the same bytes. Jobs are not scheduler
 inputs (their pods and PodGroups are); they are kept for ``vcctl job list|view --cluster``,
 and ``schedule`` skips them.
@@ -22,6 +25,7 @@ next one.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -47,7 +51,9 @@ CONFIG_NAMESPACE: Final = "volcano-system"
 CONFIG_MAP: Final = "volcano-scheduler-configmap"
 CONFIG_KEY: Final = "volcano-scheduler.conf"
 
-SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "Numatopology", "HyperNode", "PodGroup", "Pod", "Job")
+SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "Numatopology", "HyperNode", "StorageClass", "CSIDriver",
+                         "CSINode", "PersistentVolume", "PersistentVolumeClaim", "CSIStorageCapacity", "DeviceClass",
+                         "ResourceSlice", "PodGroup", "ResourceClaim", "Pod", "Job")
 """The kinds a snapshot lists, in its document order: every kind of
 :data:`pyvolcano.api.names.SCHEDULER_KINDS`, the cluster-scoped ones first, then Volcano Jobs."""
 
@@ -57,7 +63,14 @@ _SKIPPED_KINDS = {(JOB_API_VERSION, "Job"), (BUS_API_VERSION, "Command"), ("v1",
                   ("events.k8s.io/v1", "Event")}
 _SCHEDULER_KINDS_TEXT = ("v1 Pod, v1 Node, scheduling.volcano.sh/v1beta1 PodGroup, "
                          "scheduling.volcano.sh/v1beta1 Queue, scheduling.k8s.io/v1 PriorityClass, "
-                         "topology.volcano.sh/v1alpha1 HyperNode, nodeinfo.volcano.sh/v1alpha1 Numatopology")
+                         "topology.volcano.sh/v1alpha1 HyperNode, nodeinfo.volcano.sh/v1alpha1 Numatopology, "
+                         "storage.k8s.io/v1 StorageClass, v1 PersistentVolume, "
+                         "v1 PersistentVolumeClaim, storage.k8s.io/v1 CSINode, storage.k8s.io/v1 CSIDriver, "
+                         "storage.k8s.io/v1 CSIStorageCapacity, resource.k8s.io/v1 DeviceClass, ResourceSlice, "
+                         "ResourceClaim, ResourceClaimTemplate")
+
+# Every typed object list of ClusterObjects (all but the untyped documents and the index).
+_OBJECT_LISTS: Final = tuple(f.name for f in dataclasses.fields(ClusterObjects) if f.name not in ("other", "documents"))
 
 _NOISE: Final = ("managedFields", "resourceVersion", "generation", "selfLink")
 _LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
@@ -168,7 +181,7 @@ def _load(sources: Sequence[str | Path]) -> tuple[ClusterObjects, tuple[str, dic
                                     f"supported; expected one of {_SCHEDULER_KINDS_TEXT}, the {CONFIG_NAMESPACE}/"
                                     f"{CONFIG_MAP} ConfigMap, batch.volcano.sh/v1alpha1 Job")
             merged.other.append((i, doc))
-        for attr in ("nodes", "pods", "podgroups", "queues", "priority_classes", "hypernodes", "numatopologies"):
+        for attr in _OBJECT_LISTS:
             for obj in getattr(objs, attr):
                 key = (type(obj).__name__, f"{getattr(obj, 'namespace', '') or ''}/{obj.name}".lstrip("/"))
                 if key in first:

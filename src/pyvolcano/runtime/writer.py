@@ -7,6 +7,11 @@ store writes, for the live scheduler and the simulator alike:
   store refuses (a 409 because the pod is bound already, a deleted pod, a node gone) is
   queued in :meth:`take_failures`, and the owner re-reads the pod so that the assumption is
   dropped and the pod is scheduled again. A ``Scheduled`` Event on the pod when it succeeds;
+* **pre-bind steps** (:mod:`pyvolcano.framework.prebind`): a bind request's steps run, in
+  order, before the pod's bind; when one fails, or the bind after them, the steps done are
+  rolled back in reverse order, the pod gets a ``FailedScheduling`` Event naming the plugin
+  and the reason, the bind counts as refused, and the objects the steps name are queued in
+  :meth:`take_stale` for the owner to re-read;
 * **evictions**: pod deletions (a refused one is queued like a refused bind), with an
   ``Evict`` Event on the pod's PodGroup;
 * **nominations**: ``status.nominatedNodeName`` of pipelined pods;
@@ -53,6 +58,7 @@ from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import podgroup_status
 from pyvolcano.cache.job_filter import JobFilter
+from pyvolcano.framework.prebind import BindTarget, ObjectKey, PreBindError, PreBindStep
 from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.cycle import BindRequest, SessionResult
 from pyvolcano.store.base import NotFound, Store, StoreError, to_rfc3339
@@ -122,6 +128,7 @@ class DecisionWriter:
         self.binds_sent = 0
         self.binds_failed = 0
         self._failures: queue.SimpleQueue[tuple[str, str, str]] = queue.SimpleQueue()
+        self._stale: queue.SimpleQueue[ObjectKey] = queue.SimpleQueue()
         self._inflight = 0
         self._inflight_lock = threading.Lock()
         self._pod_conditions: dict[str, tuple[str, str]] = {}  # pod uid -> (reason, message) written
@@ -177,6 +184,16 @@ class DecisionWriter:
             except queue.Empty:
                 return out
 
+    def take_stale(self) -> list[ObjectKey]:
+        """Objects (kind, namespace, name) whose cached state a failed bind's pre-bind steps had
+        assumed since the last call: the owner re-reads them from the store."""
+        out = []
+        while True:
+            try:
+                out.append(self._stale.get_nowait())
+            except queue.Empty:
+                return out
+
     @property
     def inflight_binds(self) -> int:
         with self._inflight_lock:
@@ -190,22 +207,48 @@ class DecisionWriter:
         self.submit(functools.partial(self._bind, b))
 
     def _bind(self, b: BindRequest) -> None:
+        done: list[PreBindStep] = []
         try:
+            if b.pre_binds:
+                target = BindTarget(b.namespace, b.name, b.uid, b.node)
+                for step in b.pre_binds:
+                    step.binder.pre_bind(self.store, target, step.extension)
+                    done.append(step)
             self.store.bind(b.namespace, b.name, b.node, annotations=b.annotations or None)
             if self.events is not None:
                 self.events.event(_pod_ref(b.namespace, b.name, b.uid), "Normal", "Scheduled",
                                   f"Successfully assigned {b.namespace}/{b.name} to {b.node}", action="Binding")
-        except StoreError as e:
+        except Exception as e:  # a refusal, or transport trouble: drop the assumption all the same
             self.binds_failed += 1
-            logger.log(self._warn, "bind %s/%s to %s refused: %s", b.namespace, b.name, b.node, e)
-            self._failures.put((b.namespace, b.name, str(e)))
-        except Exception as e:  # transport trouble: drop the assumption all the same
-            self.binds_failed += 1
-            logger.log(self._warn, "bind %s/%s to %s failed: %s", b.namespace, b.name, b.node, e)
-            self._failures.put((b.namespace, b.name, str(e)))
+            failed = b.pre_binds[len(done)] if len(done) < len(b.pre_binds) else None
+            why = (f'running PreBind plugin "{failed.binder.name}": {e}' if failed is not None
+                   else f"binding to {b.node}: {e}")
+            refused = isinstance(e, (StoreError, PreBindError))
+            logger.log(self._warn, "bind %s/%s to %s %s: %s", b.namespace, b.name, b.node,
+                       "refused" if refused else "failed", why if b.pre_binds else e)
+            if b.pre_binds:
+                self._roll_back(b, done, why)
+            self._failures.put((b.namespace, b.name, why if b.pre_binds else str(e)))
         finally:
             with self._inflight_lock:
                 self._inflight -= 1
+
+    def _roll_back(self, b: BindRequest, done: list[PreBindStep], why: str) -> None:
+        """Undo the pre-bind steps ``done`` in reverse order, queue every step's stale objects
+        for the owner to re-read, and tell the pod why it was not bound."""
+        target = BindTarget(b.namespace, b.name, b.uid, b.node)
+        for step in reversed(done):
+            try:
+                step.binder.rollback(self.store, target, step.extension)
+            except Exception as e:  # a rollback is best effort: the re-read drops the assumption
+                logger.log(self._warn, "rollback of %s for %s/%s failed: %s", step.binder.name, b.namespace,
+                           b.name, e)
+        for step in b.pre_binds:
+            for key in step.binder.stale(step.extension):
+                self._stale.put(key)
+        if self.events is not None:
+            self.events.event(_pod_ref(b.namespace, b.name, b.uid), "Warning", "FailedScheduling", why,
+                              action="Binding")
 
     def _evict(self, ns: str, name: str) -> None:
         try:

@@ -1,6 +1,8 @@
 """Simulated kubelets: bound pods run for their declared duration, then exit.
 
-A pod bound to a node becomes Running at once. After ``pyvolcano.io/duration`` (a Go
+A pod bound to a node becomes Running at once, or, when it mounts PersistentVolumeClaims, once
+they are all bound (as the kubelet's volume manager waits for them: a claim the PV controller
+binds later, after its provisioner's delay, starts the pod then). After ``pyvolcano.io/duration`` (a Go
 duration such as ``90s`` or ``10m``; without it, the simulation's default duration, and
 without that it runs until the end of the simulation) it exits
 with ``pyvolcano.io/exit-code`` (default 0 → Succeeded, otherwise Failed; the code is written
@@ -26,6 +28,7 @@ retries and its timeline is unchanged.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -68,9 +71,14 @@ class Kubelets:
         # Terminated pods whose delete the store has not accepted yet, by uid: attempts so far.
         self._undeleted: dict[str, int] = {}
         self.write_retries = 0
+        # Pods waiting for their claims to be bound, by claim key: {pod uid: (namespace, name)}.
+        self._awaiting: dict[str, dict[str, tuple[str, str]]] = {}
 
     # ------------------------------------------------------------------ events
     def on_event(self, ev: WatchEvent) -> None:
+        if ev.kind == "PersistentVolumeClaim":
+            self._claim_event(ev)
+            return
         if ev.kind != "Pod":
             return
         pod = ev.object
@@ -113,6 +121,35 @@ class Kubelets:
             return None
         return pod if _meta(pod).get("uid") == uid else None
 
+    def _claim_event(self, ev: WatchEvent) -> None:
+        md = _meta(ev.object)
+        key = f"{md.get('namespace', 'default')}/{md.get('name')}"
+        if ev.type == "DELETED" or key not in self._awaiting:
+            return
+        if (ev.object.get("status") or {}).get("phase") == "Bound":
+            for uid, (ns, name) in sorted(self._awaiting.pop(key).items()):
+                self.loop.after(0.0, functools.partial(self._start, ns, name, uid), f"start {ns}/{name}")
+
+    def _unbound_claim(self, pod: dict[str, Any]) -> str | None:
+        """The first claim the pod mounts that is not bound yet (the kubelet waits for it)."""
+        ns = _meta(pod).get("namespace", "default")
+        for v in (pod.get("spec") or {}).get("volumes") or []:
+            if not isinstance(v, dict):
+                continue
+            claim = (v.get("persistentVolumeClaim") or {}).get("claimName") if isinstance(
+                v.get("persistentVolumeClaim"), dict) else None
+            if claim is None and v.get("ephemeral") is not None:
+                claim = f"{_meta(pod).get('name')}-{v.get('name')}"
+            if not claim:
+                continue
+            try:
+                pvc = self.store.get("PersistentVolumeClaim", ns, claim)
+            except NotFound:
+                return f"{ns}/{claim}"
+            if (pvc.get("status") or {}).get("phase") != "Bound":
+                return f"{ns}/{claim}"
+        return None
+
     def _start(self, ns: str, name: str, uid: str) -> None:
         pod = self._get(ns, name, uid)
         if pod is None or _meta(pod).get("deletionTimestamp"):
@@ -121,6 +158,11 @@ class Kubelets:
         if node in self._down:
             self._fail(pod, 137, "NodeLost")
             return
+        if (pod.get("spec") or {}).get("volumes"):
+            waiting = self._unbound_claim(pod)
+            if waiting is not None:
+                self._awaiting.setdefault(waiting, {})[uid] = (ns, name)
+                return
         now = to_rfc3339(self.loop.now)
         containers = (pod.get("spec") or {}).get("containers") or [{"name": "main"}]
         status = dict(pod.get("status") or {})

@@ -42,7 +42,7 @@ import numpy as np
 from pyvolcano.api.duration import MAX_DURATION_SECONDS
 from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY, SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
-from pyvolcano.cache.ingest import apply_event, resync_pod
+from pyvolcano.cache.ingest import apply_event, resync_object, resync_pod
 from pyvolcano.conf.metrics import read_metrics
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.controllers.entropy import Entropy
@@ -57,6 +57,7 @@ from pyvolcano.simulator.engine import EventLoop
 from pyvolcano.simulator.kubelet import DURATION, Kubelets
 from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
 from pyvolcano.simulator.node_load import derived_usage
+from pyvolcano.simulator.pv_controller import PersistentVolumeController
 from pyvolcano.simulator.seeded_entropy import SeededEntropy
 from pyvolcano.simulator.workload import ClusterEvent, Submission
 from pyvolcano.store.base import AlreadyExists, Compactable, StoreError, WatchEvent
@@ -197,6 +198,8 @@ class Simulation:
         self._idle_wakeups = 0
         factory = controllers_factory or _default_controllers
         self.controllers = factory(store=self.store, entropy=SeededEntropy(random.Random(seed)))
+        # kube-controller-manager's PV binder and the classes' provisioners (the cluster's, not Volcano's)
+        self.controllers.append(PersistentVolumeController(store=self.store))
         self.revision = 0
         self.dirty = True
         self.last_session: float | None = None
@@ -372,6 +375,8 @@ class Simulation:
         self._own_condition_writes = (first, self.store.revision)
         for ns, name, _why in self.writer.take_failures():
             self._resync_pod(ns, name)
+        for kind, ns_, name in self.writer.take_stale():
+            resync_object(self.cache, self.store, kind, ns_, name)
         # Sampled once the decisions have settled (pods started, jobs Running), not before.
         self._unsampled = result
         if self.sessions % 100 == 0:
@@ -603,6 +608,11 @@ def _bind(fn: Callable[[Any], None], arg: Any) -> Callable[[], None]:
 
 def _default_controllers(*, store: Any, entropy: Entropy) -> list[Any]:
     from pyvolcano.controllers import default_controllers
+    from pyvolcano.controllers.resourceclaim import ResourceClaimController
+    from pyvolcano.runtime.dra_driver import GpuDriver
 
-    return list(default_controllers(store=store, entropy=entropy))
+    # kube-controller-manager's ResourceClaim controller and a GPU driver's ResourceSlices (once
+    # the cluster has a DeviceClass): the simulated cluster has no others.
+    return [*default_controllers(store=store, entropy=entropy), ResourceClaimController(store=store, entropy=entropy),
+            GpuDriver(store=store, gated=True)]
 

@@ -1,7 +1,9 @@
 """Workload and cluster files for ``pyvolcano simulate``.
 
-A CLUSTER file holds Nodes (and optionally Queues, PriorityClasses). A WORKLOAD file holds
-any of Job, Queue, PodGroup, Pod, Command, PriorityClass, plus
+A CLUSTER file holds Nodes (and optionally Queues, PriorityClasses, HyperNodes and the storage
+objects: StorageClasses, PersistentVolumes, PersistentVolumeClaims, CSINodes, CSIDrivers,
+CSIStorageCapacities). A WORKLOAD file holds any of Job, Queue, PodGroup, Pod, Command,
+PriorityClass, the storage objects, plus
 ``apiVersion: pyvolcano.io/v1alpha1, kind: ClusterEvent`` documents
 (``spec: {at: 10m, action: NodeDown|NodeUp, node: NAME}``). An object's
 ``metadata.annotations["pyvolcano.io/submit-at"]`` (a duration such as ``5m``) delays its
@@ -25,11 +27,16 @@ from pyvolcano.simulator.kubelet import DURATION
 __all__ = ["ClusterEvent", "Submission", "load_workload", "without_duration"]
 
 SUBMIT_AT = "pyvolcano.io/submit-at"
-CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode"}
-CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace", "HyperNode"}
+STORAGE_KINDS = {"StorageClass", "PersistentVolume", "PersistentVolumeClaim", "CSINode", "CSIDriver",
+                 "CSIStorageCapacity"}
+DRA_KINDS = {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"}
+CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode", *STORAGE_KINDS, "DeviceClass", "ResourceSlice"}
+CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace", "HyperNode", "StorageClass", "PersistentVolume",
+                  "CSINode", "CSIDriver", "DeviceClass", "ResourceSlice"}
 WORKLOAD_KINDS = {"Job", "Queue", "PodGroup", "Pod", "Command", "PriorityClass", "Namespace", "Service",
-                  "ConfigMap", "Secret", "Node", "HyperNode"}
-PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret")}
+                  "ConfigMap", "Secret", "Node", "HyperNode", *STORAGE_KINDS, *DRA_KINDS}
+PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret"),
+                *(("resource.k8s.io/v1", kind) for kind in DRA_KINDS)}
 """Kinds pyvolcano does not model that a workload may still create (job plugins read them)."""
 
 
@@ -97,7 +104,7 @@ def load_workload(
             raise ManifestError(f"{where} ({kind}): metadata: expected a mapping with a name")
         _check_type_and_fields(doc, f"{where} ({kind} {_key(kind, md)})", what)
         if cluster:
-            if kind == "Node":
+            if kind in ("Node", "DeviceClass", "ResourceSlice") or kind in STORAGE_KINDS:
                 # A Node is not admitted (the kubelet registers it): check its values here, so a
                 # bad quantity is an error naming the file rather than a node quietly dropped.
                 # (creationTimestamp is the API server's field: the store sets it, whatever was sent)

@@ -73,10 +73,12 @@ EPOCH: Final = _dt.datetime(2024, 1, 1, tzinfo=_dt.UTC)
 """Virtual time 0.0 as wall-clock time in every timestamp the store writes."""
 
 CLUSTER_SCOPED_KINDS: Final = frozenset({"Node", "Queue", "PriorityClass", "Namespace", "HyperNode", "Numatopology",
-                                         "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"})
+                                         "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+                                         "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"})
 """Kinds without a namespace; every other kind is namespaced."""
 
-STATUS_SUBRESOURCE_KINDS: Final = frozenset({"Pod", "Node", "PodGroup", "Queue", "Job"})
+STATUS_SUBRESOURCE_KINDS: Final = frozenset({"Pod", "Node", "PodGroup", "Queue", "Job", "PersistentVolume",
+                                             "PersistentVolumeClaim", "ResourceClaim"})
 """Kinds whose ``.status`` is owned by the status subresource: :meth:`Store.update` and
 :meth:`Store.patch` without ``subresource="status"`` keep the stored status."""
 

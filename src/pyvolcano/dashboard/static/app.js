@@ -22,9 +22,14 @@ async function fetchJSON(path, params = {}) {
   return body;
 }
 
+// The per-process action token the server put in the page (only with --allow-actions); the
+// server refuses an action without it, so a request from another page cannot act.
+const actionToken = document.querySelector('meta[name="pyvolcano-action-token"]')?.content || "";
+
 async function post(body) {
   const response = await fetch("/api/action", {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    method: "POST", headers: { "Content-Type": "application/json", "X-PyVolcano-Token": actionToken },
+    body: JSON.stringify(body),
   });
   let answer;
   try { answer = await response.json(); } catch { answer = { message: `HTTP ${response.status}` }; }

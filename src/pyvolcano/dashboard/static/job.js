@@ -1,5 +1,5 @@
 // The Job page: job why's diagnosis (stage, reason, message, hint, per-resource figures, the
-// nodes' predicate failures, preemption), the pods and their nodes, the PodGroup's conditions
+// claims and their PVs of a volume diagnosis, the nodes' predicate failures, preemption), the pods and their nodes, the PodGroup's conditions
 // and recent Events; with --allow-actions on a live cluster, the vcctl job actions.
 
 import { h, s, amount, table, section, route } from "./dom.js";
@@ -40,6 +40,17 @@ function diagnosis(d) {
         h("td", {}, r.best_node || "-"),
         h("td", { class: r.shortfall > 0 ? "num short" : "num" }, amount(r.name, r.shortfall)))),
       { class: "figures" }));
+  }
+  if (d.volumes && d.volumes.length) {
+    parts.push(h("h3", {}, "Claims"), table(["claim / PV", "class", "binding", "requested", "status or nodes",
+                                              "state"],
+      d.volumes.flatMap((v) => [
+        h("tr", { "data-claim": v.claim }, h("td", {}, v.claim), h("td", {}, v.class || "-"),
+          h("td", {}, v.binding_mode || "no such class"), h("td", { class: "num" }, amount("memory", v.requested)),
+          h("td", {}, v.status), h("td", {}, v.volume || "")),
+        ...v.pvs.map((p) => h("tr", { "data-pv": p.name }, h("td", {}, `  ${p.name}`), h("td", {}), h("td", {}),
+          h("td", {}), h("td", {}, p.nodes ? `on ${p.nodes}` : "any node"), h("td", {}, p.state))),
+      ]), { class: "figures", id: "claims" }));
   }
   if (d.node_failures && Object.keys(d.node_failures).length) {
     parts.push(h("h3", {}, `Nodes: ${d.nodes.failed}/${d.nodes.total} failed`), histogram(d.node_failures));

@@ -11,14 +11,13 @@ Layout: :mod:`.attrs` (per-queue state and resource rules), :mod:`.build` (flat 
 hierarchical construction at session open), :mod:`.plugin` (the callbacks).
 
 Arguments: ``ancestorReclaimLevel`` (int, default 0, negative ⇒ 0);
-``capacity.DynamicResourceAllocationEnable`` and ``capacity.DRAConsumableCapacityEnable``
-are accepted but have no effect. Flag: ``enableHierarchy`` (default false).
+``capacity.DynamicResourceAllocationEnable`` (default true, as the GA feature gate: the DRA
+quota of :mod:`.dra`) and ``capacity.DRAConsumableCapacityEnable`` (read; consumable capacity
+is not modelled). Flag: ``enableHierarchy`` (default false).
 
 Not modelled:
 
-* DRA quota keys (``deviceclass/<class>``, ``<dim>.deviceclass/<class>``): there are no
-  ResourceClaim / DeviceClass objects, so such keys are ignored like any other unknown
-  resource name.
+* The consumable-capacity DRA quota keys (``<dim>.deviceclass/<class>``): read, not enforced.
 * Scheduling-gate queue admission (feature gate ``SchedulingGatesQueueAdmission``, off by
   default upstream): no capacity is reserved for tasks whose queue gate was lifted.
 * The Simulate* callbacks of topology-aware preemption: the framework has no such

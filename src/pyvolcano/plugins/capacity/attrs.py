@@ -26,6 +26,7 @@ from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import PODS, Resource, share
 from pyvolcano.api.task import ALLOCATED_STATUS, TaskStatus
 from pyvolcano.plugins._util import queue_reservation
+from pyvolcano.plugins.capacity.dra import DraQuota
 
 __all__ = [
     "MAX_FLOAT",
@@ -54,6 +55,7 @@ class QueueAttr:
         "capability",
         "children",
         "deserved",
+        "dra",
         "elastic",
         "guarantee",
         "inqueue",
@@ -78,6 +80,8 @@ class QueueAttr:
         self.elastic = Resource()
         self.ancestors: tuple[str, ...] = ()
         self.children: dict[str, QueueAttr] = {}
+        # The queue's DRA quota (plugins/capacity/dra.py), set by the plugin when enabled.
+        self.dra: DraQuota | None = None
 
     @property
     def is_leaf(self) -> bool:

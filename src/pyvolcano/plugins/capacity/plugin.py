@@ -29,6 +29,8 @@ Callbacks and their rules (``L`` = ``ancestorReclaimLevel``):
 * JobEnqueueable / JobEnqueued: ``minResources + allocated + inqueue − elastic ≤
   realCapability`` for the queue and every ancestor; admitted jobs add to ``inqueue``.
 * Allocate / deallocate events keep ``allocated`` of the queue and its ancestors current.
+* DRA quota (``deviceclass/<class>`` in a queue's capability, :mod:`.dra`): Allocatable and
+  JobEnqueueable also check the devices the pods' claims ask for, per DeviceClass.
 
 Upstream registers no Overused callback for capacity.
 """
@@ -42,7 +44,7 @@ from pyvolcano.actions._victims import build_victims_queue
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import DimensionDefault, Resource
-from pyvolcano.api.task import TaskInfo
+from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo
 from pyvolcano.diagnosis.model import QueueQuota
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext, EvictionKind, Vote
@@ -55,6 +57,7 @@ from pyvolcano.plugins.capacity.attrs import (
     queue_level,
 )
 from pyvolcano.plugins.capacity.build import build_flat, build_hierarchy
+from pyvolcano.plugins.capacity.dra import COUNT_PREFIX, DraDemand, dra_quota, min_dra_demand, task_demand
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -75,9 +78,10 @@ class Capacity:
         args = Arguments(arguments, owner=f"plugin {NAME}")
         # Upstream: a negative level falls back to 0.
         self.ancestor_reclaim_level = max(args.get_int(ANCESTOR_RECLAIM_LEVEL, 0), 0)
-        # DRA quota is not modelled; the switches are only validated.
-        self.dra_enabled = args.get_bool(DRA_ENABLE, False)
-        self.dra_consumable_capacity_enabled = args.get_bool(DRA_CONSUMABLE_CAPACITY_ENABLE, False)
+        # Upstream's defaults are the feature gates: DynamicResourceAllocation is GA (on); consumable
+        # capacity is read but not modelled here.
+        self.dra_enabled = args.get_bool(DRA_ENABLE, True)
+        self.dra_consumable_capacity_enabled = args.get_bool(DRA_CONSUMABLE_CAPACITY_ENABLE, True)
         self.session: CapacitySession | None = None
 
     def on_session_open(self, ssn: Session) -> None:
@@ -90,6 +94,8 @@ class Capacity:
         self.session = CapacitySession(
             ssn, opts, hierarchy=hierarchy, ready=ready, ancestor_reclaim_level=self.ancestor_reclaim_level
         )
+        if self.dra_enabled:
+            self.session.open_dra()
         self.session.register()
 
     def deserved_snapshot(self) -> dict[str, Resource]:
@@ -108,6 +114,23 @@ class Capacity:
                              "capability")
             for name, attr in self.session.opts.items()
         }
+
+    def dra_shortfall(self, task: TaskInfo) -> tuple[str, int, int, int] | None:
+        """The first device class whose queue limit refuses ``task`` (read by the pending diagnosis)."""
+        s = self.session
+        if s is None or not s.dra:
+            return None
+        attr = s.attr_of_job(task.job)
+        if attr is None:
+            return None
+        for q in s.path_to_root(attr):
+            if q.dra is None:
+                continue
+            request = q.dra.incremental(s.demand(task))
+            for name in q.dra.fits(request, with_inqueue=False):
+                cls = name[len(COUNT_PREFIX):]
+                return name, request[cls], q.dra.allocated.get(cls, 0), q.dra.capability[cls]
+        return None
 
     def queue_attrs(self) -> tuple[Mapping[str, QueueAttr], bool]:
         """This session's queue attributes and whether they form a hierarchy (read by the
@@ -138,6 +161,54 @@ class CapacitySession:
         self.hierarchy = hierarchy
         self.ready = ready
         self.level = ancestor_reclaim_level if hierarchy else 0
+        # DRA quota: on while some queue names a device class and some pod has claims.
+        self.dra = False
+        self._demand: dict[str, DraDemand] = {}
+
+    # ------------------------------------------------------------------ DRA quota
+    def open_dra(self) -> None:
+        """Each queue's DRA quota and what its allocated tasks hold (upstream's session open)."""
+        ssn = self.ssn
+        if not ssn.cache.dra.pods_with_claims:
+            return
+        for attr in self.opts.values():
+            q = ssn.queues.get(attr.queue_id)
+            if q is not None:
+                attr.dra = dra_quota(q.queue.capability, q.queue.deserved, q.queue.guarantee)
+        if not any(attr.dra is not None for attr in self.opts.values()):
+            return
+        self.dra = True
+        for uid in sorted(ssn.jobs):
+            job = ssn.jobs[uid]
+            holder = self.opts.get(job.queue)
+            if holder is None:
+                continue
+            for status, bucket in job.task_status_index.items():
+                if status & ALLOCATED_STATUS:
+                    for task in bucket.values():
+                        self._account_dra(holder, task, +1)
+
+    def demand(self, task: TaskInfo) -> DraDemand:
+        if not task.pod.resource_claims:
+            return {}
+        got = self._demand.get(task.uid)
+        if got is None:
+            got = self._demand[task.uid] = task_demand(task, self.ssn.cache.dra)
+        return got
+
+    def _account_dra(self, attr: QueueAttr, task: TaskInfo, sign: int) -> None:
+        demand = self.demand(task)
+        if not demand:
+            return
+        for q in self.path_to_root(attr):
+            if q.dra is not None:
+                if sign > 0:
+                    q.dra.add(demand)
+                else:
+                    q.dra.remove(demand)
+
+    def _dra_short(self, q: QueueAttr, task: TaskInfo) -> bool:
+        return q.dra is not None and bool(q.dra.fits(q.dra.incremental(self.demand(task)), with_inqueue=False))
 
     def register(self) -> None:
         ssn = self.ssn
@@ -207,6 +278,8 @@ class CapacitySession:
             return False
 
         def fits(q: QueueAttr) -> bool:
+            if self.dra and task.pod.resource_claims and self._dra_short(q, task):
+                return False
             future = q.allocated.clone().add(task.resreq)
             return future.less_equal_with_dimension(q.real_capability, task.resreq)[0]
 
@@ -224,6 +297,12 @@ class CapacitySession:
         n = k
         for q in self.path_to_root(attr):
             n = replicas_within(q.allocated, q.real_capability, task.resreq, n)
+            if self.dra and q.dra is not None and task.pod.resource_claims:
+                # replicas of one template: each brings claims of its own with the same demand
+                for cls, per in q.dra.incremental(self.demand(task)).items():
+                    cap = q.dra.capability.get(cls, 0)
+                    if cap > 0 and per > 0:
+                        n = min(n, max((cap - q.dra.allocated.get(cls, 0)) // per, 0))
             if not n:
                 break
         return n
@@ -264,12 +343,16 @@ class CapacitySession:
         queue = self.ssn.queues.get(job.queue)
         if queue is None or not queue.is_open:
             return Vote.REJECT
-        if attr is None or not job.has_min_resources():
+        min_dra = self._min_dra(job, attr)
+        if attr is None or (not job.has_min_resources() and not min_dra):
             return Vote.PERMIT
-        min_request = job.min_resources()
+        min_request = job.min_resources() if job.has_min_resources() else Resource()
         for q in self.path_to_root(attr):
             need = min_request.clone().add(q.allocated).add(q.inqueue).sub(q.elastic)
             ok, short = need.less_equal_with_dimension(q.real_capability, min_request)
+            if ok and min_dra and q.dra is not None:
+                short = q.dra.fits(min_dra, with_inqueue=True)
+                ok = not short
             if not ok:
                 message = QUOTA_INSUFFICIENT
                 if short:
@@ -278,13 +361,24 @@ class CapacitySession:
                 return Vote.REJECT
         return Vote.PERMIT
 
+    def _min_dra(self, job: JobInfo, attr: QueueAttr | None) -> dict[str, int]:
+        if not self.dra or attr is None or attr.dra is None:
+            return {}
+        return min_dra_demand(job, self.demand)
+
     def job_enqueued(self, job: JobInfo) -> None:
         attr = self.opts.get(job.queue)
-        if attr is None or not job.has_min_resources():
+        min_dra = self._min_dra(job, attr)
+        if attr is None or (not job.has_min_resources() and not min_dra):
             return
-        admitted = job.deduct_sch_gated_resources(job.min_resources())
+        if job.has_min_resources():
+            admitted = job.deduct_sch_gated_resources(job.min_resources())
+            for q in self.path_to_root(attr):
+                q.inqueue.add(admitted)
         for q in self.path_to_root(attr):
-            q.inqueue.add(admitted)
+            if min_dra and q.dra is not None:
+                for cls, n in min_dra.items():
+                    q.dra.inqueue[cls] = q.dra.inqueue.get(cls, 0) + n
 
     # ------------------------------------------------------------------ reclaim
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
@@ -407,6 +501,9 @@ class CapacitySession:
         for q in self.path_to_root(attr):
             q.allocated.add_times(tasks[0].resreq, len(tasks))
         attr.update_share()
+        if self.dra:
+            for task in tasks:
+                self._account_dra(attr, task, +1)
 
     def _account(self, task: TaskInfo, sign: int) -> None:
         attr = self.attr_of_job(task.job)
@@ -421,6 +518,8 @@ class CapacitySession:
                 q.allocated.sub(task.resreq)
             if i == 0:
                 q.update_share()
+        if self.dra:
+            self._account_dra(attr, task, sign)
 
 
 def _hierarchy_enabled(ssn: Session) -> bool:

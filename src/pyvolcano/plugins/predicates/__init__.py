@@ -13,10 +13,29 @@ cache, until a node's labels, taints or schedulability change or a node is added
 key as the signatures). Host ports, inter-pod affinity and topology spread run only for pods that use them
 (or, for anti-affinity, when some running pod declares required anti-affinity).
 
+Volumes. A pod with PersistentVolumeClaims (``Pod.claims``) also meets NodeVolumeLimits (CSI,
+:mod:`.nodevolumelimits`), VolumeZone (:mod:`.volumezone`) and VolumeBinding
+(:mod:`.volumebinding`), in upstream's order after the others; its verdicts are never cached
+or batched (they change as the session assumes PVs), the allocate event reserves its volumes
+and the pre-bind step (:class:`.volumebinding.VolumeBinder`) writes them before the pod's bind.
+A pod without claims takes none of these paths; in a cluster without PVCs and without pods
+that mount any, the event handler and pre-binder are not even registered.
+
+Dynamic resource allocation. A pod with ``spec.resourceClaims`` meets kube-scheduler's
+DynamicResources plugin (:mod:`.dynamicresources`) last: its PreFilter as this plugin's
+pre-predicate, its Filter after the volume filters, its Reserve and Unreserve in the allocate
+and deallocate events, its PreBind as the pre-binder :class:`.dynamicresources.ClaimBinder`.
+Such a pod's verdicts are never cached or batched. While no pod has claims, none of it is
+registered.
+
 Arguments (upstream keys): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
 ``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``,
-``predicate.PodTopologySpreadEnable`` (all default true). Volume, DRA and NUMA filters are
-not modelled (no PV/PVC/ResourceSlice objects).
+``predicate.PodTopologySpreadEnable``, ``predicate.NodeVolumeLimitsEnable``,
+``predicate.VolumeZoneEnable``, ``predicate.VolumeBindingEnable`` (all default true),
+``volumebinding.bindTimeoutSeconds`` (600, an integer; read, but see volumebinding's doc on
+the wait), ``predicate.DynamicResourceAllocationEnable`` (default true: the feature gate is GA;
+upstream reads only the gate), ``dynamicresources.filterTimeoutSeconds`` (10; read, no effect:
+the allocator here is not interrupted). NUMA filters are not modelled.
 """
 
 from __future__ import annotations
@@ -38,8 +57,13 @@ from pyvolcano.api.matching import (
 )
 from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.api.unschedule import NODE_POD_NUMBER_EXCEEDED, Code, Status
+from pyvolcano.api.unschedule import DRA_PRE_PREDICATE, NODE_POD_NUMBER_EXCEEDED, Code, Status
 from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.interfaces import Event, EventHandler
+from pyvolcano.plugins.predicates.dynamicresources import ClaimBinder, DynamicResources
+from pyvolcano.plugins.predicates.nodevolumelimits import REASON_MAX_VOLUME_COUNT, csi_volumes, exceeds_limits
+from pyvolcano.plugins.predicates.volumebinding import VolumeBinder, VolumeBinding
+from pyvolcano.plugins.predicates.volumezone import REASON_ZONE_CONFLICT, volume_zones, zone_conflict
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -57,6 +81,8 @@ _STATUS_PODS = Status(Code.Unschedulable, NODE_POD_NUMBER_EXCEEDED)
 _STATUS_UNSCHEDULABLE = Status(Code.UnschedulableAndUnresolvable, REASON_UNSCHEDULABLE)
 _STATUS_AFFINITY = Status(Code.UnschedulableAndUnresolvable, REASON_NODE_AFFINITY)
 _STATUS_PORTS = Status(Code.Unschedulable, REASON_PORTS)
+_STATUS_VOLUME_COUNT = Status(Code.Unschedulable, REASON_MAX_VOLUME_COUNT)
+_STATUS_VOLUME_ZONE = Status(Code.UnschedulableAndUnresolvable, REASON_ZONE_CONFLICT)
 _INTERPOD_CODES = {
     "node(s) didn't match pod affinity rules": Code.UnschedulableAndUnresolvable,
     "node(s) didn't match pod anti-affinity rules": Code.Unschedulable,
@@ -107,6 +133,14 @@ class Predicates:
         self.taint_toleration_enable = args.get_bool("predicate.TaintTolerationEnable", True)
         self.pod_affinity_enable = args.get_bool("predicate.PodAffinityEnable", True)
         self.pod_topology_spread_enable = args.get_bool("predicate.PodTopologySpreadEnable", True)
+        self.node_volume_limits_enable = args.get_bool("predicate.NodeVolumeLimitsEnable", True)
+        self.volume_zone_enable = args.get_bool("predicate.VolumeZoneEnable", True)
+        self.volume_binding_enable = args.get_bool("predicate.VolumeBindingEnable", True)
+        self.bind_timeout_seconds = args.get_int("volumebinding.bindTimeoutSeconds", 600)
+        self.dra_enable = args.get_bool("predicate.DynamicResourceAllocationEnable", True)
+        self.dra_filter_timeout_seconds = args.get_int("dynamicresources.filterTimeoutSeconds", 10)
+        self._volumes: VolumeBinding | None = None
+        self._dra: DynamicResources | None = None
         self._stable_cache: dict[str, list[tuple[Status, np.ndarray]]] = {}
         self._sig_ids = np.zeros(0, dtype=np.int64)
         self._reps: list[NodeInfo] = []
@@ -224,10 +258,21 @@ class Predicates:
             # 5. topology spread
             if self.pod_topology_spread_enable and pod.topology_spread_constraints:
                 failures.extend(self._spread(ssn, task, idx, live, aborted))
+            # 6. volumes: CSI limits, zone, binding
+            if pod.claims and self._volumes is not None:
+                failures.extend(self._volume_failures(ssn, task, idx, live))
+            # 7. dynamic resource allocation
+            if pod.resource_claims and self._dra is not None:
+                for _st, mask in failures:
+                    if _st.aborts:
+                        live = live & ~mask
+                failures.extend(self._dra.filter(task, idx, live))
             return failures
 
         def cache_key(task: TaskInfo) -> str | None:
             pod = task.pod
+            if (pod.claims and self._volumes is not None) or (pod.resource_claims and self._dra is not None):
+                return None
             if pod.topology_spread_constraints and self.pod_topology_spread_enable:
                 return None
             if self.pod_affinity_enable:
@@ -240,9 +285,107 @@ class Predicates:
 
         def projectable(task: TaskInfo) -> bool:
             # Host ports are checked against the node's task dict, not its table columns.
-            return not (self.node_ports_enable and pod_host_ports(task.pod.containers))
+            return (not (self.node_ports_enable and pod_host_ports(task.pod.containers)) and not task.pod.claims
+                    and not task.pod.resource_claims)
 
         ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key, projectable=projectable)
+        self._open_volumes(ssn)
+        self._open_dra(ssn)
+
+    # ------------------------------------------------------------------ dynamic resource allocation
+    def _open_dra(self, ssn: Session) -> None:
+        """PreFilter, Reserve / Unreserve and the pre-binder, only while some pod has claims."""
+        self._dra = None
+        if not self.dra_enable or not ssn.cache.dra.pods_with_claims:
+            return
+        dra = self._dra = DynamicResources(ssn)
+        ssn.add_pre_binder(ClaimBinder())
+
+        def pre_predicate(task: TaskInfo) -> Status | None:
+            if not task.pod.resource_claims:
+                return None
+            st = dra.pre_filter(task)
+            if st is None:
+                return None
+            # upstream handleSkipPrePredicatePlugin's wording
+            return Status(st.code, f"{DRA_PRE_PREDICATE} {st.reason}")
+
+        def allocate(ev: Event) -> None:
+            if ev.task.pod.resource_claims:
+                err = dra.reserve(ev.task)
+                if err is not None:
+                    ev.err = err
+
+        def allocate_many(tasks: list[TaskInfo]) -> None:
+            for t in tasks:
+                if t.pod.resource_claims:
+                    dra.reserve(t)
+
+        def deallocate(ev: Event) -> None:
+            if ev.task.pod.resource_claims:
+                dra.unreserve(ev.task)
+
+        ssn.add_pre_predicate_fn(NAME, pre_predicate)
+        ssn.add_event_handler(EventHandler(allocate=allocate, deallocate=deallocate, allocate_many=allocate_many))
+
+    # ------------------------------------------------------------------ volumes
+    def _open_volumes(self, ssn: Session) -> None:
+        """Volume filters, the reserve event and the pre-binder, only where claims or pods with claims exist."""
+        self._volumes = None
+        if (not ssn.cache.volumes.pvcs and not ssn.cache.pods_with_claims) or not (
+                self.volume_binding_enable or self.volume_zone_enable or self.node_volume_limits_enable):
+            return
+        vb = self._volumes = VolumeBinding(ssn, frozenset(ssn.cache.options.ignored_provisioners))
+        if not self.volume_binding_enable:
+            return
+        ssn.add_pre_binder(VolumeBinder())
+
+        def allocate(ev: Event) -> None:
+            if ev.task.pod.claims and not vb.reserve(ev.task):
+                ev.err = f"failed to reserve the volumes of {ev.task.key} on {ev.task.node_name}"
+
+        def allocate_many(tasks: list[TaskInfo]) -> None:
+            for t in tasks:
+                if t.pod.claims:
+                    vb.reserve(t)
+
+        def deallocate(ev: Event) -> None:
+            if ev.task.pod.claims:
+                vb.unreserve(ev.task)
+
+        ssn.add_event_handler(EventHandler(allocate=allocate, deallocate=deallocate, allocate_many=allocate_many))
+
+    def _volume_failures(self, ssn: Session, task: TaskInfo, idx: np.ndarray, live: np.ndarray) -> NodeFailures:
+        vb = self._volumes
+        assert vb is not None
+        failures: NodeFailures = []
+        live = live.copy()
+        nodes = ssn.node_list
+        claims = vb.pod_claims(task)
+        if self.node_volume_limits_enable and vb.volumes.csi_nodes:
+            new = csi_volumes(task.pod, vb.volumes, vb.ignored)
+            if new:
+                over = np.zeros(len(idx), dtype=bool)
+                for k in np.flatnonzero(live):
+                    node = nodes[int(idx[k])]
+                    if exceeds_limits(new, node.name, (t.pod for t in node.tasks.values() if t.uid != task.uid),
+                                      vb.volumes, vb.ignored):
+                        over[k] = True
+                if over.any():
+                    failures.append((_STATUS_VOLUME_COUNT, over))
+        if self.volume_zone_enable and claims.failure is None and claims.bound:
+            zones = volume_zones([pv for _pvc, pv in claims.bound])
+            if zones:
+                bad = np.zeros(len(idx), dtype=bool)
+                for k in np.flatnonzero(live):
+                    if zone_conflict(zones, nodes[int(idx[k])].labels):
+                        bad[k] = True
+                if bad.any():
+                    failures.append((_STATUS_VOLUME_ZONE, bad))
+                    live &= ~bad
+        if self.volume_binding_enable:
+            failures.extend(vb.filter(task, idx, live))
+        return failures
 
     @staticmethod
     def _stale_removed(ssn: Session) -> list[TaskInfo]:
@@ -319,6 +462,8 @@ class Predicates:
 
     def on_session_close(self, ssn: Session) -> None:
         self._stable_cache = {}
+        self._volumes = None
+        self._dra = None
 
 
 def new(arguments: Mapping[str, Any]) -> Predicates:
