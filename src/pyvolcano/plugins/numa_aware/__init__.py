@@ -14,7 +14,9 @@ the free CPU set. Only Guaranteed pods are looked at (``api.qos``).
   ``none``. Then, container by container, the CPU hints (:mod:`.cpumanager`) go through the
   node's policy (:mod:`.policy`); a refusal is ``UnschedulableAndUnresolvable``
   (``container C cannot be assigned by numa``). The CPUs each container would take are kept as
-  the pod's assignment on that node.
+  the pod's assignment on that node. Verdicts and CPUs are kept per pod shape (policy,
+  containers' CPU requests) and node state (:meth:`NumaAware.verdicts`): a gang's pods are worked
+  out once per node, then only where a placement moved the free CPUs.
 * Node order (``weight``, default 1). For a pod with a policy and an assignment, nodes whose
   assignment spans fewer NUMA nodes score higher: the NUMA node counts, normalised over the
   candidates to 0..100 in reverse (``util.NormalizeScore``), times the weight.
