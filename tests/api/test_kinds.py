@@ -17,7 +17,10 @@ def test_the_field_tree_describes_exactly_the_checked_kinds() -> None:
 @pytest.mark.parametrize(("api", "kind", "status", "fragment"), [
     ("batch.volcano.sh/v1alpha1", "Jobb", KindStatus.UNKNOWN, 'did you mean "Job"?'),
     ("batch.volcano.sh/v1alpha1", "job", KindStatus.UNKNOWN, "case-sensitive"),
-    ("batch.volcano.sh/v1alpha1", "CronJob", KindStatus.NOT_CHECKED, "does not model"),
+    ("batch.volcano.sh/v1alpha1", "CronJob", KindStatus.CHECKED, ""),
+    ("flow.volcano.sh/v1alpha1", "JobFlow", KindStatus.CHECKED, ""),
+    ("flow.volcano.sh/v1alpha1", "Jobflow", KindStatus.UNKNOWN, "case-sensitive"),
+    ("batch/v1", "CronJob", KindStatus.NOT_CHECKED, "'batch'"),
     ("batch/v1", "Job", KindStatus.NOT_CHECKED, "'batch'"),
     ("v2", "Node", KindStatus.UNKNOWN, 'did you mean "v1"?'),
     ("v1", "Nod", KindStatus.UNKNOWN, 'did you mean "Node"?'),

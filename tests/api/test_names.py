@@ -58,7 +58,7 @@ def test_the_scheduler_watches_its_kinds_in_upstreams_informer_order_then_storag
                                "CSIStorageCapacity", "DeviceClass", "ResourceSlice", "ResourceClaim")
 
 
-def test_a_snapshot_lists_every_kind_the_scheduler_watches() -> None:
+def test_a_snapshot_lists_every_kind_the_scheduler_watches_and_the_kinds_that_make_jobs() -> None:
     from pyvolcano.runtime.snapshot import SNAPSHOT_KINDS
 
-    assert sorted(SNAPSHOT_KINDS) == sorted((*SCHEDULER_KINDS, "Job"))
+    assert sorted(SNAPSHOT_KINDS) == sorted((*SCHEDULER_KINDS, "Job", "CronJob", "JobTemplate", "JobFlow"))

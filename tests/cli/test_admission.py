@@ -48,8 +48,10 @@ def test_upstreams_default_enabled_admission_is_the_default() -> None:
 
 @pytest.mark.parametrize(("extra", "message"), [
     ([], "failed to start webhooks as both 'url' and 'namespace/name' of webhook are empty"),
-    (["--webhook-url", "https://x", "--enabled-admission", "/jobflows/validate"],
-     "enabled admission /jobflows/validate not found on the admission registered map"),
+    (["--webhook-url", "https://x", "--enabled-admission", "/jobtemplates/validate"],
+     "enabled admission /jobtemplates/validate not found on the admission registered map"),
+    (["--webhook-url", "https://x", "--enabled-admission", "/jobflow/validate"],
+     "enabled admission /jobflow/validate not found on the admission registered map"),
     (["--webhook-url", "https://x", "--port", "70000"], "the port should be in the range of 1 and 65535"),
     (["--webhook-url", "https://x", "--graceful-shutdown-time", "soon"], "--graceful-shutdown-time"),
     (["--webhook-url", "https://x", "--enable-healthz", "--healthz-address", "nowhere"],

@@ -12,9 +12,10 @@ import yaml
 
 from builders import dump, node, pod, podgroup, queue
 from kube.fakeapi import FakeApiServer
+from pyvolcano.api.manifest import ClusterObjects, parse_objects
 from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.cli.job import resolve_podgroup, why_document
+from pyvolcano.cli.job import render_why, resolve_podgroup, why_document
 from pyvolcano.conf import default_configuration
 from pyvolcano.forecast.state import state_from_store
 from pyvolcano.framework.registry import default_registry
@@ -22,6 +23,10 @@ from pyvolcano.kube.store import KubeStore
 from pyvolcano.runtime.snapshot import config_document
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_objects(*docs: dict[str, object]) -> ClusterObjects:
+    return parse_objects(list(enumerate(docs)), "test")
 EXAMPLE = str(ROOT / "examples" / "cluster.yaml")
 
 
@@ -131,3 +136,27 @@ def test_a_broken_scheduler_config_map_falls_back_to_the_default_with_a_note() -
     state = _live_state(config_document("actions: \"enqueue, no-such-action\"\n"))
     assert state.config is None
     assert len(state.notes) == 1 and "no-such-action" in state.notes[0] and "upstream's default" in state.notes[0]
+
+
+def test_a_queue_affinity_nothing_acts_on_is_a_note_of_the_jobs_in_that_queue() -> None:
+    q = queue("q", affinity={"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": ["a"]}})
+    zoned = pod("p-0", "pg", cpu="2", labels={"volcano.sh/revocable-zone": "rz1"})
+    cache = SchedulerCache.from_objects(load_objects(q, node("n1", cpu="1"), podgroup("pg"), zoned,
+                                                     pod("p-1", "pg", labels={"volcano.sh/revocable-zone": "rz1"})))
+    doc = why_document(cache, "ns/pg", default_configuration(), default_registry(), sessions=1, seed=0)
+    assert doc["notes"] == [
+        "Queue q: spec.affinity (node-group affinity) is honoured only by the nodegroup plugin, which the scheduler "
+        "configuration does not enable; the job is placed as if it were absent",
+        "Pod ns/p-0 and 1 more pods: metadata.labels[volcano.sh/revocable-zone] (a revocable zone) is honoured only "
+        "by the tdm plugin, which the scheduler configuration does not enable; the job is placed as if it were "
+        "absent",
+    ]
+    assert "NOTE      Queue q: spec.affinity (node-group affinity) is honoured only by the nodegroup plugin" in (
+        render_why(doc))
+
+
+def test_a_job_without_such_fields_has_no_notes() -> None:
+    cache = SchedulerCache.from_objects(load_objects(queue("q"), node("n1", cpu="1"), podgroup("pg"),
+                                                     pod("p-0", "pg", cpu="2")))
+    doc = why_document(cache, "ns/pg", default_configuration(), default_registry(), sessions=1, seed=0)
+    assert doc["notes"] == [] and "NOTE" not in render_why(doc)

@@ -377,3 +377,34 @@ def test_storage_objects_are_checked_as_the_scheduler_reads_them(tmp_path: Path,
         f"{path}: document 2: StorageClass odd: volumeBindingMode: got 'Later'; expected Immediate or "
         "WaitForFirstConsumer",
     ]
+
+
+def test_a_queue_affinity_is_admitted_with_a_warning_that_only_nodegroup_honours_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    affine = queue("q").replace("spec: {weight: 1}", "spec:\n  weight: 1\n  affinity:\n    nodeGroupAffinity:\n"
+                                "      requiredDuringSchedulingIgnoredDuringExecution: [group-a]")
+    path = write(tmp_path, "q.yaml", affine)
+    assert run_validate([path]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["OK Queue q"]
+    assert err.splitlines() == [f"warning: {path}: document 0: Queue q: spec.affinity (node-group affinity) is "
+                                "honoured only by the nodegroup plugin"]
+
+
+def test_a_jobs_fields_only_a_plugin_acts_on_are_warned_about_at_their_path_in_the_job(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    numa = job("j").replace("      replicas: 2\n", "      replicas: 2\n      topologyPolicy: single-numa-node\n")
+    numa = numa.replace("metadata: {name: j, namespace: team}",
+                        "metadata: {name: j, namespace: team, annotations: {volcano.sh/cooldown-time: 10m}}")
+    numa = numa.replace("        spec:\n", "        spec:\n          resources: {requests: {cpu: '2'}}\n")
+    path = write(tmp_path, "j.yaml", numa)
+    assert run_validate([path]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"warning: {path}: document 0: Job team/j: metadata.annotations[volcano.sh/cooldown-time] (a cooldown before "
+        "preemption) is honoured only by the cdp plugin",
+        f"warning: {path}: document 0: Job team/j: spec.tasks[0].topologyPolicy (a NUMA topology policy) is honoured "
+        "only by the numa-aware plugin",
+        f"warning: {path}: document 0: Job team/j: spec.tasks[0].template.spec.resources (pod-level resource "
+        "requests) is not acted on by pyvolcano yet; the job is placed as if it were absent",
+    ]

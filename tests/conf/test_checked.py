@@ -65,3 +65,143 @@ def test_text_is_named_by_its_source() -> None:
                               "data.volcano-scheduler.conf")
     assert message.startswith("cluster.yaml: document 0 (ConfigMap volcano-system/volcano-scheduler-configmap): "
                               "data.volcano-scheduler.conf: tiers[0].plugins[0].arguments.binpack.cpu: ")
+
+
+# --------------------------------------------------------------------------- argument keys
+
+def one_plugin(name: str, arguments: str) -> str:
+    return f"actions: allocate\ntiers:\n- plugins:\n  - name: {name}\n    arguments: {arguments}\n"
+
+
+def test_a_typo_in_an_argument_key_is_an_error_naming_the_plugin_and_the_closest_key() -> None:
+    assert error_of(one_plugin("binpack", "{binpack.wieght: 2}")) == (
+        "sched.conf: tiers[0].plugins[0].arguments.binpack.wieght: plugin binpack has no argument "
+        "binpack.wieght; expected one of binpack.weight, binpack.cpu, binpack.memory, binpack.resources, "
+        "binpack.resources.<name> (did you mean 'binpack.weight'?)")
+
+
+def test_a_prefixed_key_with_a_typo_in_its_prefix_is_completed_in_the_suggestion() -> None:
+    assert error_of(one_plugin("binpack", "{binpack.resource.nvidia.com/gpu: 2}")).endswith(
+        "(did you mean 'binpack.resources.nvidia.com/gpu'?)")
+
+
+def test_another_plugins_key_names_the_plugin_that_takes_it() -> None:
+    assert error_of(one_plugin("nodeorder", "{binpack.weight: 2}")) == (
+        "sched.conf: tiers[0].plugins[0].arguments.binpack.weight: plugin nodeorder has no argument "
+        "binpack.weight; expected it under plugin binpack, which takes it")
+
+
+def test_a_plugin_without_arguments_refuses_any() -> None:
+    assert error_of(one_plugin("gang", "{gang.weight: 1}")) == (
+        "sched.conf: tiers[0].plugins[0].arguments.gang.weight: plugin gang takes no arguments; "
+        "expected no 'arguments' for it")
+
+
+@pytest.mark.parametrize(("plugin", "arguments", "key"), [
+    ("deviceshare", "{deviceshare.VGPUEnable: true}", "deviceshare.VGPUEnable"),
+    ("deviceshare", "{deviceshare.AscendHAMiVNPUEnable: 'true'}", "deviceshare.AscendHAMiVNPUEnable"),
+    ("capacity", "{capacity.DRAConsumableCapacityEnable: true}", "capacity.DRAConsumableCapacityEnable"),
+])
+def test_upstream_keys_pyvolcano_does_not_implement_are_refused_with_what_to_do(
+        plugin: str, arguments: str, key: str) -> None:
+    message = error_of(one_plugin(plugin, arguments))
+    assert message.startswith(f"sched.conf: tiers[0].plugins[0].arguments.{key}: plugin {plugin}: {key} is not "
+                              "implemented in pyvolcano yet (")
+    assert message.endswith("; expected the key removed or set to false")
+
+
+def test_an_unimplemented_switch_set_to_false_is_taken() -> None:
+    text = one_plugin("deviceshare", "{deviceshare.VGPUEnable: false, deviceshare.AscendMindClusterVNPUEnable: 'F'}")
+    config = load_configuration(REGISTRY, text=text)
+    assert config.warnings == ()
+
+
+def test_gpu_exclusive_rules_are_refused_unless_empty() -> None:
+    assert "deviceshare.GPUExclusiveRules is not implemented in pyvolcano yet" in error_of(
+        one_plugin("deviceshare", "{deviceshare.GPUExclusiveRules: [{team: a}]}"))
+    load_configuration(REGISTRY, text=one_plugin("deviceshare", "{deviceshare.GPUExclusiveRules: []}"))
+
+
+def test_a_key_accepted_without_effect_is_a_warning_kept_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    config = load_configuration(REGISTRY, text=one_plugin("deviceshare", "{deviceshare.NodeLockEnable: true}"),
+                                source="sched.conf")
+    expected = ("sched.conf: tiers[0].plugins[0].arguments.deviceshare.NodeLockEnable: plugin deviceshare: "
+                "deviceshare.NodeLockEnable is accepted without effect (pyvolcano takes no node lock before "
+                "binding a GPU pod; placements are the same)")
+    assert config.warnings == (expected,)
+    assert [r.getMessage() for r in caplog.records if r.name == "pyvolcano.conf"] == [expected]
+
+
+def test_an_unknown_action_argument_is_an_error_naming_its_configurations_entry() -> None:
+    text = ("actions: allocate, preempt\ntiers:\n- plugins:\n  - name: gang\nconfigurations:\n- name: preempt\n"
+            "  arguments: {minCandidateNodesPercentag: 5}\n")
+    assert error_of(text) == (
+        "sched.conf: configurations[0].arguments.minCandidateNodesPercentag: action preempt has no argument "
+        "minCandidateNodesPercentag; expected one of predicateErrorCacheEnable, enableTopologyAwarePreemption, "
+        "topologyAwarePreemptWorkerNum, minCandidateNodesPercentage, minCandidateNodesAbsolute, "
+        "maxCandidateNodesAbsolute (did you mean 'minCandidateNodesPercentage'?)")
+
+
+def test_an_upstream_plugin_pyvolcano_lacks_is_refused_by_name_as_not_implemented_yet() -> None:
+    name = next(iter(REGISTRY.unimplemented_plugins), None)
+    if name is None:
+        pytest.skip("every upstream plugin is implemented")
+    assert error_of(f"actions: allocate\ntiers:\n- plugins:\n  - name: {name}\n") == (
+        f"sched.conf: tiers[0].plugins[0].name: upstream Volcano's plugin {name!r} is not implemented in "
+        "pyvolcano yet; expected the plugin entry removed (docs/configuration.md lists the plugins pyvolcano "
+        "implements)")
+
+
+CONFORMANCE = Path(__file__).resolve().parents[1] / "data" / "conformance"
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in CONFORMANCE.iterdir() if p.is_dir()))
+def test_every_conformance_case_configuration_passes_the_key_check(case: str) -> None:
+    assert load_configuration(REGISTRY, CONFORMANCE / case / "scheduler.yaml").warnings == ()
+
+
+UPSTREAM = Path(__file__).resolve().parents[1] / "data" / "upstream_conf"
+# What each of upstream's configurations (its chart's, its user guides') needs beyond what every
+# pyvolcano has: a plugin, or a plugin's argument key. It loads once pyvolcano has that, and is
+# refused naming it until then.
+UPSTREAM_NEEDS: dict[str, tuple[str, str | None] | None] = {
+    "chart-volcano-scheduler.conf": None,
+    "chart-volcano-scheduler-ci.conf": ("predicates", "predicate.DynamicResourceAllocationEnable"),
+    "guide-capacity-hierarchy.conf": None,
+    "guide-resource-strategy-fit.conf": None,
+    "guide-dra.conf": ("predicates", "predicate.DynamicResourceAllocationEnable"),
+    "guide-vgpu.conf": ("deviceshare", "deviceshare.VGPUEnable"),
+    "guide-task-topology.conf": ("task-topology", None),
+}
+
+
+def _has(need: tuple[str, str | None]) -> bool:
+    plugin, key = need
+    keys = REGISTRY.plugin_keys(plugin) if plugin in REGISTRY.plugin_names else None
+    return keys is not None and (key is None or keys.honours(key))
+
+
+def test_every_upstream_configuration_is_listed() -> None:
+    assert sorted(p.name for p in UPSTREAM.iterdir()) == sorted(UPSTREAM_NEEDS)
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_NEEDS))
+def test_upstreams_configurations_load_or_are_refused_naming_what_is_not_implemented(name: str) -> None:
+    need = UPSTREAM_NEEDS[name]
+    if need is None or _has(need):
+        assert load_configuration(REGISTRY, UPSTREAM / name).warnings == ()
+        return
+    with pytest.raises(ConfigError) as info:
+        load_configuration(REGISTRY, UPSTREAM / name)
+    plugin, key = need
+    wanted = f"{key} is not implemented" if key else f"plugin {plugin!r} is not implemented"
+    assert f"{wanted} in pyvolcano yet" in str(info.value)
+
+
+def test_a_metrics_section_nothing_reads_is_a_warning() -> None:
+    if any(n in REGISTRY.plugin_names for n in ("usage", "rescheduling")):
+        pytest.skip("a plugin reads the metrics section")
+    text = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\nmetrics:\n  type: prometheus\n  address: http://p\n"
+    assert load_configuration(REGISTRY, text=text, source="sched.conf").warnings == (
+        "sched.conf: metrics: accepted without effect (the node-usage metrics source feeds upstream's usage and "
+        "rescheduling plugins, which pyvolcano does not implement yet)",)

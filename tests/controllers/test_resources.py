@@ -71,5 +71,6 @@ def test_default_controllers_create_builtin_queues() -> None:
 
     store = InMemoryStore()
     names = [c.name for c in default_controllers(store=store, entropy=SeededEntropy(random.Random(0)))]
-    assert names == ["queue-controller", "job-controller", "pg-controller", "gc-controller", "hyperNode-controller"]
+    assert names == ["queue-controller", "job-controller", "pg-controller", "gc-controller", "hyperNode-controller",
+                     "jobflow-controller", "jobtemplate-controller", "cronjob-controller"]
     assert [q["metadata"]["name"] for q in store.list("Queue")] == ["default", "root"]

@@ -49,7 +49,7 @@ def test_install_prints_one_yaml_stream_of_the_expected_objects() -> None:
     docs = _docs(out)
     kinds = Counter(d["kind"] for d in docs)
     assert kinds == Counter({
-        "Namespace": 1, "CustomResourceDefinition": 6, "ServiceAccount": 3, "ClusterRole": 3,
+        "Namespace": 1, "CustomResourceDefinition": 9, "ServiceAccount": 3, "ClusterRole": 3,
         "ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 2, "ConfigMap": 1, "Service": 3, "Deployment": 3,
     })
     assert [d["metadata"]["name"] for d in docs if d["kind"] == "Deployment"] == [
@@ -108,7 +108,7 @@ def test_admission_deployment_has_upstreams_flags_tls_mount_and_service_443_to_8
         "--port=8443",
         "--enable-healthz",
         "--enabled-admission=/jobs/mutate,/jobs/validate,/podgroups/mutate,/pods/validate,/pods/mutate,"
-        "/queues/mutate,/queues/validate,/hypernodes/validate",
+        "/queues/mutate,/queues/validate,/hypernodes/validate,/cronjobs/validate,/jobflows/validate",
     ]
     assert c["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": 11251, "scheme": "HTTPS"}
     pod = _by(docs, "Deployment", "volcano-admission")["spec"]["template"]["spec"]

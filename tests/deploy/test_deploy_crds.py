@@ -16,7 +16,7 @@ from pyvolcano.deploy.schema import validate
 DATA = Path(__file__).parents[1] / "data" / "deploy"
 REPO = Path(__file__).parents[2]
 
-# Facts of upstream's config/crd/volcano/bases: (name, kind, plural, singular, short names,
+# Facts of upstream's config/crd/volcano/bases and config/crd/jobflow/bases: (name, kind, plural, singular, short names,
 # scope, version, subresources, printer columns as (name, type, jsonPath, priority)).
 UPSTREAM = {
     "jobs.batch.volcano.sh": ("Job", "jobs", "job", ["vcjob", "vj"], "Namespaced", "v1alpha1", {"status": {}}, [
@@ -46,6 +46,14 @@ UPSTREAM = {
     ]),
     "numatopologies.nodeinfo.volcano.sh": ("Numatopology", "numatopologies", "numatopology", ["numatopo"], "Cluster",
                                            "v1alpha1", {}, None),
+    "cronjobs.batch.volcano.sh": ("CronJob", "cronjobs", "cronjob", ["cronvcjob", "cronvj"], "Namespaced", "v1alpha1",
+                                  {"status": {}}, None),
+    "jobflows.flow.volcano.sh": ("JobFlow", "jobflows", "jobflow", ["jf"], "Namespaced", "v1alpha1", {"status": {}}, [
+        ("Status", "string", ".status.state.phase", None),
+        ("Age", "date", ".metadata.creationTimestamp", None),
+    ]),
+    "jobtemplates.flow.volcano.sh": ("JobTemplate", "jobtemplates", "jobtemplate", ["jt"], "Namespaced", "v1alpha1",
+                                     {"status": {}}, None),
 }
 
 
@@ -74,7 +82,7 @@ def test_crd_has_upstreams_names_scope_version_subresources_and_printer_columns(
     assert got == columns
 
 
-def test_crds_are_exactly_the_six_volcano_kinds() -> None:
+def test_crds_are_exactly_the_nine_volcano_kinds() -> None:
     assert sorted(_crds()) == sorted(UPSTREAM)
 
 
@@ -240,3 +248,25 @@ def test_objects_the_controllers_write_in_a_simulation_fit_the_schemas() -> None
     sim.on_session = check
     sim.run()
     assert all(seen.get(k) for k in ("Job", "PodGroup", "Queue")), seen
+
+
+def test_upstreams_workflow_examples_are_accepted_unchanged() -> None:
+    objs = [o for p in sorted((DATA.parent / "upstream_examples").rglob("*.yaml")) for o in _objects(p)]
+    assert sorted({d["kind"] for _, d in objs}) == ["CronJob", "JobFlow", "JobTemplate"]
+    for where, doc in objs:
+        assert _errors(doc) == [], where
+
+
+@pytest.mark.parametrize(("kind", "doc", "where", "message"), [
+    ("CronJob", {"spec": {"schedule": "* * * * *"}}, "spec.jobTemplate", "required field is missing"),
+    ("CronJob", {"spec": {"schedule": "x", "jobTemplate": {}, "concurrencyPolicy": "Never"}}, "spec.concurrencyPolicy",
+     "expected one of"),
+    ("JobFlow", {"spec": {"flows": [{"name": ""}]}}, "spec.flows[0].name", "expected at least 1"),
+    ("JobFlow", {"spec": {"jobRetainPolicy": "keep"}}, "spec.jobRetainPolicy", "expected one of"),
+    ("JobTemplate", {"spec": {"tasks": []}}, "spec.tasks", "expected at least 1"),
+])
+def test_workflow_schemas_reject_what_upstreams_reject(kind: str, doc: dict[str, Any], where: str,
+                                                       message: str) -> None:
+    api = "batch.volcano.sh/v1alpha1" if kind == "CronJob" else "flow.volcano.sh/v1alpha1"
+    errors = _errors({"apiVersion": api, "kind": kind, "metadata": {"name": "x"}, **doc})
+    assert [e for e in errors if e[0] == where and message in e[1]], errors

@@ -4,6 +4,7 @@ admission and kubelets run a simulation)."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,8 @@ RESOURCES = {
     "PodGroup": ("scheduling.volcano.sh", "podgroups"), "Queue": ("scheduling.volcano.sh", "queues"),
     "PriorityClass": ("scheduling.k8s.io", "priorityclasses"),
     "NetworkPolicy": ("networking.k8s.io", "networkpolicies"),
+    "CronJob": ("batch.volcano.sh", "cronjobs"), "JobFlow": ("flow.volcano.sh", "jobflows"),
+    "JobTemplate": ("flow.volcano.sh", "jobtemplates"),
 }
 NO_STATUS_SUBRESOURCE = {"PodGroup"}  # upstream's CRD: status is written with the object
 
@@ -181,14 +184,16 @@ def test_every_api_call_the_components_make_in_a_simulation_is_granted(monkeypat
         "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n  - name: nodeorder\n",
         source="preempt.conf")
     # Upstream's example jobs (ssh/svc/env plugins, MPI, PyTorch, TensorFlow, a restart policy)
-    # under the default configuration; then preemption, a TTL clean-up and a plain pod.
-    runs = ((default_configuration(), examples / "jobs.yaml"),
-            (preempting, REPO / "tests" / "data" / "deploy" / "rbac-workload.yaml"))
-    for config, workload in runs:
+    # under the default configuration; then preemption, a TTL clean-up and a plain pod; then a
+    # JobFlow and CronJobs (replacing and deleting their jobs) for ten minutes.
+    runs = ((default_configuration(), examples / "jobs.yaml", math.inf),
+            (preempting, REPO / "tests" / "data" / "deploy" / "rbac-workload.yaml", math.inf),
+            (default_configuration(), REPO / "tests" / "data" / "deploy" / "rbac-workflows.yaml", 600.0))
+    for config, workload, until in runs:
         sim = Simulation(config=config, registry=default_registry())
         sim.submit(load_workload(examples / "cluster.yaml", cluster=True)[0])
         sim.submit(load_workload(workload)[0])
-        sim.run()
+        sim.run(until=until)
     by_component: dict[str, set[tuple[str, str, str]]] = {}
     for who, group, resource, verb in calls:
         by_component.setdefault(who, set()).add((group, resource, verb))
@@ -199,6 +204,10 @@ def test_every_api_call_the_components_make_in_a_simulation_is_granted(monkeypat
     assert ("batch.volcano.sh", "jobs/status", "update") in by_component["controller-manager"]
     assert ("batch.volcano.sh", "jobs", "delete") in by_component["controller-manager"]  # the TTL
     assert ("", "secrets", "create") in by_component["controller-manager"]  # the ssh plugin
+    assert ("batch.volcano.sh", "jobs", "create") in by_component["controller-manager"]  # CronJob and JobFlow
+    assert {("batch.volcano.sh", "cronjobs/status", "update"), ("flow.volcano.sh", "jobflows/status", "update"),
+            ("flow.volcano.sh", "jobtemplates/status", "update"),
+            ("batch.volcano.sh", "jobs", "delete")} <= by_component["controller-manager"]
     for who, used in sorted(by_component.items()):
         granted = {(g, r, v) for g, r, v, _ns in _table(who, "volcano-system")}
         informed = {(g, r) for g, r, v in granted if v == "watch" and (g, r, "list") in granted}

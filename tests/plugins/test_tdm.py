@@ -187,3 +187,16 @@ tiers:
     # closed from 00:05:01; one pod per round (no budget), a round per evict period.
     assert [t for t, _e in evictions] == [301.0, 361.0]
     assert all("(shuffle)" in e for _t, e in evictions)
+
+
+def test_a_mistyped_key_is_refused_and_zone_keys_are_a_prefix() -> None:
+    from pyvolcano.conf.checked import load_configuration
+    from pyvolcano.conf.loader import ConfigError
+    from pyvolcano.framework.registry import default_registry as registry
+
+    text = ("actions: allocate\ntiers:\n- plugins:\n  - name: tdm\n"
+            "    arguments: {{tdm.revocable-zone.rz1: '0:00-23:59', {key}: 1m}}\n")
+    load_configuration(registry(), text=text.format(key="tdm.evict.period"), source="sched.conf")
+    with pytest.raises(ConfigError) as info:
+        load_configuration(registry(), text=text.format(key="tdm.evict.peroid"), source="sched.conf")
+    assert "did you mean 'tdm.evict.period'?" in str(info.value)

@@ -176,3 +176,18 @@ def test_in_a_simulation_node_load_comes_from_the_running_pods() -> None:
     assert where["late-t-0"] != where["big-t-0"]
     [(busy, usage)] = [(n, u) for n, u in sim.cache.node_usage.items() if u.cpu["10m"] > 80]
     assert busy == where["big-t-0"] and usage.cpu["10m"] == pytest.approx(87.5)
+
+
+def test_unknown_keys_are_refused_with_the_closest_one_suggested() -> None:
+    from pyvolcano.conf.checked import load_configuration
+    from pyvolcano.conf.loader import ConfigError
+
+    def error(arguments: str) -> str:
+        text = f"actions: allocate\ntiers:\n- plugins:\n  - name: usage\n    arguments: {arguments}\n"
+        with pytest.raises(ConfigError) as info:
+            load_configuration(default_registry(), text=text, source="sched.conf")
+        return str(info.value)
+
+    assert "did you mean 'usage.weight'?" in error("{usage.wieght: 2}")
+    assert "thresholds.memory" in error("{thresholds: {cpu: 80, memory: 70}}")
+    assert "one of cpu, mem" in error("{thresholds: {cpu: 80, memory: 70}}")

@@ -117,7 +117,7 @@ def test_register_creates_then_leaves_unchanged_then_updates_a_changed_configura
 
 def test_enabled_admission_rejects_unknown_and_duplicated_paths() -> None:
     assert [s.path for s in enabled_services(" /pods/validate, ,/jobs/mutate ")] == ["/pods/validate", "/jobs/mutate"]
-    with pytest.raises(ValueError, match="enabled admission /jobflows/validate not found on the admission registered"):
-        enabled_services("/jobs/mutate,/jobflows/validate")
+    with pytest.raises(ValueError, match="enabled admission /jobtemplates/validate not found on the admission"):
+        enabled_services("/jobs/mutate,/jobtemplates/validate")
     with pytest.raises(ValueError, match="duplicated admission service for /jobs/mutate"):
         enabled_services("/jobs/mutate,/jobs/mutate")

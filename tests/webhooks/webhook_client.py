@@ -21,7 +21,9 @@ from cryptography.x509.oid import NameOID
 
 GROUPS = {"Job": ("batch.volcano.sh", "v1alpha1", "jobs"), "Queue": ("scheduling.volcano.sh", "v1beta1", "queues"),
           "PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups"), "Pod": ("", "v1", "pods"),
-          "HyperNode": ("topology.volcano.sh", "v1alpha1", "hypernodes")}
+          "HyperNode": ("topology.volcano.sh", "v1alpha1", "hypernodes"),
+          "CronJob": ("batch.volcano.sh", "v1alpha1", "cronjobs"),
+          "JobFlow": ("flow.volcano.sh", "v1alpha1", "jobflows")}
 
 
 @dataclass(frozen=True)

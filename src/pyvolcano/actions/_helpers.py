@@ -20,7 +20,11 @@ from pyvolcano.api.unschedule import FitErrors
 from pyvolcano.framework.session import Session
 from pyvolcano.util.priority_queue import PriorityQueue
 
-__all__ = ["PredicateHelper", "SortedTasks", "TaskQueue", "task_queue"]
+__all__ = ["PREDICATE_ERROR_CACHE_ENABLE", "PredicateHelper", "SortedTasks", "TaskQueue", "task_queue"]
+
+PREDICATE_ERROR_CACHE_ENABLE = "predicateErrorCacheEnable"
+"""The argument of allocate, backfill, reclaim and preempt that switches :class:`PredicateHelper`'s
+error cache (upstream ``conf.EnablePredicateErrCacheKey``, default true)."""
 
 
 class TaskQueue(Protocol):

@@ -45,8 +45,9 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.actions._bundle import Bundle, sum_resreq
-from pyvolcano.actions._helpers import PredicateHelper, TaskQueue, task_queue
+from pyvolcano.actions._helpers import PREDICATE_ERROR_CACHE_ENABLE, PredicateHelper, TaskQueue, task_queue
 from pyvolcano.actions._victims import request_fits, schedulable_nodes
+from pyvolcano.actions.allocate import ARGUMENTS as ALLOCATE_ARGUMENTS
 from pyvolcano.actions.allocate import Allocate
 from pyvolcano.actions.allocate_topology import JobWorksheet, organize_worksheet
 from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
@@ -57,6 +58,7 @@ from pyvolcano.api.resource import DimensionDefault, Resource
 from pyvolcano.api.sub_job import SubJobInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import Code, FitErrors
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import SavedOperation, Statement
@@ -71,6 +73,7 @@ __all__ = [
     "candidate_domains",
     "collect_pending_tasks",
     "domain_arguments",
+    "domain_keys",
     "evict_in_domains",
     "eviction_worksheet",
     "pick_domains",
@@ -80,6 +83,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_DOMAINS = 8
+_MAX_DOMAINS = "maxDomains"
+_ALLOW_WHOLE_BUNDLE = "allowWholeBundle"
 
 BundleSelector = Callable[[str, Resource], list[Bundle]]
 
@@ -109,18 +114,23 @@ def starving_jobs(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, Pri
     return queues, by_queue
 
 
-def domain_arguments(arguments: Mapping[str, Any] | None, owner: str) -> tuple[int, bool]:
+def domain_keys(owner: str) -> ArgumentKeys:
+    """gangpreempt's and gangreclaim's arguments: ``maxDomains`` and ``allowWholeBundle``."""
+    return ArgumentKeys(owner, (honoured(_MAX_DOMAINS), honoured(_ALLOW_WHOLE_BUNDLE)))
+
+
+def domain_arguments(arguments: Mapping[str, Any] | None, keys: ArgumentKeys) -> tuple[int, bool]:
     """gangpreempt's and gangreclaim's own arguments: ``maxDomains`` (≤ 0 means the default)
     and ``allowWholeBundle``."""
-    args = Arguments(arguments or {}, owner=owner)
-    max_domains = args.get_int("maxDomains", DEFAULT_MAX_DOMAINS)
-    return (max_domains if max_domains > 0 else DEFAULT_MAX_DOMAINS), args.get_bool("allowWholeBundle", True)
+    args = Arguments(arguments, keys=keys)
+    max_domains = args.get_int(_MAX_DOMAINS, DEFAULT_MAX_DOMAINS)
+    return (max_domains if max_domains > 0 else DEFAULT_MAX_DOMAINS), args.get_bool(_ALLOW_WHOLE_BUNDLE, True)
 
 
 def allocate_predicate_error_cache(ssn: Session) -> bool:
     """Upstream: the gang actions honour allocate's ``predicateErrorCacheEnable`` (default true)."""
-    return Arguments(ssn.config.action_arguments("allocate"), owner="action allocate").get_bool(
-        "predicateErrorCacheEnable", True)
+    return Arguments(ssn.config.action_arguments("allocate"), keys=ALLOCATE_ARGUMENTS).get_bool(
+        PREDICATE_ERROR_CACHE_ENABLE, True)
 
 
 def preemptable_for_gang_eviction(job: JobInfo) -> bool:

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.actions._helpers import PredicateHelper, TaskQueue, task_queue
+from pyvolcano.actions._helpers import PREDICATE_ERROR_CACHE_ENABLE, PredicateHelper, TaskQueue, task_queue
 from pyvolcano.actions.allocate_topology import JobWorksheet, TopologyPlacement, organize_worksheet
 from pyvolcano.actions.replica_batch import BatchKey, ReplicaBatch, batch_key
 from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
@@ -47,6 +47,7 @@ from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.sub_job import SubJobInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import FitErrors
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
@@ -54,14 +55,15 @@ from pyvolcano.framework.topology import sub_job_needs_search
 from pyvolcano.util.priority_queue import PriorityQueue
 
 NAME = "allocate"
+ARGUMENTS = ArgumentKeys(f"action {NAME}", (honoured(PREDICATE_ERROR_CACHE_ENABLE),))
 
 
 class Allocate:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments or {}, owner=f"action {NAME}")
-        self.enable_predicate_error_cache = args.get_bool("predicateErrorCacheEnable", True)
+        args = Arguments(arguments, keys=ARGUMENTS)
+        self.enable_predicate_error_cache = args.get_bool(PREDICATE_ERROR_CACHE_ENABLE, True)
         self._batches: dict[BatchKey, ReplicaBatch] = {}
 
     def execute(self, ssn: Session) -> None:

@@ -18,24 +18,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pyvolcano.actions._helpers import PredicateHelper
+from pyvolcano.actions._helpers import PREDICATE_ERROR_CACHE_ENABLE, PredicateHelper
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import FitErrors
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.util.priority_queue import PriorityQueue
 
 NAME = "backfill"
+ARGUMENTS = ArgumentKeys(f"action {NAME}", (honoured(PREDICATE_ERROR_CACHE_ENABLE),))
 
 
 class Backfill:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments or {}, owner=f"action {NAME}")
-        self.enable_predicate_error_cache = args.get_bool("predicateErrorCacheEnable", True)
+        args = Arguments(arguments, keys=ARGUMENTS)
+        self.enable_predicate_error_cache = args.get_bool(PREDICATE_ERROR_CACHE_ENABLE, True)
 
     def _pending_tasks(self, ssn: Session) -> list[TaskInfo]:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)

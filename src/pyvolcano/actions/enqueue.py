@@ -20,17 +20,21 @@ from typing import Any
 
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
+from pyvolcano.framework.argument_keys import ArgumentKeys
+from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.util.priority_queue import PriorityQueue
 
 NAME = "enqueue"
+ARGUMENTS = ArgumentKeys(f"action {NAME}")
+"""Upstream reads no argument of this action."""
 
 
 class Enqueue:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        self.arguments = dict(arguments or {})
+        self.arguments = Arguments(arguments, keys=ARGUMENTS).raw
 
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)

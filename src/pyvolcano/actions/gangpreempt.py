@@ -46,9 +46,10 @@ from pyvolcano.framework.interfaces import EvictionContext, EvictionKind
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 
-__all__ = ["GangPreempt", "new"]
+__all__ = ["ARGUMENTS", "GangPreempt", "new"]
 
 NAME = "gangpreempt"
+ARGUMENTS = sim.domain_keys(f"action {NAME}")
 EVICT_REASON = "gangpreempt"
 
 
@@ -56,7 +57,7 @@ class GangPreempt:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        self.max_domains, self.allow_whole_bundle = sim.domain_arguments(arguments, f"action {NAME}")
+        self.max_domains, self.allow_whole_bundle = sim.domain_arguments(arguments, ARGUMENTS)
         self.enable_predicate_error_cache = True
 
     def execute(self, ssn: Session) -> None:

@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from pyvolcano.actions._helpers import PredicateHelper
+from pyvolcano.actions._helpers import PREDICATE_ERROR_CACHE_ENABLE, PredicateHelper
 from pyvolcano.actions._victims import (
     TaskFilter,
     build_victims_queue,
@@ -86,14 +86,25 @@ from pyvolcano.api.objects import Pod
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import PREEMPTABLE_STATUS, TaskInfo, TaskStatus
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 from pyvolcano.util.priority_queue import PriorityQueue
 
-__all__ = ["Candidate", "Preempt", "new", "select_candidate"]
+__all__ = ["ARGUMENTS", "Candidate", "Preempt", "new", "select_candidate"]
 
 NAME = "preempt"
+_TOPOLOGY_AWARE = "enableTopologyAwarePreemption"
+_WORKER_NUM = "topologyAwarePreemptWorkerNum"
+_MIN_PERCENTAGE = "minCandidateNodesPercentage"
+_MIN_ABSOLUTE = "minCandidateNodesAbsolute"
+_MAX_ABSOLUTE = "maxCandidateNodesAbsolute"
+ARGUMENTS = ArgumentKeys(f"action {NAME}", (
+    honoured(PREDICATE_ERROR_CACHE_ENABLE), honoured(_TOPOLOGY_AWARE),
+    honoured(_WORKER_NUM, note="candidates are examined one after another; the choice is the same"),
+    honoured(_MIN_PERCENTAGE), honoured(_MIN_ABSOLUTE), honoured(_MAX_ABSOLUTE),
+))
 EVICT_REASON = "preempt"
 
 # Upstream (actions/preempt/preempt.go pickOneNodeForPreemption): MaxInt32+1 is added to
@@ -113,13 +124,13 @@ class Preempt:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments or {}, owner=f"action {NAME}")
-        self.enable_predicate_error_cache = args.get_bool("predicateErrorCacheEnable", True)
-        self.enable_topology_aware_preemption = args.get_bool("enableTopologyAwarePreemption", False)
-        self.topology_aware_preempt_worker_num = args.get_int("topologyAwarePreemptWorkerNum", 16)
-        self.min_candidate_nodes_percentage = args.get_int("minCandidateNodesPercentage", 10)
-        self.min_candidate_nodes_absolute = args.get_int("minCandidateNodesAbsolute", 1)
-        self.max_candidate_nodes_absolute = args.get_int("maxCandidateNodesAbsolute", 100)
+        args = Arguments(arguments, keys=ARGUMENTS)
+        self.enable_predicate_error_cache = args.get_bool(PREDICATE_ERROR_CACHE_ENABLE, True)
+        self.enable_topology_aware_preemption = args.get_bool(_TOPOLOGY_AWARE, False)
+        self.topology_aware_preempt_worker_num = args.get_int(_WORKER_NUM, 16)
+        self.min_candidate_nodes_percentage = args.get_int(_MIN_PERCENTAGE, 10)
+        self.min_candidate_nodes_absolute = args.get_int(_MIN_ABSOLUTE, 1)
+        self.max_candidate_nodes_absolute = args.get_int(_MAX_ABSOLUTE, 100)
 
     # ------------------------------------------------------------------ action
     def execute(self, ssn: Session) -> None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyvolcano.actions._helpers import PredicateHelper
+from pyvolcano.actions._helpers import PREDICATE_ERROR_CACHE_ENABLE, PredicateHelper
 from pyvolcano.actions._victims import (
     TaskFilter,
     build_victims_queue,
@@ -45,14 +45,16 @@ from pyvolcano.actions._victims import (
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
 from pyvolcano.util.priority_queue import PriorityQueue
 
-__all__ = ["Reclaim", "new"]
+__all__ = ["ARGUMENTS", "Reclaim", "new"]
 
 NAME = "reclaim"
+ARGUMENTS = ArgumentKeys(f"action {NAME}", (honoured(PREDICATE_ERROR_CACHE_ENABLE),))
 EVICT_REASON = "reclaim"
 
 
@@ -60,8 +62,8 @@ class Reclaim:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments or {}, owner=f"action {NAME}")
-        self.enable_predicate_error_cache = args.get_bool("predicateErrorCacheEnable", True)
+        args = Arguments(arguments, keys=ARGUMENTS)
+        self.enable_predicate_error_cache = args.get_bool(PREDICATE_ERROR_CACHE_ENABLE, True)
 
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)

@@ -15,11 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.framework.argument_keys import ArgumentKeys
+from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 
 __all__ = ["Shuffle", "new"]
 
 NAME = "shuffle"
+ARGUMENTS = ArgumentKeys(f"action {NAME}")
+"""Upstream reads no argument of this action."""
 EVICT_REASON = "shuffle"
 
 
@@ -27,7 +31,7 @@ class Shuffle:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        self.arguments = dict(arguments or {})
+        self.arguments = Arguments(arguments, keys=ARGUMENTS).raw
 
     def execute(self, ssn: Session) -> None:
         running: list[TaskInfo] = []

@@ -4,7 +4,9 @@
 applies the API server's object-metadata validation; for Job, Queue, PodGroup and Pod it then
 applies upstream's mutating webhook (CREATE only) and validating webhook, for HyperNode (which
 has no mutating webhook) its CRD's rules and validating webhook (:mod:`.hypernodes`), for
-Numatopology the CRD's rules and what the scheduler reads (:mod:`.numatopologies`). Order per request:
+Numatopology the CRD's rules and what the scheduler reads (:mod:`.numatopologies`), for CronJob
+and JobFlow their CRDs' defaults and rules and their validating webhooks (:mod:`.cronjobs`,
+:mod:`.jobflows`), for JobTemplate (which has no webhook) its CRD's. Order per request:
 type checks → mutation → metadata validation → kind validation; all problems of one object are
 reported together in a single :class:`~pyvolcano.store.base.Invalid` (field of the first one,
 ``errors`` with all of them). Refused deletions raise :class:`~pyvolcano.store.base.Forbidden`.
@@ -24,9 +26,10 @@ PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Final
 
-from pyvolcano.admission import hypernodes, jobs, numatopologies, podgroups, pods, priority, queues
+from pyvolcano.admission import cronjobs, hypernodes, jobflows, jobs, numatopologies, podgroups, pods, priority, queues
 from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
 from pyvolcano.admission.resource_groups import AdmissionConfiguration, apply_resource_groups
@@ -36,6 +39,14 @@ from pyvolcano.api.names import STORAGE_KINDS
 from pyvolcano.store.base import Store
 
 __all__ = ["DEFAULT_JOB_PLUGINS", "AdmissionConfig", "VolcanoAdmission"]
+
+_Check = Callable[[Any, Problems], None]
+_CRD_DEFAULTED: Final[dict[str, tuple[_Check, Callable[[dict[str, Any]], None]]]] = {
+    "CronJob": (cronjobs.check_shape, cronjobs.default_cronjob),
+    "JobFlow": (jobflows.check_jobflow_shape, jobflows.default_jobflow),
+    "JobTemplate": (jobflows.check_jobtemplate_shape, jobflows.default_jobtemplate),
+}
+"""Kinds whose CRD schema has defaults: its shape check and its defaulting."""
 
 
 class VolcanoAdmission:
@@ -77,10 +88,17 @@ class VolcanoAdmission:
 
         Raises :class:`Invalid` only when the object cannot be decoded (wrong types)."""
         self._check_op_and_metadata(op, obj)
+        kind = obj.get("kind")
+        if kind in _CRD_DEFAULTED and op != "DELETE":
+            # The API server writes a CRD's defaults on every write, not only on CREATE.
+            p = Problems(obj)
+            shape, default = _CRD_DEFAULTED[kind]
+            shape(obj, p)
+            p.raise_if_any()
+            default(obj)
         if op != "CREATE":
             return obj
         p = Problems(obj)
-        kind = obj.get("kind")
         if kind == "Job":
             jobs.check_shape(obj, p)
             p.raise_if_any()
@@ -120,6 +138,13 @@ class VolcanoAdmission:
         elif kind == "Numatopology":
             validate_object_meta(obj, p)
             numatopologies.validate_numatopology(obj, p)
+        elif kind == "CronJob":
+            self._crd_kind(obj, p, cronjobs.check_shape, cronjobs.validate_schema, cronjobs.validate_cronjob)
+        elif kind == "JobFlow":
+            self._crd_kind(obj, p, jobflows.check_jobflow_shape, jobflows.validate_jobflow_schema,
+                           jobflows.validate_jobflow)
+        elif kind == "JobTemplate":
+            self._crd_kind(obj, p, jobflows.check_jobtemplate_shape, jobflows.validate_jobtemplate_schema, None)
         elif kind == "PriorityClass" and self.api_server_checks:
             if op == "CREATE" and obj.get("preemptionPolicy") is None:
                 obj["preemptionPolicy"] = "PreemptLowerPriority"  # SetDefaults_PriorityClass
@@ -197,6 +222,18 @@ class VolcanoAdmission:
             return
         validate_object_meta(obj, p)
         podgroups.validate_podgroup(op, obj, store, p)
+
+    @staticmethod
+    def _crd_kind(obj: dict[str, Any], p: Problems, shape: _Check, schema: _Check, webhook: _Check | None) -> None:
+        """A kind with a CRD schema and at most one validating webhook: types, then the schema's
+        bounds with the object metadata, then the webhook (only on an object the schema accepts)."""
+        shape(obj, p)
+        if p:
+            return
+        validate_object_meta(obj, p)
+        schema(obj, p)
+        if not p and webhook is not None:
+            webhook(obj, p)
 
     def _hypernode(self, obj: dict[str, Any], p: Problems) -> None:
         hypernodes.check_shape(obj, p)

@@ -29,7 +29,7 @@ from pyvolcano.admission.k8s import (
     qualified_name_errors,
     validate_pod_template,
 )
-from pyvolcano.admission.network_topology import default_mode
+from pyvolcano.admission.network_topology import default_mode, validate_bounds
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.store.base import NotFound, Store
 
@@ -38,8 +38,10 @@ __all__ = [
     "DEFAULT_QUEUE",
     "POLICY_ACTIONS",
     "POLICY_EVENTS",
+    "default_job_spec_schema",
     "mutate_job",
     "validate_job_create",
+    "validate_job_spec_schema",
     "validate_job_update",
 ]
 
@@ -54,6 +56,9 @@ POLICY_ACTIONS: Final = ("AbortJob", "RestartJob", "RestartTask", "RestartPod", 
                          "CompleteJob", "ResumeJob")
 """Actions a policy may name (``policyActionMap`` entries marked external)."""
 
+_SCHEMA_EVENTS: Final = ("*", "PodPending", "PodRunning", "PodFailed", "PodEvicted", "Unknown", "TaskCompleted",
+                         "OutOfSync", "CommandIssued", "JobUpdated", "TaskFailed")
+"""The JobSpec schema's enum of policy events (the CRD's; the webhook allows fewer)."""
 _TOPOLOGY_POLICIES: Final = ("none", "best-effort", "restricted", "single-numa-node")
 _TOPOLOGY_MODES: Final = ("hard", "soft")
 _SVC_DEPENDENT_PLUGINS: Final = ("tensorflow", "mpi", "pytorch", "ray")
@@ -65,29 +70,35 @@ _UPDATE_MSG: Final = ("job updates may not change fields other than `minAvailabl
 # ----------------------------------------------------------------------------- shape
 
 
-def check_shape(job: Mapping[str, Any], p: Problems) -> None:
-    """Type checks the decoder would make; a job failing them is rejected before anything else."""
+def check_shape(job: Mapping[str, Any], p: Problems, *, path: str = "spec", required: bool = True) -> None:
+    """Type checks the decoder would make; a job failing them is rejected before anything else.
+
+    ``job`` holds the JobSpec under the last key of ``path``, the JobSpec's path in the object
+    (a CronJob's ``spec.jobTemplate.spec``, a JobFlow's ``spec.flows[0].patch.jobSpec``);
+    ``required``: a missing JobSpec is a problem."""
     s = ShapeChecker(p)
-    spec = job.get("spec")
+    spec = job.get(path.rpartition(".")[2])
+    if spec is None and not required:
+        return
     if not isinstance(spec, dict):
-        p.add("spec", "Required value" if spec is None else f"Invalid value: {quote(spec)}: expected a mapping")
+        p.add(path, "Required value" if spec is None else f"Invalid value: {quote(spec)}: expected a mapping")
         return
     for key in ("minAvailable", "maxRetry", "ttlSecondsAfterFinished", "minSuccess"):
-        s.integer(spec, key, f"spec.{key}")
+        s.integer(spec, key, f"{path}.{key}")
     for key in ("queue", "schedulerName", "priorityClassName"):
-        s.string(spec, key, f"spec.{key}")
-    _shape_network_topology(s, spec, "spec.networkTopology")
-    plugins = s.mapping(spec, "plugins", "spec.plugins")
+        s.string(spec, key, f"{path}.{key}")
+    _shape_network_topology(s, spec, f"{path}.networkTopology")
+    plugins = s.mapping(spec, "plugins", f"{path}.plugins")
     for name, args in (plugins or {}).items():
         if args is not None and (not isinstance(args, list) or not all(isinstance(a, str) for a in args)):
-            p.add(f"spec.plugins.{name}", f"Invalid value: {quote(args)}: expected a list of argument strings")
-    _shape_policies(s, spec, "spec.policies")
-    for k, vol in enumerate(s.mappings(spec, "volumes", "spec.volumes")):
-        s.string(vol, "mountPath", f"spec.volumes[{k}].mountPath")
-        s.string(vol, "volumeClaimName", f"spec.volumes[{k}].volumeClaimName")
-        s.mapping(vol, "volumeClaim", f"spec.volumes[{k}].volumeClaim")
-    for i, task in enumerate(s.mappings(spec, "tasks", "spec.tasks")):
-        tp = f"spec.tasks[{i}]"
+            p.add(f"{path}.plugins.{name}", f"Invalid value: {quote(args)}: expected a list of argument strings")
+    _shape_policies(s, spec, f"{path}.policies")
+    for k, vol in enumerate(s.mappings(spec, "volumes", f"{path}.volumes")):
+        s.string(vol, "mountPath", f"{path}.volumes[{k}].mountPath")
+        s.string(vol, "volumeClaimName", f"{path}.volumes[{k}].volumeClaimName")
+        s.mapping(vol, "volumeClaim", f"{path}.volumes[{k}].volumeClaim")
+    for i, task in enumerate(s.mappings(spec, "tasks", f"{path}.tasks")):
+        tp = f"{path}.tasks[{i}]"
         s.string(task, "name", f"{tp}.name")
         for key in ("replicas", "minAvailable", "maxRetry"):
             s.integer(task, key, f"{tp}.{key}")
@@ -163,6 +174,71 @@ def mutate_job(job: dict[str, Any], cfg: AdmissionConfig) -> None:
             plugins["svc"] = []
         if "mpi" in plugins and "ssh" not in plugins:
             plugins["ssh"] = []
+
+
+def default_job_spec_schema(spec: dict[str, Any]) -> None:
+    """The JobSpec schema's defaults, which the API server writes into every CRD that embeds a
+    JobSpec (a CronJob's ``jobTemplate.spec``, a JobTemplate's ``spec``, a flow's
+    ``patch.jobSpec``): ``maxRetry`` 3 and ``queue`` ``default`` when absent, ``mode: hard`` of
+    the network topologies, ``minPartitions`` 0. The spec has passed :func:`check_shape`."""
+    spec.setdefault("maxRetry", DEFAULT_MAX_RETRY)
+    spec.setdefault("queue", DEFAULT_QUEUE)
+    default_mode(spec.get("networkTopology"))
+    for task in spec.get("tasks") or []:
+        pp = task.get("partitionPolicy") if isinstance(task, dict) else None
+        if isinstance(pp, dict):
+            pp.setdefault("minPartitions", 0)
+            default_mode(pp.get("networkTopology"))
+
+
+def validate_job_spec_schema(spec: Mapping[str, Any], path: str, p: Problems, *, min_tasks: int = 0) -> None:
+    """The JobSpec schema's bounds (what the API server checks in a CRD embedding a JobSpec,
+    before any webhook): non-negative counts, ``minSuccess`` ≥ 1, DNS-1123 task names and
+    queue, known policy events, network topology modes; ``min_tasks``: the JobTemplate CRD's
+    ``minItems`` on ``tasks``. The spec has passed :func:`check_shape`."""
+
+    def at_least(obj: Mapping[str, Any], key: str, where: str, low: int) -> None:
+        value = obj.get(key)
+        if value is not None and value < low:
+            p.add(f"{where}.{key}", f"Invalid value: {value}: must be greater than or equal to {low}")
+
+    for key in ("minAvailable", "maxRetry", "ttlSecondsAfterFinished"):
+        at_least(spec, key, path, 0)
+    at_least(spec, "minSuccess", path, 1)
+    for key in ("queue", "priorityClassName"):
+        value = spec.get(key)
+        if value:
+            for e in dns1123_subdomain_errors(value):
+                p.add(f"{path}.{key}", f"Invalid value: {quote(value)}: {e}")
+    validate_bounds(spec.get("networkTopology"), f"{path}.networkTopology", p)
+    tasks = spec.get("tasks")
+    if tasks is not None and len(tasks) < min_tasks:
+        p.add(f"{path}.tasks", f"Invalid value: {len(tasks)}: must have at least {min_tasks} items")
+    for i, task in enumerate(t for t in tasks or [] if isinstance(t, dict)):
+        tp = f"{path}.tasks[{i}]"
+        for key in ("replicas", "minAvailable", "maxRetry"):
+            at_least(task, key, tp, 0)
+        name = task.get("name")
+        if name:
+            for e in dns1123_label_errors(name):
+                p.add(f"{tp}.name", f"Invalid value: {quote(name)}: {e}")
+        for j, policy in enumerate(t for t in task.get("policies") or [] if isinstance(t, dict)):
+            _validate_policy_events(policy, f"{tp}.policies[{j}]", p)
+        pp = task.get("partitionPolicy")
+        if isinstance(pp, Mapping):
+            at_least(pp, "totalPartitions", f"{tp}.partitionPolicy", 1)
+            at_least(pp, "partitionSize", f"{tp}.partitionPolicy", 1)
+            at_least(pp, "minPartitions", f"{tp}.partitionPolicy", 0)
+            validate_bounds(pp.get("networkTopology"), f"{tp}.partitionPolicy.networkTopology", p)
+    for j, policy in enumerate(t for t in spec.get("policies") or [] if isinstance(t, dict)):
+        _validate_policy_events(policy, f"{path}.policies[{j}]", p)
+
+
+def _validate_policy_events(policy: Mapping[str, Any], where: str, p: Problems) -> None:
+    for event, key in _event_list(policy):
+        if event not in _SCHEMA_EVENTS:
+            p.add(f"{where}.{key}", f"Unsupported value: {quote(event)}: supported values: "
+                                    + ", ".join(quote(e) for e in _SCHEMA_EVENTS))
 
 
 # ----------------------------------------------------------------------------- CREATE

@@ -85,21 +85,31 @@ def load_admission_conf(text: str, source: str) -> AdmissionConfiguration:
         return AdmissionConfiguration()
     if not isinstance(doc, Mapping):
         raise _fail(source, "<top level>", f"got {doc!r}; expected a mapping with resourceGroups")
+    _known(source, "", doc, ("resourceGroups",))
     raw = doc.get("resourceGroups") or []
     if not isinstance(raw, list):
         raise _fail(source, "resourceGroups", f"got {raw!r}; expected a list")
     return AdmissionConfiguration(tuple(_group(source, f"resourceGroups[{i}]", g) for i, g in enumerate(raw)))
 
 
+def _known(source: str, prefix: str, doc: Mapping[Any, Any], fields: tuple[str, ...]) -> None:
+    """Refuse a field upstream's type does not have (its YAML decoding would drop it: a typo)."""
+    for k in doc:
+        if k not in fields:
+            raise _fail(source, f"{prefix}{k}", f"unknown field; expected one of {', '.join(fields)}")
+
+
 def _group(source: str, path: str, g: Any) -> ResourceGroup:
     if not isinstance(g, Mapping):
         raise _fail(source, path, f"got {g!r}; expected a mapping")
+    _known(source, f"{path}.", g, ("resourceGroup", "object", "schedulerName", "tolerations", "labels", "affinity"))
     name = g.get("resourceGroup", "")
     if not isinstance(name, str):
         raise _fail(source, f"{path}.resourceGroup", f"got {name!r}; expected a string")
     obj = g.get("object") or {}
     if not isinstance(obj, Mapping):
         raise _fail(source, f"{path}.object", f"got {obj!r}; expected {{key, value}}")
+    _known(source, f"{path}.object.", obj, ("key", "value"))
     key = obj.get("key") or ""
     if key not in _KEYS:
         raise _fail(source, f"{path}.object.key", f"got {key!r}; expected namespace or annotation (or none)")

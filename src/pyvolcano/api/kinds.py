@@ -6,8 +6,8 @@ Volcano Job but an error (``no matches for kind``), and a ``batch/v1`` Job is a 
 not a Volcano Job. :func:`resolve` gives one of three answers for an object's type:
 
 * ``CHECKED`` — a kind pyvolcano models and validates (:data:`CHECKED_KINDS`);
-* ``NOT_CHECKED`` — a real kind pyvolcano does not model (a ConfigMap, a Deployment, a Volcano
-  CronJob, an Argo Workflow, anything of an API group it does not know);
+* ``NOT_CHECKED`` — a real kind pyvolcano does not model (a ConfigMap, a Deployment, a
+  ``batch/v1`` CronJob, an Argo Workflow, anything of an API group it does not know);
 * ``UNKNOWN`` — a kind or version that does not exist in an API group whose kinds pyvolcano
   knows completely (:data:`KNOWN_GROUPS`: the core group, ``scheduling.k8s.io`` and every Volcano
   group), with a "did you mean" when a known name is close.
@@ -35,6 +35,9 @@ CHECKED_KINDS: Final[frozenset[tuple[str, str]]] = frozenset({
     ("v1", "Node"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("batch.volcano.sh/v1alpha1", "Job"),
+    ("batch.volcano.sh/v1alpha1", "CronJob"),
+    ("flow.volcano.sh/v1alpha1", "JobFlow"),
+    ("flow.volcano.sh/v1alpha1", "JobTemplate"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("bus.volcano.sh/v1alpha1", "Command"),

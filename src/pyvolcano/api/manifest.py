@@ -397,6 +397,7 @@ def _pod(d: _Doc) -> Pod:
         stored_unschedulable=unschedulable_condition(conditions),
         resource_claims=resource_claims, resource_claim_statuses=claim_statuses,
         claims=claims, ephemeral_claims=ephemeral,
+        resources=_mapping_or_none(d.get("spec.resources")),
     )
 
 
@@ -422,6 +423,11 @@ def _pod_claims(d: _Doc, pod_name: str) -> tuple[tuple[str, ...], tuple[str, ...
             claims.append(f"{pod_name}-{vol}")
             ephemeral.append(claims[-1])
     return tuple(claims), tuple(ephemeral)
+
+
+def _mapping_or_none(value: Any) -> dict[str, Any] | None:
+    """A non-empty mapping field kept as given (its contents are not read here), else None."""
+    return dict(value) if isinstance(value, Mapping) and value else None
 
 
 class _Uncommon(Exception):
@@ -595,6 +601,7 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         start_time=_time_or_none(status.get("startTime")),
         stored_unschedulable=unschedulable_condition(conditions),
         claims=claims, ephemeral_claims=ephemeral,
+        resources=_mapping_or_none(spec.get("resources")),
     )
 
 
@@ -799,7 +806,7 @@ def _queue(d: _Doc) -> Queue:
         creation_timestamp=created, weight=weight, capability=d.resources("spec.capability"),
         deserved=d.resources("spec.deserved"), guarantee=d.resources("spec.guarantee.resource"),
         reclaimable=d.bool_("spec.reclaimable", True), priority=d.int_("spec.priority", 0, int32=True) or 0,
-        parent=d.str_("spec.parent", ""), state=state,
+        parent=d.str_("spec.parent", ""), state=state, affinity=_mapping_or_none(d.get("spec.affinity")),
     )
 
 

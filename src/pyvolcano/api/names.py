@@ -20,11 +20,15 @@ __all__ = [
     "BUS_API_VERSION",
     "CLOSED_BY_PARENT_KEY",
     "COOLDOWN_KEY",
+    "CREATED_BY_JOB_FLOW_KEY",
+    "CREATED_BY_JOB_TEMPLATE_KEY",
+    "CRONJOB_SCHEDULED_TIMESTAMP_KEY",
     "DNS1035_LABEL_FMT",
     "DNS1123_LABEL_FMT",
     "DNS1123_LABEL_MAX_LENGTH",
     "DNS1123_SUBDOMAIN_FMT",
     "DNS1123_SUBDOMAIN_MAX_LENGTH",
+    "FLOW_API_VERSION",
     "GROUP_MIN_MEMBER_KEY",
     "GROUP_NAME_KEY",
     "HIERARCHY_KEY",
@@ -75,6 +79,8 @@ JOB_API_VERSION: Final = "batch.volcano.sh/v1alpha1"
 SCHEDULING_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 BUS_API_VERSION: Final = "bus.volcano.sh/v1alpha1"
 TOPOLOGY_API_VERSION: Final = "topology.volcano.sh/v1alpha1"
+FLOW_API_VERSION: Final = "flow.volcano.sh/v1alpha1"
+"""JobFlow and JobTemplate (CronJob is ``batch.volcano.sh/v1alpha1``, as Job is)."""
 
 STORAGE_KINDS: Final = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
                         "CSIStorageCapacity")
@@ -107,6 +113,14 @@ PARTITION_ID_KEY: Final = "volcano.sh/partition-id"
 OUT_OF_SYNC_KEY: Final = "volcano.sh/controller-out-of-sync"
 QUEUE_NAME_KEY: Final = "volcano.sh/queue-name"
 NUMA_POLICY_KEY: Final = "volcano.sh/numa-topology-policy"
+
+# ----------------------------------------------------------------------------- workflows
+CRONJOB_SCHEDULED_TIMESTAMP_KEY: Final = "volcano.sh/cronjob-scheduled-timestamp"
+"""On a job a CronJob created: its scheduled time, RFC 3339 in the CronJob's time zone."""
+CREATED_BY_JOB_TEMPLATE_KEY: Final = "volcano.sh/createdByJobTemplate"
+"""On a job a JobFlow created (label and annotation): ``<namespace>.<JobTemplate name>``."""
+CREATED_BY_JOB_FLOW_KEY: Final = "volcano.sh/createdByJobFlow"
+"""On a job a JobFlow created (label and annotation): ``<namespace>.<JobFlow name>``."""
 
 # ----------------------------------------------------------------------------- scheduling
 

@@ -103,6 +103,9 @@ class Pod:
     # volume's is "<pod>-<volume>"), and those of ephemeral volumes; () for most pods.
     claims: tuple[str, ...] = ()
     ephemeral_claims: tuple[str, ...] = ()
+    # ``spec.resources`` (pod-level requests and limits) as given: kept so that ``job why`` can
+    # say it is not acted on (api/plugin_fields.py); requests come from the containers.
+    resources: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -193,6 +196,8 @@ class Queue:
     parent: str = ""
     state: str = "Open"
     allocated: dict[str, float] = field(default_factory=dict)
+    # ``spec.affinity`` (node-group affinity) as given: only the nodegroup plugin acts on it.
+    affinity: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

@@ -1,8 +1,12 @@
 """``pyvolcano admission``: Volcano's admission webhooks on a cluster (upstream's vc-webhook-manager).
 
 Flags and defaults are upstream's (``cmd/webhook-manager/app/options/options.go``). Boolean
-flags are switches with a ``--no-`` form; Go's ``--flag=true|false`` spelling is accepted too
-(:func:`pyvolcano.cli.kube.normalize_go_bools`).
+flags are switches with a ``--no-`` form; the arguments are read as upstream's pflag reads
+them, klog's and component-base's flags included (:mod:`pyvolcano.cli.go_flags`).
+``--enabled-admission`` may name upstream's ``/cronjobs/validate`` and ``/jobflows/validate``,
+which are not served (one warning: pyvolcano does not admit those kinds); ``--admission-conf``
+holds the resource groups ``/pods/mutate`` applies (:mod:`pyvolcano.admission.resource_groups`):
+read at start (a file that does not read is exit 2) and again when it changes.
 
 Start-up: check the flags; read ``--ca-cert-file`` and the serving certificate; connect to the
 cluster (``pyvolcano.kube.connect``); start ``/healthz`` if enabled; serve HTTPS on
@@ -161,8 +165,22 @@ def _prepare(opts: AdmissionOptions) -> _Prepared:
         raise UsageError(f"--max-queue-depth {opts.max_queue_depth}: expected a positive integer")
     if opts.kube_api_qps <= 0 or opts.kube_api_burst < 1:
         raise UsageError("--kube-api-qps and --kube-api-burst must be positive")
+    groups = None
+    if opts.admission_conf:
+        from pyvolcano.admission.resource_groups import AdmissionConfError
+
+        try:
+            groups = read_admission_conf(opts.admission_conf)
+        except AdmissionConfError as e:
+            raise UsageError(f"--admission-conf: {e}") from None
     try:
-        services = enabled_services(opts.enabled_admission)
+        skipped: list[str] = []
+        services = enabled_services(opts.enabled_admission, unimplemented=skipped)
+        if skipped:
+            print(f"warning: --enabled-admission: {', '.join(skipped)} not served: pyvolcano does not admit "
+                  "CronJobs or JobFlows", file=sys.stderr)
+        if not services:
+            raise ValueError("--enabled-admission: no path pyvolcano serves")
         target = ClientTarget(url=opts.webhook_url, namespace=opts.webhook_namespace,
                               service_name=opts.webhook_service_name)
     except ValueError as e:
@@ -181,14 +199,6 @@ def _prepare(opts: AdmissionOptions) -> _Prepared:
     except TLSConfigError as e:
         raise UsageError(str(e)) from None
     healthz = parse_address("--healthz-address", opts.healthz_address) if opts.enable_healthz else None
-    groups = None
-    if opts.admission_conf:
-        from pyvolcano.admission.resource_groups import AdmissionConfError
-
-        try:
-            groups = read_admission_conf(opts.admission_conf)
-        except AdmissionConfError as e:
-            raise UsageError(f"--admission-conf: {e}") from None
     return _Prepared(services, target, ca_bundle, context, healthz, grace, groups)
 
 
@@ -397,8 +407,19 @@ def admission(
     = True,
     admission_conf: Annotated[str, typer.Option("--admission-conf", help="The configmap file of this webhook: "
                               "the resource groups /pods/mutate applies (read again when it changes)")] = "",
+    v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
+    stderrthreshold: Annotated[str, typer.Option(
+        "--stderrthreshold", metavar="SEVERITY", help="Log records at or above this severity go to stderr "
+                                                      "(INFO, WARNING, ERROR, FATAL)")] = "INFO",
+    version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
     """Serve Volcano's admission webhooks over HTTPS and register them (vc-webhook-manager)."""
+    from pyvolcano.cli.go_flags import klog_severity
+    from pyvolcano.cli.kube import print_version_and_exit
+    from pyvolcano.runtime.component import setup_logging
+
+    print_version_and_exit(version)
+    setup_logging(v, klog_severity(stderrthreshold))
     raise typer.Exit(run_admission(AdmissionOptions(
         tls_cert_file=tls_cert_file, tls_private_key_file=tls_private_key_file, ca_cert_file=ca_cert_file,
         port=port, listen_address=listen_address, webhook_url=webhook_url, webhook_namespace=webhook_namespace,

@@ -19,6 +19,7 @@ import typer
 
 from pyvolcano.cli import options
 from pyvolcano.cli.admission import admission as admission_command
+from pyvolcano.cli.go_flags import WEBHOOK_MANAGER, go_command
 from pyvolcano.cli.install import install
 from pyvolcano.cli.options import Group
 from pyvolcano.cli.replay import replay
@@ -34,7 +35,7 @@ app = typer.Typer(
 )
 experiment_app = typer.Typer(help="Reproducible scheduling experiments.", no_args_is_help=True, cls=Group)
 app.add_typer(experiment_app, name="experiment")
-app.command("admission")(admission_command)
+app.command("admission", cls=go_command(WEBHOOK_MANAGER))(admission_command)
 app.command("install")(install)
 app.command("snapshot")(snapshot)
 app.command("replay")(replay)
@@ -298,8 +299,15 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     The one place where usage errors are printed: a missing argument, an unknown option or
     command, or a value refused by its type or callback becomes one ``error:`` line on
-    stderr and exit code 2 (instead of the usage box of the underlying library)."""
+    stderr and exit code 2 (instead of the usage box of the underlying library). A library
+    warning logged while no logging is set up (the live components set it up) is printed as the
+    commands print theirs: ``warning: <message>``."""
+    import logging
+
     from pyvolcano.cli.kube import normalize_go_bools
+    from pyvolcano.cli.output import UnconfiguredLogs
+
+    logging.lastResort = UnconfiguredLogs()
 
     command = typer.main.get_command(app)
     args = normalize_go_bools(list(argv) if argv is not None else sys.argv[1:])

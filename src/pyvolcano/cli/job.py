@@ -96,13 +96,21 @@ def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str |
 def why_document(cache: SchedulerCache, key: str, config: SchedulerConfiguration, registry: Registry, *,
                  sessions: int, seed: int) -> dict[str, Any]:
     """Run ``sessions`` sessions on ``cache`` and return ``job why``'s document for PodGroup ``key``:
-    ``{"job", "phase", "queue", "diagnosis"}`` (``diagnosis`` null when nothing is pending)."""
+    ``{"job", "phase", "queue", "diagnosis", "notes"}`` (``diagnosis`` null when nothing is
+    pending; ``notes``: the fields of the job's queue, PodGroup and pods that change placement
+    upstream and that nothing in this configuration acts on, :mod:`pyvolcano.api.plugin_fields`)."""
+    from pyvolcano.api.plugin_fields import placement_notes
     from pyvolcano.runtime.cycle import schedule_objects
 
     result = schedule_objects(cache, config, registry, sessions=sessions, seed=seed)
     job = cache.pg_jobs[key]
     assert job.podgroup is not None
-    return {"job": key, "phase": job.podgroup.phase, "queue": job.queue, "diagnosis": result["diagnoses"].get(key)}
+    queue = cache.queues.get(job.queue)
+    notes = placement_notes(queue.queue if queue is not None else None, job.podgroup,
+                            sorted((t.pod for t in job.tasks.values()), key=lambda p: p.name),
+                            config.plugin_names())
+    return {"job": key, "phase": job.podgroup.phase, "queue": job.queue, "diagnosis": result["diagnoses"].get(key),
+            "notes": notes}
 
 
 def resolve_podgroup(cache: SchedulerCache, name: str, namespace: str, source: str) -> str:
@@ -131,6 +139,7 @@ def render_why(doc: dict[str, Any]) -> str:
 
     diag = doc["diagnosis"]
     lines = [f"JOB       {doc['job']}  (PodGroup {doc['phase']}, queue {doc['queue']})"]
+    lines += [f"NOTE      {note}" for note in doc.get("notes", ())]
     if diag is None:
         lines.append("PENDING   no: every pod the job needs is placed or running")
         return "\n".join(lines) + "\n"

@@ -130,4 +130,9 @@ def render_dry_run(doc: dict[str, Any]) -> str:
         lines += [f"EVICTS     {v['pod']}  ({v['action']})" for v in doc["evictions"]]
     else:
         lines.append("EVICTS     nothing")
+    if doc.get("upcoming"):
+        from pyvolcano.forecast.eta import format_seconds
+
+        lines += [f"BEFORE IT  {u['job']} from {u['created_by']} (created in {format_seconds(u['created_in_seconds'])})"
+                  for u in doc["upcoming"]]
     return "\n".join(lines) + "\n"

@@ -1,7 +1,10 @@
 """``pyvolcano scheduler``, ``controller-manager`` and ``fake-nodes``: the live components.
 
 Flags and defaults are upstream's (``cmd/scheduler/app/options``,
-``cmd/controller-manager/app/options``); durations are Go durations (``1s``, ``15s``).
+``cmd/controller-manager/app/options``); durations are Go durations (``1s``, ``15s``). The
+arguments are read as upstream's pflag reads them, and every other upstream flag is accepted,
+honoured, ignored with one warning, or refused (:mod:`pyvolcano.cli.go_flags`), so that
+upstream's chart runs these commands unchanged.
 Each command connects with the usual client options, waits until its informers have synced,
 optionally takes a Lease (``--leader-elect``), serves ``/healthz`` and ``/metrics`` when
 enabled, and runs until SIGTERM or SIGINT. This module only reads and checks the flags; the
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from pyvolcano.api.duration import DurationError, parse_duration_strict
+from pyvolcano.cli.go_flags import CONTROLLER_MANAGER, SCHEDULER, go_command, klog_severity
 from pyvolcano.cli.options import report_dir
 
 if TYPE_CHECKING:
@@ -48,6 +52,10 @@ EnableMetrics = Annotated[bool, typer.Option("--enable-metrics/--no-enable-metri
 ApiQps = Annotated[float, typer.Option(metavar="QPS", help="QPS towards the API server")]
 ApiBurst = Annotated[int, typer.Option(metavar="N", help="Burst towards the API server")]
 MetricsAddress = Annotated[str, typer.Option(metavar="ADDRESS", help="Address for /metrics")]
+Verbosity = Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")]
+StderrThreshold = Annotated[str, typer.Option(
+    "--stderrthreshold", metavar="SEVERITY", help="Log records at or above this severity go to stderr "
+                                                  "(INFO, WARNING, ERROR, FATAL)")]
 
 
 def _duration(flag: str, text: str) -> float:
@@ -110,7 +118,7 @@ def normalize_go_bools(argv: list[str]) -> list[str]:
     return out
 
 
-def _print_version_and_exit(requested: bool) -> None:
+def print_version_and_exit(requested: bool) -> None:
     if not requested:
         return
     from importlib.metadata import PackageNotFoundError, version
@@ -124,8 +132,10 @@ def _print_version_and_exit(requested: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("scheduler")(scheduler)
-    app.command("controller-manager")(controller_manager)
+    scheduler_slices = {"node-selector": True, "ignored-provisioners": True}
+    app.command("scheduler", cls=go_command(SCHEDULER, scheduler_slices))(scheduler)
+    app.command("controller-manager", cls=go_command(CONTROLLER_MANAGER, {"controllers": False}))(
+        controller_manager)
     app.command("fake-nodes")(fake_nodes)
 
 
@@ -185,18 +195,25 @@ def scheduler(
         help="Keep the inputs and decisions of the last sessions here (see pyvolcano replay)")] = None,
     record_sessions: Annotated[int, typer.Option(
         "--record-sessions", metavar="N", min=1, help="How many sessions --record keeps")] = 10,
-    v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
+    disable_default_scheduler_config: Annotated[bool, typer.Option(
+        "--disable-default-scheduler-config",
+        help="Refuse to start without --scheduler-conf instead of using upstream's default configuration")] = False,
+    v: Verbosity = 0,
+    stderrthreshold: StderrThreshold = "INFO",
     version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
     """vc-scheduler: a scheduling session every period on a real cluster."""
-    _print_version_and_exit(version)
+    print_version_and_exit(version)
     from pyvolcano.api.names import SCHEDULER_KINDS
     from pyvolcano.cache.cache import SchedulerOptions
     from pyvolcano.runtime.clock import local_time_zone
     from pyvolcano.runtime.component import Component, scheduler_work, setup_logging
 
-    setup_logging(v)
+    setup_logging(v, klog_severity(stderrthreshold))
     try:
+        if disable_default_scheduler_config and scheduler_conf is None:
+            raise UsageError("no --scheduler-conf path provided and default configuration fallback is disabled "
+                             "(--disable-default-scheduler-config)")
         period = _duration("--schedule-period", schedule_period)
         for sel in node_selector or ():
             if ":" not in sel:
@@ -254,9 +271,6 @@ def controller_manager(
             help="Controllers to run: '*' or a comma list such as job-controller,queue-controller; -name disables one",
         ),
     ] = "*",
-    worker_threads: Annotated[
-        int, typer.Option(metavar="N", help="Workers of the job controller (accepted; work is serialised per object)")
-    ] = 3,
     scheduler_name: Annotated[
         list[str] | None,
         typer.Option(
@@ -278,25 +292,28 @@ def controller_manager(
     listen_address: MetricsAddress = ":8081",
     kube_api_qps: ApiQps = 50.0,
     kube_api_burst: ApiBurst = 100,
+    inherit_owner_annotations: Annotated[bool, typer.Option(
+        "--inherit-owner-annotations/--no-inherit-owner-annotations",
+        help="A PodGroup created for a pod takes its owner's volcano.sh/ annotations")] = True,
     seed: Annotated[int | None, typer.Option(metavar="N", hidden=True,
                                              help="No longer used: keys and names come from the OS")] = None,
-    v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
+    v: Verbosity = 0,
+    stderrthreshold: StderrThreshold = "INFO",
     version: Annotated[bool, typer.Option("--version", help="Show version and quit")] = False,
 ) -> None:
-    """vc-controller-manager: the job, queue, podgroup, gc and hypernode controllers on a real cluster."""
-    _print_version_and_exit(version)
+    """vc-controller-manager: the job, queue, podgroup, gc, hypernode, jobflow, jobtemplate and cronjob controllers
+    on a real cluster."""
+    print_version_and_exit(version)
     from pyvolcano.runtime.component import Component, controller_manager_work, setup_logging
-    from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, CONTROLLERS
+    from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, CONTROLLERS, UPSTREAM_CONTROLLERS
 
-    setup_logging(v)
+    setup_logging(v, klog_severity(stderrthreshold))
     if seed is not None:
         logger.warning(
             "--seed is ignored: the controller-manager's SSH keys and generated names come from the operating "
             "system's randomness")
     try:
-        enabled = _parse_controllers(controllers, CONTROLLERS)
-        if worker_threads < 1:
-            raise UsageError(f"--worker-threads: got {worker_threads}; expected at least 1")
+        enabled = _parse_controllers(controllers, CONTROLLERS, UPSTREAM_CONTROLLERS)
     except UsageError as e:
         raise _fail(str(e)) from None
     metrics = None
@@ -304,8 +321,8 @@ def controller_manager(
         from pyvolcano.metrics.controllers import ControllerMetrics
 
         metrics = ControllerMetrics()
-    work = controller_manager_work(controllers=enabled,
-                                   scheduler_names=tuple(scheduler_name or ("volcano",)), metrics=metrics)
+    work = controller_manager_work(controllers=enabled, scheduler_names=tuple(scheduler_name or ("volcano",)),
+                                   metrics=metrics, inherit_owner_annotations=inherit_owner_annotations)
     client, election, endpoints = _settings(
         kubeconfig, master, kube_api_qps, kube_api_burst, leader_elect, leader_elect_resource_name,
         leader_elect_resource_namespace, lock_object_namespace,
@@ -315,23 +332,36 @@ def controller_manager(
                    election, endpoints, None if metrics is None else metrics.registry, work))
 
 
-def _parse_controllers(text: str, known: Sequence[str]) -> list[str]:
-    """Upstream's ``--controllers``: ``*`` = all, ``name`` enables, ``-name`` disables."""
+def _parse_controllers(text: str, known: Sequence[str], upstream: Sequence[str] = ()) -> list[str]:
+    """Upstream's ``--controllers`` (``isControllerEnabled``): ``*`` = all, ``name`` or ``+name``
+    enables, ``-name`` disables, the first mention of a name deciding; a name with both signs is
+    an error (``checkControllers``). An upstream controller pyvolcano lacks may be disabled
+    silently; enabling it is a warning."""
     items = [x.strip() for x in text.split(",") if x.strip()]
     if not items:
         raise UsageError("--controllers: expected '*' or controller names")
-    enabled: list[str] = []
-    star = "*" in items
+    seen: set[str] = set()
     for item in items:
-        name = item.lstrip("-")
-        if item != "*" and name not in known:
-            raise UsageError(f"--controllers: unknown controller {name!r}; expected some of {', '.join(known)}")
-    for name in known:
-        if f"-{name}" in items:
+        if item == "*":
             continue
-        if star or name in items:
-            enabled.append(name)
-    return enabled
+        name = item[1:] if item[:1] in "+-" else item
+        if name in seen:
+            raise UsageError(f"--controllers: controllers option {item} cannot have both '-' and '+' prefixes")
+        seen.add(name)
+        if name not in known and name not in upstream:
+            raise UsageError(f"--controllers: unknown controller {name!r}; expected some of {', '.join(known)}")
+        if name not in known and item[:1] != "-":
+            logger.warning("--controllers: upstream's %s is not implemented in pyvolcano; it does not run", name)
+
+    def enabled(name: str) -> bool:
+        for item in items:
+            if item in (name, f"+{name}"):
+                return True
+            if item == f"-{name}":
+                return False
+        return "*" in items
+
+    return [name for name in known if enabled(name)]
 
 
 # ---------------------------------------------------------------------------- fake nodes

@@ -99,6 +99,9 @@ class Group(TyperGroup):
     def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
         name, command, rest = super().resolve_command(ctx, args)
         if command is not None and not isinstance(command, TyperGroup):
+            go_translate = getattr(command, "go_translate", None)  # pyvolcano.cli.go_flags.GoFlagsCommand
+            if go_translate is not None:
+                rest = go_translate(rest)
             sub = type(ctx)(command, parent=ctx, info_name=name, **(command.context_settings or {}))
             help_option = command.get_help_option(sub)
             if help_option is not None:

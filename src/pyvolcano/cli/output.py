@@ -8,6 +8,9 @@
   everywhere; no console highlights numbers or paths on its own.
 * A message is one line: :func:`one_line` escapes line breaks and other control characters
   that an input value may carry (``\\n``, ``\\x1b``), so an error never spans two lines.
+* A library warning logged while nothing set logging up (the live components do) is printed
+  as the commands print theirs, ``warning: <message>`` (:class:`UnconfiguredLogs`, the
+  ``logging.lastResort`` the entry point installs).
 * Wall-clock timings are not deterministic, so :func:`strip_timings` removes them from the
   data unless ``--timings`` is given: the same inputs and seed then print the same bytes.
 """
@@ -15,14 +18,15 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from typing import Any, TextIO
 
 from rich.console import Console
 
-__all__ = ["TIMING_KEYS", "console", "emit", "error", "note", "one_line", "render", "strip_timings",
-           "warn"]
+__all__ = ["TIMING_KEYS", "UnconfiguredLogs", "console", "emit", "error", "note", "one_line", "render",
+           "strip_timings", "warn"]
 
 UNLIMITED_WIDTH = 100_000
 TIMING_KEYS = frozenset({"wall_seconds", "session_seconds", "session_mean_s", "session_p50_s", "session_p99_s",
@@ -82,3 +86,14 @@ def note(text: str) -> None:
 
 def warn(text: str) -> None:
     print(f"warning: {one_line(text)}", file=sys.stderr)
+
+
+class UnconfiguredLogs(logging.Handler):
+    """Records of WARNING and above, when no handler is configured: ``warning: <message>``
+    (``error: ...``) on the current stderr."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"{record.levelname.lower()}: {one_line(record.getMessage())}", file=sys.stderr)

@@ -214,4 +214,10 @@ def render_top(doc: dict[str, Any]) -> str:
                   "unknown" if r["ends_in_seconds"] is None else f"in {format_seconds(r['ends_in_seconds'])}")
                  for r in doc["running"]]
         lines += ["", *table(rows)]
+    if doc.get("upcoming"):
+        rows = [("UPCOMING JOB", "CREATED BY", "CREATED", "ESTIMATED START")]
+        rows += [(u["job"], u["created_by"], f"{u['created']} (in {format_seconds(u['created_in_seconds'])})",
+                  "-" if u["start"] is None else f"{u['start']} (in {format_seconds(u['start_in_seconds'])})")
+                 for u in doc["upcoming"]]
+        lines += ["", *table(rows)]
     return "\n".join(lines) + "\n"

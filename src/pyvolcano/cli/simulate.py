@@ -72,17 +72,25 @@ def print_simulation_table(result: SimulationResult, *, wide: bool = False, timi
     console = make_console()
     t = Table(title="Jobs", box=None)
     t.add_column("JOB", no_wrap=True)
+    grouped = any(r.group for r in result.jobs.values())
+    if grouped:
+        t.add_column("CREATED BY", no_wrap=True)
     if wide:
         t.add_column("QUEUE", no_wrap=True)
     for col in ("PHASE", "RETRIES", "SUBMITTED", "STARTED", "FINISHED", "PODS P/R/S/F"):
         t.add_column(col, no_wrap=True)
-    for key, r in sorted(result.jobs.items()):
+    # A workflow's jobs are listed together, in the order they were created.
+    for key, r in sorted(result.jobs.items(), key=lambda kv: (kv[1].group, kv[1].submitted if kv[1].group else 0,
+                                                                kv[0])):
         p = r.pods
-        t.add_row(key, *([r.queue] if wide else []), r.phase, str(r.retry_count), _fmt_secs(r.submitted),
+        t.add_row(key, *([r.group or "-"] if grouped else []), *([r.queue] if wide else []), r.phase,
+                  str(r.retry_count), _fmt_secs(r.submitted),
                   "-" if r.started is None else _fmt_secs(r.started),
                   "-" if r.finished is None else _fmt_secs(r.finished),
                   f"{p['pending']}/{p['running']}/{p['succeeded']}/{p['failed']}")
     console.print(t)
+    if result.workflows:
+        console.print(_workflow_table(result))
     waiting = [(key, r.why) for key, r in sorted(result.jobs.items()) if r.why is not None]
     if waiting:
         wt = Table(title="Why jobs never started", box=None)
@@ -111,6 +119,25 @@ def print_simulation_table(result: SimulationResult, *, wide: bool = False, timi
     console.print(tl)
     console.print(f"virtual time {_fmt_secs(result.virtual_seconds)}, {result.sessions} sessions"
                   + (f", {result.wall_seconds:.2f}s wall" if timings else ""))
+
+
+def _workflow_table(result: SimulationResult) -> Table:
+    """One row per JobFlow (its steps as ``name:phase``, layer by layer) and per CronJob (its
+    schedule, runs and next run)."""
+    wt = Table(title="Workflows", box=None)
+    for col in ("WORKFLOW", "PHASE", "STEPS / RUNS"):
+        wt.add_column(col, no_wrap=col != "STEPS / RUNS", overflow="fold")
+    for w in result.workflows:
+        if w.kind == "JobFlow":
+            layers: dict[int, list[str]] = {}
+            for step in w.steps:
+                layers.setdefault(step.layer, []).append(f"{step.name}:{step.phase or 'waiting'}")
+            text = " -> ".join(", ".join(names) for _layer, names in sorted(layers.items()))
+        else:
+            nxt = "-" if w.next_run is None else _fmt_secs(w.next_run)
+            text = f"{w.schedule}; {len(w.steps)} run(s); next {nxt}"
+        wt.add_row(w.group, w.phase, text)
+    return wt
 
 
 # ---------------------------------------------------------------------------- the full command

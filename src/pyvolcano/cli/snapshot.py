@@ -3,11 +3,11 @@
 The objects are listed straight from the API server (no informers): ConfigMap (the
 scheduler configuration: ``--scheduler-conf FILE`` if given, else the
 ``volcano-system/volcano-scheduler-configmap`` ConfigMap when it can be read), then
-PriorityClasses, Queues, Nodes, Numatopologies, HyperNodes, PodGroups, Pods and Jobs
-(:mod:`pyvolcano.runtime.snapshot`). ``--kinds`` keeps some of them: ``--kinds
-Node,HyperNode,Queue,PriorityClass`` writes the CLUSTER file of ``simulate --cluster``. Jobs
-that cannot be listed (no CRD, no permission), HyperNodes and Numatopologies on a cluster
-without their CRD and a
+PriorityClasses, Queues, Nodes, Numatopologies, HyperNodes, PodGroups, Pods, Jobs, JobTemplates,
+JobFlows and CronJobs (:mod:`pyvolcano.runtime.snapshot`). ``--kinds`` keeps some of them:
+``--kinds Node,HyperNode,Queue,PriorityClass`` writes the CLUSTER file of ``simulate --cluster``.
+Jobs that cannot be listed (no CRD, no permission), HyperNodes, Numatopologies and workflow kinds
+on a cluster without their CRDs and a
 configuration that cannot be read are left out with a note on stderr (a ConfigMap whose
 configuration does not load is recorded as it is, with a note; a bad ``--scheduler-conf`` is
 an error); a scheduler input
@@ -31,7 +31,7 @@ __all__ = ["SNAPSHOT_CHOICES", "SnapshotError", "snapshot", "take_snapshot", "wr
 
 SNAPSHOT_CHOICES = ("ConfigMap", "PriorityClass", "Queue", "Node", "Numatopology", "HyperNode", "StorageClass",
                     "CSIDriver", "CSINode", "PersistentVolume", "PersistentVolumeClaim", "CSIStorageCapacity",
-                    "PodGroup", "Pod", "Job")
+                    "PodGroup", "Pod", "Job", "JobTemplate", "JobFlow", "CronJob")
 
 
 class SnapshotError(ValueError):
@@ -73,6 +73,7 @@ def _config_text(store: Any, path: Path | None, notes: list[str]) -> str | None:
 def take_snapshot(store: Any, *, scheduler_conf: Path | None = None,
                   kinds: Sequence[str] = SNAPSHOT_CHOICES) -> tuple[list[dict[str, Any]], list[str]]:
     """The snapshot documents of the cluster behind ``store``, and the notes to print."""
+    from pyvolcano.api.names import SCHEDULER_KINDS
     from pyvolcano.kube.resources import RESOURCES
     from pyvolcano.runtime.snapshot import SNAPSHOT_KINDS, snapshot_documents
     from pyvolcano.store.base import NotFound, StoreError
@@ -93,9 +94,9 @@ def take_snapshot(store: Any, *, scheduler_conf: Path | None = None,
                          "CRD)" if res.optional else f"Jobs left out: {e}")
             listed[kind] = []
         except StoreError as e:
-            if kind != "Job":
+            if kind in SCHEDULER_KINDS:
                 raise
-            notes.append(f"Jobs left out: {e}")
+            notes.append(f"{kind}s left out: {e}")
             listed[kind] = []
     return snapshot_documents(lambda kind: listed.get(kind, []), config, kinds), notes
 
@@ -135,7 +136,7 @@ def snapshot(
         help="The scheduler configuration to record (default: the volcano-scheduler-configmap ConfigMap)")] = None,
     kinds: Annotated[str | None, typer.Option(
         "--kinds", metavar="LIST", help="Comma list of ConfigMap, PriorityClass, Queue, Node, Numatopology, HyperNode, "
-        "PodGroup, Pod, Job (default: all)")] = None,
+        "PodGroup, Pod, Job, JobTemplate, JobFlow, CronJob (default: all)")] = None,
 ) -> None:
     """Write the live cluster's scheduler inputs as YAML that schedule reads."""
     from pyvolcano.kube import connect

@@ -26,7 +26,15 @@ Output (stdout), one line per object, in input order, then the warnings::
     warning: jobs.yaml: document 3: Job default/j: spec.priorityClassName: no PriorityClass with name ...
 
 A warning is for an object the API server accepts but that cannot work: a Job whose pods name a
-PriorityClass that does not exist (checked after all files, so a class defined later counts).
+PriorityClass that does not exist (checked after all files, so a class defined later counts); a
+CronJob or JobTemplate whose jobs the job webhooks would refuse (their own webhooks do not look
+inside the job template); a JobFlow step without a JobTemplate of its name in the inputs;
+or for a field that changes placement upstream only through a scheduler plugin, or that
+pyvolcano does not act on yet (:mod:`pyvolcano.api.plugin_fields`: a Queue's ``spec.affinity``
+is honoured only by the nodegroup plugin)::
+
+    warning: queues.yaml: document 0: Queue q1: spec.affinity (node-group affinity) is honoured only by the
+    nodegroup plugin
 
 Exit code 0 when every object is valid or not checked (warnings included), 2 otherwise (including
 unreadable files and YAML errors, and no object at all: "no objects passed to validate", as
@@ -52,6 +60,7 @@ from pyvolcano.api.fields import unknown_fields
 from pyvolcano.api.inputs import read_inputs
 from pyvolcano.api.kinds import KindStatus, resolve
 from pyvolcano.api.manifest import ManifestError, iter_documents
+from pyvolcano.api.plugin_fields import fields_of, job_fields, message
 from pyvolcano.cli.output import emit, error, one_line
 from pyvolcano.store import CLUSTER_SCOPED_KINDS, InMemoryStore, StoreError, clone, object_key
 
@@ -115,6 +124,8 @@ def validate_documents(docs: Iterator[tuple[str, Any]], *,
         store.create(clone(q))
     builtins_pending = set(BUILTIN_QUEUES)
     jobs: list[tuple[str, dict[str, Any]]] = []
+    workflows: list[tuple[str, dict[str, Any]]] = []
+    field_warnings: list[str] = []
     for where, doc in docs:
         if isinstance(doc, ManifestError):
             yield str(doc), False
@@ -164,11 +175,60 @@ def validate_documents(docs: Iterator[tuple[str, Any]], *,
         cmd = created["metadata"]
         if kind == "Job":
             jobs.append((where, created))
+        elif kind in ("CronJob", "JobTemplate", "JobFlow"):
+            workflows.append((where, created))
         ns = None if kind in CLUSTER_SCOPED_KINDS else cmd.get("namespace")
-        yield f"OK {kind} {object_key(kind, ns, cmd['name'])}", True
+        shown_key = object_key(kind, ns, cmd["name"])
+        field_warnings += _plugin_field_warnings(where, kind, shown_key, created)
+        yield f"OK {kind} {shown_key}", True
     for where, job in jobs:
         for line in _job_priority_class_warnings(where, job, store):
             yield line, True
+    for where, obj in workflows:
+        for line in _workflow_warnings(where, obj, store, admission):
+            yield line, True
+    for line in field_warnings:
+        yield line, True
+
+
+def _workflow_warnings(where: str, obj: dict[str, Any], store: InMemoryStore,
+                       admission: VolcanoAdmission) -> Iterator[str]:
+    """The jobs a CronJob or JobTemplate makes, through the job webhooks as their controller's
+    create would send them (nothing is stored); the JobTemplates a JobFlow's steps need."""
+    kind, md = obj["kind"], obj["metadata"]
+    ns = md.get("namespace") or "default"
+    key = object_key(kind, ns, md["name"])
+    if kind == "JobFlow":
+        from pyvolcano.api.jobflow import flow_steps
+
+        for step in flow_steps(obj):
+            try:
+                store.get("JobTemplate", ns, step.name)
+            except StoreError:
+                yield (f"warning: {where}: JobFlow {key}: flow {step.name!r}: no JobTemplate {ns}/{step.name}; its job "
+                       "is created only once that JobTemplate exists")
+        return
+    spec = obj.get("spec") or {}
+    template, path = ((spec.get("jobTemplate") or {}).get("spec"), "spec.jobTemplate.spec") if kind == "CronJob" \
+        else (spec, "spec")
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": md["name"], "namespace": ns}, "spec": clone(template or {})}
+    try:
+        admission.admit("CREATE", job, None, store)
+    except StoreError as e:
+        problems = getattr(e, "errors", None) or [("", str(e))]
+        text = "; ".join(f"{f}: {m}" if f else m for f, m in problems)
+        yield f"warning: {where}: {kind} {key}: {path}: the job webhooks would refuse the jobs it creates: {text}"
+
+
+def _plugin_field_warnings(where: str, kind: str, key: str, obj: Mapping[str, Any]) -> list[str]:
+    """One warning per field of ``obj`` that only a plugin acts on, or pyvolcano not yet."""
+    if kind == "Job":
+        found = [(path, f) for path, f in job_fields(obj)]
+    else:
+        found = [(f.path, f) for f in fields_of(kind, obj)]
+    return [f"warning: {where}: {kind} {key}: {message(f, with_configuration=False, path=path)}"
+            for path, f in found]
 
 
 _SCHEDULER_CONF_KEY = "volcano-scheduler.conf"

@@ -14,7 +14,8 @@ about mistakes:
 * a YAML mapping with the same key twice is an error (PyYAML would keep the last one);
 * plugin and action names are checked against ``known_plugins`` / ``known_actions`` when the
   caller passes them (upstream skips an unknown plugin with a log line, and fails on an unknown
-  action).
+  action); a name in ``unimplemented_plugins`` (an upstream plugin pyvolcano does not have yet)
+  is refused as such, not as a typo.
 
 The same plugin listed twice is **allowed**, as upstream allows it (``framework.OpenSession``
 builds every entry; the later instance replaces the earlier one in the session's plugin map).
@@ -98,10 +99,12 @@ class _Reader:
         source: str,
         known_actions: Collection[str] | None,
         known_plugins: Collection[str] | None,
+        unimplemented_plugins: Collection[str] = (),
     ) -> None:
         self.source = source
         self.known_actions = known_actions
         self.known_plugins = known_plugins
+        self.unimplemented_plugins = unimplemented_plugins
 
     def fail(self, field: str, problem: str, expected: str) -> NoReturn:
         raise ConfigError(self.source, field, problem, expected)
@@ -218,6 +221,9 @@ class _Reader:
             self.fail(f"{field}.name", "empty", name_expected)
         if name != name.strip():
             self.fail(f"{field}.name", f"{name!r} has surrounding whitespace", f"{name.strip()!r}")
+        if name in self.unimplemented_plugins:
+            self.fail(f"{field}.name", f"upstream Volcano's plugin {name!r} is not implemented in pyvolcano yet",
+                      "the plugin entry removed (docs/configuration.md lists the plugins pyvolcano implements)")
         self.known_name(name, f"{field}.name", self.known_plugins, "plugin")
         for key in entry:
             if key not in _PLUGIN_KEYS:
@@ -291,6 +297,7 @@ def load_scheduler_conf(
     source: str = "<config>",
     known_actions: Collection[str] | None = None,
     known_plugins: Collection[str] | None = None,
+    unimplemented_plugins: Collection[str] = (),
 ) -> SchedulerConfiguration:
     """Parse and validate configuration text; see the module docstring for the rules.
 
@@ -299,7 +306,7 @@ def load_scheduler_conf(
     """
     if not text.strip():
         raise ConfigError(source, "", "the configuration is empty", _EMPTY_EXPECTED)
-    reader = _Reader(source, known_actions, known_plugins)
+    reader = _Reader(source, known_actions, known_plugins, unimplemented_plugins)
     return reader.document(_parse_yaml(text, source))
 
 
@@ -308,6 +315,7 @@ def load_scheduler_conf_file(
     *,
     known_actions: Collection[str] | None = None,
     known_plugins: Collection[str] | None = None,
+    unimplemented_plugins: Collection[str] = (),
 ) -> SchedulerConfiguration:
     """Read ``path`` (UTF-8) and load it with :func:`load_scheduler_conf`, naming the file in errors."""
     source = os.fspath(path)
@@ -322,4 +330,5 @@ def load_scheduler_conf_file(
     except OSError as err:
         reason = err.strerror or type(err).__name__
         raise ConfigError(source, "", f"cannot read file ({reason})", "a readable file") from None
-    return load_scheduler_conf(text, source=source, known_actions=known_actions, known_plugins=known_plugins)
+    return load_scheduler_conf(text, source=source, known_actions=known_actions, known_plugins=known_plugins,
+                               unimplemented_plugins=unimplemented_plugins)

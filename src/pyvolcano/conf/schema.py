@@ -184,19 +184,23 @@ class SchedulerConfiguration:
     """A whole scheduler configuration.
 
     ``actions`` are run in order each session; ``tiers`` are in priority order; ``metrics`` is
-    kept as decoded (upstream treats it as an opaque string map).
+    kept as decoded (upstream treats it as an opaque string map). ``warnings`` are the checked
+    loader's one-line warnings about arguments accepted without effect; they take no part in
+    equality.
     """
 
     actions: tuple[str, ...]
     tiers: tuple[Tier, ...]
     configurations: tuple[ActionConfiguration, ...] = ()
     metrics: Mapping[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "actions", tuple(self.actions))
         object.__setattr__(self, "tiers", tuple(self.tiers))
         object.__setattr__(self, "configurations", tuple(self.configurations))
         object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
+        object.__setattr__(self, "warnings", tuple(self.warnings))
 
     def action_arguments(self, action: str) -> Mapping[str, Any]:
         """The ``arguments`` configured for ``action``, or an empty mapping.

@@ -199,6 +199,10 @@ class WorkQueue(Generic[T]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def idle(self) -> bool:
+        """Nothing waiting, now or later: a controller's ``run`` has nothing to do."""
+        return not self._items and not self._delayed
+
     def add(self, item: T) -> None:
         if self._dedup:
             if item in self._waiting:

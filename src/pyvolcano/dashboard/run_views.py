@@ -16,7 +16,9 @@ from it, in the shapes of the cluster views (:mod:`.queues`, :mod:`.jobs`, :mod:
 * job page — the job's row, its pods with the node each was on and when, and for a job that
   never started its last diagnosis' reason code and hint;
 * nodes — each node's GPUs in use by the pods on it at ``t`` (whole GPUs first, then the
-  fractional shares), grouped by HyperNode as recorded, with the sample's fragmentation figures.
+  fractional shares), grouped by HyperNode as recorded, with the sample's fragmentation figures;
+* workflows — the run's JobFlows and CronJobs with each step's phase at ``t``
+  (:func:`~pyvolcano.dashboard.workflows.run_workflows_view`).
 
 ``t`` defaults to the end of the run; values outside ``[0, end]`` are clamped.
 """
@@ -31,6 +33,7 @@ from typing import Any
 
 from pyvolcano.dashboard.nodes import group_nodes
 from pyvolcano.dashboard.sources import SourceError, Unchanging
+from pyvolcano.dashboard.workflows import run_workflows_view
 from pyvolcano.simulator.report.run_data import RUN_DATA_FILE, RUN_DATA_VERSION
 from pyvolcano.store.base import Store, to_rfc3339
 
@@ -113,6 +116,11 @@ class RunViews:
         return {"key": key, "row": row, "min_member": row["min_member"], "phase": row["phase"], "queue": row["queue"],
                 "annotations": {}, "diagnosis": diagnosis, "pods": pods,
                 "nodes": sorted({p["node"] for p in pods if p["status"] == "Running"}), "conditions": [], "events": []}
+
+    # ------------------------------------------------------------------ workflows
+    def workflows(self) -> dict[str, Any]:
+        jobs = {j["key"]: j for j in _rows(self.data["jobs"])}
+        return run_workflows_view(self.data.get("workflows") or [], jobs, self.t)
 
     # ------------------------------------------------------------------ queues
     def queues(self) -> dict[str, Any]:

@@ -5,8 +5,8 @@ Routes (every ``/api`` answer is JSON; no HTML is ever built from cluster data o
 * ``GET /`` — ``static/index.html``; ``GET /static/...`` — the ES modules and the stylesheet;
 * ``GET /api/meta`` — the source (kind, name, notes), whether actions are on, and for a
   simulation run its time range;
-* ``GET /api/queues``, ``/api/jobs``, ``/api/nodes``, ``/api/job?key=NS/NAME`` — the view
-  models (:mod:`.sources`), each with an optional ``t`` (seconds into a simulation run);
+* ``GET /api/queues``, ``/api/jobs``, ``/api/nodes``, ``/api/workflows``, ``/api/job?key=NS/NAME`` —
+  the view models (:mod:`.sources`), each with an optional ``t`` (seconds into a simulation run);
 * ``GET /api/timeline`` — a simulation run's series (404 for the other sources);
 * ``GET /api/events`` — server-sent events: ``hello`` at once, then ``change`` (with the new
   revision) when the source changed, at most once per ``debounce`` seconds, and a comment line
@@ -127,6 +127,9 @@ def create_app(source: Source, *, allow_actions: bool = False, hosts: Sequence[s
     async def nodes(request: Request) -> Response:
         return await view(request, lambda v: v.nodes())
 
+    async def workflows(request: Request) -> Response:
+        return await view(request, lambda v: v.workflows())
+
     async def job(request: Request) -> Response:
         key = request.query_params.get("key", "")
         if "/" not in key:
@@ -180,8 +183,8 @@ def create_app(source: Source, *, allow_actions: bool = False, hosts: Sequence[s
 
     app = Starlette(routes=[
         Route("/", index), Route("/api/meta", meta), Route("/api/queues", queues), Route("/api/jobs", jobs),
-        Route("/api/nodes", nodes), Route("/api/job", job), Route("/api/timeline", timeline),
-        Route("/api/events", events), Route("/api/action", action, methods=["POST"]),
+        Route("/api/nodes", nodes), Route("/api/workflows", workflows), Route("/api/job", job),
+        Route("/api/timeline", timeline), Route("/api/events", events), Route("/api/action", action, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ])
     app.add_middleware(HostCheck, hosts=hosts)

@@ -1,6 +1,6 @@
 """Where the dashboard's data comes from: a snapshot file, a live cluster, or a simulation run.
 
-Every source answers :meth:`Source.views` with a :class:`Views` — the four view models of one
+Every source answers :meth:`Source.views` with a :class:`Views` — the five view models of one
 state — and counts its changes in :meth:`Source.revision`; :meth:`Source.wait` blocks until the
 revision moves (the server's event stream waits on it). The view models of a cluster state are
 :class:`StateViews` over an :class:`~pyvolcano.dashboard.analysis.Analysis`; a simulation run's
@@ -39,6 +39,7 @@ from pyvolcano.dashboard.job_detail import job_detail
 from pyvolcano.dashboard.jobs import jobs_view
 from pyvolcano.dashboard.nodes import nodes_view
 from pyvolcano.dashboard.queues import queues_view
+from pyvolcano.dashboard.workflows import workflows_view
 from pyvolcano.forecast.eta import RuntimePolicy
 from pyvolcano.framework.arguments import ArgumentError
 from pyvolcano.framework.registry import Registry
@@ -47,8 +48,9 @@ from pyvolcano.store.base import Store, StoreError, Synced, Waitable
 __all__ = ["LIVE_KINDS", "LiveSource", "SnapshotSource", "Source", "SourceError", "StateViews", "Views",
            "snapshot_events"]
 
-LIVE_KINDS = SCHEDULER_KINDS
-"""What the live source's informers watch: the scheduler's own inputs."""
+LIVE_KINDS = (*SCHEDULER_KINDS, "Job", "JobTemplate", "JobFlow", "CronJob")
+"""What the live source's informers watch: the scheduler's own inputs, and the Volcano Jobs and
+workflow kinds the forecasts and the Workflows view read (a cluster without their CRDs has none)."""
 
 
 class SourceError(Exception):
@@ -65,6 +67,8 @@ class Views(Protocol):
     def job(self, key: str) -> dict[str, Any] | None: ...
 
     def nodes(self) -> dict[str, Any]: ...
+
+    def workflows(self) -> dict[str, Any]: ...
 
 
 class Source(Protocol):
@@ -105,6 +109,9 @@ class StateViews:
 
     def nodes(self) -> dict[str, Any]:
         return nodes_view(self.analysis)
+
+    def workflows(self) -> dict[str, Any]:
+        return workflows_view(self.analysis)
 
 
 def snapshot_events(path: str | Path) -> list[dict[str, Any]]:
@@ -202,6 +209,10 @@ class LiveSource:
         from pyvolcano.forecast.state import LiveReadError, state_from_store
 
         with self._lock:
+            if isinstance(self.store, Synced):
+                # The revision is read once every informer has listed: an informer still listing
+                # would move it and make the state built now look stale at the next request.
+                self.store.wait_for_sync(self.sync_timeout)
             rev = self.revision()
             if self._built is not None and self._built[0] == rev:
                 return self._built[1]

@@ -65,9 +65,11 @@ SCHEDULER_CONF_DIR: Final = "/volcano.scheduler"
 ADMISSION_SECRET: Final = "volcano-admission-secret"
 ADMISSION_SERVICE: Final = "volcano-admission-service"
 ADMISSION_CERT_DIR: Final = "/admission.local.config/certificates"
-# The command's default paths plus HyperNode validation, which upstream's chart enables too.
+# The command's default paths plus HyperNode and CronJob validation, which upstream's chart enables
+# too, and JobFlow validation, which it does not (docs/differences.md).
 ENABLED_ADMISSION: Final = ("/jobs/mutate,/jobs/validate,/podgroups/mutate,/pods/validate,/pods/mutate,"
-                            "/queues/mutate,/queues/validate,/hypernodes/validate")
+                            "/queues/mutate,/queues/validate,/hypernodes/validate,/cronjobs/validate,"
+                            "/jobflows/validate")
 ADMISSION_PORT: Final = 8443
 HEALTHZ_PORT: Final = 11251  # upstream's default --healthz-address :11251
 METRICS_PORTS: Final = {"scheduler": 8080, "controller-manager": 8081}  # upstream's --listen-address defaults

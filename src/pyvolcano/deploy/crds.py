@@ -1,7 +1,9 @@
-"""CustomResourceDefinitions for Volcano's Job, PodGroup, Queue, Command, HyperNode and Numatopology.
+"""CustomResourceDefinitions for Volcano's Job, CronJob, PodGroup, Queue, Command, HyperNode,
+Numatopology, JobFlow and JobTemplate.
 
 Names, scope, versions, subresources and printer columns are upstream's
-(``config/crd/volcano/bases``), so ``kubectl get vcjob``/``pg``/``q`` and every client written
+(``config/crd/volcano/bases``, ``config/crd/jobflow/bases``), so ``kubectl get vcjob``/``pg``/``q``/
+``cronvcjob``/``jf``/``jt`` and every client written
 for upstream Volcano work unchanged. Notably PodGroup has *no* status subresource upstream
 (``subresources: {}``): its status is written with the object itself, and so it is here.
 
@@ -45,6 +47,8 @@ JOB_PHASES: Final = ("Pending", "Aborting", "Aborted", "Running", "Restarting", 
                      "Terminating", "Terminated", "Failed")
 PODGROUP_PHASES: Final = ("Pending", "Running", "Unknown", "Inqueue", "Completed")
 QUEUE_STATES: Final = ("Open", "Closed", "Closing", "Unknown")
+CONCURRENCY_POLICIES: Final = ("Allow", "Forbid", "Replace")
+JOBFLOW_PHASES: Final = ("Succeed", "Terminating", "Failed", "Running", "Pending")
 
 
 # ----------------------------------------------------------------------------- schema atoms
@@ -133,7 +137,9 @@ def _lifecycle_policy() -> Schema:
     })
 
 
-def _job_schema() -> Schema:
+def _job_spec(*, min_tasks: int = 0) -> Schema:
+    """A JobSpec as every Volcano CRD embeds it (Job, CronJob's template, JobTemplate, a flow's
+    patch); ``min_tasks``: the JobTemplate CRD's ``minItems`` on ``tasks``."""
     pod_template = _obj({"metadata": _open_object(), "spec": _open_object()})
     pod_template["x-kubernetes-preserve-unknown-fields"] = True
     task = _obj({
@@ -157,11 +163,14 @@ def _job_schema() -> Schema:
         "volumeClaimName": _str(maxLength=253),
         "volumeClaim": _open_object(),
     }, required=("mountPath",))
-    spec = _obj({
+    tasks = _list(task)
+    if min_tasks:
+        tasks["minItems"] = min_tasks
+    return _obj({
         "schedulerName": _str(maxLength=63),
         "minAvailable": _count(),
         "volumes": _list(volume),
-        "tasks": _list(task),
+        "tasks": tasks,
         "policies": _list(_lifecycle_policy()),
         "plugins": _map(_list(_str())),
         "runningEstimate": _str(),
@@ -172,6 +181,9 @@ def _job_schema() -> Schema:
         "minSuccess": _int32(minimum=1),
         "networkTopology": _network_topology(),
     })
+
+
+def _job_schema() -> Schema:
     status = _obj({
         "state": _obj({
             "phase": _str(enum=list(JOB_PHASES)),
@@ -192,6 +204,69 @@ def _job_schema() -> Schema:
         "runningDuration": _str(),
         "controlledResources": _map(_str()),
         "conditions": _list(_obj({"status": _str(), "lastTransitionTime": _timestamp()}, required=("status",))),
+    })
+    return _root(_job_spec(), status)
+
+
+def _embedded_object_meta() -> Schema:
+    return _obj({"annotations": _map(_str()), "finalizers": _list(_str()), "labels": _map(_str()),
+                 "name": _str(), "namespace": _str()})
+
+
+def _cronjob_schema() -> Schema:
+    spec = _obj({
+        "schedule": _str(),
+        "timeZone": _str(),
+        "startingDeadlineSeconds": {"type": "integer", "format": "int64", "minimum": 0},
+        "concurrencyPolicy": _str(enum=list(CONCURRENCY_POLICIES), default="Allow"),
+        "suspend": _bool() | {"default": False},
+        "jobTemplate": _obj({"metadata": _embedded_object_meta(), "spec": _job_spec()}),
+        "successfulJobsHistoryLimit": _int32(minimum=0, default=3),
+        "failedJobsHistoryLimit": _int32(minimum=0, default=1),
+    }, required=("jobTemplate", "schedule"))
+    reference = _obj({key: _str() for key in ("apiVersion", "fieldPath", "kind", "name", "namespace",
+                                              "resourceVersion", "uid")})
+    reference["x-kubernetes-map-type"] = "atomic"
+    active = _list(reference)
+    active["x-kubernetes-list-type"] = "atomic"
+    status = _obj({"active": active, "lastScheduleTime": _timestamp(), "lastSuccessfulTime": _timestamp()})
+    return _root(spec, status)
+
+
+def _jobtemplate_schema() -> Schema:
+    return _root(_job_spec(min_tasks=1), _obj({"jobDependsOnList": _list(_str())}))
+
+
+def _jobflow_schema() -> Schema:
+    port = {"type": "integer", "minimum": 0, "maximum": 65535}
+    probe = _obj({
+        "httpGetList": _list(_obj({
+            "httpHeader": _obj({"name": _str(), "value": _str()}, required=("name", "value")),
+            "path": _str(), "port": port, "taskName": _str(maxLength=253),
+        })),
+        "taskStatusList": _list(_obj({"phase": _str(maxLength=63), "taskName": _str(maxLength=253)})),
+        "tcpSocketList": _list(_obj({"port": port, "taskName": _str(maxLength=253)}, required=("port",))),
+    })
+    flow = _obj({
+        "name": _str(minLength=1),
+        "dependsOn": _obj({"targets": _list(_str()), "probe": probe}),
+        "patch": _obj({"jobSpec": _job_spec()}),
+    }, required=("name",))
+    spec = _obj({"flows": _list(flow), "jobRetainPolicy": _str(enum=["retain", "delete"])})
+    names = _list(_str())
+    history = _obj({"startTimestamp": _timestamp(), "endTimestamp": _timestamp(), "state": _str()})
+    status = _obj({
+        "pendingJobs": names, "runningJobs": names, "failedJobs": names, "completedJobs": names,
+        "terminatedJobs": names, "unKnowJobs": names,
+        "jobStatusList": _list(_obj({
+            "name": _str(), "state": _str(), "startTimestamp": _timestamp(), "endTimestamp": _timestamp(),
+            "restartCount": _int32(minimum=0), "runningHistories": _list(history),
+        })),
+        "conditions": _map(_obj({
+            "phase": _str(), "createTime": _timestamp(), "runningDuration": _str(),
+            "taskStatusCount": _map(_obj({"phase": _map(_int32())})),
+        })),
+        "state": _obj({"phase": _str(enum=list(JOBFLOW_PHASES))}),
     })
     return _root(spec, status)
 
@@ -387,11 +462,20 @@ CRD_SPECS: Final = (
     )),
     CrdSpec("nodeinfo.volcano.sh", "v1alpha1", "Numatopology", "numatopologies", "numatopology", ("numatopo",),
             "Cluster", False, ()),
+    CrdSpec("batch.volcano.sh", "v1alpha1", "CronJob", "cronjobs", "cronjob", ("cronvcjob", "cronvj"), "Namespaced",
+            True, ()),
+    CrdSpec("flow.volcano.sh", "v1alpha1", "JobFlow", "jobflows", "jobflow", ("jf",), "Namespaced", True, (
+        _column("Status", ".status.state.phase", "string"),
+        _column("Age", ".metadata.creationTimestamp", "date"),
+    )),
+    CrdSpec("flow.volcano.sh", "v1alpha1", "JobTemplate", "jobtemplates", "jobtemplate", ("jt",), "Namespaced", True,
+            ()),
 )
 
 _SCHEMAS: Final = {"Job": _job_schema, "PodGroup": _podgroup_schema, "Queue": _queue_schema,
                    "Command": _command_schema, "HyperNode": _hypernode_schema,
-                   "Numatopology": _numatopology_schema}
+                   "Numatopology": _numatopology_schema, "CronJob": _cronjob_schema,
+                   "JobFlow": _jobflow_schema, "JobTemplate": _jobtemplate_schema}
 
 
 def schema_for(api_version: str, kind: str) -> Schema | None:
@@ -425,5 +509,5 @@ def _definition(spec: CrdSpec) -> dict[str, Any]:
 
 
 def custom_resource_definitions() -> list[dict[str, Any]]:
-    """The five CRDs, in :data:`CRD_SPECS` order."""
+    """The eight CRDs, in :data:`CRD_SPECS` order."""
     return [_definition(s) for s in CRD_SPECS]

@@ -106,9 +106,16 @@ COMPONENTS: Final = (
         _LEASE,
     )),
     Component("controller-manager", "volcano-controllers", (
-        _p("batch.volcano.sh", "jobs", ("list", "watch", "update", "delete"),
-           "job controller (annotations, PVC names); garbage collector deletes finished jobs"),
+        _p("batch.volcano.sh", "jobs", ("list", "watch", "create", "update", "delete"),
+           "job controller (annotations, PVC names); garbage collector deletes finished jobs; CronJob and JobFlow "
+           "controllers create their jobs and delete old, replaced or retained ones"),
         _p("batch.volcano.sh", "jobs/status", ("update",), "job controller (Store.update_status)"),
+        _p("batch.volcano.sh", "cronjobs", INFORM, "CronJob controller"),
+        _p("batch.volcano.sh", "cronjobs/status", ("update",), "CronJob controller: active, last schedule and success"),
+        _p("flow.volcano.sh", "jobflows", INFORM, "JobFlow controller"),
+        _p("flow.volcano.sh", "jobflows/status", ("update",), "JobFlow controller: phase and job lists"),
+        _p("flow.volcano.sh", "jobtemplates", INFORM, "JobFlow controller reads templates; JobTemplate controller"),
+        _p("flow.volcano.sh", "jobtemplates/status", ("update",), "JobTemplate controller: jobDependsOnList"),
         _p("bus.volcano.sh", "commands", ("list", "watch", "delete"), "job and queue controllers consume commands"),
         _p("", "pods", ("list", "watch", "create", "patch", "delete"),
            "job controller creates and kills task pods; podgroup controller annotates plain pods"),

@@ -13,7 +13,9 @@ Four answers, each from the code that would act on the real submission:
   session left short says why;
 * **preemptions and reclaims**: the evictions of that frozen run that a frozen run without the
   job does not make (other pending jobs may preempt on their own);
-* **when**: the estimate of :mod:`pyvolcano.forecast.eta` with the job added.
+* **when**: the estimate of :mod:`pyvolcano.forecast.eta` with the job added; it counts the jobs
+  the cluster's JobFlows and CronJobs create meanwhile, and ``upcoming`` lists those created
+  before the job starts (all of them within the horizon when it does not start).
 """
 
 from __future__ import annotations
@@ -98,10 +100,11 @@ def dry_run_document(state: ClusterState, docs: Sequence[Mapping[str, Any]], sou
     placed = name in frozen.starts
     evictions = [{"pod": pod, "action": reason} for _t, pod, reason in frozen.evictions
                  if (pod, reason) not in before and reason in ("preempt", "reclaim", "gangpreempt", "gangreclaim")]
-    estimates, _fc = estimate_starts(state.docs, [name], config, registry, now=state.now, policy=policy, seed=seed,
-                                     horizon=horizon, extra=docs, resolve=resolve)
+    estimates, fc = estimate_starts(state.docs, [name], config, registry, now=state.now, policy=policy, seed=seed,
+                                    horizon=horizon, extra=docs, resolve=resolve)
     e = estimates[name]
     start = frozen.starts[name] if placed else e.start
+    upcoming = [u.to_dict(state.now) for u in fc.upcoming if start is None or u.created <= start]
     doc.update({
         "placed_now": placed,
         "start": None if start is None else to_rfc3339(start),
@@ -110,6 +113,7 @@ def dry_run_document(state: ClusterState, docs: Sequence[Mapping[str, Any]], sou
         "message": "now" if placed else e.message,
         "diagnosis": None if placed else frozen.first_diagnoses.get(name),
         "evictions": sorted(evictions, key=lambda v: (v["action"], v["pod"])),
+        "upcoming": upcoming,
     })
     return doc
 

@@ -12,6 +12,12 @@ the default of its queue, else the global default, else for ever ("unknown"). A 
 counts its runtime from ``status.startTime``; one already past it ends at ``now``. Pending pods
 get the same rule, written to their duration annotation so the kubelets honour it.
 
+The state's CronJobs, JobTemplates and JobFlows are restored too, with the finished jobs a
+workflow owns (a flow's completed targets), so their controllers create in the forecast the jobs
+they would create on the cluster: a flow's next steps once their targets complete, a CronJob's
+runs at its scheduled times. Those jobs' pods get the same runtime rule through their templates;
+:attr:`Forecast.upcoming` says when each was created and started.
+
 A tracked job *starts* at the first session after which it is ready (minAvailable pods
 allocated or bound). A job that did not start while running pods of unknown runtime kept
 running is re-tried with those pods ending at ``now``: if it starts then, its start depends on
@@ -40,6 +46,7 @@ __all__ = [
     "RuntimeAssumption",
     "RuntimePolicy",
     "Tracker",
+    "Upcoming",
     "assumptions",
     "estimate_starts",
     "forecast",
@@ -55,7 +62,7 @@ Tracker = Callable[[Any], Mapping[str, str]]
 # Creation order for objects without a creationTimestamp (and ties): what must exist first.
 _KIND_RANK = {"PriorityClass": 0, "Queue": 1, "Node": 2, "HyperNode": 3, "StorageClass": 4, "CSIDriver": 4,
               "CSINode": 4, "PersistentVolume": 5, "CSIStorageCapacity": 5, "PersistentVolumeClaim": 6, "PodGroup": 7,
-              "Job": 8, "Pod": 9}
+              "Job": 8, "Pod": 9, "JobTemplate": 8, "JobFlow": 8, "CronJob": 8}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,22 @@ class Forecast:
     end_reason: str
     first_diagnoses: dict[str, dict[str, Any]]
     """Tracked key → its diagnosis in the first session it was left short (``Diagnosis.to_dict``)."""
+    upcoming: list[Upcoming] = field(default_factory=list)
+    """The jobs a JobFlow or CronJob created during the forecast, in creation order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upcoming:
+    """A job that does not exist yet but that a workflow creates within the forecast."""
+
+    job: str            # namespace/name
+    created_by: str     # "JobFlow ns/name" or "CronJob ns/name"
+    created: float      # absolute virtual time
+    started: float | None
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {"job": self.job, "created_by": self.created_by, "created_in_seconds": round(self.created - now, 6),
+                "start_in_seconds": None if self.started is None else round(self.started - now, 6)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,12 +254,16 @@ def _replicas(task: Mapping[str, Any]) -> int:
 def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, registry: Registry, *,
              now: float, policy: RuntimePolicy, track: Tracker,
              seed: int = 0, horizon: float = DEFAULT_HORIZON, extra: Sequence[Mapping[str, Any]] = (),
-             unknown_end_now: bool = False, freeze: bool = False) -> Forecast:
+             unknown_end_now: bool = False, freeze: bool = False, wanted: Sequence[str] | None = None) -> Forecast:
     """Simulate ``docs`` (plus ``extra``, created at ``now``) forward from ``now``.
 
     ``track(cache)`` maps the names of the jobs whose start is wanted to their PodGroup keys;
     it is asked after every session (a dry-run job's PodGroup appears only once its controller
-    has created it). ``freeze`` keeps the state as it is: none of its pods ends.
+    has created it). ``freeze`` keeps the state as it is: none of its pods ends. With
+    ``wanted`` (those names), the run ends once every one has started and every open workflow
+    has shown what it does next, not at the horizon: every CronJob has created one more job
+    (or will create none), after which the forecast suspends the CronJobs (they would create jobs
+    for ever), and every JobFlow has ended.
     """
     from pyvolcano.simulator.runtime import Simulation
     from pyvolcano.simulator.workload import Submission
@@ -264,9 +291,40 @@ def forecast(docs: Sequence[Mapping[str, Any]], config: SchedulerConfiguration, 
                 starts[name] = t
 
     sim.on_session = on_session
+    if wanted is not None:
+        names = list(wanted)
+
+        def answered() -> bool:
+            if not all(n in starts for n in names):
+                return False
+            runs = sim.workflow_runs_after(now)
+            crons = [g for g in runs if g.startswith("CronJob ")]
+            if not all(runs[g] > 0 or _cron_idle(sim, g) for g in crons):
+                return False
+            for group in crons:
+                ns, _, name = group.partition(" ")[2].partition("/")
+                sim.store.patch("CronJob", ns, name, {"spec": {"suspend": True}})
+            return len(crons) == len(runs)  # no JobFlow left open
+
+        sim.stop_when = answered
+    existing = {_key(d) for d in docs if d.get("kind") == "Job"}
     res = sim.run(until=now + horizon)
+    upcoming = sorted((Upcoming(k, r.group, r.submitted, r.started) for k, r in res.jobs.items()
+                       if r.group and k not in existing), key=lambda u: (u.created, u.job))
     return Forecast(now=now, starts=starts, evictions=evictions, rejected=rejected + res.rejected,
-                    end_reason=res.end_reason, first_diagnoses=diagnoses)
+                    end_reason=res.end_reason, first_diagnoses=diagnoses, upcoming=upcoming)
+
+
+def _cron_idle(sim: Any, group: str) -> bool:
+    """A CronJob that will create nothing more (suspended, or no next time)."""
+    from pyvolcano.controllers.cronjob import next_run
+
+    ns, _, name = group.partition(" ")[2].partition("/")
+    try:
+        cj = sim.store.get("CronJob", ns, name)
+    except StoreError:
+        return True
+    return next_run(cj, sim.loop.now) is None
 
 
 def restore_state(sim: Any, docs: Sequence[Mapping[str, Any]], *, now: float, policy: RuntimePolicy,
@@ -280,8 +338,13 @@ def restore_state(sim: Any, docs: Sequence[Mapping[str, Any]], *, now: float, po
     everything is created at the clock's current instant (time 0 of a ``simulate`` run), in
     creation order, and every time of the state moves with it: a running pod ends after the
     runtime it has left. Runtimes follow :func:`runtime_of` (see the module docstring)."""
+    from pyvolcano.simulator.workflows import group_of
+
     plan = {a.pod: a for a in assumptions(docs, policy, now)}
     job_uids = {str(_md(d)["uid"]) for d in docs if _is_live_vcjob(d)}
+    # A workflow's finished jobs stay: a flow creates a step's job only once its targets' jobs
+    # exist and completed, and a CronJob counts them in its history.
+    kept_finished = {str(_md(d).get("uid")) for d in docs if d.get("kind") == "Job" and group_of(d)}
     created: list[tuple[float, int, str, dict[str, Any]]] = []
     for d in docs:
         ts = _timestamp(d, ("metadata", "creationTimestamp"))
@@ -296,11 +359,16 @@ def restore_state(sim: Any, docs: Sequence[Mapping[str, Any]], *, now: float, po
     for ts, _rank, key, doc in created:
         if at_timestamps and math.isfinite(ts) and ts > sim.loop.now:
             sim.loop.advance_to(ts)
-        if doc.get("kind") == "Job" and str(_md(doc).get("uid")) not in job_uids:
+        uid = str(_md(doc).get("uid"))
+        if doc.get("kind") == "Job" and uid not in job_uids and uid not in kept_finished:
             continue  # a finished Volcano Job: its controller has nothing left to do
-        doc = _prepared(doc, None if freeze else plan.get(key), unknown_end_now, freeze, job_uids)
-        if doc.get("kind") == "Job":
+        doc = _prepared(doc, None if freeze else plan.get(key), unknown_end_now, freeze, job_uids | kept_finished)
+        if doc.get("kind") in ("Job", "JobTemplate"):
             doc = _prepared_job(doc, policy, unknown_end_now, freeze)
+        elif doc.get("kind") == "CronJob":
+            template = dict((doc.get("spec") or {}).get("jobTemplate") or {})
+            prepared = _prepared_job(template, policy, unknown_end_now, freeze)
+            doc = {**doc, "spec": {**(doc.get("spec") or {}), "jobTemplate": prepared}}
         try:
             obj = sim.restore(doc)
         except StoreError as e:
@@ -384,7 +452,7 @@ def estimate_starts(docs: Sequence[Mapping[str, Any]], keys: Sequence[str], conf
         return resolve(cache) if resolve is not None else {k: k for k in keys}
 
     fc = forecast(docs, config, registry, now=now, policy=policy, track=track, seed=seed, horizon=horizon,
-                  extra=extra)
+                  extra=extra, wanted=keys)
     unknown = [a for a in assumptions(docs, policy, now) if a.source == "unknown"]
     running = _running_pods(docs)
     late = [k for k in keys if k not in fc.starts]

@@ -8,7 +8,10 @@ session (as placements raise a queue's share, proportion may interleave them lat
 
 Each job carries the reason code of the diagnosis of one session on the state (as
 ``job why`` shows it; none when the session would place it) and the estimate of
-:mod:`pyvolcano.forecast.eta`. The running jobs' runtime assumptions are listed too.
+:mod:`pyvolcano.forecast.eta`. The running jobs' runtime assumptions are listed too, and the
+jobs still to come from JobFlows and CronJobs (``upcoming``: a flow's next steps once their
+targets complete, a CronJob's next runs), with when the forecast creates and starts them; the
+pending jobs' estimates already count them.
 """
 
 from __future__ import annotations
@@ -89,8 +92,8 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
     diagnoses = schedule_objects(SchedulerCache.from_objects(state.objects), config, registry, sessions=1,
                                  seed=seed)["diagnoses"]
     shown = [o for o in order if queue is None or o.queue == queue]
-    estimates, _fc = estimate_starts(state.docs, [o.job for o in shown], config, registry, now=state.now,
-                                     policy=policy, seed=seed, horizon=horizon)
+    estimates, fc = estimate_starts(state.docs, [o.job for o in shown], config, registry, now=state.now,
+                                    policy=policy, seed=seed, horizon=horizon)
     pending = []
     for o in shown:
         d = diagnoses.get(o.job)
@@ -116,5 +119,23 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
             r["sources"].append(a.source)
         end = None if a.ends_at is None else round(a.ends_at - state.now, 6)
         r["ends_in_seconds"] = None if end is None or r["ends_in_seconds"] is None else max(r["ends_in_seconds"], end)
+    upcoming = [{**u.to_dict(state.now), "created": to_rfc3339(u.created),
+                  "start": None if u.started is None else to_rfc3339(u.started)}
+                 for u in fc.upcoming if queue is None or _queue_of(state, u.created_by, u.job) == queue]
     return {"now": to_rfc3339(state.now), "queue": queue, "pending": pending,
-            "running": [running[k] for k in sorted(running)]}
+            "running": [running[k] for k in sorted(running)], "upcoming": upcoming}
+
+
+def _queue_of(state: ClusterState, group: str, job: str) -> str:
+    """The queue the job ``job`` of workflow ``group`` runs in: its template's ``spec.queue``."""
+    kind, _, key = group.partition(" ")
+    ns, _, name = key.partition("/")
+    docs = {(d.get("kind"), (d.get("metadata") or {}).get("namespace") or "default", (d.get("metadata") or {})
+             .get("name")): d for d in state.docs}
+    if kind == "CronJob":
+        spec = ((((docs.get(("CronJob", ns, name)) or {}).get("spec") or {}).get("jobTemplate") or {})
+                .get("spec") or {})
+    else:
+        step = job.partition("/")[2][len(name) + 1:]
+        spec = (docs.get(("JobTemplate", ns, step)) or {}).get("spec") or {}
+    return str(spec.get("queue") or "default")

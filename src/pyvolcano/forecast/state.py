@@ -7,7 +7,9 @@ cache is built from), with the scheduler configuration the state carries and the
 was taken (``now``, virtual seconds). :func:`state_from_snapshot` reads files as ``pyvolcano
 schedule`` does; :func:`state_from_store` reads a synced Kubernetes store (read-only), with
 the configuration of the cluster's ``volcano-system/volcano-scheduler-configmap`` ConfigMap
-when it can be read and loads (else ``config`` is None and ``notes`` says why). ``now`` of a
+when it can be read and loads (else ``config`` is None and ``notes`` says why). Both keep the
+workflow kinds (CronJobs, JobTemplates, JobFlows: :data:`WORKFLOW_KINDS`), whose controllers
+create jobs in a forecast as they would on the cluster. ``now`` of a
 snapshot is its newest timestamp unless given. :func:`load_state` is what the commands call:
 the state of a snapshot or a live cluster, and the configuration to run it with.
 """
@@ -22,7 +24,7 @@ from typing import Any
 
 from pyvolcano.api.inputs import read_inputs
 from pyvolcano.api.manifest import ClusterObjects, ManifestError, check_queue_parents, iter_documents, parse_objects
-from pyvolcano.api.names import JOB_API_VERSION, SCHEDULER_KINDS
+from pyvolcano.api.names import FLOW_API_VERSION, JOB_API_VERSION, SCHEDULER_KINDS
 from pyvolcano.conf import ConfigError, load_configuration
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.registry import Registry
@@ -33,10 +35,14 @@ from pyvolcano.runtime.snapshot import (
     load_snapshot_and_config,
     read_config_text,
 )
-from pyvolcano.store.base import Store, StoreError, Synced, from_rfc3339
+from pyvolcano.store.base import NotFound, Store, StoreError, Synced, from_rfc3339
 
-__all__ = ["ClusterState", "LiveReadError", "live_scheduler_config", "live_source", "load_state",
+__all__ = ["WORKFLOW_KINDS", "ClusterState", "LiveReadError", "live_scheduler_config", "live_source", "load_state",
            "newest_timestamp", "state_from_snapshot", "state_from_store"]
+
+
+WORKFLOW_KINDS = ((JOB_API_VERSION, "CronJob"), (FLOW_API_VERSION, "JobTemplate"), (FLOW_API_VERSION, "JobFlow"))
+"""``(apiVersion, kind)`` of the objects that create Volcano Jobs."""
 
 
 class LiveReadError(Exception):
@@ -93,12 +99,20 @@ def state_from_store(store: Store, timeout: float, source: str, now: float, regi
         docs += [{**job, "apiVersion": JOB_API_VERSION, "kind": "Job"} for job in store.list("Job")]
     except StoreError as e:
         notes += (f"Volcano Jobs not read ({e}); forecasts will not create the pods they have still to create",)
+    for api, kind in WORKFLOW_KINDS:
+        try:
+            docs += [{**obj, "apiVersion": api, "kind": kind} for obj in store.list(kind)]
+        except NotFound:
+            continue  # the cluster does not serve the kind (no CRD): there are none
+        except StoreError as e:
+            notes += (f"{kind}s not read ({e}); forecasts will not create the jobs they have still to create",)
     return ClusterState(docs, objs, config, now, source, notes)
 
 
 def _is_state_doc(doc: dict[str, Any]) -> bool:
     kind, api = doc.get("kind"), doc.get("apiVersion")
-    return (kind in SCHEDULER_KINDS and api != JOB_API_VERSION) or (kind == "Job" and api == JOB_API_VERSION)
+    return (kind in SCHEDULER_KINDS and api != JOB_API_VERSION) or (kind == "Job" and api == JOB_API_VERSION) \
+        or (api, kind) in WORKFLOW_KINDS
 
 
 def live_scheduler_config(store: Store, registry: Registry) -> tuple[SchedulerConfiguration | None, tuple[str, ...]]:

@@ -13,6 +13,9 @@ silently ignored. Here the rules are:
   integer is expected; a ``bool`` is **never** a number;
 * anything else raises :class:`ArgumentError`, one line, naming the owner and the key:
   ``"plugin binpack: argument binpack.weight: got 'abc' (str); expected an integer"``.
+* built with the owner's declared keys (``keys=ARGUMENTS``, :mod:`pyvolcano.framework.argument_keys`),
+  a key the owner does not take, or takes but pyvolcano refuses, is an :class:`ArgumentError`
+  at once: upstream would ignore it without a word.
 
 Durations use Go's ``time.ParseDuration`` grammar (``"1m30s"``, ``"500ms"``, ``"-1.5h"``,
 units ns/us/µs/ms/s/m/h, ``"0"`` without a unit); a bare number (or numeric string) means seconds.
@@ -27,6 +30,8 @@ import re
 from collections.abc import KeysView, Mapping
 from types import MappingProxyType
 from typing import Any, Final, NoReturn
+
+from pyvolcano.framework.argument_keys import ArgumentKeys
 
 __all__ = ["ArgumentError", "Arguments"]
 
@@ -87,18 +92,32 @@ class Arguments:
     """Read-only, typed view over one plugin's or action's ``arguments`` mapping.
 
     ``owner`` names whose arguments these are (``"plugin binpack"``, ``"action preempt"``) and
-    prefixes every error message.
+    prefixes every error message. Built with the owner's declared ``keys``
+    (:mod:`pyvolcano.framework.argument_keys`), the view refuses an unknown or refused key at once
+    (the first one, as an :class:`ArgumentError` naming it), and reading a key the table does not
+    honour is a programming error (``LookupError``).
     """
 
-    __slots__ = ("_owner", "_raw", "_within")
+    __slots__ = ("_keys", "_owner", "_raw", "_within")
 
-    def __init__(self, raw: Mapping[str, Any] | None, *, owner: str, within: str | None = None) -> None:
+    def __init__(self, raw: Mapping[str, Any] | None, *, owner: str | None = None,
+                 keys: ArgumentKeys | None = None, within: str | None = None) -> None:
         """``within``: the path of a nested mapping these arguments were read from; its errors
         name the path in their text (``"<owner>: <within>: argument <key>: ..."``) and leave
         :attr:`ArgumentError.argument` unset, as no single argument of the owner is at fault."""
         self._raw: Mapping[str, Any] = MappingProxyType(dict(raw or {}))
+        if owner is None:
+            if keys is None:
+                raise TypeError("Arguments needs an owner or a key table")
+            owner = keys.owner
         self._owner = owner
+        self._keys = keys
         self._within = within
+        if keys is not None:
+            for finding in keys.check(self._raw):
+                if finding.is_error:
+                    raise ArgumentError(f"{finding.problem}; expected {finding.expected}", argument=finding.key,
+                                        problem=finding.problem, expected=finding.expected)
 
     def __repr__(self) -> str:
         return f"Arguments({dict(self._raw)!r}, owner={self._owner!r})"
@@ -118,6 +137,11 @@ class Arguments:
     def __contains__(self, key: object) -> bool:
         return key in self._raw
 
+    def _get(self, key: str) -> Any:
+        if self._keys is not None and not self._keys.honours(key):
+            raise LookupError(f"{self._owner} reads {key!r}, which its ARGUMENTS table does not honour")
+        return self._raw.get(key)
+
     def _fail(self, key: str, value: Any, expected: str) -> NoReturn:
         if self._within is not None:
             problem = f"{self._owner}: {self._within}: argument {key}: got {_describe(value)}"
@@ -126,7 +150,7 @@ class Arguments:
 
     def get_int(self, key: str, default: int) -> int:
         """An integer: a YAML int, an integral float (``2.0``) or an integer string (``"3"``)."""
-        value = self._raw.get(key)
+        value = self._get(key)
         if value is None:
             return default
         if isinstance(value, bool):
@@ -141,7 +165,7 @@ class Arguments:
 
     def get_float(self, key: str, default: float) -> float:
         """A number: a YAML int or float (not NaN), or a decimal string (``"1.2"``, ``"1e3"``)."""
-        value = self._raw.get(key)
+        value = self._get(key)
         if value is None:
             return default
         if isinstance(value, bool):
@@ -156,7 +180,7 @@ class Arguments:
 
     def get_bool(self, key: str, default: bool) -> bool:
         """A boolean: YAML ``true``/``false`` or a Go ``ParseBool`` string (``"true"``, ``"0"``...)."""
-        value = self._raw.get(key)
+        value = self._get(key)
         if value is None:
             return default
         if isinstance(value, bool):
@@ -171,7 +195,7 @@ class Arguments:
 
     def get_str(self, key: str, default: str) -> str:
         """A string; numbers and booleans are not converted (quote them in YAML)."""
-        value = self._raw.get(key)
+        value = self._get(key)
         if value is None:
             return default
         if isinstance(value, str):
@@ -180,7 +204,7 @@ class Arguments:
 
     def get_duration_seconds(self, key: str, default: float | None) -> float | None:
         """A duration in seconds: a Go duration string (``"1m30s"``) or a number of seconds."""
-        value = self._raw.get(key)
+        value = self._get(key)
         if value is None:
             return default
         expected = "a duration such as '1m30s', '500ms', '2h', or a number of seconds"
@@ -201,7 +225,7 @@ class Arguments:
 
     def get_mapping(self, key: str) -> Mapping[str, Any] | None:
         """A nested mapping (read-only view), or ``None`` when absent or null."""
-        value = self._raw.get(key)
+        value = self._get(key)
         if value is None:
             return None
         if isinstance(value, Mapping):

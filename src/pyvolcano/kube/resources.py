@@ -3,11 +3,11 @@
 The store protocol names objects by ``kind`` alone (as the in-memory store does); this table
 turns a kind into its REST path. It lists every kind a pyvolcano component reads or writes.
 The Volcano kinds match upstream's CRDs (``config/crd/volcano/bases``): Job and Queue have a
-status subresource; PodGroup (``subresources: {}``) and Command have none, so a PodGroup's
-status is written through the object itself.
+status subresource, as do CronJob, JobFlow and JobTemplate; PodGroup (``subresources: {}``) and
+Command have none, so a PodGroup's status is written through the object itself.
 
 A kind marked ``optional`` belongs to a CRD that a cluster may not serve (an older Volcano
-bundle, or plain Kubernetes without the topology CRD): a 404 for its collection means "no such
+bundle, or plain Kubernetes without the topology or the workflow CRDs): a 404 for its collection means "no such
 objects", not an error (the informers of :mod:`pyvolcano.kube.store` list none).
 """
 
@@ -92,6 +92,9 @@ RESOURCES: Final[dict[str, Resource]] = {
         _r("ResourceSlice", "resource.k8s.io/v1", "resourceslices", namespaced=False, optional=True),
         _r("ResourceClaim", "resource.k8s.io/v1", "resourceclaims", status=True, optional=True),
         _r("ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates", optional=True),
+        _r("CronJob", "batch.volcano.sh/v1alpha1", "cronjobs", status=True, optional=True),
+        _r("JobFlow", "flow.volcano.sh/v1alpha1", "jobflows", status=True, optional=True),
+        _r("JobTemplate", "flow.volcano.sh/v1alpha1", "jobtemplates", status=True, optional=True),
     )
 }
 

@@ -1,7 +1,8 @@
 """Built-in scheduler plugins, by upstream name.
 
 The registry is an explicit literal map from upstream plugin name to the module that
-implements it; each module exposes ``new(arguments) -> Plugin``. Modules are imported when
+implements it; each module exposes ``new(arguments) -> Plugin`` and ``ARGUMENTS``, the
+argument keys it takes (:mod:`pyvolcano.framework.argument_keys`). Modules are imported when
 a configuration first uses them, so importing this package has no side effects.
 """
 
@@ -35,4 +36,13 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "extender": "pyvolcano.plugins.extender",
 }
 
-__all__ = ["BUILTIN_PLUGINS"]
+UPSTREAM_PLUGINS: tuple[str, ...] = (
+    "binpack", "capacity", "cdp", "conformance", "deviceshare", "drf", "extender", "gang",
+    "network-topology-aware", "nodegroup", "nodeorder", "numa-aware", "overcommit", "pdb", "predicates",
+    "priority", "proportion", "rescheduling", "resource-strategy-fit", "resourcequota", "sla",
+    "task-topology", "tdm", "usage",
+)
+"""Every plugin upstream registers (``pkg/scheduler/plugins/factory.go``); those without a
+module above are refused by name as not implemented yet."""
+
+__all__ = ["BUILTIN_PLUGINS", "UPSTREAM_PLUGINS"]

@@ -37,6 +37,7 @@ from pyvolcano.api.matching import (
 )
 from pyvolcano.api.resource import CPU, MEMORY
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.plugins._k8s_node_view import GPU, PREFERRED, K8sNodeView, has_preferred_pod_terms
 from pyvolcano.plugins._scoring import (
@@ -52,8 +53,8 @@ from pyvolcano.plugins._scoring import (
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["LEAST_ALLOCATED_WEIGHTS", "MOST_ALLOCATED_WEIGHTS", "PREFER_NO_SCHEDULE", "NodeScorers", "Scorer",
-           "Weights"]
+__all__ = ["LEAST_ALLOCATED_WEIGHTS", "MOST_ALLOCATED_WEIGHTS", "NODEORDER_ARGUMENTS", "PREFER_NO_SCHEDULE",
+           "NodeScorers", "Scorer", "Weights"]
 
 PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"
 # Volcano's NodeResourcesFit arguments (cpu, memory weights).
@@ -61,6 +62,19 @@ LEAST_ALLOCATED_WEIGHTS: Final = (50, 50)
 MOST_ALLOCATED_WEIGHTS: Final = (1, 1)
 
 Scorer = Callable[[TaskInfo, np.ndarray], IntArray]
+
+_WEIGHT_KEYS: Final = {
+    "least_requested": "leastrequested.weight",
+    "most_requested": "mostrequested.weight",
+    "balanced_resource": "balancedresource.weight",
+    "node_affinity": "nodeaffinity.weight",
+    "pod_affinity": "podaffinity.weight",
+    "taint_toleration": "tainttoleration.weight",
+    "image_locality": "imagelocality.weight",
+    "pod_topology_spread": "podtopologyspread.weight",
+}
+NODEORDER_ARGUMENTS: Final = ArgumentKeys("plugin nodeorder", tuple(honoured(k) for k in _WEIGHT_KEYS.values()))
+"""nodeorder's arguments (upstream ``nodeorder.go``): one weight per scorer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,18 +92,9 @@ class Weights:
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any] | None) -> Weights:
-        args = Arguments(arguments, owner="plugin nodeorder")
+        args = Arguments(arguments, keys=NODEORDER_ARGUMENTS)
         d = cls()
-        return cls(
-            least_requested=args.get_int("leastrequested.weight", d.least_requested),
-            most_requested=args.get_int("mostrequested.weight", d.most_requested),
-            balanced_resource=args.get_int("balancedresource.weight", d.balanced_resource),
-            node_affinity=args.get_int("nodeaffinity.weight", d.node_affinity),
-            pod_affinity=args.get_int("podaffinity.weight", d.pod_affinity),
-            taint_toleration=args.get_int("tainttoleration.weight", d.taint_toleration),
-            image_locality=args.get_int("imagelocality.weight", d.image_locality),
-            pod_topology_spread=args.get_int("podtopologyspread.weight", d.pod_topology_spread),
-        )
+        return cls(**{field: args.get_int(key, getattr(d, field)) for field, key in _WEIGHT_KEYS.items()})
 
 
 def _prefer_tolerations(task: TaskInfo) -> list[dict[str, Any]]:

@@ -30,16 +30,24 @@ import numpy as np
 
 from pyvolcano.api.resource import CPU, MEMORY
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.plugins._scoring import MAX_NODE_SCORE, volcano_resource_term
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["NAME", "Binpack", "new", "resource_weights"]
+__all__ = ["ARGUMENTS", "NAME", "Binpack", "new", "resource_weights"]
 
 NAME: Final = "binpack"
+_WEIGHT: Final = "binpack.weight"
+_CPU: Final = "binpack.cpu"
+_MEMORY: Final = "binpack.memory"
 _RESOURCES_KEY: Final = "binpack.resources"
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", (
+    honoured(_WEIGHT), honoured(_CPU), honoured(_MEMORY), honoured(_RESOURCES_KEY),
+    honoured(f"{_RESOURCES_KEY}.", prefix=True),
+))
 
 # (table dimension or None when no node has it, request, weight) per weighted resource
 Terms = tuple[tuple[tuple[int | None, float, int], ...], int]
@@ -57,8 +65,8 @@ def resource_weights(args: Arguments) -> dict[str, int]:
         name = name.strip()
         if name:
             weights[name] = non_negative(f"{_RESOURCES_KEY}.{name}")
-    weights[CPU] = non_negative("binpack.cpu")
-    weights[MEMORY] = non_negative("binpack.memory")
+    weights[CPU] = non_negative(_CPU)
+    weights[MEMORY] = non_negative(_MEMORY)
     return weights
 
 
@@ -66,8 +74,8 @@ class Binpack:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments, owner=f"plugin {NAME}")
-        self.weight = args.get_int("binpack.weight", 1)
+        args = Arguments(arguments, keys=ARGUMENTS)
+        self.weight = args.get_int(_WEIGHT, 1)
         self.resource_weights = resource_weights(args)
 
     def on_session_open(self, ssn: Session) -> None:

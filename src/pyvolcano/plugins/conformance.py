@@ -10,12 +10,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.argument_keys import ArgumentKeys
+from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Vote
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
 NAME = "conformance"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}")
+"""Upstream reads no argument of this plugin."""
 _CRITICAL = ("system-cluster-critical", "system-node-critical")
 
 
@@ -23,7 +27,7 @@ class Conformance:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        self.arguments = dict(arguments or {})
+        self.arguments = Arguments(arguments, keys=ARGUMENTS).raw
 
     def on_session_open(self, ssn: Session) -> None:
         def evictable(_evictor: object, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:

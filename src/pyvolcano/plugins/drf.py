@@ -19,6 +19,8 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.argument_keys import ArgumentKeys
+from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 from pyvolcano.plugins._hdrf import HierarchicalDrf
 from pyvolcano.plugins.drf_share import ShareDimensions, dominant_share, job_allocation, share_dimensions
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
 NAME = "drf"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}")
+"""Upstream reads no argument of this plugin."""
 SHARE_DELTA = 0.000001
 
 
@@ -83,7 +87,7 @@ class Drf:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        self.arguments = dict(arguments or {})
+        self.arguments = Arguments(arguments, keys=ARGUMENTS).raw
         self.total = Resource()
         self.job_attrs: dict[str, DrfAttr] = {}
 

@@ -20,12 +20,16 @@ from pyvolcano.api.job import JobInfo, ValidateResult
 from pyvolcano.api.objects import PodGroupCondition
 from pyvolcano.api.sub_job import SubJobInfo
 from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo, TaskStatus
+from pyvolcano.framework.argument_keys import ArgumentKeys
+from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Vote
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
 NAME = "gang"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}")
+"""Upstream reads no argument of this plugin."""
 
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 NOT_ENOUGH_PODS = "NotEnoughTasks"
@@ -36,7 +40,7 @@ class Gang:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        self.arguments = dict(arguments or {})
+        self.arguments = Arguments(arguments, keys=ARGUMENTS).raw
 
     def on_session_open(self, ssn: Session) -> None:
         def evictable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:

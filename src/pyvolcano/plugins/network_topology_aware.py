@@ -55,6 +55,7 @@ from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.resource import CPU, MEMORY, MIN_RESOURCE, Resource
 from pyvolcano.api.sub_job import SubJobInfo
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
 from pyvolcano.framework.topology import PURPOSE_EVICT
@@ -64,10 +65,21 @@ if TYPE_CHECKING:
     from pyvolcano.api.job import JobInfo
     from pyvolcano.framework.session import Session
 
-__all__ = ["NAME", "NetworkTopologyAware", "new"]
+__all__ = ["ARGUMENTS", "NAME", "NetworkTopologyAware", "new"]
 
 NAME: Final = "network-topology-aware"
+_WEIGHT: Final = "weight"
+_CPU: Final = "hypernode.binpack.cpu"
+_MEMORY: Final = "hypernode.binpack.memory"
 _RESOURCES: Final = "hypernode.binpack.resources"
+_NORMAL_POD_ENABLE: Final = "hypernode.binpack.normal-pod.enable"
+_NORMAL_POD_FADING: Final = "hypernode.binpack.normal-pod.fading"
+_EVICT_MAX_HYPERNODES: Final = "hypernode.gradient.evict.max-hypernodes"
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", (
+    honoured(_WEIGHT), honoured(_CPU), honoured(_MEMORY), honoured(_RESOURCES),
+    honoured(f"{_RESOURCES}.", prefix=True), honoured(_NORMAL_POD_ENABLE), honoured(_NORMAL_POD_FADING),
+    honoured(_EVICT_MAX_HYPERNODES),
+))
 _ZERO_KEY: Final = ("network-topology-aware", "none")
 
 
@@ -75,23 +87,22 @@ class NetworkTopologyAware:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments or {}, owner=f"plugin {NAME}")
+        args = Arguments(arguments, keys=ARGUMENTS)
 
         def weight(key: str) -> int:
             w = args.get_int(key, 1)
             return 1 if w < 0 else w
 
-        self.weight = weight("weight")
-        self.binpack: dict[str, int] = {CPU: weight("hypernode.binpack.cpu"),
-                                        MEMORY: weight("hypernode.binpack.memory")}
+        self.weight = weight(_WEIGHT)
+        self.binpack: dict[str, int] = {CPU: weight(_CPU), MEMORY: weight(_MEMORY)}
         for name in args.get_str(_RESOURCES, "").split(","):
             name = name.strip()
             if name and name not in (CPU, MEMORY):
                 self.binpack[name] = weight(f"{_RESOURCES}.{name}")
-        self.normal_pod_enable = args.get_bool("hypernode.binpack.normal-pod.enable", True)
-        fading = args.get_float("hypernode.binpack.normal-pod.fading", 0.8)
+        self.normal_pod_enable = args.get_bool(_NORMAL_POD_ENABLE, True)
+        fading = args.get_float(_NORMAL_POD_FADING, 0.8)
         self.fading = 0.8 if fading < 0 else fading
-        max_evict = args.get_int("hypernode.gradient.evict.max-hypernodes", 8)
+        max_evict = args.get_int(_EVICT_MAX_HYPERNODES, 8)
         self.max_evict = 8 if max_evict <= 0 else max_evict
         self.ssn: Session | None = None
 

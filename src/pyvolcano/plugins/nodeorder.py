@@ -61,14 +61,15 @@ import numpy as np
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.framework.interfaces import EventHandler
 from pyvolcano.plugins._k8s_node_view import PREFERRED, K8sNodeView, has_preferred_pod_terms
-from pyvolcano.plugins._node_scorers import NodeScorers, Scorer, Weights
+from pyvolcano.plugins._node_scorers import NODEORDER_ARGUMENTS, NodeScorers, Scorer, Weights
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["NAME", "NodeOrder", "NodeOrderSession", "new"]
+__all__ = ["ARGUMENTS", "NAME", "NodeOrder", "NodeOrderSession", "new"]
 
 NAME: Final = "nodeorder"
+ARGUMENTS: Final = NODEORDER_ARGUMENTS
 # Up to this many candidate nodes, the node-local scores run in plain Python.
 _SCALAR_MAX_NODES = 8
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.resource import CPU, MEMORY, Resource
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Vote
 from pyvolcano.framework.job_sums import JobSums
@@ -38,7 +39,7 @@ from pyvolcano.plugins._util import running_reservation
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["DEFAULT_OVERCOMMIT_FACTOR", "NAME", "Overcommit", "new"]
+__all__ = ["ARGUMENTS", "DEFAULT_OVERCOMMIT_FACTOR", "NAME", "Overcommit", "new"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ NAME = "overcommit"
 _MEMO = "overcommit/inqueue"
 OVERCOMMIT_FACTOR = "overcommit-factor"
 DEFAULT_OVERCOMMIT_FACTOR = 1.2
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (honoured(OVERCOMMIT_FACTOR),))
 
 _INQUEUE_PHASE = "Inqueue"
 
@@ -54,7 +56,7 @@ class Overcommit:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments or {}, owner=f"plugin {NAME}")
+        args = Arguments(arguments, keys=ARGUMENTS)
         factor = args.get_float(OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR)
         if factor < 1.0:
             logger.warning(

@@ -13,12 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.argument_keys import ArgumentKeys
+from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import EvictionContext, EvictionKind, Vote
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
 NAME = "priority"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}")
+"""Upstream reads no argument of this plugin."""
 
 
 def _desc(lv: int, rv: int) -> int:
@@ -31,7 +35,7 @@ class Priority:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        self.arguments = dict(arguments or {})
+        self.arguments = Arguments(arguments, keys=ARGUMENTS).raw
 
     def on_session_open(self, ssn: Session) -> None:
         def task_order(l: TaskInfo, r: TaskInfo) -> int:

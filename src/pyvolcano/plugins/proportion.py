@@ -21,6 +21,8 @@ from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import DimensionDefault, Resource, share
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.diagnosis.model import QueueQuota
+from pyvolcano.framework.argument_keys import ArgumentKeys
+from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 from pyvolcano.framework.job_sums import JobSums
 from pyvolcano.plugins._util import (
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
 NAME = "proportion"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}")
+"""Upstream reads no argument of this plugin."""
 _MEMO = "proportion/queue-sums"
 _FILL_MEMO = "proportion/water-filling"
 ZERO = DimensionDefault.ZERO
@@ -108,7 +112,7 @@ class Proportion:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        self.arguments = dict(arguments or {})
+        self.arguments = Arguments(arguments, keys=ARGUMENTS).raw
         self.queue_opts: dict[str, QueueAttr] = {}
 
     def _build(self, ssn: Session) -> None:

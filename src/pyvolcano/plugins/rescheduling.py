@@ -43,13 +43,14 @@ from pyvolcano.api.objects import Pod
 from pyvolcano.api.qos import QOSClass, pod_qos
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.plugins.numa_aware.cpumanager import go_insertion_sort
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["DEFAULT_INTERVAL", "LOW_NODE_UTILIZATION", "NAME", "LowNodeUtilization", "Rescheduling", "new"]
+__all__ = ["ARGUMENTS", "DEFAULT_INTERVAL", "LOW_NODE_UTILIZATION", "NAME", "LowNodeUtilization", "Rescheduling", "new"]
 
 NAME: Final = "rescheduling"
 LOW_NODE_UTILIZATION: Final = "lowNodeUtilization"
@@ -57,6 +58,8 @@ DEFAULT_INTERVAL: Final = 300.0
 DEFAULT_METRICS_PERIOD: Final = "5m"
 _KNOWN_STRATEGIES: Final = (LOW_NODE_UTILIZATION, "offlineOnly", "lowPriorityFirst")
 _THRESHOLD_KEYS: Final = {"cpu": "cpu", "memory": "memory", "pod": "pod"}
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", (honoured("interval"), honoured("metricsPeriod"),
+                                                   honoured("strategies")))
 
 
 @dataclass(slots=True)
@@ -141,7 +144,7 @@ class Rescheduling:
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
         raw = dict(arguments or {})
-        args = Arguments(raw, owner=_owner())
+        args = Arguments(raw, keys=ARGUMENTS)
         interval = raw.get("interval")
         if interval is not None and not isinstance(interval, str):
             raise ArgumentError.bad(_owner(), "interval", f"got {interval!r}", "a duration string such as '5m'")

@@ -53,6 +53,7 @@ float sum or which of several failing resources a message names.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ import numpy as np
 from pyvolcano.api.resource import CPU, MEMORY
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.api.unschedule import Code, Status
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.plugins._scoring import MAX_NODE_SCORE, volcano_resource_term
 
@@ -70,7 +72,7 @@ if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
     from pyvolcano.framework.session_plugins import NodeFailures
 
-__all__ = ["NAME", "Proportion", "ResourceStrategyFit", "Sra", "Strategy", "new"]
+__all__ = ["ARGUMENTS", "NAME", "Proportion", "ResourceStrategyFit", "Sra", "Strategy", "new"]
 
 NAME: Final = "resource-strategy-fit"
 DEFAULT_WEIGHT: Final = 10
@@ -79,6 +81,9 @@ MOST_ALLOCATED: Final = "MostAllocated"
 SCORING_TYPE_ANNOTATION: Final = "volcano.sh/resource-strategy-scoring-type"
 SCORING_WEIGHT_ANNOTATION: Final = "volcano.sh/resource-strategy-weight"
 _OWNER: Final = f"plugin {NAME}"
+_WEIGHT: Final = "resourceStrategyFitWeight"
+ARGUMENTS: Final = ArgumentKeys(_OWNER, (honoured(_WEIGHT), honoured("resources"), honoured("sra"),
+                                         honoured("proportional")))
 
 # (table dimension or None, request, weight, most: True/False/None for an unknown strategy)
 Row = tuple[int | None, float, int, bool | None]
@@ -116,9 +121,18 @@ def _not_a_mapping(raw: Any, path: str) -> ArgumentError:
 
 def _fields(raw: Any, path: str, names: tuple[str, ...]) -> Arguments:
     """Typed access to a nested mapping decoded like mapstructure decodes a struct: each field
-    is the exact key, else a case-insensitive match; other keys are ignored."""
+    is the exact key, else a case-insensitive match. Upstream ignores any other key; here it is
+    an error naming the closest field, as a typo (``enabel``) would otherwise switch nothing on."""
     if not isinstance(raw, Mapping):
         raise _not_a_mapping(raw, path)
+    lowered = {n.lower() for n in names}
+    for key in raw:
+        if not isinstance(key, str) or key.lower() not in lowered:
+            close = difflib.get_close_matches(str(key), list(names), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problem = f"{_OWNER}: {path}: unknown field {key!r}"
+            expected = f"one of {', '.join(names)}{hint}"
+            raise ArgumentError(f"{problem}; expected {expected}", problem=problem, expected=expected)
     picked: dict[str, Any] = {}
     for name in names:
         if name in raw:
@@ -238,8 +252,8 @@ class ResourceStrategyFit:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments, owner=_OWNER)
-        weight = args.get_int("resourceStrategyFitWeight", DEFAULT_WEIGHT)
+        args = Arguments(arguments, keys=ARGUMENTS)
+        weight = args.get_int(_WEIGHT, DEFAULT_WEIGHT)
         self.weight = DEFAULT_WEIGHT if weight < 0 else weight
         self.strategies = parse_strategies(args)
         self.sra = parse_sra(args)

@@ -24,25 +24,27 @@ from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.job import JobInfo
-from pyvolcano.framework.arguments import ArgumentError
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
+from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.framework.interfaces import Vote
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["JOB_WAITING_TIME", "NAME", "Sla", "new"]
+__all__ = ["ARGUMENTS", "JOB_WAITING_TIME", "NAME", "Sla", "new"]
 
 logger = logging.getLogger(__name__)
 
 NAME = "sla"
 JOB_WAITING_TIME = "sla-waiting-time"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (honoured(JOB_WAITING_TIME),))
 
 
 class Sla:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        self.job_waiting_time = _global_waiting_time(arguments or {})
+        self.job_waiting_time = _global_waiting_time(Arguments(arguments, keys=ARGUMENTS).raw)
 
     def waiting_time(self, job: JobInfo) -> float | None:
         """The job's own waiting time, else the global one (seconds), else ``None``."""

@@ -51,6 +51,7 @@ from pyvolcano.api.names import JDB_MAX_UNAVAILABLE_KEY, JDB_MIN_AVAILABLE_KEY, 
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import Code, Status
 from pyvolcano.diagnosis.model import PluginBlock, Reason
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.framework.interfaces import Vote
 from pyvolcano.framework.session_plugins import NodeFailures
@@ -59,11 +60,13 @@ from pyvolcano.store.base import EPOCH
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["EVICT_PERIOD", "NAME", "ZONE_PREFIX", "Tdm", "local_time", "new", "task_revocable_zone", "zone_open"]
+__all__ = ["ARGUMENTS", "EVICT_PERIOD", "NAME", "ZONE_PREFIX", "Tdm", "local_time", "new", "task_revocable_zone",
+           "zone_open"]
 
 NAME: Final = "tdm"
 ZONE_PREFIX: Final = "tdm.revocable-zone."
 EVICT_PERIOD: Final = "tdm.evict.period"
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", (honoured(ZONE_PREFIX, prefix=True), honoured(EVICT_PERIOD)))
 DEFAULT_EVICT_PERIOD: Final = 60.0
 MAX_NODE_SCORE: Final = 100.0
 NOT_ALLOWED: Final = "not allow to dispatch to revocable node"
@@ -181,7 +184,7 @@ class Tdm:
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
         raw = dict(arguments or {})
-        args = Arguments(raw, owner=f"plugin {NAME}")
+        args = Arguments(raw, keys=ARGUMENTS)
         self.zones: dict[str, str] = {}
         for key, value in raw.items():
             if ZONE_PREFIX in key:

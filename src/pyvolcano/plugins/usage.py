@@ -51,16 +51,21 @@ from pyvolcano.api.task import TaskInfo, TaskStatus, pod_resource_request
 from pyvolcano.api.unschedule import Code, Status
 from pyvolcano.conf.metrics import read_metrics
 from pyvolcano.diagnosis.model import PluginBlock, Reason
-from pyvolcano.framework.arguments import Arguments
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
+from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
 from pyvolcano.framework.session_plugins import NodeFailures
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["CPU_EXCEEDED", "MEMORY_EXCEEDED", "METRICS_ACTIVE_SECONDS", "NAME", "Usage", "new"]
+__all__ = ["ARGUMENTS", "CPU_EXCEEDED", "MEMORY_EXCEEDED", "METRICS_ACTIVE_SECONDS", "NAME", "Usage", "new"]
 
 NAME: Final = "usage"
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", tuple(honoured(k) for k in (
+    "usage.weight", "cpu.weight", "memory.weight", "thresholds", "estimator")))
+_THRESHOLD_FIELDS: Final = ("cpu", "mem")
+_ESTIMATOR_FIELDS: Final = ("request_ratio", "burst_ratio", "risk_threshold", "risk_factor", "be_cpu", "be_mem")
 CPU_EXCEEDED: Final = "the CPU load of the node exceeds the upper limit."
 MEMORY_EXCEEDED: Final = "the memory load of the node exceeds the upper limit."
 METRICS_ACTIVE_SECONDS: Final = 300.0
@@ -84,7 +89,7 @@ class Settings:
 
 
 def _settings(raw: Mapping[str, Any]) -> Settings:
-    args = Arguments(raw, owner=f"plugin {NAME}")
+    args = Arguments(raw, keys=ARGUMENTS)
     d = Settings()
     values: dict[str, Any] = {}
     for key, field, default in (("usage.weight", "usage_weight", d.usage_weight),
@@ -94,6 +99,7 @@ def _settings(raw: Mapping[str, Any]) -> Settings:
         values[field] = v if v >= 0 else default
     thresholds = args.get_mapping("thresholds")
     if thresholds is not None:
+        _known_fields("thresholds", thresholds, _THRESHOLD_FIELDS)
         t = Arguments(thresholds, owner=f"plugin {NAME}", within="thresholds")
         for key, field, limit in (("cpu", "cpu_threshold", d.cpu_threshold),
                                   ("mem", "mem_threshold", d.mem_threshold)):
@@ -101,6 +107,7 @@ def _settings(raw: Mapping[str, Any]) -> Settings:
             values[field] = float(percent) if 0 <= percent <= 100 else limit
     estimator = args.get_mapping("estimator")
     if estimator is not None:
+        _known_fields("estimator", estimator, _ESTIMATOR_FIELDS)
         e = Arguments(estimator, owner=f"plugin {NAME}", within="estimator")
         for key, field, fallback, lo, hi in (("request_ratio", "request_ratio", d.request_ratio, 0.0, 1.0),
                                             ("burst_ratio", "burst_ratio", d.burst_ratio, 0.0, 1.0),
@@ -111,6 +118,13 @@ def _settings(raw: Mapping[str, Any]) -> Settings:
         values["be_cpu"] = _best_effort(estimator.get("be_cpu"), d.be_cpu, milli=True)
         values["be_memory"] = _best_effort(estimator.get("be_mem"), d.be_memory, milli=False)
     return dataclasses.replace(d, **values)
+
+
+def _known_fields(path: str, value: Mapping[str, Any], fields: tuple[str, ...]) -> None:
+    """A nested field upstream does not read is refused (a typo), as the other nested settings."""
+    for key in value:
+        if key not in fields:
+            raise ArgumentError.bad(f"plugin {NAME}", f"{path}.{key}", "unknown field", f"one of {', '.join(fields)}")
 
 
 def _best_effort(value: Any, default: float, *, milli: bool) -> float:

@@ -109,10 +109,15 @@ class Component:
     work: Work
 
 
-def setup_logging(verbosity: int) -> None:
-    """klog-like verbosity: 4 and above debug, 0 and above info, below 0 warnings."""
+def setup_logging(verbosity: int, stderr_threshold: int = logging.INFO) -> None:
+    """klog-like verbosity: 4 and above debug, 0 and above info, below 0 warnings; records below
+    ``stderr_threshold`` (klog's ``--stderrthreshold``, upstream's default INFO) are not written."""
     level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 0 else logging.WARNING
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
+    for handler in logging.getLogger().handlers:
+        if type(handler) is logging.StreamHandler and handler.stream is sys.stderr:
+            # klog's V-levels are INFO records, which are DEBUG here at --v=4 and above.
+            handler.setLevel(logging.NOTSET if stderr_threshold <= logging.INFO else stderr_threshold)
     # One line per HTTP request only at klog's request-tracing verbosity (--v=6).
     for name in ("httpx2", "httpcore2", "httpx", "httpcore"):
         logging.getLogger(name).setLevel(logging.DEBUG if verbosity >= 6 else logging.WARNING)
@@ -297,14 +302,15 @@ def scheduler_work(*, scheduler_names: tuple[str, ...], conf_path: Path | None, 
 
 
 def controller_manager_work(*, controllers: Sequence[str], scheduler_names: tuple[str, ...],
-                            metrics: Any) -> Work:
+                            metrics: Any, inherit_owner_annotations: bool = True) -> Work:
     """vc-controller-manager's work: the enabled controllers on one store (their SSH keys and
     generated names from the operating system's randomness, see :func:`build_controllers`)."""
 
     def work(store: Any, stop: threading.Event) -> None:
         from pyvolcano.runtime.controller_manager import LiveControllerManager, build_controllers
 
-        ctrls = build_controllers(store, list(controllers), scheduler_names=scheduler_names)
+        ctrls = build_controllers(store, list(controllers), scheduler_names=scheduler_names,
+                                  inherit_owner_annotations=inherit_owner_annotations)
         LiveControllerManager(store, ctrls, metrics=metrics).run(stop)
 
     return work

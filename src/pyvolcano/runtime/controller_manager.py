@@ -25,24 +25,41 @@ from typing import Any
 from pyvolcano.runtime.clock import wall_seconds
 from pyvolcano.store.base import Compactable, Store, Waitable
 
-__all__ = ["CONTROLLERS", "CONTROLLER_KINDS", "LiveControllerManager", "build_controllers"]
+__all__ = ["CONTROLLERS", "CONTROLLER_KINDS", "UPSTREAM_CONTROLLERS", "LiveControllerManager", "build_controllers"]
 
 logger = logging.getLogger(__name__)
 
-CONTROLLER_KINDS = ("Queue", "PriorityClass", "Job", "PodGroup", "Pod", "Command", "HyperNode", "Node", "ConfigMap")
+CONTROLLER_KINDS = ("Queue", "PriorityClass", "Job", "PodGroup", "Pod", "Command", "HyperNode", "Node", "ConfigMap",
+                    "JobFlow", "JobTemplate", "CronJob")
 """What vc-controller-manager's informers watch (HyperNode, Node and ConfigMap for the HyperNode
-controller: node counts and the discovery ConfigMap)."""
+controller: node counts and the discovery ConfigMap; JobFlow, JobTemplate and CronJob for the
+workflow controllers)."""
 
-CONTROLLERS = ("queue-controller", "job-controller", "pg-controller", "gc-controller", "hyperNode-controller")
+CONTROLLERS = ("queue-controller", "job-controller", "pg-controller", "gc-controller", "hyperNode-controller",
+               "jobflow-controller", "jobtemplate-controller", "cronjob-controller")
 """Upstream's controller names (``--controllers``), in the order they run; upstream's default
 (``*,-sharding-controller``) enables all of them."""
 
+UPSTREAM_CONTROLLERS = ("colocation-config-controller", "cronjob-controller", "gc-controller", "hyperNode-controller",
+                        "job-controller", "jobflow-controller", "jobtemplate-controller", "pg-controller",
+                        "queue-controller", "sharding-controller")
+"""Every controller upstream's vc-controller-manager registers; ``--controllers`` may name them."""
+
 
 def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
-                      *, scheduler_names: Collection[str] = ("volcano",)) -> list[Any]:
+                      *, scheduler_names: Collection[str] = ("volcano",),
+                      inherit_owner_annotations: bool = True) -> list[Any]:
     """The enabled controllers, in upstream's order. Their generated names and SSH keys come
     from the operating system's randomness (:class:`SystemEntropy`); nothing here is seeded."""
-    from pyvolcano.controllers import GarbageCollector, JobController, PodGroupController, QueueController
+    from pyvolcano.controllers import (
+        CronJobController,
+        GarbageCollector,
+        JobController,
+        JobFlowController,
+        JobTemplateController,
+        PodGroupController,
+        QueueController,
+    )
     from pyvolcano.controllers.hypernode import HyperNodeController
     from pyvolcano.controllers.hypernode.discovery import DEFAULT_NAMESPACE, DEFAULT_RELEASE_NAME, configmap_name
     from pyvolcano.controllers.system_entropy import SystemEntropy
@@ -55,11 +72,15 @@ def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
     factories: dict[str, Callable[[], Any]] = {
         "queue-controller": lambda: QueueController(store=store),
         "job-controller": lambda: JobController(store=store, entropy=entropy),
-        "pg-controller": lambda: PodGroupController(store=store, scheduler_names=tuple(scheduler_names)),
+        "pg-controller": lambda: PodGroupController(store=store, scheduler_names=tuple(scheduler_names),
+                                                    inherit_owner_annotations=inherit_owner_annotations),
         "gc-controller": lambda: GarbageCollector(store=store),
         "hyperNode-controller": lambda: HyperNodeController(store=store, entropy=entropy,
                                                             config_namespace=config_namespace,
                                                             config_name=config_name),
+        "jobflow-controller": lambda: JobFlowController(store=store),
+        "jobtemplate-controller": lambda: JobTemplateController(store=store),
+        "cronjob-controller": lambda: CronJobController(store=store),
     }
     unknown = [c for c in enabled if c not in factories]
     if unknown:
@@ -86,6 +107,8 @@ class LiveControllerManager:
             if self.metrics is not None:
                 self.metrics.observe_event(ev, self._job_created)
             for c in self.controllers:
+                if ev.kind not in getattr(c, "watches", (ev.kind,)):
+                    continue
                 try:
                     c.on_event(ev)
                 except Exception:

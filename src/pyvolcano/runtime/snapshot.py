@@ -4,17 +4,18 @@ A snapshot holds, in this order, the scheduler configuration (upstream's
 ``volcano-system/volcano-scheduler-configmap`` ConfigMap with its ``volcano-scheduler.conf``
 key), PriorityClasses, Queues, Nodes, Numatopologies, HyperNodes, the storage objects
 (StorageClasses, CSIDrivers, CSINodes, PersistentVolumes, PersistentVolumeClaims,
-CSIStorageCapacities), DeviceClasses, ResourceSlices, PodGroups, ResourceClaims, Pods and Volcano
-Jobs; each kind
-sorted by namespace and name, so the same cluster state gives the same bytes. Jobs are not scheduler
-inputs (their pods and PodGroups are); they are kept for ``vcctl job list|view --cluster``,
-and ``schedule`` skips them.
+CSIStorageCapacities), DeviceClasses, ResourceSlices, PodGroups, ResourceClaims, Pods, Volcano
+Jobs, JobTemplates, JobFlows and CronJobs; each kind sorted by namespace and name, so the same
+cluster state gives the same bytes. Jobs and the workflow kinds are not scheduler inputs (their
+pods and PodGroups are); they are kept for ``vcctl --cluster``, the forecasts (which create the
+jobs a flow or a CronJob has still to make) and the dashboard, and ``schedule`` skips them.
 
 Reading (:func:`load_snapshot_and_config`) takes files, directories and ``-``
 (:mod:`pyvolcano.api.inputs`) and merges their objects in order; an object defined twice, in
 one file or two, is an error, and so is any kind besides the scheduler's inputs, the
 scheduler ConfigMap (at most one, its configuration loaded with
-:func:`pyvolcano.conf.load_configuration`), Volcano Jobs and Commands.
+:func:`pyvolcano.conf.load_configuration`), Volcano Jobs, CronJobs, JobTemplates, JobFlows and
+Commands.
 
 Invariants: every object keeps what the manifest parser reads (spec, status, labels,
 annotations, uid, creationTimestamp, deletionTimestamp, ownerReferences); server bookkeeping
@@ -35,7 +36,7 @@ import yaml
 
 from pyvolcano.api.inputs import read_inputs
 from pyvolcano.api.manifest import ClusterObjects, ManifestError, load_manifest_text
-from pyvolcano.api.names import BUS_API_VERSION, JOB_API_VERSION
+from pyvolcano.api.names import BUS_API_VERSION, FLOW_API_VERSION, JOB_API_VERSION
 from pyvolcano.conf.checked import load_configuration
 from pyvolcano.store.base import Store, StoreError, clone
 
@@ -53,14 +54,17 @@ CONFIG_KEY: Final = "volcano-scheduler.conf"
 
 SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "Numatopology", "HyperNode", "StorageClass", "CSIDriver",
                          "CSINode", "PersistentVolume", "PersistentVolumeClaim", "CSIStorageCapacity", "DeviceClass",
-                         "ResourceSlice", "PodGroup", "ResourceClaim", "Pod", "Job")
+                         "ResourceSlice", "PodGroup", "ResourceClaim", "Pod", "Job", "JobTemplate", "JobFlow",
+                         "CronJob")
 """The kinds a snapshot lists, in its document order: every kind of
-:data:`pyvolcano.api.names.SCHEDULER_KINDS`, the cluster-scoped ones first, then Volcano Jobs."""
+:data:`pyvolcano.api.names.SCHEDULER_KINDS`, the cluster-scoped ones first, then Volcano Jobs and
+the workflow kinds."""
 
 # Kinds a snapshot may hold besides the scheduler's inputs: skipped by the reader (vcctl reads
 # Jobs and Commands, the dashboard's job page Events).
 _SKIPPED_KINDS = {(JOB_API_VERSION, "Job"), (BUS_API_VERSION, "Command"), ("v1", "Event"),
-                  ("events.k8s.io/v1", "Event")}
+                  ("events.k8s.io/v1", "Event"), (JOB_API_VERSION, "CronJob"), (FLOW_API_VERSION, "JobTemplate"),
+                  (FLOW_API_VERSION, "JobFlow")}
 _SCHEDULER_KINDS_TEXT = ("v1 Pod, v1 Node, scheduling.volcano.sh/v1beta1 PodGroup, "
                          "scheduling.volcano.sh/v1beta1 Queue, scheduling.k8s.io/v1 PriorityClass, "
                          "topology.volcano.sh/v1alpha1 HyperNode, nodeinfo.volcano.sh/v1alpha1 Numatopology, "
@@ -179,7 +183,8 @@ def _load(sources: Sequence[str | Path]) -> tuple[ClusterObjects, tuple[str, dic
             elif (doc.get("apiVersion"), doc.get("kind")) not in _SKIPPED_KINDS:
                 raise ManifestError(f"{where}: apiVersion/kind {doc.get('apiVersion')}/{doc.get('kind')} is not "
                                     f"supported; expected one of {_SCHEDULER_KINDS_TEXT}, the {CONFIG_NAMESPACE}/"
-                                    f"{CONFIG_MAP} ConfigMap, batch.volcano.sh/v1alpha1 Job")
+                                    f"{CONFIG_MAP} ConfigMap, batch.volcano.sh/v1alpha1 Job or CronJob, "
+                                    "flow.volcano.sh/v1alpha1 JobTemplate or JobFlow")
             merged.other.append((i, doc))
         for attr in _OBJECT_LISTS:
             for obj in getattr(objs, attr):

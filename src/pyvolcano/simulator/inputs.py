@@ -28,7 +28,7 @@ from pyvolcano.api.manifest import ManifestError
 from pyvolcano.conf import load_configuration
 from pyvolcano.framework.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult, check_run_parameters
-from pyvolcano.simulator.workload import ClusterEvent, Submission, load_workload
+from pyvolcano.simulator.workload import ClusterEvent, Submission, endless_cronjobs, load_workload
 
 __all__ = ["InputError", "SimulationInputs", "is_snapshot", "load_inputs", "parse_default_duration", "parse_until",
            "result_document", "run_simulation", "simulate_once"]
@@ -171,6 +171,16 @@ def load_inputs(
             raise ManifestError(f"{workload}: no objects passed to simulate")
         notes = []
         manifest_mode = True
+    cron = endless_cronjobs(work_subs)
+    if cron and math.isinf(horizon):
+        raise InputError(f"{cron[0].source}: document {cron[0].document} (CronJob {cron[0].key}): a CronJob creates "
+                         "jobs for as long as the run lasts; give --until (e.g. --until 1h) or suspend it")
+    snapshot_cron = [d for d in (state.docs if state is not None else []) if d.get("kind") == "CronJob"
+                     and (d.get("spec") or {}).get("suspend") is not True]
+    if snapshot_cron and math.isinf(horizon):
+        md = snapshot_cron[0].get("metadata") or {}
+        raise InputError(f"{cluster}: CronJob {md.get('namespace') or 'default'}/{md.get('name')}: a CronJob creates "
+                         "jobs for as long as the run lasts; give --until (e.g. --until 1h)")
     if topo is not None:
         from pyvolcano.simulator.hypernodes import apply_topology
 
@@ -199,7 +209,8 @@ def is_snapshot(path: Path) -> bool:
             if isinstance(text, ManifestError):
                 return False
             for _i, doc in iter_documents(text, source):
-                if isinstance(doc, dict) and doc.get("kind") in ("Pod", "PodGroup", "Job", "ConfigMap"):
+                if isinstance(doc, dict) and doc.get("kind") in ("Pod", "PodGroup", "Job", "ConfigMap", "CronJob",
+                                                                 "JobFlow", "JobTemplate"):
                     return True
     except ManifestError:
         return False

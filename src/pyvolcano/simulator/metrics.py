@@ -33,6 +33,7 @@ Definitions (all times are virtual seconds from the start of the run):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["ENDLESS", "JobMetrics", "NodeRecord", "PodRecord", "QueueRecord", "QueueSample", "RunMetrics", "Sample"]
 
@@ -150,3 +151,5 @@ class RunMetrics:
     nodes: list[NodeRecord] = field(default_factory=list)     # at the end of the run
     queues: list[QueueRecord] = field(default_factory=list)   # at the end of the run
     hypernode_tiers: dict[str, int] = field(default_factory=dict)
+    # The JobFlows and CronJobs at the end of the run (pyvolcano.simulator.workflows.Workflow).
+    workflows: list[Any] = field(default_factory=list)

@@ -17,11 +17,17 @@ only when something changed (upstream runs one every period regardless; the deci
 the same because the inputs are). A pod update that only confirms a bind counts as a change
 when it completes its gang: the next session sets the PodGroup Running, and enqueue reads
 that phase (see ``cache.ingest``). The run ends when every submitted Job has finished
-(and nothing else is pending), at ``until``, or when nothing left could change anything (no
+(and nothing else is pending: no JobFlow short of a final phase, no CronJob that is not
+suspended), at ``until``, or when nothing left could change anything (no
 timer, no wake-up, no unseen change: pods without a duration, jobs that cannot be placed);
 :attr:`SimulationResult.end_reason` says which, and every unfinished job gets a ``reason``
 (:meth:`Simulation.explain_unfinished`). Metrics are sampled after the events of an instant
 have settled, so a session's binds count once the pods have started.
+
+Jobs that a CronJob or a JobFlow creates are followed from their creation like submitted ones;
+their :class:`JobRecord` names the workflow (``group``), and the result lists the workflows
+(:mod:`pyvolcano.simulator.workflows`). A CronJob's schedule runs on the virtual clock: its
+controller's wake-up at the next scheduled time is one of the times the clock jumps to.
 
 Everything is deterministic: the store's revisions order events, timers break ties by
 insertion order, and all randomness comes from one seeded generator.
@@ -45,6 +51,7 @@ from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.cache.ingest import apply_event, resync_object, resync_pod
 from pyvolcano.conf.metrics import read_metrics
 from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.controllers import watching
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.diagnosis.model import Diagnosis
 from pyvolcano.framework.registry import Registry
@@ -59,6 +66,7 @@ from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
 from pyvolcano.simulator.node_load import derived_usage
 from pyvolcano.simulator.pv_controller import PersistentVolumeController
 from pyvolcano.simulator.seeded_entropy import SeededEntropy
+from pyvolcano.simulator.workflows import JobRun, Workflow, group_of, workflows_of
 from pyvolcano.simulator.workload import ClusterEvent, Submission
 from pyvolcano.store.base import AlreadyExists, Compactable, StoreError, WatchEvent
 
@@ -67,6 +75,7 @@ __all__ = ["JobRecord", "Simulation", "SimulationResult"]
 logger = logging.getLogger(__name__)
 
 FINAL_JOB_PHASES = {"Completed", "Failed", "Terminated", "Aborted"}
+FINAL_JOBFLOW_PHASES = frozenset({"Succeed", "Failed", "Terminating"})
 # HyperNodes too: the cache keeps the HyperNode tree the topology-aware scheduler and the
 # collector's topology figures read.
 _SCHEDULER_KIND_SET = frozenset((*SCHEDULER_KINDS, "HyperNode"))
@@ -93,6 +102,8 @@ class JobRecord:
     why: Diagnosis | None = None
     # With HyperNodes in the cluster: the HyperNodes its pods span (pyvolcano.simulator.topology_metrics).
     span: dict[str, Any] | None = None
+    group: str = ""
+    """The CronJob or JobFlow that created the job (``"JobFlow ns/name"``), or ``""``."""
 
 
 @dataclass(slots=True)
@@ -112,14 +123,16 @@ class SimulationResult:
     duration run forever, or jobs can never be scheduled)."""
     topology: bool = False
     """The cluster had HyperNodes: each job's record says what its pods span (``span``)."""
+    workflows: list[Workflow] = field(default_factory=list)
+    """The JobFlows and CronJobs at the end of the run (:mod:`pyvolcano.simulator.workflows`)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "jobs": {
                 k: {"phase": r.phase, "retryCount": r.retry_count, "submitted": r.submitted, "started": r.started,
                     "finished": r.finished, "pods": dict(r.pods), "reason": r.reason,
                     "why": None if r.why is None else r.why.to_dict(),
-                    **({"span": r.span} if self.topology else {})}
+                    **({"span": r.span} if self.topology else {}), **({"group": r.group} if r.group else {})}
                 for k, r in sorted(self.jobs.items())
             },
             "podgroups": dict(sorted(self.podgroups.items())),
@@ -128,6 +141,9 @@ class SimulationResult:
             "stats": {"virtual_seconds": self.virtual_seconds, "sessions": self.sessions,
                       "wall_seconds": round(self.wall_seconds, 3), "end_reason": self.end_reason},
         }
+        if self.workflows:
+            out["workflows"] = [w.to_dict() for w in self.workflows]
+        return out
 
 
 def check_run_parameters(*, seed: int, schedule_period: float) -> None:
@@ -200,6 +216,7 @@ class Simulation:
         self.controllers = factory(store=self.store, entropy=SeededEntropy(random.Random(seed)))
         # kube-controller-manager's PV binder and the classes' provisioners (the cluster's, not Volcano's)
         self.controllers.append(PersistentVolumeController(store=self.store))
+        self._controllers_of: dict[str, list[Any]] = {}  # by kind: the controllers its events go to
         self.revision = 0
         self.dirty = True
         self.last_session: float | None = None
@@ -211,10 +228,15 @@ class Simulation:
         self._outstanding = 0
         self._finished_jobs = 0  # JobRecords in a final phase (kept by _set_phase)
         self._wakeups: dict[int, float] = {}
+        # JobFlows short of a final phase and CronJobs not suspended: the run goes on for them.
+        self._open_workflows: set[tuple[str, str]] = set()
         self._progress = progress
         self.on_session: Callable[[float, SessionResult], None] | None = None
         # False: run until nothing is left to happen (or ``until``), not until the jobs finish.
         self.stop_when_done = True
+        # Asked after every instant has settled: True ends the run there (a forecast that has
+        # its answers; end_reason "finished").
+        self.stop_when: Callable[[], bool] | None = None
         self.metrics = RunMetrics(name="simulation", config_name="default", seed=seed)
         self.collector = MetricsCollector(self.cache, self.metrics)
         self._unsampled: SessionResult | None = None
@@ -251,7 +273,11 @@ class Simulation:
         """Follow the Volcano Job ``obj`` from now (a fresh :class:`JobRecord`); returns its key."""
         md = obj["metadata"]
         key = f"{md.get('namespace', 'default')}/{md['name']}"
-        self.jobs[key] = JobRecord(key, self.loop.now, queue=str((obj.get("spec") or {}).get("queue", "")))
+        replaced = self.jobs.get(key)
+        if replaced is not None and replaced.phase in FINAL_JOB_PHASES:
+            self._finished_jobs -= 1  # a job of the same name, created again after deletion
+        self.jobs[key] = JobRecord(key, self.loop.now, queue=str((obj.get("spec") or {}).get("queue", "")),
+                                   group=group_of(obj))
         return key
 
     def cluster_events(self, events: Sequence[ClusterEvent]) -> None:
@@ -268,10 +294,6 @@ class Simulation:
             self.timeline.append((self.loop.now, f"rejected {sub.kind} {sub.key}: {e}"))
             return
         if sub.kind == "Job":
-            md = obj["metadata"]
-            replaced = self.jobs.get(f"{md.get('namespace', 'default')}/{md['name']}")
-            if replaced is not None and replaced.phase in FINAL_JOB_PHASES:
-                self._finished_jobs -= 1  # a job of the same name, created again after deletion
             key = self._record_job(obj)
             self.timeline.append((self.loop.now, f"job {key} submitted"))
 
@@ -291,10 +313,15 @@ class Simulation:
         self.kubelets.on_event(ev)
         self.numa.on_event(ev)
         self.collector.on_event(ev, self.loop.now)
-        for c in self.controllers:
+        interested = self._controllers_of.get(ev.kind)
+        if interested is None:
+            interested = self._controllers_of[ev.kind] = watching(self.controllers, ev.kind)
+        for c in interested:
             c.on_event(ev)
         if ev.kind == "Job":
             self._track_job(ev)
+        elif ev.kind in ("JobFlow", "CronJob"):
+            self._track_workflow(ev)
 
     def _collect_usage(self) -> None:
         """A collection of node load, as the collector running every ``metrics.interval`` would
@@ -387,10 +414,29 @@ class Simulation:
     def _resync_pod(self, ns: str, name: str) -> None:
         resync_pod(self.cache, self.store, ns, name)
 
+    def _track_workflow(self, ev: WatchEvent) -> None:
+        md = ev.object.get("metadata") or {}
+        ident = (ev.kind, f"{md.get('namespace', 'default')}/{md.get('name')}")
+        obj = ev.object
+        if ev.kind == "JobFlow":
+            phase = ((obj.get("status") or {}).get("state") or {}).get("phase")
+            open_ = phase not in FINAL_JOBFLOW_PHASES
+        else:
+            open_ = (obj.get("spec") or {}).get("suspend") is not True
+        if ev.type != "DELETED" and open_:
+            self._open_workflows.add(ident)
+        else:
+            self._open_workflows.discard(ident)
+
     def _track_job(self, ev: WatchEvent) -> None:
         md = ev.object.get("metadata") or {}
         key = f"{md.get('namespace', 'default')}/{md.get('name')}"
         rec = self.jobs.get(key)
+        if ev.type == "ADDED" and (rec is None or rec.phase in FINAL_JOB_PHASES) and (group := group_of(ev.object)):
+            # A job a CronJob or a JobFlow created: followed from now, like a submitted one.
+            self._record_job(ev.object)
+            self.timeline.append((self.loop.now, f"job {key} created by {group}"))
+            rec = self.jobs[key]
         if rec is None:
             return
         if ev.type == "DELETED":
@@ -424,7 +470,7 @@ class Simulation:
         rec.phase = phase
 
     def _all_done(self) -> bool:
-        if self._outstanding:
+        if self._outstanding or self._open_workflows:
             return False
         if self.jobs:
             return self._finished_jobs == len(self.jobs)
@@ -451,7 +497,7 @@ class Simulation:
                 self._unsampled = None
             elif self.collector.counts_changed and not (self.dirty and self._next_tick() <= self.loop.now + 1e-9):
                 self.collector.sample(self.loop.now)  # a session due now samples after itself
-            if self.stop_when_done and self._all_done():
+            if (self.stop_when_done and self._all_done()) or (self.stop_when is not None and self.stop_when()):
                 self.end_reason = "finished"
                 break
             next_times = [t for t in (self.loop.next_time(), *self._wakeups.values()) if t is not None]
@@ -531,12 +577,31 @@ class Simulation:
         for q in self.store.list("Queue"):
             st = q.get("status") or {}
             queues[q["metadata"]["name"]] = {"state": st.get("state", "Open")}
+        workflows = self.workflows()
+        m.workflows = workflows
         return SimulationResult(
             jobs=self.jobs, podgroups=podgroups, queues=queues, rejected=self.rejected,
             virtual_seconds=self.loop.now, sessions=self.sessions, wall_seconds=wall,
             session_seconds=self.session_seconds, timeline=self.timeline, end_reason=self.end_reason,
-            topology=m.topology,
+            topology=m.topology, workflows=workflows,
         )
+
+    def workflow_runs_after(self, t: float) -> dict[str, int]:
+        """Open workflow (``"JobFlow ns/name"`` or ``"CronJob ns/name"``) → how many jobs it created
+        after ``t``: a forecast's measure of whether it has seen what a workflow does next."""
+        counts = {f"{kind} {key}": 0 for kind, key in self._open_workflows}
+        for r in self.jobs.values():
+            if r.group in counts and r.submitted > t:
+                counts[r.group] += 1
+        return counts
+
+    def workflows(self) -> list[Workflow]:
+        """The JobFlows and CronJobs in the store now, with every job they created (deleted ones too)."""
+        objects = [*self.store.list("JobFlow"), *self.store.list("CronJob")]
+        if not objects:
+            return []
+        runs = [JobRun(k, r.group, r.phase, r.submitted) for k, r in self.jobs.items() if r.group]
+        return workflows_of(objects, runs, self.loop.now)
 
     def explain_unfinished(self) -> dict[str, str]:
         """Job key → why it had not finished when the run stopped.

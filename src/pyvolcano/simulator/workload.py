@@ -2,8 +2,8 @@
 
 A CLUSTER file holds Nodes (and optionally Queues, PriorityClasses, HyperNodes and the storage
 objects: StorageClasses, PersistentVolumes, PersistentVolumeClaims, CSINodes, CSIDrivers,
-CSIStorageCapacities). A WORKLOAD file holds any of Job, Queue, PodGroup, Pod, Command,
-PriorityClass, the storage objects, plus
+CSIStorageCapacities). A WORKLOAD file holds any of Job, CronJob, JobTemplate, JobFlow, Queue,
+PodGroup, Pod, Command, PriorityClass, the storage objects, plus
 ``apiVersion: pyvolcano.io/v1alpha1, kind: ClusterEvent`` documents
 (``spec: {at: 10m, action: NodeDown|NodeUp, node: NAME}``). An object's
 ``metadata.annotations["pyvolcano.io/submit-at"]`` (a duration such as ``5m``) delays its
@@ -24,7 +24,7 @@ from pyvolcano.api.kinds import KindStatus, resolve
 from pyvolcano.api.manifest import ManifestError, iter_documents, parse_object, read_manifest_text
 from pyvolcano.simulator.kubelet import DURATION
 
-__all__ = ["ClusterEvent", "Submission", "load_workload", "without_duration"]
+__all__ = ["ClusterEvent", "Submission", "endless_cronjobs", "load_workload", "without_duration"]
 
 SUBMIT_AT = "pyvolcano.io/submit-at"
 STORAGE_KINDS = {"StorageClass", "PersistentVolume", "PersistentVolumeClaim", "CSINode", "CSIDriver",
@@ -34,7 +34,8 @@ CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode", *STORAGE_KINDS, 
 CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace", "HyperNode", "StorageClass", "PersistentVolume",
                   "CSINode", "CSIDriver", "DeviceClass", "ResourceSlice"}
 WORKLOAD_KINDS = {"Job", "Queue", "PodGroup", "Pod", "Command", "PriorityClass", "Namespace", "Service",
-                  "ConfigMap", "Secret", "Node", "HyperNode", *STORAGE_KINDS, *DRA_KINDS}
+                  "ConfigMap", "Secret", "Node", "HyperNode", "CronJob", "JobTemplate", "JobFlow", *STORAGE_KINDS,
+                  *DRA_KINDS}
 PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret"),
                 *(("resource.k8s.io/v1", kind) for kind in DRA_KINDS)}
 """Kinds pyvolcano does not model that a workload may still create (job plugins read them)."""
@@ -170,12 +171,15 @@ def _cluster_event(doc: dict[str, Any], where: str, i: int, source: str) -> Clus
 
 
 def without_duration(subs: list[Submission]) -> list[str]:
-    """Keys of the Jobs with a task template, and of the plain Pods, that have no
-    ``pyvolcano.io/duration`` annotation: their pods run until the simulation ends."""
+    """Keys of the Jobs, CronJobs and JobTemplates with a task template, and of the plain Pods,
+    that have no ``pyvolcano.io/duration`` annotation: their pods run until the simulation ends."""
     out: list[str] = []
     for sub in subs:
-        if sub.kind == "Job":
-            tasks = (sub.obj.get("spec") or {}).get("tasks")
+        if sub.kind in ("Job", "CronJob", "JobTemplate"):
+            spec = sub.obj.get("spec") or {}
+            if sub.kind == "CronJob":
+                spec = (spec.get("jobTemplate") or {}).get("spec") or {} if isinstance(spec, dict) else {}
+            tasks = spec.get("tasks") if isinstance(spec, dict) else None
             if isinstance(tasks, list) and any(_lacks_duration((t or {}).get("template") if isinstance(t, dict)
                                                                else None) for t in tasks):
                 out.append(sub.key)
@@ -188,3 +192,8 @@ def _lacks_duration(obj: object) -> bool:
     md = obj.get("metadata") if isinstance(obj, dict) else None
     ann = md.get("annotations") if isinstance(md, dict) else None
     return not (isinstance(ann, dict) and DURATION in ann)
+
+
+def endless_cronjobs(subs: list[Submission]) -> list[Submission]:
+    """The CronJobs that are not suspended: they create jobs for as long as the run lasts."""
+    return [s for s in subs if s.kind == "CronJob" and ((s.obj.get("spec") or {}).get("suspend") is not True)]

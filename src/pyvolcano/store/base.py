@@ -78,7 +78,8 @@ CLUSTER_SCOPED_KINDS: Final = frozenset({"Node", "Queue", "PriorityClass", "Name
 """Kinds without a namespace; every other kind is namespaced."""
 
 STATUS_SUBRESOURCE_KINDS: Final = frozenset({"Pod", "Node", "PodGroup", "Queue", "Job", "PersistentVolume",
-                                             "PersistentVolumeClaim", "ResourceClaim"})
+                                             "PersistentVolumeClaim", "ResourceClaim", "CronJob", "JobFlow",
+                                             "JobTemplate"})
 """Kinds whose ``.status`` is owned by the status subresource: :meth:`Store.update` and
 :meth:`Store.patch` without ``subresource="status"`` keep the stored status."""
 

@@ -19,17 +19,21 @@ from pyvolcano.cli.output import one_line
 from pyvolcano.store.base import StoreError
 from pyvolcano.vcctl.common import Env
 from pyvolcano.vcctl.job import job_app
+from pyvolcano.vcctl.jobflow import jobflow_app, jobtemplate_app
 from pyvolcano.vcctl.pod import pod_app
 from pyvolcano.vcctl.queue import queue_app
 from pyvolcano.vcctl.version import version
 
 __all__ = ["app", "kubectl_plugin_main", "main", "run"]
 
-app = typer.Typer(name="vcctl", help="Volcano's command line: jobs, queues and their pods, live or on a snapshot.",
+app = typer.Typer(name="vcctl", help="Volcano's command line: jobs, queues, their pods, JobFlows and JobTemplates, "
+                                    "live or on a snapshot.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=Group)
 app.add_typer(job_app, name="job")
 app.add_typer(queue_app, name="queue")
 app.add_typer(pod_app, name="pod")
+app.add_typer(jobflow_app, name="jobflow")
+app.add_typer(jobtemplate_app, name="jobtemplate")
 app.command("version", help="Print the version information")(version)
 
 

@@ -1,7 +1,7 @@
 """The admission services: upstream's webhook paths, what each one admits, and how its answer reads.
 
 Upstream (``pkg/webhooks/router``) registers one ``AdmissionService`` per path and serves the
-ones named by ``--enabled-admission``. :data:`SERVICES` is that registry for the five kinds
+ones named by ``--enabled-admission``. :data:`SERVICES` is that registry for the kinds
 pyvolcano admits; each entry carries the rule its webhook configuration registers (group,
 version, resource, operations), upstream's webhook name, and how upstream words a rejection:
 
@@ -12,6 +12,7 @@ version, resource, operations), upstream's webhook name, and how upstream words 
 * ``/podgroups/validate`` joins its problems with ``"; "``;
 * ``/hypernodes/validate`` returns a ``field.ErrorList`` aggregate, as queues do but with the
   paths as they are;
+* ``/cronjobs/validate`` joins its problems with ``"; "`` (``validateCronJob``);
 * every other path returns its first problem.
 
 A problem whose message is a Kubernetes ``field.Error`` body (``Invalid value: …``, ``Required
@@ -37,6 +38,7 @@ from pyvolcano.webhooks.review import AdmissionRequest, AdmissionResponse
 
 __all__ = [
     "SERVICES",
+    "UPSTREAM_PATHS",
     "AdmissionService",
     "Router",
     "enabled_services",
@@ -106,6 +108,8 @@ _QUEUE: Final = ("Queue", "scheduling.volcano.sh", "v1beta1", "queues")
 _PODGROUP: Final = ("PodGroup", "scheduling.volcano.sh", "v1beta1", "podgroups")
 _POD: Final = ("Pod", "", "v1", "pods")
 _HYPERNODE: Final = ("HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes")
+_CRONJOB: Final = ("CronJob", "batch.volcano.sh", "v1alpha1", "cronjobs")
+_JOBFLOW: Final = ("JobFlow", "flow.volcano.sh", "v1alpha1", "jobflows")
 
 
 def _service(path: str, name: str, mutating: bool, target: tuple[str, str, str, str], ops: tuple[str, ...],
@@ -131,21 +135,34 @@ SERVICES: Final[dict[str, AdmissionService]] = {s.path: s for s in (
              "expect operation to be 'CREATE'"),
     _service("/hypernodes/validate", "validatehypernode.volcano.sh", False, _HYPERNODE, ("CREATE", "UPDATE"),
              "expect operation to be 'CREATE' or 'UPDATE'", _render_aggregate),
+    _service("/cronjobs/validate", "validatecronjob.volcano.sh", False, _CRONJOB, ("CREATE", "UPDATE"),
+             "expect operation to be 'CREATE' or 'UPDATE'", _render_podgroup),
+    _service("/jobflows/validate", "validatejobflow.volcano.sh", False, _JOBFLOW, ("CREATE", "UPDATE"),
+             "expect operation to be 'CREATE' or 'UPDATE'"),
 )}
-"""Every path pyvolcano serves. Upstream also has ``/jobflows/validate`` and ``/cronjobs/validate``
-for kinds pyvolcano does not admit."""
+"""Every path pyvolcano serves: all of upstream's."""
+
+UPSTREAM_PATHS: Final = ("/cronjobs/validate", "/hypernodes/validate", "/jobflows/validate", "/jobs/mutate",
+                         "/jobs/validate", "/podgroups/mutate", "/podgroups/validate", "/pods/mutate",
+                         "/pods/validate", "/queues/mutate", "/queues/validate")
+"""Every path upstream's vc-webhook-manager registers (``pkg/webhooks/admission``)."""
 
 
-def enabled_services(enabled: str) -> list[AdmissionService]:
+def enabled_services(enabled: str, *, unimplemented: list[str] | None = None) -> list[AdmissionService]:
     """The services ``--enabled-admission`` names (comma-separated paths), in its order.
 
-    Raises ValueError with upstream's wording for a path that is not registered."""
+    Raises ValueError with upstream's wording for a path that is not registered. With an
+    ``unimplemented`` list, an upstream path pyvolcano does not serve (for a kind it does not
+    admit) is appended to it instead, and not served."""
     out: list[AdmissionService] = []
     for raw in enabled.split(","):
         path = raw.strip()
         if not path:
             continue
         service = SERVICES.get(path)
+        if service is None and unimplemented is not None and path in UPSTREAM_PATHS:
+            unimplemented.append(path)
+            continue
         if service is None:
             raise ValueError(f"enabled admission {path} not found on the admission registered map "
                              f"(known: {', '.join(SERVICES)})")

@@ -1,4 +1,4 @@
-// The dashboard's shell: routing (#/queues, #/jobs, #/job/NS/NAME, #/nodes, #/timeline),
+// The dashboard's shell: routing (#/queues, #/jobs, #/job/NS/NAME, #/nodes, #/workflows, #/timeline),
 // fetching the JSON view models, the time slider of a simulation run and live updates from
 // the server's event stream (a change re-renders the current view; the page never reloads).
 
@@ -8,6 +8,7 @@ import { renderJobs } from "./jobs.js";
 import { renderJob } from "./job.js";
 import { renderNodes } from "./nodes.js";
 import { renderTimeline } from "./timeline.js";
+import { renderWorkflows } from "./workflows.js";
 
 const main = document.getElementById("main");
 const app = { meta: null, t: null, rendering: 0, fetchJSON, setTime, post, refresh: () => render() };
@@ -46,7 +47,7 @@ async function render() {
   const { view, args } = parseRoute();
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.id === `nav-${view}`);
   const renderers = { queues: renderQueues, jobs: renderJobs, job: renderJob, nodes: renderNodes,
-                      timeline: renderTimeline };
+                      workflows: renderWorkflows, timeline: renderTimeline };
   const renderer = renderers[view] || renderQueues;
   let content;
   try {

@@ -10,10 +10,11 @@ applies to the queue and to all its ancestors.
 Layout: :mod:`.attrs` (per-queue state and resource rules), :mod:`.build` (flat and
 hierarchical construction at session open), :mod:`.plugin` (the callbacks).
 
-Arguments: ``ancestorReclaimLevel`` (int, default 0, negative ⇒ 0);
+Arguments (:data:`ARGUMENTS`): ``ancestorReclaimLevel`` (int, default 0, negative ⇒ 0);
 ``capacity.DynamicResourceAllocationEnable`` (default true, as the GA feature gate: the DRA
-quota of :mod:`.dra`) and ``capacity.DRAConsumableCapacityEnable`` (read; consumable capacity
-is not modelled). Flag: ``enableHierarchy`` (default false).
+quota of :mod:`.dra`); ``capacity.DRAConsumableCapacityEnable`` is refused unless false
+(consumable device capacity is not counted against queues). Flag: ``enableHierarchy`` (default
+false).
 
 Not modelled:
 
@@ -29,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyvolcano.plugins.capacity.plugin import NAME, Capacity, CapacitySession
+from pyvolcano.plugins.capacity.plugin import ARGUMENTS, NAME, Capacity, CapacitySession
 
-__all__ = ["NAME", "Capacity", "CapacitySession", "new"]
+__all__ = ["ARGUMENTS", "NAME", "Capacity", "CapacitySession", "new"]
 
 
 def new(arguments: Mapping[str, Any] | None) -> Capacity:

@@ -46,6 +46,7 @@ from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import DimensionDefault, Resource
 from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo
 from pyvolcano.diagnosis.model import QueueQuota
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured, is_false, refused
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext, EvictionKind, Vote
 from pyvolcano.plugins._util import replicas_within
@@ -62,12 +63,18 @@ from pyvolcano.plugins.capacity.dra import COUNT_PREFIX, DraDemand, dra_quota, m
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["NAME", "Capacity", "CapacitySession"]
+__all__ = ["ARGUMENTS", "NAME", "Capacity", "CapacitySession"]
 
 NAME = "capacity"
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
 DRA_ENABLE = "capacity.DynamicResourceAllocationEnable"
 DRA_CONSUMABLE_CAPACITY_ENABLE = "capacity.DRAConsumableCapacityEnable"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (
+    honoured(ANCESTOR_RECLAIM_LEVEL),
+    honoured(DRA_ENABLE),
+    refused(DRA_CONSUMABLE_CAPACITY_ENABLE, "DRA consumable capacity: the capacity a device shares among claims is "
+            "not counted against queues", "the key removed or set to false", accepts=is_false),
+))
 QUOTA_INSUFFICIENT = "queue resource quota insufficient"
 
 
@@ -75,13 +82,11 @@ class Capacity:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments, owner=f"plugin {NAME}")
+        args = Arguments(arguments, keys=ARGUMENTS)
         # Upstream: a negative level falls back to 0.
         self.ancestor_reclaim_level = max(args.get_int(ANCESTOR_RECLAIM_LEVEL, 0), 0)
-        # Upstream's defaults are the feature gates: DynamicResourceAllocation is GA (on); consumable
-        # capacity is read but not modelled here.
+        # Upstream's default is the feature gate: DynamicResourceAllocation is GA (on).
         self.dra_enabled = args.get_bool(DRA_ENABLE, True)
-        self.dra_consumable_capacity_enabled = args.get_bool(DRA_CONSUMABLE_CAPACITY_ENABLE, True)
         self.session: CapacitySession | None = None
 
     def on_session_open(self, ssn: Session) -> None:

@@ -52,6 +52,7 @@ from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.api.unschedule import Code, Status
 from pyvolcano.diagnosis.model import PluginBlock, Reason
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 from pyvolcano.framework.session_plugins import NodeFailures
@@ -61,7 +62,7 @@ from pyvolcano.plugins.extender.client import ExtenderClient, ExtenderError
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["NAME", "VERBS", "Extender", "new"]
+__all__ = ["ARGUMENTS", "NAME", "VERBS", "Extender", "new"]
 
 NAME: Final = "extender"
 URL_PREFIX: Final = "extender.urlPrefix"
@@ -71,6 +72,9 @@ MANAGED_RESOURCES: Final = "extender.managedResources"
 VERBS: Final = ("onSessionOpen", "onSessionClose", "predicate", "prioritize", "preemptable", "reclaimable",
                 "queueOverused", "jobEnqueueable", "jobEnqueued", "jobReady", "allocateFunc", "deallocateFunc")
 PARALLELISM: Final = 16
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", (
+    honoured(URL_PREFIX), honoured(HTTP_TIMEOUT), *(honoured(f"extender.{verb}Verb") for verb in VERBS),
+    honoured(IGNORABLE), honoured(MANAGED_RESOURCES)))
 
 
 def _owner() -> str:
@@ -82,7 +86,7 @@ class Extender:
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
         raw = dict(arguments or {})
-        args = Arguments(raw, owner=_owner())
+        args = Arguments(raw, keys=ARGUMENTS)
         self.url_prefix = args.get_str(URL_PREFIX, "")
         self.verbs = {verb: args.get_str(f"extender.{verb}Verb", "") for verb in VERBS}
         self.ignorable = args.get_bool(IGNORABLE, False)

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 import numpy as np
 
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.argument_keys import ArgumentKey, ArgumentKeys, honoured
 from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.gpu.devices import DemandKind, GpuDemand
 from pyvolcano.gpu.frag import DEFAULT_POPULARITY_THRESHOLD, node_terms
@@ -60,7 +61,8 @@ from pyvolcano.gpu.session import SessionGpus
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["BestFit", "DotProd", "Fgd", "GpuClustering", "GpuPacking", "GpuPolicy", "RandomPolicy", "policy_factory"]
+__all__ = ["BestFit", "DotProd", "Fgd", "GpuClustering", "GpuPacking", "GpuPolicy", "RandomPolicy", "policy_factory",
+           "policy_keys"]
 
 DEVICESHARE: Final = "deviceshare"
 _SCORERS: Final[dict[str, Callable[[Request, NodeView], np.ndarray]]] = {
@@ -71,13 +73,19 @@ _SCORERS: Final[dict[str, Callable[[Request, NodeView], np.ndarray]]] = {
 }
 
 
+def policy_keys(name: str, *extra: ArgumentKey) -> ArgumentKeys:
+    """A policy plugin's arguments: ``<name>.weight``, ``<name>.tieBreak`` and its own."""
+    return ArgumentKeys(f"plugin {name}", (honoured(f"{name}.weight"), honoured(f"{name}.tieBreak"), *extra))
+
+
 class GpuPolicy:
     """Shared plumbing: weight argument, GPU predicate fallback, score registration."""
 
     name: ClassVar[str] = ""
+    ARGUMENTS: ClassVar[ArgumentKeys]
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        self.args = Arguments(arguments, owner=f"plugin {self.name}")
+        self.args = Arguments(arguments, keys=self.ARGUMENTS)
         self.weight = self.args.get_float(f"{self.name}.weight", 1.0)
         self.tie_break = self.args.get_str(f"{self.name}.tieBreak", "ordered")
         if self.tie_break not in ("ordered", "random"):
@@ -131,6 +139,7 @@ class GpuPolicy:
 
 class RandomPolicy(GpuPolicy):
     name = "random"
+    ARGUMENTS = policy_keys("random")
 
     def scores(self, gpus: SessionGpus, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         out = np.zeros(len(idx), dtype=np.int64)
@@ -154,22 +163,27 @@ class RandomPolicy(GpuPolicy):
 
 class DotProd(GpuPolicy):
     name = "dotprod"
+    ARGUMENTS = policy_keys("dotprod")
 
 
 class GpuClustering(GpuPolicy):
     name = "gpuclustering"
+    ARGUMENTS = policy_keys("gpuclustering")
 
 
 class GpuPacking(GpuPolicy):
     name = "gpupacking"
+    ARGUMENTS = policy_keys("gpupacking")
 
 
 class BestFit(GpuPolicy):
     name = "bestfit"
+    ARGUMENTS = policy_keys("bestfit")
 
 
 class Fgd(GpuPolicy):
     name = "fgd"
+    ARGUMENTS = policy_keys("fgd", honoured("fgd.popularityThreshold"), honoured("fgd.includeCpuPods"))
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
         super().__init__(arguments)

@@ -7,7 +7,9 @@ from typing import Any
 
 from pyvolcano.plugins.gpu_policies import BestFit
 
-__all__ = ["new"]
+__all__ = ["ARGUMENTS", "new"]
+
+ARGUMENTS = BestFit.ARGUMENTS
 
 
 def new(arguments: Mapping[str, Any]) -> BestFit:

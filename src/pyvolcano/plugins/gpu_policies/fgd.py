@@ -7,7 +7,9 @@ from typing import Any
 
 from pyvolcano.plugins.gpu_policies import Fgd
 
-__all__ = ["new"]
+__all__ = ["ARGUMENTS", "new"]
+
+ARGUMENTS = Fgd.ARGUMENTS
 
 
 def new(arguments: Mapping[str, Any]) -> Fgd:

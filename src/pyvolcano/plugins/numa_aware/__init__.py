@@ -45,6 +45,7 @@ from pyvolcano.api.qos import QOSClass, pod_qos
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import Code, Status
 from pyvolcano.diagnosis.model import PluginBlock, Reason
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
 from pyvolcano.framework.session_plugins import NodeFailures
@@ -53,10 +54,11 @@ from pyvolcano.plugins.numa_aware import cpumanager, policy
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["NAME", "NumaAware", "new", "task_policy"]
+__all__ = ["ARGUMENTS", "NAME", "NumaAware", "new", "task_policy"]
 
 NAME: Final = "numa-aware"
 WEIGHT: Final = "weight"
+ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", (honoured(WEIGHT),))
 MAX_NODE_SCORE: Final = 100
 
 
@@ -73,7 +75,7 @@ class NumaAware:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments, owner=f"plugin {NAME}")
+        args = Arguments(arguments, keys=ARGUMENTS)
         self.weight = args.get_int(WEIGHT, 1)
         self.infos: dict[str, NumaSchedulerInfo] = {}
         self.free: dict[str, ResNumaSets] = {}

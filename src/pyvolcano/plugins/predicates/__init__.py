@@ -28,14 +28,17 @@ and deallocate events, its PreBind as the pre-binder :class:`.dynamicresources.C
 Such a pod's verdicts are never cached or batched. While no pod has claims, none of it is
 registered.
 
-Arguments (upstream keys): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
-``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``,
+Arguments (:data:`ARGUMENTS`, upstream's keys): ``predicate.NodeAffinityEnable``,
+``predicate.NodePortsEnable``, ``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``,
 ``predicate.PodTopologySpreadEnable``, ``predicate.NodeVolumeLimitsEnable``,
 ``predicate.VolumeZoneEnable``, ``predicate.VolumeBindingEnable`` (all default true),
 ``volumebinding.bindTimeoutSeconds`` (600, an integer; read, but see volumebinding's doc on
-the wait), ``predicate.DynamicResourceAllocationEnable`` (default true: the feature gate is GA;
-upstream reads only the gate), ``dynamicresources.filterTimeoutSeconds`` (10; read, no effect:
-the allocator here is not interrupted). NUMA filters are not modelled.
+the wait), ``volumebinding.weight`` and ``volumebinding.shape`` (checked only: upstream scores
+volume binding only under the StorageCapacityScoring gate, off by default),
+``predicate.DynamicResourceAllocationEnable`` (default true: the feature gate is GA; upstream
+reads only the gate), ``dynamicresources.filterTimeoutSeconds`` (10; read, no effect: the
+allocator here is not interrupted), ``predicate.CacheEnable`` (upstream's predicate cache: the
+stable filters here are always memoised, with the same results). NUMA filters are not modelled.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from pyvolcano.api.matching import (
 from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import DRA_PRE_PREDICATE, NODE_POD_NUMBER_EXCEEDED, Code, Status
+from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
 from pyvolcano.plugins.predicates.dynamicresources import ClaimBinder, DynamicResources
@@ -70,6 +74,37 @@ if TYPE_CHECKING:
     from pyvolcano.framework.session_plugins import NodeFailures
 
 NAME = "predicates"
+NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
+NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
+TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
+POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
+POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
+NODE_VOLUME_LIMITS_ENABLE = "predicate.NodeVolumeLimitsEnable"
+VOLUME_ZONE_ENABLE = "predicate.VolumeZoneEnable"
+VOLUME_BINDING_ENABLE = "predicate.VolumeBindingEnable"
+BIND_TIMEOUT_SECONDS = "volumebinding.bindTimeoutSeconds"
+VOLUME_BINDING_WEIGHT = "volumebinding.weight"
+VOLUME_BINDING_SHAPE = "volumebinding.shape"
+DRA_ENABLE = "predicate.DynamicResourceAllocationEnable"
+DRA_FILTER_TIMEOUT_SECONDS = "dynamicresources.filterTimeoutSeconds"
+CACHE_ENABLE = "predicate.CacheEnable"
+_UNSCORED = "upstream scores volume binding only under the StorageCapacityScoring gate, off by default"
+ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (
+    honoured(NODE_AFFINITY_ENABLE),
+    honoured(NODE_PORTS_ENABLE),
+    honoured(TAINT_TOLERATION_ENABLE),
+    honoured(POD_AFFINITY_ENABLE),
+    honoured(POD_TOPOLOGY_SPREAD_ENABLE),
+    honoured(CACHE_ENABLE, note="the stable filters are always memoised; the results are the same"),
+    honoured(NODE_VOLUME_LIMITS_ENABLE),
+    honoured(VOLUME_ZONE_ENABLE),
+    honoured(VOLUME_BINDING_ENABLE),
+    honoured(BIND_TIMEOUT_SECONDS, note="pre-bind does not wait for the PV controller (docs/differences.md, Volumes)"),
+    honoured(VOLUME_BINDING_WEIGHT, note=_UNSCORED),
+    honoured(VOLUME_BINDING_SHAPE, note=_UNSCORED),
+    honoured(DRA_ENABLE),
+    honoured(DRA_FILTER_TIMEOUT_SECONDS, note="the allocator is never interrupted; the placement is the same"),
+))
 _STABLE_MEMO = "predicates/stable-failures"
 _STABLE_MEMO_LIMIT = 4096  # distinct pod templates kept before the memo starts over
 
@@ -127,18 +162,22 @@ class Predicates:
     name = NAME
 
     def __init__(self, arguments: Mapping[str, Any] | None = None):
-        args = Arguments(arguments or {}, owner=f"plugin {NAME}")
-        self.node_affinity_enable = args.get_bool("predicate.NodeAffinityEnable", True)
-        self.node_ports_enable = args.get_bool("predicate.NodePortsEnable", True)
-        self.taint_toleration_enable = args.get_bool("predicate.TaintTolerationEnable", True)
-        self.pod_affinity_enable = args.get_bool("predicate.PodAffinityEnable", True)
-        self.pod_topology_spread_enable = args.get_bool("predicate.PodTopologySpreadEnable", True)
-        self.node_volume_limits_enable = args.get_bool("predicate.NodeVolumeLimitsEnable", True)
-        self.volume_zone_enable = args.get_bool("predicate.VolumeZoneEnable", True)
-        self.volume_binding_enable = args.get_bool("predicate.VolumeBindingEnable", True)
-        self.bind_timeout_seconds = args.get_int("volumebinding.bindTimeoutSeconds", 600)
-        self.dra_enable = args.get_bool("predicate.DynamicResourceAllocationEnable", True)
-        self.dra_filter_timeout_seconds = args.get_int("dynamicresources.filterTimeoutSeconds", 10)
+        args = Arguments(arguments, keys=ARGUMENTS)
+        self.node_affinity_enable = args.get_bool(NODE_AFFINITY_ENABLE, True)
+        self.node_ports_enable = args.get_bool(NODE_PORTS_ENABLE, True)
+        self.taint_toleration_enable = args.get_bool(TAINT_TOLERATION_ENABLE, True)
+        self.pod_affinity_enable = args.get_bool(POD_AFFINITY_ENABLE, True)
+        self.pod_topology_spread_enable = args.get_bool(POD_TOPOLOGY_SPREAD_ENABLE, True)
+        self.node_volume_limits_enable = args.get_bool(NODE_VOLUME_LIMITS_ENABLE, True)
+        self.volume_zone_enable = args.get_bool(VOLUME_ZONE_ENABLE, True)
+        self.volume_binding_enable = args.get_bool(VOLUME_BINDING_ENABLE, True)
+        self.bind_timeout_seconds = args.get_int(BIND_TIMEOUT_SECONDS, 600)
+        self.dra_enable = args.get_bool(DRA_ENABLE, True)
+        self.dra_filter_timeout_seconds = args.get_int(DRA_FILTER_TIMEOUT_SECONDS, 10)
+        # Checked only: the stable filters are memoised either way, and upstream scores volume
+        # binding only under the StorageCapacityScoring gate, off by default.
+        args.get_bool(CACHE_ENABLE, False)
+        args.get_int(VOLUME_BINDING_WEIGHT, 1)
         self._volumes: VolumeBinding | None = None
         self._dra: DynamicResources | None = None
         self._stable_cache: dict[str, list[tuple[Status, np.ndarray]]] = {}

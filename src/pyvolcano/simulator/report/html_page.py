@@ -108,6 +108,16 @@ _TOPOLOGY_ROWS: tuple[tuple[str, str, Any], ...] = (
 )
 
 
+def _workflow_steps(w: dict[str, Any]) -> str:
+    if w["kind"] == "CronJob":
+        nxt = "-" if w.get("next_run") is None else fmt_duration(w["next_run"])
+        return f"{w.get('schedule', '')}; {len(w['steps'])} run(s); next at {nxt}"
+    layers: dict[int, list[str]] = {}
+    for st in w["steps"]:
+        layers.setdefault(st["layer"], []).append(f"{st['name']}: {st['phase'] or 'waiting'}")
+    return " → ".join(", ".join(names) for _layer, names in sorted(layers.items()))
+
+
 def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | None,
            plots: Sequence[tuple[Path, str, str]], *, csv_files: Sequence[str] = (),
            plot_error: str | None = None) -> str:
@@ -165,6 +175,16 @@ def render(runs: Sequence[tuple[str, dict[str, Any]]], cmp: dict[str, Any] | Non
               "nodes, or its whole gang does not fit inside the HyperNode its networkTopology allows (the whole "
               "cluster without a hard constraint). A job's span tier is the tier of the lowest HyperNode holding "
               "all the nodes its pods ran on.</p>")
+    for label, s in runs:
+        if s.get("workflows"):
+            suffix = f" — {label}" if len(runs) > 1 else ""
+            parts.append(f"<h2>Workflows{_e(suffix)}</h2>" + _table(
+                ("workflow", "phase", "steps / runs", "jobs", "first submitted", "last ended"),
+                [[_e(f"{w['kind']} {w['name']}"), _e(w["phase"]), _e(_workflow_steps(w)), _e(w["jobs"]),
+                  _e(fmt_duration(w["first_submit_s"])), _e(fmt_duration(w["last_end_s"]))]
+                 for w in s["workflows"]])
+                + "<p class=meta>A JobFlow's steps are listed layer by layer (a step after the steps it waits for), "
+                  "each with its job's phase; a CronJob's with its schedule and next run.</p>")
     for label, s in runs:
         suffix = f" — {label}" if len(runs) > 1 else ""
         why = s["summary"].get("never_started_reasons") or {}

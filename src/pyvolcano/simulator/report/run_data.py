@@ -16,7 +16,9 @@ stays small:
 * ``pods``: columns ``key``, ``job``, ``node``, ``start``, ``end``, ``gpu``, ``cpu``
   (:class:`~pyvolcano.simulator.metrics.PodRecord`);
 * ``nodes``: columns ``name``, ``gpus``, ``gpu_model``, ``cpu``, ``hypernodes``; ``queues``:
-  columns ``name``, ``parent``, ``weight``, ``state``; ``hypernode_tiers``: name → tier.
+  columns ``name``, ``parent``, ``weight``, ``state``; ``hypernode_tiers``: name → tier;
+* ``workflows`` (only when the run had JobFlows or CronJobs): each one as
+  :meth:`~pyvolcano.simulator.workflows.Workflow.to_dict` gives it at the end of the run.
 
 A sample holds from its ``t`` until the next one; a job is pending from ``submit`` until
 ``start``, running until ``end``; a pod is on its node from ``start`` until ``end``. So the
@@ -45,7 +47,7 @@ def run_data(run: RunMetrics) -> dict[str, Any]:
     """The run's data as the JSON object described above."""
     samples = sorted(run.samples, key=lambda s: s.t)
     queues = sorted({q for s in samples for q in s.queues})
-    return {
+    out = {
         "version": RUN_DATA_VERSION, "name": run.name, "config": run.config_name, "seed": run.seed,
         "end": _r(run.virtual_seconds), "end_reason": run.end_reason, "topology": run.topology,
         "samples": {
@@ -89,6 +91,9 @@ def run_data(run: RunMetrics) -> dict[str, Any]:
         },
         "hypernode_tiers": dict(sorted(run.hypernode_tiers.items())),
     }
+    if run.workflows:
+        out["workflows"] = [w.to_dict() for w in run.workflows]
+    return out
 
 
 def write_run_data(run: RunMetrics, path: Path) -> Path:

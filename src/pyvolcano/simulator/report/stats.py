@@ -322,6 +322,23 @@ def summarize_series(run: RunMetrics, ser: Series) -> dict[str, Any]:
     out = {"summary": summary, "queues": queues, "stats": stats, "unfinished": unfinished}
     if run.topology:
         out["topology"] = _topology_summary(run, ser, busy)
+    if run.workflows:
+        out["workflows"] = _workflow_summary(run)
+    return out
+
+
+def _workflow_summary(run: RunMetrics) -> list[dict[str, Any]]:
+    """Each JobFlow and CronJob with its steps (:meth:`Workflow.to_dict`) and, over the jobs it
+    created, their count, the first submission and the last end (None while one runs)."""
+    by_key = {j.key: j for j in run.jobs}
+    out = []
+    for w in run.workflows:
+        ns = w.key.partition("/")[0]
+        jobs = [by_key[k] for k in (f"{ns}/{s.job}" for s in w.steps) if k in by_key]
+        ends = [j.end for j in jobs]
+        out.append({**w.to_dict(), "jobs": len(jobs),
+                    "first_submit_s": min((j.submit for j in jobs), default=None),
+                    "last_end_s": None if not jobs or None in ends else max(e for e in ends if e is not None)})
     return out
 
 
