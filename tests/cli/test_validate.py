@@ -327,6 +327,38 @@ def test_a_queue_named_by_a_list_is_an_error_not_a_crash(tmp_path: Path, capsys:
     assert code == 2 and len(lines) == 1 and "metadata.name" in lines[0]
 
 
+def _configmap(key: str, text: str) -> str:
+    import yaml
+
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
+                           "data": {key: text}})
+
+
+def test_a_scheduler_configuration_in_a_configmap_is_checked_with_its_plugins(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]
+                                                                             ) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(_configmap("volcano-scheduler.conf", "actions: allocate\ntiers:\n- plugins:\n  - name: tdm\n"
+                               "    arguments: {tdm.revocable-zone.rz1: '10:00-21:00'}\n"))
+    assert run_validate([good]) == 0
+    assert "OK ConfigMap volcano-system/volcano-scheduler-configmap (volcano-scheduler.conf)" in capsys.readouterr().out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(_configmap("volcano-scheduler.conf", "actions: allocate\ntiers:\n- plugins:\n  - name: usage\n"
+                              "metrics: {type: prometheus}\n"))
+    assert run_validate([bad]) == 2
+    assert "data.volcano-scheduler.conf: metrics.address: metrics address is empty" in capsys.readouterr().out
+
+
+def test_an_admission_configuration_in_a_configmap_is_checked(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(_configmap("volcano-admission.conf", "resourceGroups:\n- resourceGroup: x\n"
+                              "  object: {key: label, value: [a]}\n"))
+    assert run_validate([bad]) == 2
+    assert "resourceGroups[0].object.key" in capsys.readouterr().out
+
+
 def test_storage_objects_are_checked_as_the_scheduler_reads_them(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "s.yaml",

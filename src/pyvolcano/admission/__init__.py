@@ -3,8 +3,9 @@
 :class:`VolcanoAdmission` implements :class:`~pyvolcano.store.base.Admission`. For every kind it
 applies the API server's object-metadata validation; for Job, Queue, PodGroup and Pod it then
 applies upstream's mutating webhook (CREATE only) and validating webhook, for HyperNode (which
-has no mutating webhook) its CRD's rules and validating webhook (:mod:`.hypernodes`), for CronJob and
-JobFlow their CRDs' defaults and rules and their validating webhooks (:mod:`.cronjobs`,
+has no mutating webhook) its CRD's rules and validating webhook (:mod:`.hypernodes`), for
+Numatopology the CRD's rules and what the scheduler reads (:mod:`.numatopologies`), for CronJob
+and JobFlow their CRDs' defaults and rules and their validating webhooks (:mod:`.cronjobs`,
 :mod:`.jobflows`), for JobTemplate (which has no webhook) its CRD's. Order per request:
 type checks → mutation → metadata validation → kind validation; all problems of one object are
 reported together in a single :class:`~pyvolcano.store.base.Invalid` (field of the first one,
@@ -15,11 +16,13 @@ reported together in a single :class:`~pyvolcano.store.base.Invalid` (field of t
 (:mod:`pyvolcano.webhooks`) can serve the mutating and the validating webhooks separately, as
 the API server calls them.
 
-Pods get what the API server does before any webhook: the defaulting of
+Pods get the resource groups of ``--admission-conf`` on CREATE (:mod:`.resource_groups`, when
+:attr:`VolcanoAdmission.resource_groups` is set) and what the API server does before any webhook: the defaulting of
 :mod:`pyvolcano.api.defaults` (requests from limits), the Priority admission plugin
 (:mod:`.priority`: a missing PriorityClass is Forbidden; the priority is written into the pod)
 and, on CREATE, the pod-spec validation of ``ValidatePodCreate`` (:func:`.k8s.validate_pod_spec`).
-PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule.
+PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule;
+PodDisruptionBudgets and ResourceQuotas the API server's validation (:mod:`.policy`).
 """
 
 from __future__ import annotations
@@ -27,9 +30,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from pyvolcano.admission import cronjobs, hypernodes, jobflows, jobs, podgroups, pods, policy, priority, queues
+from pyvolcano.admission import (
+    cronjobs,
+    hypernodes,
+    jobflows,
+    jobs,
+    numatopologies,
+    podgroups,
+    pods,
+    policy,
+    priority,
+    queues,
+)
 from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
+from pyvolcano.admission.resource_groups import AdmissionConfiguration, apply_resource_groups
 from pyvolcano.api.defaults import default_pod
 from pyvolcano.api.manifest import ManifestError, parse_object
 from pyvolcano.api.names import STORAGE_KINDS
@@ -71,6 +86,9 @@ class VolcanoAdmission:
             enable_root_queue_protection=enable_root_queue_protection,
             job_plugins=DEFAULT_JOB_PLUGINS if job_plugins is None else frozenset(job_plugins),
         )
+        # The /pods/mutate resource groups of --admission-conf (replaced whole when the file is
+        # read again); None: no configuration, pods are not mutated.
+        self.resource_groups: AdmissionConfiguration | None = None
 
     def admit(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store) -> dict[str, Any]:
         self.mutate(op, obj, store)
@@ -105,6 +123,10 @@ class VolcanoAdmission:
             podgroups.check_shape(obj, p)
             p.raise_if_any()
             podgroups.mutate_podgroup(obj, store)
+        elif kind == "Pod":
+            groups = self.resource_groups
+            if groups is not None:
+                apply_resource_groups(groups, obj)
         return obj
 
     def validate(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store) -> None:
@@ -125,6 +147,9 @@ class VolcanoAdmission:
             self._podgroup(op, obj, store, p)
         elif kind == "HyperNode":
             self._hypernode(obj, p)
+        elif kind == "Numatopology":
+            validate_object_meta(obj, p)
+            numatopologies.validate_numatopology(obj, p)
         elif kind == "CronJob":
             self._crd_kind(obj, p, cronjobs.check_shape, cronjobs.validate_schema, cronjobs.validate_cronjob)
         elif kind == "JobFlow":

@@ -42,6 +42,7 @@ CHECKED_KINDS: Final[frozenset[tuple[str, str]]] = frozenset({
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("bus.volcano.sh/v1alpha1", "Command"),
     ("topology.volcano.sh/v1alpha1", "HyperNode"),
+    ("nodeinfo.volcano.sh/v1alpha1", "Numatopology"),
     ("v1", "ResourceQuota"),
     ("policy/v1", "PodDisruptionBudget"),
     ("storage.k8s.io/v1", "StorageClass"),

@@ -46,6 +46,7 @@ from pyvolcano.api.hypernode import (
 )
 from pyvolcano.api.names import TOPOLOGY_API_VERSION
 from pyvolcano.api.network_topology import NETWORK_TOPOLOGY_MODES, NetworkTopology, SubGroupPolicy
+from pyvolcano.api.numatopology import NODEINFO_API_VERSION, Numatopology, read_spec
 from pyvolcano.api.objects import (
     Container,
     Node,
@@ -133,6 +134,7 @@ class ClusterObjects:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     hypernodes: list[HyperNode] = field(default_factory=list)
+    numatopologies: list[Numatopology] = field(default_factory=list)
     pod_disruption_budgets: list[PodDisruptionBudget] = field(default_factory=list)
     resource_quotas: list[ResourceQuota] = field(default_factory=list)
     device_classes: list[DeviceClass] = field(default_factory=list)
@@ -411,7 +413,7 @@ def _pod(d: _Doc) -> Pod:
         tolerations=[dict(t) for t in d.list_("spec.tolerations")],
         topology_spread_constraints=[dict(t) for t in d.list_("spec.topologySpreadConstraints")],
         scheduling_gates=gates, phase=phase, conditions=conditions,
-        nominated_node_name=d.str_("status.nominatedNodeName", ""),
+        nominated_node_name=d.str_("status.nominatedNodeName", ""), start_time=d.timestamp("status.startTime"),
         stored_unschedulable=unschedulable_condition(conditions),
         resource_claims=resource_claims, resource_claim_statuses=claim_statuses,
         claims=claims, ephemeral_claims=ephemeral,
@@ -616,6 +618,7 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         topology_spread_constraints=[dict(t) for t in _list_or_empty(spread)],
         scheduling_gates=gates, phase=phase, conditions=conditions,
         nominated_node_name=_str_or(status.get("nominatedNodeName")),
+        start_time=_time_or_none(status.get("startTime")),
         stored_unschedulable=unschedulable_condition(conditions),
         claims=claims, ephemeral_claims=ephemeral,
         resources=_mapping_or_none(spec.get("resources")),
@@ -797,6 +800,17 @@ def _member_selector(d: _Doc, value: Any, path: str) -> MemberSelector:
     except matching.SelectorError as e:
         raise ManifestError(f"{d.where}: {e}") from None
     return MemberSelector(kind, label_selector=dict(inner))
+
+
+def _numatopology(d: _Doc) -> Numatopology:
+    """A Numatopology as the resource exporter writes it (:func:`pyvolcano.api.numatopology.read_spec`)."""
+    name, labels, annotations, created = _meta_common(d)
+    spec, problems = read_spec(d.get("spec"))
+    if problems:
+        path, message = problems[0]
+        raise d.fail(path, message)
+    return Numatopology(name=name, uid=d.str_("metadata.uid", "") or name, labels=labels, annotations=annotations,
+                        creation_timestamp=created, **spec)
 
 
 def _queue(d: _Doc) -> Queue:
@@ -1091,6 +1105,7 @@ _KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
     ("scheduling.volcano.sh/v1beta1", "Queue"): ("queues", _queue),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("priority_classes", _priority_class),
     (TOPOLOGY_API_VERSION, "HyperNode"): ("hypernodes", _hypernode),
+    (NODEINFO_API_VERSION, "Numatopology"): ("numatopologies", _numatopology),
     ("policy/v1", "PodDisruptionBudget"): ("pod_disruption_budgets", _pod_disruption_budget),
     ("v1", "ResourceQuota"): ("resource_quotas", _resource_quota),
     (RESOURCE_API_VERSION, "DeviceClass"): ("device_classes", dra_manifest.device_class),

@@ -95,12 +95,12 @@ DRA_KINDS: Final = ("DeviceClass", "ResourceSlice", "ResourceClaim")
 """The ``resource.k8s.io/v1`` objects dynamic resource allocation reads (:mod:`pyvolcano.cache.dra`)."""
 
 SCHEDULER_KINDS: Final = ("PodDisruptionBudget", "Node", "Pod", "PriorityClass", "ResourceQuota", "PodGroup", "Queue",
-                          "HyperNode", *STORAGE_KINDS, *DRA_KINDS)
+                          "Numatopology", "HyperNode", *STORAGE_KINDS, *DRA_KINDS)
 """What vc-scheduler's cache watches: in the order upstream's ``SchedulerCache`` registers its
 informers (``pkg/scheduler/cache/cache.go``: PodDisruptionBudgets for the pdb plugin, nodes,
-pods, priority classes, resource quotas, then the Volcano informers for PodGroups, Queues and
-HyperNodes), then the storage informers volume binding
-reads and the DRA manager's. A cluster without the HyperNode CRD has no HyperNodes, and one
+pods, priority classes, resource quotas, then the Volcano informers for PodGroups, Queues,
+Numatopologies and HyperNodes), then the storage informers volume binding reads and the DRA
+manager's. A cluster without the HyperNode or the Numatopology CRD has none of them, and one
 without the resource API no DRA objects: their informers list none
 (:mod:`pyvolcano.kube.store`)."""
 

@@ -95,6 +95,8 @@ class Pod:
     phase: str = "Pending"
     conditions: list[dict[str, Any]] = field(default_factory=list)
     nominated_node_name: str = ""
+    # status.startTime (seconds since the epoch, as creation_timestamp), or None.
+    start_time: float | None = None
     # (reason, message) of the stored PodScheduled=False condition, as read; session close
     # rewrites ``conditions``, never this.
     stored_unschedulable: tuple[str, str] | None = None

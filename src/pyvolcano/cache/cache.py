@@ -33,6 +33,8 @@ from pyvolcano.api.hypernode_tree import HyperNodeTree
 from pyvolcano.api.job import JobChanges, JobInfo
 from pyvolcano.api.manifest import ClusterObjects
 from pyvolcano.api.node import NodeInfo, NodeTable
+from pyvolcano.api.node_usage import NodeUsage
+from pyvolcano.api.numatopology import NumaSchedulerInfo, Numatopology, PodMeta, ResNumaSets
 from pyvolcano.api.objects import Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass, Queue, ResourceQuota
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
@@ -84,6 +86,9 @@ class SchedulerOptions:
     # pyvolcano extension: a pending diagnosis for every job left short at session close
     # (pyvolcano.diagnosis), with its reason code and hint on the Unschedulable condition.
     diagnose: bool = True
+    # The scheduler's local time zone, which upstream reads from the process (tdm's daily
+    # windows): "UTC", an IANA name or "+HH:MM". The live scheduler passes its own.
+    time_zone: str = "UTC"
     # Upstream --ignored-provisioners: claims of classes with these provisioners are not counted
     # against the nodes' CSI attach limits (host-path provisioners, which publish no CSINode drivers).
     ignored_provisioners: tuple[str, ...] = ()
@@ -119,6 +124,15 @@ class SchedulerCache:
         # PodDisruptionBudgets by "namespace/name"; ResourceQuotas by namespace, then name.
         self.pod_disruption_budgets: dict[str, PodDisruptionBudget] = {}
         self.resource_quotas: dict[str, dict[str, ResourceQuota]] = {}
+        # Numatopologies by node name (upstream NodeInfo.NumaInfo) and, per node, the CPUs the
+        # numa-aware plugin gave pods it placed there that the node's exporter has not reported
+        # yet (upstream NodeInfo.UnassignedNumaPods); see numa_scheduler_infos.
+        self.numatopologies: dict[str, Numatopology] = {}
+        self.unassigned_numa: dict[str, dict[PodMeta, ResNumaSets]] = {}
+        # Each node's measured load, as the metrics collector last set it (upstream
+        # NodeInfo.ResourceUsage), and a counter bumped by every collection.
+        self.node_usage: dict[str, NodeUsage] = {}
+        self.usage_version = 0
         # StorageClasses, PVs, PVCs and the CSI objects (cache/volumes.py), and how many of the
         # tracked pods mount claims (volume binding runs only when there are claims or such pods).
         self.volumes = VolumeState()
@@ -170,6 +184,7 @@ class SchedulerCache:
         for cap in objs.csi_storage_capacities:
             v.upsert_capacity(cap)
         cache.hypernodes = {hn.name: hn for hn in objs.hypernodes}
+        cache.numatopologies = {nt.name: nt for nt in objs.numatopologies}
         cache.hypernode_tree = HyperNodeTree.build(
             cache.hypernodes.values(), ((info.name, info.labels, info.index) for info in cache.node_list))
         for pdb in objs.pod_disruption_budgets:
@@ -294,6 +309,8 @@ class SchedulerCache:
 
     def delete_pod(self, uid: str) -> None:
         task = self.tasks.get(uid)
+        if task is not None and self.unassigned_numa:
+            self._clear_unassigned_numa(task)
         # A finished pod holds nothing and is in no queue's request: removing it frees nothing.
         if task is None or not task.status & COMPLETED_STATUS:
             self.capacity_epoch += 1
@@ -403,6 +420,51 @@ class SchedulerCache:
     def delete_hypernode(self, name: str) -> None:
         if self.hypernodes.pop(name, None) is not None:
             self.hypernode_tree.remove_hypernode(name)
+
+    def upsert_numatopology(self, nt: Numatopology) -> None:
+        self.capacity_epoch += 1  # CPUs freed or a policy changed can let a job fit
+        self.numatopologies[nt.name] = nt
+
+    def delete_numatopology(self, name: str) -> None:
+        if self.numatopologies.pop(name, None) is not None:
+            self.capacity_epoch += 1
+
+    def add_unassigned_numa(self, node_name: str, meta: PodMeta, sets: ResNumaSets) -> None:
+        """Upstream ``AddUnassignedNumaPods``: CPUs a session gave a pod it bound to ``node_name``."""
+        if node_name in self.nodes:
+            self.unassigned_numa.setdefault(node_name, {})[meta] = sets
+
+    def _clear_unassigned_numa(self, task: TaskInfo) -> None:
+        # Upstream clearUnassignedNumaTask: a deleted pod holds its CPUs no longer.
+        held = self.unassigned_numa.get(task.node_name)
+        if held is not None:
+            held.pop(PodMeta(task.uid, task.name, task.namespace), None)
+
+    def numa_scheduler_infos(self) -> dict[str, NumaSchedulerInfo]:
+        """Every node's NUMA state for a session (upstream ``RefreshNumaSchedulerInfoByCrd``,
+        run at each snapshot): the exporter's free CPUs less those of pods placed since that it
+        does not list yet; a node whose placements it all lists forgets them."""
+        out: dict[str, NumaSchedulerInfo] = {}
+        for name in sorted(self.numatopologies):
+            if name not in self.nodes:
+                continue
+            info, settled = self.numatopologies[name].scheduler_info(self.unassigned_numa.get(name, {}))
+            if settled:
+                self.unassigned_numa.pop(name, None)
+            out[name] = info
+        return out
+
+    def set_node_usage(self, usage: Mapping[str, NodeUsage]) -> None:
+        """Upstream ``setMetricsData``: the load of the nodes the collector measured (other nodes
+        keep what they had). A lower load can let a job fit, so the capacity epoch moves."""
+        changed = False
+        for name, u in usage.items():
+            if name in self.nodes and self.node_usage.get(name) != u:
+                self.node_usage[name] = u
+                changed = True
+        if changed:
+            self.usage_version += 1
+            self.capacity_epoch += 1
 
     def upsert_queue(self, q: Queue) -> None:
         self.capacity_epoch += 1

@@ -12,6 +12,8 @@ across sessions because the cache's change logs say exactly when it goes stale:
   the table's change log, so only rows changed since are evaluated again;
 * ``plugin_memo``: plugins' own derived data (keyed by plugin), e.g. proportion's per-queue
   sums and water-filling, the predicates' stable filters;
+* ``plugin_state``: plugins' own state that decisions depend on (tdm's last victim round,
+  rescheduling's last run), recorded with a session by the decision recorder;
 * ``last_processed_node_index``: upstream's round-robin start of the feasible-node search;
 * ``session_changes`` / ``close_changes``: the cache's job change feed as seen by the session
   passes (jobs changed since the last session started) and by session close (jobs changed
@@ -110,6 +112,10 @@ class SessionMemo:
         self.feasibility = RowMemo(bool)
         self.score_cache = RowMemo(np.float64)
         self.plugin_memo: dict[str, Any] = {}
+        # Plugins' state that decisions depend on (keyed by plugin): tdm's last victim round,
+        # rescheduling's last run. Unlike plugin_memo it is not derived data: it is recorded
+        # with a session and restored for its replay.
+        self.plugin_state: dict[str, dict[str, Any]] = {}
         self.last_processed_node_index = 0
         self.session_changes = job_changes.subscribe()
         self.close_changes = job_changes.subscribe()

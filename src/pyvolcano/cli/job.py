@@ -174,6 +174,10 @@ def render_why(doc: dict[str, Any]) -> str:
         widths = [max(len(row[i]) for row in limit_rows) for i in range(len(limit_rows[0]))]
         lines.append("")
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in limit_rows]
+    plugin = diag.get("plugin")
+    if plugin:
+        lines += ["", f"PLUGIN    {plugin['name']}"]
+        lines += [f"  {name}: {_figure(value)}" for name, value in plugin["figures"].items()]
     if diag.get("volumes"):
         lines += ["", "CLAIM / PV" + " " * 20 + "DETAIL"]
         for v in diag["volumes"]:
@@ -193,6 +197,17 @@ def render_why(doc: dict[str, Any]) -> str:
         if pre["victims"]:
             lines.append(f"  victims: {', '.join(pre['victims'])}")
     return "\n".join(lines) + "\n"
+
+
+def _figure(value: object) -> str:
+    """A plugin figure on one line: mappings and lists as compact JSON, ``-`` for none."""
+    import json
+
+    if value is None:
+        return "-"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
 
 
 def _register_run() -> None:

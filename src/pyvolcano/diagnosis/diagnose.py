@@ -18,8 +18,8 @@ session and a change of whether enqueue is configured walk every job.
 The stage is decided in pipeline order, first match wins:
 
 1. PodGroup still Pending with enqueue configured: queue closed, a plugin that explains its
-   own rejection (:class:`~pyvolcano.framework.interfaces.EnqueueExplainer`: resourcequota),
-   queue capability short of minResources, or another plugin's JobEnqueueable vote
+   own rejection (:class:`~pyvolcano.framework.interfaces.EnqueueExplainer`: resourcequota,
+   extender), queue capability short of minResources, or another plugin's JobEnqueueable vote
    (``Enqueue.Rejected``);
 2. the queue is not Open; JobValid fails (``Gang.MinAvailableNotMet``);
 3. every unplaced pod is scheduling-gated;
@@ -31,8 +31,8 @@ The stage is decided in pipeline order, first match wins:
    (possibly curable by preemption or reclaim, which is then the stage, unless a victim
    filter the diagnosis replays keeps the victims: pdb, cdp,
    :class:`~pyvolcano.framework.interfaces.VictimExplainer`), or predicates (explained by the
-   plugin whose reason is the most common, when it can: nodegroup,
-   :class:`~pyvolcano.framework.interfaces.PredicateExplainer`);
+   first plugin in tier order that recognises its own refusals: nodegroup, numa-aware, tdm,
+   usage, extender, :class:`~pyvolcano.framework.interfaces.PredicateExplainer`);
 6. queue quota: the pods still needed exceed what the queue's allocate limit leaves;
 7. gated pods the gang needs; otherwise the session did not try the job.
 
@@ -316,7 +316,8 @@ class _Context:
             explained = plugin.explain_enqueue(self.ssn, job) if isinstance(plugin, EnqueueExplainer) else None
             if explained is not None:
                 return mk(explained.reason, explained.message, explained.hint, scope="minResources",
-                          resources=tuple(figures), limits=explained.limits)
+                          resources=tuple(figures), limits=explained.limits, plugin=explained.plugin or None,
+                          figures=explained.figures)
         if short_dims and quota is not None:
             name = short_dims[0]
             fig = next(f for f in figures if f.name == name)
@@ -581,7 +582,8 @@ class _Context:
                 explained = plugin.explain_predicates(ssn, job, task, hist) \
                     if isinstance(plugin, PredicateExplainer) else None
                 if explained is not None:
-                    return mk(explained.reason, fe.error(), explained.hint, limits=explained.limits, **common)
+                    return mk(explained.reason, fe.error(), explained.hint, limits=explained.limits,
+                              plugin=explained.plugin or None, figures=explained.figures, **common)
             top_reason, top_count = max(hist.items(), key=lambda kv: (kv[1], kv[0]))
             code = volume_reason(top_reason) if task.pod.claims else None
             if code is not None:

@@ -22,7 +22,9 @@ condition. Its ``to_dict()`` form is the documented, stable JSON schema (docs/re
 Units: ``cpu`` in cores, ``memory`` in bytes, ``pods`` whole, every other resource in its
 own unit (``nvidia.com/gpu: 8.0``; the scheduler counts them in milli-units internally).
 ``free_in_queue`` is null when no quota plugin limits the queue on that dimension.
-Jobs held back by a network-topology constraint also carry ``"topology"``: per tier, the
+A job a plugin blocked in its own terms (numa-aware, tdm, usage, extender) also carries
+``"plugin": {"name", "figures"}``: the plugin's figures by name. Jobs held back by a
+network-topology constraint also carry ``"topology"``: per tier, the
 HyperNode with the most room for the pods still needed (``{"tier", "best", "room", "allowed",
 "hypernodes"}``); the key is absent for other diagnoses.
 Jobs held back by their PersistentVolumeClaims (the ``Volume.*`` reasons) also carry
@@ -43,7 +45,7 @@ Invariants: exactly one reason per diagnosis, every reason belongs to one stage
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from pyvolcano.api.resource import Resource
@@ -105,6 +107,13 @@ class Reason(enum.StrEnum):
     PREEMPTION_COOLDOWN = "Preemption.CooldownProtected"
     PREEMPTION_WAITING_FOR_RELEASE = "Preemption.WaitingForRelease"
     NOT_ATTEMPTED = "Session.NotAttempted"
+    NUMA_POLICY_MISMATCH = "NUMA.PolicyMismatch"
+    NUMA_NOT_ALIGNED = "NUMA.NotAligned"
+    TDM_ZONE_CLOSED = "TDM.RevocableZoneClosed"
+    TDM_NOT_REVOCABLE = "TDM.NotRevocable"
+    USAGE_NODE_OVERLOADED = "Usage.NodeOverloaded"
+    EXTENDER_REJECTED = "Extender.Rejected"
+    EXTENDER_ENQUEUE_REJECTED = "Extender.EnqueueRejected"
     VOLUME_CLAIM_UNAVAILABLE = "Volume.ClaimUnavailable"
     VOLUME_UNBOUND_IMMEDIATE = "Volume.UnboundImmediate"
     VOLUME_NO_MATCHING_PV = "Volume.NoMatchingPV"
@@ -138,6 +147,13 @@ STAGE_OF: dict[Reason, Stage] = {
     Reason.PREEMPTION_COOLDOWN: Stage.PREEMPTION,
     Reason.PREEMPTION_WAITING_FOR_RELEASE: Stage.PREEMPTION,
     Reason.NOT_ATTEMPTED: Stage.SESSION,
+    Reason.NUMA_POLICY_MISMATCH: Stage.NODE_FIT,
+    Reason.NUMA_NOT_ALIGNED: Stage.NODE_FIT,
+    Reason.TDM_ZONE_CLOSED: Stage.NODE_FIT,
+    Reason.TDM_NOT_REVOCABLE: Stage.NODE_FIT,
+    Reason.USAGE_NODE_OVERLOADED: Stage.NODE_FIT,
+    Reason.EXTENDER_REJECTED: Stage.NODE_FIT,
+    Reason.EXTENDER_ENQUEUE_REJECTED: Stage.ENQUEUE,
     Reason.VOLUME_CLAIM_UNAVAILABLE: Stage.NODE_FIT,
     Reason.VOLUME_UNBOUND_IMMEDIATE: Stage.NODE_FIT,
     Reason.VOLUME_NO_MATCHING_PV: Stage.NODE_FIT,
@@ -216,12 +232,17 @@ class LimitFigure:
 @dataclass(frozen=True, slots=True)
 class PluginBlock:
     """A plugin's own account of how it holds a job back: its reason code, the message, the
-    smallest change that would let the job through, and the figures."""
+    smallest change that would let the job through, and the figures: the limits it enforces
+    (``limits``, pdb, cdp, resourcequota, nodegroup) or its own figures by name (``plugin``,
+    ``figures``, JSON-able: numa-aware, tdm, usage, extender)."""
 
     reason: Reason
     message: str
     hint: str
+    _: KW_ONLY
     limits: tuple[LimitFigure, ...] = ()
+    plugin: str = ""
+    figures: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +335,9 @@ class Diagnosis:
     preemption: PreemptionInfo = field(default_factory=lambda: PreemptionInfo(could_help=False))
     topology: tuple[HyperNodeFigure, ...] = ()
     limits: tuple[LimitFigure, ...] = ()
+    # The plugin that blocked the job, with its own figures (plugins' reason codes only).
+    plugin: str | None = None
+    figures: tuple[tuple[str, Any], ...] = ()
     volumes: tuple[VolumeFigure, ...] = ()
 
     @property
@@ -345,6 +369,8 @@ class Diagnosis:
             out["topology"] = [f.to_dict() for f in self.topology]
         if self.limits:
             out["limits"] = [f.to_dict() for f in self.limits]
+        if self.plugin is not None:
+            out["plugin"] = {"name": self.plugin, "figures": dict(self.figures)}
         if self.volumes:
             out["volumes"] = [f.to_dict() for f in self.volumes]
         return out

@@ -39,6 +39,7 @@ __all__ = [
     "PredicateExplainer",
     "ProportionStateExporter",
     "QuotaExporter",
+    "TimedPlugin",
     "VictimExplainer",
     "Vote",
 ]
@@ -111,18 +112,19 @@ class CapacityStateExporter(Protocol):
 @runtime_checkable
 class EnqueueExplainer(Protocol):
     """A JobEnqueueable plugin that can say why it kept a PodGroup Pending this session (read by
-    the pending diagnosis; resourcequota)."""
+    the pending diagnosis; resourcequota, extender); None when its vote did not."""
 
     def explain_enqueue(self, ssn: Session, job: JobInfo) -> PluginBlock | None: ...
 
 
 @runtime_checkable
 class PredicateExplainer(Protocol):
-    """A predicate plugin that can say why no node passes for a task, given the fit errors'
-    histogram of reasons (read by the pending diagnosis; nodegroup)."""
+    """A predicate plugin that refused the nodes of ``task`` and can say why in its own terms,
+    given the fit errors' histogram of reasons by node count (read by the pending diagnosis;
+    nodegroup, numa-aware, tdm, usage, extender); None when none of the reasons are its own."""
 
     def explain_predicates(self, ssn: Session, job: JobInfo, task: TaskInfo,
-                           failures: Mapping[str, int]) -> PluginBlock | None: ...
+                           hist: Mapping[str, int]) -> PluginBlock | None: ...
 
 
 @runtime_checkable
@@ -134,6 +136,16 @@ class VictimExplainer(Protocol):
     def keep_victims(self, ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]: ...
 
     def explain_victims(self, ssn: Session, action: str, dropped: list[TaskInfo]) -> PluginBlock: ...
+
+
+@runtime_checkable
+class TimedPlugin(Protocol):
+    """A plugin that acts on a clock of its own (tdm's daily windows and evict period,
+    rescheduling's interval): ``next_wakeup`` is the soonest time after ``ssn.now`` at which a
+    session could decide differently with nothing else changing, or None. The simulator makes a
+    session due then; the live scheduler runs every period anyway."""
+
+    def next_wakeup(self, ssn: Session) -> float | None: ...
 
 
 class Action(Protocol):

@@ -91,6 +91,7 @@ RESOURCES: Final[dict[str, Resource]] = {
         _r("Queue", "scheduling.volcano.sh/v1beta1", "queues", namespaced=False, status=True),
         _r("Command", "bus.volcano.sh/v1alpha1", "commands"),
         _r("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", namespaced=False, status=True, optional=True),
+        _r("Numatopology", "nodeinfo.volcano.sh/v1alpha1", "numatopologies", namespaced=False, optional=True),
         _r("DeviceClass", "resource.k8s.io/v1", "deviceclasses", namespaced=False, optional=True),
         _r("ResourceSlice", "resource.k8s.io/v1", "resourceslices", namespaced=False, optional=True),
         _r("ResourceClaim", "resource.k8s.io/v1", "resourceclaims", status=True, optional=True),

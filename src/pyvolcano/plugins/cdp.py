@@ -109,7 +109,7 @@ class CooldownProtection:
                    if soonest is not None else "") + f": {action} can take them after that")
         return PluginBlock(Reason.PREEMPTION_COOLDOWN,
                            f"the cdp plugin keeps {len(dropped)} pod(s) that hold the room: they started too recently",
-                           hint, tuple(figures))
+                           hint, limits=tuple(figures))
 
     def on_session_open(self, ssn: Session) -> None:
         def keep(candidates: list[TaskInfo]) -> list[TaskInfo]:

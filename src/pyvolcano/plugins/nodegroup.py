@@ -446,7 +446,7 @@ class NodeGroup:
             hint = (f"queue {queue} may use {lim:g} {name} on node group {group} ({NODEGROUP_RESOURCE_LIMITS_KEY}) "
                     f"and its pods there use {used_now:g}; {task.name} asks {asked:g}: raise the limit, or admit "
                     f"another node group in the queue's spec.affinity")
-        return PluginBlock(Reason.NODE_GROUP_RESOURCE_LIMIT_EXCEEDED, ERR_LIMIT_EXCEEDED, hint, tuple(figures))
+        return PluginBlock(Reason.NODE_GROUP_RESOURCE_LIMIT_EXCEEDED, ERR_LIMIT_EXCEEDED, hint, limits=tuple(figures))
 
     def _deallocate(self, ssn: Session, ev: Event) -> None:
         self._add_allocated(ssn, ev.task, -1)

@@ -116,7 +116,7 @@ class Pdb:
                     f"a pod without labels")
         message = f"the pdb plugin keeps {len(dropped)} of the pods that hold the room: " + (
             "their PodDisruptionBudgets allow no more disruptions" if figures else "they have no labels")
-        return PluginBlock(Reason.PREEMPTION_DISRUPTION_BUDGET, message, hint, tuple(figures))
+        return PluginBlock(Reason.PREEMPTION_DISRUPTION_BUDGET, message, hint, limits=tuple(figures))
 
     def on_session_open(self, ssn: Session) -> None:
         by_namespace = self.by_namespace = budgets_by_namespace(ssn.pod_disruption_budgets)

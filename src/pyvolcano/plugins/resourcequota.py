@@ -118,7 +118,7 @@ class ResourceQuotaPlugin:
                 f"minResources, or wait for pods of namespace {r.quota.split('/')[0]} to finish")
         message = (f"resource quota insufficient, requested: {_show(r.exceeded, r.requested)}, used: "
                    f"{_show(r.exceeded, r.used)}, limited: {_show(r.exceeded, r.hard)}")
-        return PluginBlock(Reason.ENQUEUE_RESOURCE_QUOTA_EXCEEDED, message, hint, figures)
+        return PluginBlock(Reason.ENQUEUE_RESOURCE_QUOTA_EXCEEDED, message, hint, limits=figures)
 
     def on_session_open(self, ssn: Session) -> None:
         pending: dict[str, Amounts] = {}

@@ -41,7 +41,7 @@ from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.diagnosis.model import Diagnosis
-from pyvolcano.framework.interfaces import Action, DeservedExporter, Plugin
+from pyvolcano.framework.interfaces import Action, DeservedExporter, Plugin, TimedPlugin
 from pyvolcano.framework.observer import SessionObserver
 from pyvolcano.framework.prebind import BindTarget, PreBindStep
 from pyvolcano.framework.registry import Registry
@@ -80,6 +80,14 @@ class SessionResult:
     # The earliest time a plugin's verdict changes with the clock alone (Session.revisit_at):
     # a loop that runs sessions only when something changed runs one then too.
     revisit: float | None = None
+    # The soonest time a plugin on its own clock would act again (TimedPlugin), or None.
+    next_wakeup: float | None = None
+
+
+@functools.cache
+def _timed(cls: type) -> bool:
+    """``isinstance(plugin, TimedPlugin)`` decided once per plugin class."""
+    return issubclass(cls, TimedPlugin)
 
 
 @functools.cache
@@ -151,6 +159,10 @@ def run_once(
     for _opt, plugin in ssn.plugins:
         if not result.deserved and _exports_deserved(type(plugin)):
             result.deserved = cast(DeservedExporter, plugin).deserved_snapshot()
+        if _timed(type(plugin)):
+            wake = cast(TimedPlugin, plugin).next_wakeup(ssn)
+            if wake is not None and (result.next_wakeup is None or wake < result.next_wakeup):
+                result.next_wakeup = wake
     if observer is not None:
         observer.session_closing(ssn)
     ssn.close()
