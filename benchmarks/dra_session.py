@@ -31,9 +31,9 @@ from pyvolcano.api.manifest import ClusterObjects, load_manifest_text
 from pyvolcano.api.objects import Container, Node, Pod, PodGroup, Queue
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import default_configuration
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import run_once
 from pyvolcano.runtime.dra_driver import gpu_slice
+from pyvolcano.runtime.registry import default_registry
 
 MODELS = ("A100-SXM4-80GB", "H100-SXM5-80GB")
 DEVICE_CLASS = """

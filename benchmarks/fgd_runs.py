@@ -23,7 +23,6 @@ from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.experiment import parse_policies, parse_seeds
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.gpu.experiment import RunResult, inflate, run_experiment
 from pyvolcano.gpu.openb import (
     DEFAULT_NODES,
@@ -35,6 +34,7 @@ from pyvolcano.gpu.openb import (
     load_pods,
 )
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 
 SESSION_CONF = """
 actions: "allocate"

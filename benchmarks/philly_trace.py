@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from pyvolcano.conf import default_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.traces import load_trace
 

@@ -34,8 +34,8 @@ from pyvolcano.api.objects import NodeGroupAffinity, QueueAffinity, ResourceQuot
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 
 DEFAULT = DEFAULT_SCHEDULER_CONF + "  - name: binpack\n"
 NAMED = (DEFAULT.replace("  - name: conformance\n", "  - name: conformance\n  - name: pdb\n  - name: cdp\n")

@@ -33,8 +33,8 @@ from pyvolcano.api.numatopology import CpuInfo, NumaResource, Numatopology
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 
 PLUGINS = {
     "numa-aware": "  - name: numa-aware\n",

@@ -39,8 +39,8 @@ from _synthetic import synthetic_cluster, to_yaml
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 
 # Upstream's built-in default plus binpack (the last plugin of the last tier).
 CONF = DEFAULT_SCHEDULER_CONF + "  - name: binpack\n"

@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 
 from pyvolcano.api.duration import parse_duration_strict
-from pyvolcano.conf import load_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.metrics import JobMetrics
 from pyvolcano.simulator.report.stats import summarize
 from pyvolcano.simulator.runtime import Simulation

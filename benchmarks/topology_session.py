@@ -39,8 +39,8 @@ from pyvolcano.api.objects import Container, Node, Pod, PodGroup, Queue
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 
 CONF = DEFAULT_SCHEDULER_CONF + "  - name: network-topology-aware\n"
 RACK, BLOCK, SPINE = 8, 10, 10

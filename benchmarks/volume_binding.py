@@ -23,8 +23,8 @@ import numpy as np
 from pyvolcano.api.manifest import parse_objects
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import default_configuration
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import SessionResult, run_once
+from pyvolcano.runtime.registry import default_registry
 
 GIB = 1 << 30
 

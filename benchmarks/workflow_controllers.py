@@ -21,7 +21,7 @@ from typing import Any
 
 from pyvolcano.conf import default_configuration
 from pyvolcano.controllers import default_controllers
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.seeded_entropy import SeededEntropy
 from pyvolcano.simulator.traces import load_trace

@@ -23,7 +23,7 @@ from typing import Any
 from pyvolcano.dashboard.run_views import ReportSource
 from pyvolcano.dashboard.server import serving_in_thread
 from pyvolcano.dashboard.sources import SnapshotSource
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 BUSY_FRACTION = 0.25  # of the run: the queues compete, jobs wait

@@ -11,9 +11,9 @@ from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.framework import session as framework_session
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110", labels: dict[str, str] | None = None,

@@ -10,7 +10,7 @@ import yaml
 
 from builders import node
 from pyvolcano.conf import default_configuration, load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
 from pyvolcano.simulator.workload import Submission
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from tests.test_conformance import differences, run_case
 
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 
 DATA = Path(__file__).parent / "data" / "conformance_plugins"
 CASES = sorted(p for d in ("cases", "more") if (DATA / d).is_dir() for p in (DATA / d).iterdir() if p.is_dir())

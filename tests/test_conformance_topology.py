@@ -19,8 +19,8 @@ import yaml
 from pyvolcano.api.manifest import load_manifest_file
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf_file
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 
 CASES = Path(__file__).parent / "data" / "conformance_topology"
 CASE_NAMES = sorted(p.name for p in CASES.iterdir() if p.is_dir())

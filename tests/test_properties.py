@@ -12,8 +12,8 @@ from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.api.resource import Resource
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 
 CONF = DEFAULT_SCHEDULER_CONF + "  - name: binpack\n"  # upstream's default plus binpack
 

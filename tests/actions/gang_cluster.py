@@ -10,8 +10,8 @@ import numpy as np
 from builders import cache_of, node, pod, podgroup
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import SessionResult, run_once
+from pyvolcano.runtime.registry import default_registry
 
 LOW = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": 10}
 HIGH = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}

@@ -39,8 +39,8 @@ def test_partial_gang_beyond_min_member_is_bound() -> None:
 def test_unschedulable_condition_explains_why() -> None:
     from builders import cache_of
     from pyvolcano.conf import load_scheduler_conf
-    from pyvolcano.framework.registry import default_registry
     from pyvolcano.runtime.cycle import schedule_objects
+    from pyvolcano.runtime.registry import default_registry
 
     cache = cache_of(queue("q"), node("n1", cpu="1"), node("n2", cpu="1", labels={"x": "y"}),
                      podgroup("pg", min_member=1), pod("p-0", "pg", cpu="2"))

@@ -25,10 +25,10 @@ from pyvolcano.api.resource import MIN_RESOURCE
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError
-from pyvolcano.framework.registry import Registry, default_registry
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins import BUILTIN_PLUGINS
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import Registry, default_registry
 
 
 def priority_class(name: str, value: int) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Batched placement of replicas (actions/replica_batch.py) decides exactly as the per-pod path.
+"""Batched placement of replicas (actions/allocate/replica_batch.py) decides exactly as the per-pod path.
 
 The property test builds many seeded clusters (nodes of several sizes, labels and taints,
 running and terminating pods, queues with and without capability, gangs with node selectors,
@@ -18,14 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builders import dump, node, pod, podgroup, queue
-from pyvolcano.actions.replica_batch import ReplicaBatch
+from pyvolcano.actions.allocate.replica_batch import ReplicaBatch
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 
 CONFS = {
     "default": DEFAULT_SCHEDULER_CONF,

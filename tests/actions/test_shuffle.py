@@ -15,10 +15,10 @@ from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import Registry
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins import BUILTIN_PLUGINS
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import Registry
 
 LOW, HIGH = 1, 10
 

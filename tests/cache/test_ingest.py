@@ -10,8 +10,8 @@ from builders import node, pod, podgroup, queue
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import apply_event
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 
 
 def _with_meta(obj: dict[str, Any]) -> dict[str, Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.cache.unplaceable import unplaceable_reason, unplaceable_resources
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 
 
 def _pod_with(name: str, group: str, **requests: str) -> dict:

@@ -17,10 +17,10 @@ from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.job import render_why, resolve_podgroup, why_document
 from pyvolcano.conf import default_configuration
-from pyvolcano.forecast.state import state_from_store
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.runtime.snapshot import config_document
+from pyvolcano.simulator.state import state_from_store
 
 ROOT = Path(__file__).resolve().parents[2]
 

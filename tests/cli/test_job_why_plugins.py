@@ -14,8 +14,8 @@ from builders import cache_of, dump, guaranteed, node, numatopology, pod, podgro
 from extender_server import ExtenderServer
 from pyvolcano.api.node_usage import NodeUsage
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 
 
 def _why(tmp_path: Path, docs: list[dict[str, Any]], conf: str, job: str = "pg") -> str:

@@ -14,8 +14,8 @@ import yaml
 
 from pyvolcano.cli.app import run as pyvolcano
 from pyvolcano.cli.snapshot import take_snapshot
-from pyvolcano.conf import load_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.runtime.snapshot import dump_documents
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.workload import load_workload

@@ -192,7 +192,7 @@ def test_progress_bar_never_shows_an_unknown_total() -> None:
 
     from pyvolcano.cli.simulate import _run_once
     from pyvolcano.conf import default_configuration
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.runtime.registry import default_registry
     from pyvolcano.simulator.workload import load_workload
 
     cluster, _ = load_workload(EX / "cluster.yaml", cluster=True)

@@ -13,11 +13,12 @@ import yaml
 from builders import node, queue
 from pyvolcano.conf import default_configuration
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF
-from pyvolcano.forecast.eta import RuntimePolicy, estimate_starts
-from pyvolcano.forecast.state import newest_timestamp
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.forecast.eta import estimate_starts
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.runtime.snapshot import snapshot_documents
+from pyvolcano.simulator.restore import RuntimePolicy
 from pyvolcano.simulator.runtime import Simulation
+from pyvolcano.simulator.state import newest_timestamp
 from pyvolcano.simulator.workload import Submission
 
 

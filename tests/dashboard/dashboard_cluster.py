@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from builders import dump, node, pod, podgroup, queue
-from pyvolcano.conf import load_configuration
 from pyvolcano.dashboard.analysis import Analysis
-from pyvolcano.forecast.state import state_from_snapshot
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import default_registry
+from pyvolcano.simulator.state import state_from_snapshot
 from topology_builders import hypernode
 
 HTML_NAME = "<img src=x onerror=alert(1)>"

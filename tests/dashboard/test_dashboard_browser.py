@@ -14,7 +14,7 @@ from dashboard_serving import serving
 
 from pyvolcano.dashboard.run_views import ReportSource
 from pyvolcano.dashboard.sources import SnapshotSource
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from dashboard_serving import page_headers, serving
 from builders import node, pod, podgroup, queue
 from kube.fakeapi import FakeApiServer, _status
 from pyvolcano.dashboard.sources import LIVE_KINDS, LiveSource
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
+from pyvolcano.runtime.registry import default_registry
 from waiting import wait_for
 
 JOB = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",

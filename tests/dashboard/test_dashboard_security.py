@@ -28,8 +28,8 @@ from pyvolcano.dashboard.security import (
 )
 from pyvolcano.dashboard.server import create_app
 from pyvolcano.dashboard.sources import LIVE_KINDS, LiveSource
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
+from pyvolcano.runtime.registry import default_registry
 
 ROUTES = ("/", "/static/app.js", "/static/style.css", "/api/meta", "/api/queues", "/api/jobs", "/api/nodes",
           "/api/job?key=ns/x", "/api/timeline", "/api/events")

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from pyvolcano.dashboard.security import TOKEN_HEADER
 from pyvolcano.dashboard.server import create_app
 from pyvolcano.dashboard.sources import SnapshotSource
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from pyvolcano.cli.app import app
 from pyvolcano.dashboard.run_views import ReportSource
 from pyvolcano.dashboard.server import create_app
 from pyvolcano.dashboard.sources import SnapshotSource
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 from sim_builders import snapshot_at, upstream_example
 
 

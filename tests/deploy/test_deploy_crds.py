@@ -229,7 +229,7 @@ def test_command_requires_its_target_identity() -> None:
 
 def test_objects_the_controllers_write_in_a_simulation_fit_the_schemas() -> None:
     from pyvolcano.conf import default_configuration
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.runtime.registry import default_registry
     from pyvolcano.simulator.runtime import Simulation
     from pyvolcano.simulator.workload import load_workload
 

@@ -107,7 +107,7 @@ def _component_of_caller() -> str | None:
             return "admission"
         if module.startswith("pyvolcano.controllers"):
             return "controller-manager"
-        if module == "pyvolcano.simulator.kubelet":
+        if module == "pyvolcano.runtime.kubelet":
             return "fake-nodes"
         if module == "pyvolcano.runtime.writer" or (
                 module == "pyvolcano.simulator.runtime" and frame.f_code.co_name == "_resync_pod"):
@@ -171,7 +171,7 @@ def _recording_store(calls: set[tuple[str, str, str, str]]) -> type:
 
 def test_every_api_call_the_components_make_in_a_simulation_is_granted(monkeypatch: pytest.MonkeyPatch) -> None:
     from pyvolcano.conf import default_configuration, load_scheduler_conf
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.runtime.registry import default_registry
     from pyvolcano.simulator.runtime import Simulation
     from pyvolcano.simulator.workload import load_workload
 

@@ -10,8 +10,8 @@ from builders import cache_of, node, pod, podgroup, queue, schedule
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.diagnosis import STAGE_OF, Reason, Stage
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 
 ALLOC = """
 actions: "enqueue, allocate"

@@ -13,10 +13,10 @@ from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.conf import default_configuration, load_scheduler_conf
 from pyvolcano.forecast.dryrun import DryRunError, dry_run_document, job_of
-from pyvolcano.forecast.eta import RuntimePolicy
-from pyvolcano.forecast.state import ClusterState, state_from_store
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
+from pyvolcano.runtime.registry import default_registry
+from pyvolcano.simulator.restore import RuntimePolicy
+from pyvolcano.simulator.state import ClusterState, state_from_store
 from pyvolcano.store.memory import InMemoryStore
 
 PREEMPT_CONF = """

@@ -6,8 +6,9 @@ from typing import Any
 
 from builders import node, pod, podgroup, queue
 from pyvolcano.conf import default_configuration
-from pyvolcano.forecast.eta import RuntimePolicy, estimate_starts, format_seconds, runtime_of
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.forecast.eta import estimate_starts, format_seconds
+from pyvolcano.runtime.registry import default_registry
+from pyvolcano.simulator.restore import RuntimePolicy, runtime_of
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.workload import Submission
 from pyvolcano.store.base import to_rfc3339

@@ -9,11 +9,11 @@ from kube.fakeapi import FakeApiServer, not_served
 from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.conf import default_configuration
-from pyvolcano.forecast.eta import RuntimePolicy
 from pyvolcano.forecast.queue_top import pending_order, queue_top_document
-from pyvolcano.forecast.state import ClusterState, state_from_store
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
+from pyvolcano.runtime.registry import default_registry
+from pyvolcano.simulator.restore import RuntimePolicy
+from pyvolcano.simulator.state import ClusterState, state_from_store
 from pyvolcano.store.base import to_rfc3339
 from pyvolcano.store.memory import InMemoryStore
 

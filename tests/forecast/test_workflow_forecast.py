@@ -9,10 +9,10 @@ from typing import Any
 
 from pyvolcano.conf import default_configuration
 from pyvolcano.forecast.dryrun import dry_run_document
-from pyvolcano.forecast.eta import RuntimePolicy
 from pyvolcano.forecast.queue_top import queue_top_document
-from pyvolcano.forecast.state import state_from_snapshot
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
+from pyvolcano.simulator.restore import RuntimePolicy
+from pyvolcano.simulator.state import state_from_snapshot
 from sim_builders import snapshot_at, upstream_example, vcjob
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from pyvolcano.framework.argument_keys import ArgumentKeys, KeyStatus, honoured, ignored, is_empty, is_false, refused
 from pyvolcano.framework.arguments import ArgumentError, Arguments
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 
 KEYS = ArgumentKeys("plugin binpack", (
     honoured("binpack.weight"),

@@ -18,10 +18,10 @@ from pyvolcano.cache.ingest import apply_event
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.interfaces import Event, EventHandler
 from pyvolcano.framework.prebind import BindTarget, ObjectKey, PreBindError
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
 from pyvolcano.kube.events import EventRecorder
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.runtime.writer import DecisionWriter
 from pyvolcano.store.base import NotFound, Store
 from pyvolcano.store.memory import InMemoryStore

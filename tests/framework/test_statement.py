@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import open_session
+from pyvolcano.runtime.registry import default_registry
 
 CONF = """
 actions: "allocate"

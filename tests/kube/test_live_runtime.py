@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from kube.fakeapi import FakeApiServer, not_served
-from pyvolcano.actions.allocate import Allocate
+from pyvolcano.actions.allocate.tasks import TaskPlacement
 from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerOptions
 from pyvolcano.kube.store import KubeStore
@@ -102,13 +102,13 @@ def test_skip_unchanged_unschedulable_retries_a_gang_only_once_a_node_arrives(mo
     api = FakeApiServer()
     _cluster(api, nodes=2, pods=3)  # three pods of 2 CPUs, two nodes of 2 CPUs: the gang cannot fit
     attempts: list[str] = []
-    place = Allocate.allocate_resources_for_tasks
+    place = TaskPlacement.allocate_resources_for_tasks
 
-    def counted(self: Allocate, ssn: Any, job: Any, *args: Any, **kwargs: Any) -> Any:
+    def counted(self: TaskPlacement, job: Any, *args: Any, **kwargs: Any) -> Any:
         attempts.append(job.uid)
-        return place(self, ssn, job, *args, **kwargs)
+        return place(self, job, *args, **kwargs)
 
-    monkeypatch.setattr(Allocate, "allocate_resources_for_tasks", counted)
+    monkeypatch.setattr(TaskPlacement, "allocate_resources_for_tasks", counted)
     store = KubeStore(api.client(), SCHEDULER_KINDS).start()
     assert store.wait_for_sync(5)
     sched = LiveScheduler(store, seed=0, bind_workers=2, options=SchedulerOptions(skip_unchanged_unschedulable=skip))

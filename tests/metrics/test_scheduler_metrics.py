@@ -14,10 +14,10 @@ from pyvolcano.api.resource import Resource
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.observer import ON_SESSION_CLOSE, ON_SESSION_OPEN
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.metrics.buckets import exponential_buckets_range
 from pyvolcano.metrics.scheduler import QueueState, SchedulerMetrics, SessionMetricsObserver
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.store.base import EPOCH
 
 CONF = """

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from prometheus_api import PrometheusApi
-from pyvolcano.conf import ConfigError, load_configuration
+from pyvolcano.conf import ConfigError
 from pyvolcano.conf.metrics import MetricsConfig, read_metrics
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.metrics.source import PrometheusSource, UsageCollector
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import default_registry
 from waiting import free_port, wait_for
 
 

@@ -13,9 +13,9 @@ from builders import open_session, plugin_conf
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework import session as framework_session
 from pyvolcano.framework.arguments import ArgumentError, Arguments
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins.binpack import Binpack, resource_weights
+from pyvolcano.runtime.registry import default_registry
 
 
 def node(name: str, cpu: str, memory: str, scalars: dict[str, str] | None = None) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.api.objects import Pod
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.plugins.cdp import CooldownProtection, cooldown_of, protected_until
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 
 CONF = """
 actions: "preempt, reclaim"

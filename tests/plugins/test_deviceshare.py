@@ -12,11 +12,11 @@ from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import open_session
-from pyvolcano.gpu.session import REASON_MEMORY, REASON_MODEL, REASON_NUMBER, REASON_WHOLE, SessionGpus
 from pyvolcano.plugins.deviceshare import DeviceShare
+from pyvolcano.plugins.gpu_session import REASON_MEMORY, REASON_MODEL, REASON_NUMBER, REASON_WHOLE, SessionGpus
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 
 INDEX = "volcano.sh/gpu-index"
 

@@ -12,10 +12,11 @@ import yaml
 
 from builders import cache_of, node, pod, podgroup, queue
 from extender_server import ExtenderServer
-from pyvolcano.conf import ConfigError, load_configuration, load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.conf import ConfigError, load_scheduler_conf
 from pyvolcano.plugins.extender.client import MAX_BODY, ExtenderClient, ExtenderError
+from pyvolcano.runtime.configuration import load_configuration
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 
 
 @pytest.fixture

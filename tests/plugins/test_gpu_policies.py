@@ -11,10 +11,10 @@ from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.gpu.policies import POLICIES
 from pyvolcano.plugins.gpu_policies import Fgd, policy_factory
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 
 INDEX = "volcano.sh/gpu-index"
 

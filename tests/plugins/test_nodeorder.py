@@ -16,9 +16,9 @@ from pyvolcano.api.matching import count_intolerable_prefer_no_schedule, preferr
 from pyvolcano.api.quantity import milli_value, value
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session, open_session
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 
 GI = 1024**3
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"

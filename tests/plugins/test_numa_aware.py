@@ -11,10 +11,10 @@ from pyvolcano.api.numatopology import CpuInfo, PodMeta
 from pyvolcano.api.objects import Container
 from pyvolcano.cache.ingest import apply_event
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.plugins.numa_aware import cpumanager, policy
 from pyvolcano.plugins.numa_aware.cpumanager import TopologyHint
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 
 # cpu_mng_test.go's topology: cpus 0-3 on NUMA node 0 (socket 0, cores 0-1), 4-7 on NUMA node 1.
 DETAIL = {c: CpuInfo(numa=c // 4, socket=c // 4, core=c // 2) for c in range(8)}

@@ -12,9 +12,10 @@ import pytest
 from builders import cache_of, node, pod, podgroup, queue
 from pyvolcano.api.node_usage import NodeUsage
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.conf import ConfigError, load_configuration, load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.conf import ConfigError, load_scheduler_conf
+from pyvolcano.runtime.configuration import load_configuration
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 from sim_builders import simulate, vcjob
 
 

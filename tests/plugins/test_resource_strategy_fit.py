@@ -15,7 +15,6 @@ from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf import load_scheduler_conf
 from pyvolcano.framework.arguments import ArgumentError
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session
 from pyvolcano.plugins.resource_strategy_fit import (
     ResourceStrategyFit,
@@ -23,6 +22,7 @@ from pyvolcano.plugins.resource_strategy_fit import (
     find_strategy,
     valid_wildcard_pattern,
 )
+from pyvolcano.runtime.registry import default_registry
 
 LEAST, MOST = "LeastAllocated", "MostAllocated"
 

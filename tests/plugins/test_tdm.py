@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from builders import cache_of, node, open_session, plugin_conf, pod, podgroup, queue
-from pyvolcano.conf import ConfigError, load_configuration
+from pyvolcano.conf import ConfigError
 from pyvolcano.conf.loader import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import open_session as open_ssn
 from pyvolcano.plugins.tdm import local_time, window, zone_open
+from pyvolcano.runtime.configuration import load_configuration
 from pyvolcano.runtime.cycle import run_once
+from pyvolcano.runtime.registry import default_registry
 
 NOON = dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -190,9 +191,9 @@ tiers:
 
 
 def test_a_mistyped_key_is_refused_and_zone_keys_are_a_prefix() -> None:
-    from pyvolcano.conf.checked import load_configuration
     from pyvolcano.conf.loader import ConfigError
-    from pyvolcano.framework.registry import default_registry as registry
+    from pyvolcano.runtime.configuration import load_configuration
+    from pyvolcano.runtime.registry import default_registry as registry
 
     text = ("actions: allocate\ntiers:\n- plugins:\n  - name: tdm\n"
             "    arguments: {{tdm.revocable-zone.rz1: '0:00-23:59', {key}: 1m}}\n")

@@ -15,10 +15,10 @@ from pyvolcano.api.manifest import load_manifest_text
 from pyvolcano.api.node_usage import NodeUsage
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.framework.session import Session, open_session
 from pyvolcano.plugins.usage import Usage, composite, estimate
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.runtime.scheduler import LiveScheduler
 from pyvolcano.store.memory import InMemoryStore
 from sim_builders import simulate, vcjob
@@ -179,8 +179,8 @@ def test_in_a_simulation_node_load_comes_from_the_running_pods() -> None:
 
 
 def test_unknown_keys_are_refused_with_the_closest_one_suggested() -> None:
-    from pyvolcano.conf.checked import load_configuration
     from pyvolcano.conf.loader import ConfigError
+    from pyvolcano.runtime.configuration import load_configuration
 
     def error(arguments: str) -> str:
         text = f"actions: allocate\ntiers:\n- plugins:\n  - name: usage\n    arguments: {arguments}\n"

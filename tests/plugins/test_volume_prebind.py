@@ -63,9 +63,9 @@ def test_pv_taken_before_the_bind_sends_the_pod_to_the_next_session_which_takes_
     from pyvolcano.cache.cache import SchedulerCache
     from pyvolcano.cache.ingest import apply_event, resync_object, resync_pod
     from pyvolcano.conf import default_configuration
-    from pyvolcano.framework.registry import default_registry
     from pyvolcano.kube.events import EventRecorder
     from pyvolcano.runtime.cycle import run_once
+    from pyvolcano.runtime.registry import default_registry
     from pyvolcano.runtime.writer import DecisionWriter
 
     docs = [queue("q"), hostnode("n1"), hostnode("n2"), storage_class("local"), local_pv("pv-1", "n1"),

@@ -14,9 +14,9 @@ from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.app import run as pyvolcano
 from pyvolcano.cli.snapshot import SnapshotError, take_snapshot
 from pyvolcano.conf import default_configuration
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.store import KubeStore
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.runtime.snapshot import CONFIG_KEY, clean, dump_documents, load_snapshot, load_snapshot_and_config
 from pyvolcano.store.memory import InMemoryStore
 

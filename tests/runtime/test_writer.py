@@ -14,9 +14,9 @@ from builders import node, pod, podgroup, queue
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import apply_event
 from pyvolcano.conf import default_configuration
-from pyvolcano.framework.registry import default_registry
 from pyvolcano.kube.events import EventRecorder
 from pyvolcano.runtime.cycle import SessionResult
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.runtime.scheduler import LiveScheduler
 from pyvolcano.runtime.writer import DecisionWriter
 from pyvolcano.simulator.runtime import Simulation

@@ -11,7 +11,7 @@ import statistics
 import pytest
 
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.report.stats import summarize
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
 from pyvolcano.simulator.traces import builtin_scenario

@@ -1,7 +1,7 @@
 """Whole simulations come out the same with gangs placed as a batch and one pod at a time.
 
 The batch forms of allocate (template runs, the statement's batch allocation and bulk status
-changes, the queue-quota count, JobReady asked at the gang's count; actions/allocate.py) are
+changes, the queue-quota count, JobReady asked at the gang's count; actions/allocate/tasks.py) are
 switched off together and the Philly slice and the preemption scenario must give the same
 jobs, phases, times, timeline and session count.
 """

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from pyvolcano.conf import load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.workload import Submission
 

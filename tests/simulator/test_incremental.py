@@ -1,11 +1,13 @@
 """The simulator's incremental shortcuts change no decision.
 
-Each shortcut (per-queue sums kept by deltas, settled jobs left alone at session close, the
-reused proportion water-filling, the predicates' stable filters kept across sessions, the
-passes that visit only the jobs the cache's change feed reported: the status keys, the
-fit-error reset, enqueue's and allocate's job queues, gang's close and the diagnosis) is switched back to its
-from-scratch form and the whole simulation — every job's phase and times, every timeline
-entry, the session count — must come out the same. The metrics collector's GPU ledger, kept
+Every shortcut of the cache's memo (cache/memo.py: per-queue sums kept by deltas, settled jobs
+left alone at session close, the kept values such as proportion's water-filling and the
+predicates' stable filters, the feasibility masks kept across sessions, the passes that visit
+only the jobs the change feed reported: the status keys, the fit-error reset, enqueue's,
+allocate's and backfill's job queues, gang's close, the diagnosis, the writer's and the
+collector's walks) is switched back to its from-scratch form with the memo's one switch, and
+the whole simulation — every job's phase and times, every timeline entry, the session count —
+must come out the same. The metrics collector's GPU ledger, kept
 between samples, must give the fragmentation a fresh ledger gives at every sample; and the
 watch events handed out without copies must come back unchanged from every consumer.
 """
@@ -19,13 +21,9 @@ import pytest
 from tests.simulator.test_runtime import PREEMPT_CONF, job, node
 
 from pyvolcano.api.job import JobChanges
-from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.memo import SessionMemo
 from pyvolcano.conf import default_configuration, load_scheduler_conf
-from pyvolcano.framework import job_sums, job_updater, session
-from pyvolcano.framework.registry import default_registry
-from pyvolcano.runtime import cycle
-from pyvolcano.runtime.writer import DecisionWriter
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator import collector
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.simulator.traces import load_trace
@@ -35,30 +33,7 @@ from pyvolcano.store.memory import InMemoryStore
 
 
 def _from_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = job_sums.JobSums.refresh
-
-    def refresh(self: job_sums.JobSums, jobs: Any) -> Any:
-        self._seen.clear()
-        self._groups.clear()
-        return original(self, jobs)
-
-    monkeypatch.setattr(job_sums.JobSums, "refresh", refresh)
-    monkeypatch.setattr(job_updater, "unsettled_jobs",
-                        lambda ssn: [uid for uid, job in ssn.jobs.items() if job.podgroup is not None])
-    monkeypatch.setattr(SessionMemo, "track_session_changes", False)
-    monkeypatch.setattr(SessionMemo, "feed_fit_reset", False)
-    monkeypatch.setattr(SessionMemo, "feed_action_queues", False)
-    monkeypatch.setattr(SessionMemo, "feed_close_passes", False)
-    monkeypatch.setattr(collector.FragmentationTracker, "fed", False)
-    monkeypatch.setattr(DecisionWriter, "fed", False)
-    open_session = session.open_session
-
-    def without_memos(cache: SchedulerCache, *args: Any, **kwargs: Any) -> Any:
-        cache.memo.plugin_memo.pop("proportion/water-filling", None)
-        cache.memo.plugin_memo.pop("predicates/stable-failures", None)
-        return open_session(cache, *args, **kwargs)
-
-    monkeypatch.setattr(cycle, "open_session", without_memos)
+    monkeypatch.setattr(SessionMemo, "incremental", False)
 
 
 def _outcome(sim: Simulation) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from pyvolcano.conf import default_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.report.stats import summarize
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
 from pyvolcano.simulator.workload import Submission

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from pyvolcano.conf import default_configuration, load_scheduler_conf
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
 from pyvolcano.simulator.workload import ClusterEvent, Submission
 

@@ -51,7 +51,7 @@ def _simulated_ssh_keys(seed: int) -> list[str]:
     from tests.simulator.test_runtime import job, node
 
     from pyvolcano.conf import default_configuration
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.runtime.registry import default_registry
     from pyvolcano.simulator.runtime import Simulation
     from pyvolcano.simulator.workload import Submission
 

@@ -15,7 +15,7 @@ import yaml
 from pyvolcano.api.duration import parse_duration_strict
 from pyvolcano.api.manifest import ManifestError
 from pyvolcano.conf import default_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.hypernodes import ClusterTopology, apply_topology, load_cluster_topology
 from pyvolcano.simulator.report.csv_files import JOBS_COLUMNS, TIMESERIES_COLUMNS
 from pyvolcano.simulator.report.directory import write_report

@@ -9,7 +9,7 @@ import pytest
 
 from builders import pod, podgroup
 from pyvolcano.conf import default_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.metrics import ENDLESS
 from pyvolcano.simulator.report.formatting import end_lines
 from pyvolcano.simulator.report.stats import summarize

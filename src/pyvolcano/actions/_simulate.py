@@ -8,7 +8,7 @@ discard it. What differs is which running tasks a domain offers as victims and h
 bundles are ordered (:mod:`pyvolcano.actions._bundle`).
 
 * **Pending tasks** (:func:`collect_pending_tasks`): the job's eviction worksheet is allocate's
-  (:func:`~pyvolcano.actions.allocate_topology.organize_worksheet`: pending, ungated,
+  (:func:`~pyvolcano.actions.allocate.topology.organize_worksheet`: pending, ungated,
   non-BestEffort tasks per sub-job; sub-jobs needed for ``minSubGroups`` first, then
   SubJobOrder). A job that is not JobReady asks for all of them; a JobReady one only for the
   first sub-job that has pending tasks. The demand is the sum of their init requests. A job
@@ -47,9 +47,9 @@ import numpy as np
 from pyvolcano.actions._bundle import Bundle, sum_resreq
 from pyvolcano.actions._helpers import PREDICATE_ERROR_CACHE_ENABLE, PredicateHelper, TaskQueue, task_queue
 from pyvolcano.actions._victims import request_fits, schedulable_nodes
-from pyvolcano.actions.allocate import ARGUMENTS as ALLOCATE_ARGUMENTS
-from pyvolcano.actions.allocate import Allocate
-from pyvolcano.actions.allocate_topology import JobWorksheet, organize_worksheet
+from pyvolcano.actions.allocate.allocate import ARGUMENTS as ALLOCATE_ARGUMENTS
+from pyvolcano.actions.allocate.tasks import prioritize_nodes
+from pyvolcano.actions.allocate.topology import JobWorksheet, organize_worksheet
 from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.names import PREEMPTABLE_KEY
@@ -361,7 +361,7 @@ def _place_one(ssn: Session, queue: QueueInfo | None, trial: Statement, helper: 
     feasible, _errors = helper.predicate_nodes(task, nodes, _simulate_predicate(ssn))
     if len(feasible) == 0:
         return False
-    best = Allocate.prioritize_nodes(ssn, task, feasible)
+    best = prioritize_nodes(ssn, task, feasible)
     if best is None:
         return False
     node = ssn.node_list[best]

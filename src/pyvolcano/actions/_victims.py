@@ -1,17 +1,14 @@
 """Building blocks shared by the eviction actions (preempt, reclaim).
 
 Mirrors upstream ``pkg/scheduler/util/scheduler_helper.go`` (``ValidateVictims``),
-``framework/session_plugins.go`` (``BuildVictimsPriorityQueue``) and
 ``framework/session.go`` (``FilterOutUnschedulableAndUnresolvableNodesForTask``,
 ``PredicateForPreemptAction``), plus the small checks both actions repeat.
 
 Design. Everything here is a pure function of the session: no helper mutates session state.
 Node lists are numpy arrays of node indices in node order (``ssn.node_list``), like the rest
 of the framework, and task lists are sorted by UID wherever upstream iterates a Go map, so
-decisions never depend on dict insertion order.
-
-Invariant: a victim queue pops the *cheapest* victim first — the reverse of the order in
-which the scheduler would want to keep tasks running.
+decisions never depend on dict insertion order. The victims queue they pop from is the
+framework's (:func:`pyvolcano.framework.victims.build_victims_queue`).
 """
 
 from __future__ import annotations
@@ -21,17 +18,14 @@ from collections.abc import Callable
 import numpy as np
 
 from pyvolcano.actions._helpers import PredicateHelper
-from pyvolcano.api.job import JobInfo
 from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.resource import DimensionDefault, Resource
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.api.unschedule import Code, Status
 from pyvolcano.framework.session import Session
-from pyvolcano.util.priority_queue import PriorityQueue
 
 __all__ = [
     "TaskFilter",
-    "build_victims_queue",
     "contains_unresolvable",
     "nodes_passing_preempt_predicate",
     "predicate_statuses_on_node",
@@ -68,42 +62,6 @@ def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: list[TaskInfo
     if request_fits(preemptor, future_idle):
         return None
     return f"not enough resources: requested <{preemptor.init_resreq}>, but future idle <{future_idle}>"
-
-
-def build_victims_queue(
-    ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo
-) -> PriorityQueue[TaskInfo]:
-    """Upstream ``BuildVictimsPriorityQueue``: victims ordered cheapest first.
-
-    Same job: reverse task order. A task whose job left the session goes first. Jobs in one
-    queue (or an unknown preemptor job): the job ranked later by JobOrder goes first, ties by
-    reverse task order. Jobs in different queues: VictimQueueOrder relative to the
-    preemptor's queue.
-    """
-    preemptor_job = ssn.jobs.get(preemptor.job)
-
-    def later_job_first(left_job: JobInfo, right_job: JobInfo, left: TaskInfo, right: TaskInfo) -> bool:
-        cmp = ssn.job_order_compare(left_job, right_job)
-        if cmp != 0:
-            return cmp > 0
-        return not ssn.task_order_fn(left, right)
-
-    def cheaper(left: TaskInfo, right: TaskInfo) -> bool:
-        if left.job == right.job:
-            return not ssn.task_order_fn(left, right)
-        left_job = ssn.jobs.get(left.job)
-        right_job = ssn.jobs.get(right.job)
-        if left_job is None or right_job is None:
-            if left_job is None and right_job is None:
-                return not ssn.task_order_fn(left, right)
-            return left_job is None
-        if preemptor_job is None or left_job.queue == right_job.queue:
-            return later_job_first(left_job, right_job, left, right)
-        return ssn.victim_queue_order_fn(
-            ssn.queues[left_job.queue], ssn.queues[right_job.queue], ssn.queues[preemptor_job.queue]
-        )
-
-    return PriorityQueue(cheaper, victims)
 
 
 def schedulable_nodes(ssn: Session, task: TaskInfo) -> np.ndarray:

@@ -10,12 +10,12 @@ BestEffort pod, or a pipelined pod), kept between sessions by the cache's change
 (:class:`~pyvolcano.cache.job_filter.JobFilter`, evaluated when backfill runs, so it sees
 what the session's earlier actions changed); the walk skips every other job without a side
 effect, so the order and the result are those of the walk over every job.
-``SessionMemo.feed_action_queues = False`` walks every job instead.
+From scratch (``SessionMemo.incremental = False``) the filter gives every job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pyvolcano.actions._helpers import PREDICATE_ERROR_CACHE_ENABLE, PredicateHelper
@@ -43,11 +43,7 @@ class Backfill:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
-        if ssn.memo.feed_action_queues:
-            candidates: Iterable[JobInfo] = ssn.memo.job_filter(NAME, _has_best_effort_work).select(ssn.jobs)
-        else:
-            candidates = ssn.jobs.values()
-        for job in candidates:
+        for job in ssn.memo.select(NAME, _has_best_effort_work, ssn.jobs):
             if not _has_best_effort_work(job):
                 continue  # JobValid has no side effects: skipping it is safe
             vr = ssn.job_valid(job)

@@ -10,7 +10,7 @@ without its first-seen time), kept between sessions by the cache's change feed
 (:class:`~pyvolcano.cache.job_filter.JobFilter`); the queue heap still receives every queue
 that has a job in the session, in the order a walk over the jobs meets them, so ties pop as
 before (and none when no job is Pending: the loop would only pop them).
-``SessionMemo.feed_action_queues = False`` walks every job instead.
+From scratch (``SessionMemo.incremental = False``) it walks every job instead.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ class Enqueue:
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         jobs_map: dict[str, PriorityQueue[JobInfo]] = {}
-        if ssn.memo.feed_action_queues:
-            for job in ssn.memo.job_filter(NAME, _can_act_on).select(ssn.jobs):
+        if ssn.memo.incremental:
+            for job in ssn.memo.select(NAME, _can_act_on, ssn.jobs):
                 if job.schedule_start is None:
                     job.schedule_start = ssn.now
                 if job.is_pending():

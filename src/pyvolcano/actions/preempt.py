@@ -71,7 +71,6 @@ import numpy as np
 from pyvolcano.actions._helpers import PREDICATE_ERROR_CACHE_ENABLE, PredicateHelper
 from pyvolcano.actions._victims import (
     TaskFilter,
-    build_victims_queue,
     contains_unresolvable,
     nodes_passing_preempt_predicate,
     predicate_statuses_on_node,
@@ -90,6 +89,7 @@ from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.victims import build_victims_queue
 from pyvolcano.util.priority_queue import PriorityQueue
 
 __all__ = ["ARGUMENTS", "Candidate", "Preempt", "new", "select_candidate"]

@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyvolcano.actions._helpers import PREDICATE_ERROR_CACHE_ENABLE, PredicateHelper
+from pyvolcano.actions._simulate import starving_jobs
 from pyvolcano.actions._victims import (
     TaskFilter,
-    build_victims_queue,
     nodes_passing_preempt_predicate,
     preemption_never,
     request_fits,
@@ -49,6 +49,7 @@ from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.session import Session
 from pyvolcano.framework.statement import Statement
+from pyvolcano.framework.victims import build_victims_queue
 from pyvolcano.util.priority_queue import PriorityQueue
 
 __all__ = ["ARGUMENTS", "Reclaim", "new"]
@@ -66,31 +67,7 @@ class Reclaim:
         self.enable_predicate_error_cache = args.get_bool(PREDICATE_ERROR_CACHE_ENABLE, True)
 
     def execute(self, ssn: Session) -> None:
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-        queued: set[str] = set()
-        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-        tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in ssn.jobs.values():
-            if job.is_pending():
-                continue
-            verdict = ssn.job_valid(job)
-            if verdict is not None and not verdict.passed:
-                continue
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
-                continue
-            if queue.uid not in queued:
-                queued.add(queue.uid)
-                queues.push(queue)
-            if ssn.job_starving(job):
-                if job.queue not in jobs_by_queue:
-                    jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
-                jobs_by_queue[job.queue].push(job)
-                pending = sorted(job.tasks_in(TaskStatus.Pending).values(), key=lambda t: t.uid)
-                tasks_by_job[job.uid] = PriorityQueue(
-                    ssn.task_order_fn, (t for t in pending if not t.sch_gated)
-                )
-
+        queues, jobs_by_queue = starving_jobs(ssn)
         while queues:
             queue = queues.pop()
             if ssn.overused(queue):
@@ -98,7 +75,11 @@ class Reclaim:
             jobs = jobs_by_queue.get(queue.uid)
             while jobs:
                 job = jobs.pop()
-                self._reclaim_for_job(ssn, queue, job, tasks_by_job[job.uid])
+                # Each starving job is popped once; reclaiming for the others evicts running
+                # tasks and pipelines their own, so its pending tasks are those it had at the start.
+                pending = sorted(job.tasks_in(TaskStatus.Pending).values(), key=lambda t: t.uid)
+                tasks = PriorityQueue(ssn.task_order_fn, (t for t in pending if not t.sch_gated))
+                self._reclaim_for_job(ssn, queue, job, tasks)
                 # Upstream (actions/reclaim/reclaim.go): the queue is pushed back while it has
                 # starving jobs, but this loop keeps draining them, so the re-pushed entry
                 # later finds none (it is still re-checked for Overused).

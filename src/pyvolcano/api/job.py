@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pyvolcano.api.names import PREEMPTABLE_KEY
 from pyvolcano.api.objects import PodGroup
@@ -30,9 +29,6 @@ from pyvolcano.api.task import (
 )
 from pyvolcano.api.task_template import TaskTemplate, same_content, template_signature
 from pyvolcano.api.unschedule import FitErrors
-
-if TYPE_CHECKING:
-    from pyvolcano.diagnosis.model import Diagnosis
 
 __all__ = ["ChangedJobs", "JobChanges", "JobInfo", "ValidateResult", "podgroup_phase"]
 
@@ -123,11 +119,8 @@ class JobInfo:
         "_min_resources",
         "allocated",
         "changes",
-        "close_key",
         "creation_timestamp",
-        "diagnosis",
         "fit_version",
-        "inqueue_memo",
         "job_fit_errors",
         "min_available",
         "name",
@@ -144,7 +137,6 @@ class JobInfo:
         "sch_gated_count",
         "schedule_start",
         "status_counts",
-        "status_key",
         "task_min_available",
         "task_min_available_total",
         "task_status_index",
@@ -153,7 +145,6 @@ class JobInfo:
         "topology",
         "total_request",
         "uid",
-        "unschedulable_at",
         "version",
         "waiting_time",
     )
@@ -165,7 +156,6 @@ class JobInfo:
         self.name = name
         self.podgroup: PodGroup | None = None
         self._min_resources: Resource | None = None
-        self.inqueue_memo: tuple[object, Resource] | None = None
         self.queue = ""
         self.priority = 0
         self.min_available = 0
@@ -187,24 +177,17 @@ class JobInfo:
         self.nodes_fit_errors: dict[str, FitErrors] = {}
         self.job_fit_errors = ""
         self.schedule_start: float | None = None
-        # (capacity epoch, pending tasks, podgroup) when allocate last failed to place this job.
-        self.unschedulable_at: tuple[int, int, object] | None = None
         # Bumped by every change to the tasks or the PodGroup (a new PodGroup object, or its
-        # phase through set_phase), so derived per-job data (framework/job_sums.py) is
+        # phase through set_phase), so derived per-job data (cache/job_sums.py) is
         # recomputed only for jobs that changed.
         self.version = 0
         # Bumped when the scheduling reasons change: fit errors recorded or reset, or the
         # tasks' last transactions cleared (session close re-derives messages only then).
         self.fit_version = 0
-        # The cache's change feed (None for a job outside a cache).
+        # The cache's change feed, which this job reports its version moves to (None for a job
+        # outside a cache). What sessions keep about the job lives in the cache's memo
+        # (cache/memo.py), keyed by these versions.
         self.changes: JobChanges | None = None
-        # The PodGroup status as of the last session close (None: not known yet).
-        self.status_key: tuple[object, ...] | None = None
-        # What session close last derived the PodGroup status from (framework/job_updater.py).
-        self.close_key: tuple[object, ...] | None = None
-        # Why the job is short of what it needs, as of the last session close that looked at
-        # it (pyvolcano.diagnosis; None when nothing is unplaced or diagnosis is off).
-        self.diagnosis: Diagnosis | None = None
         # Sub-jobs and HyperNode placement (api/sub_job.py); None unless the PodGroup has a
         # networkTopology or a subGroupPolicy.
         self.topology: JobTopology | None = None
@@ -228,7 +211,6 @@ class JobInfo:
 
     def set_podgroup(self, pg: PodGroup, default_queue: str = "default") -> None:
         self._moved()
-        self.status_key = None
         self.name = pg.name
         self.namespace = pg.namespace
         self.min_available = pg.min_member

@@ -63,12 +63,12 @@ class SchedulerOptions:
     # queue change, the job itself unchanged). Off by default to keep upstream's behaviour.
     skip_unchanged_unschedulable: bool = False
     # allocate places the identical replicas of a task as one batch when every predicate and
-    # scorer is node-local for them (actions/replica_batch.py); the decisions are those of
+    # scorer is node-local for them (actions/allocate/replica_batch.py); the decisions are those of
     # the per-pod path, which False forces (kept for the equivalence tests and benchmarks).
     batch_replicas: bool = True
     # Within allocate's batched placement, consecutive replicas of one task template
     # (api/task_template.py) are taken as a run with one equivalence key, and each of the
-    # following batch forms replaces its per-pod call for the run (actions/allocate.py);
+    # following batch forms replaces its per-pod call for the run (actions/allocate/tasks.py);
     # each False forces the per-pod form (for the equivalence tests and benchmarks).
     batch_templates: bool = True
     # The statement allocates a run with one call: the job's aggregates moved once, one
@@ -80,7 +80,7 @@ class SchedulerOptions:
     batch_ready: bool = True
     # allocate's HyperNode search dry-runs candidates best-score-first and stops once no
     # untried candidate can score as high as the best placement found (the scores do not depend
-    # on the dry runs; actions/allocate_topology.py). The chosen HyperNode is the one the
+    # on the dry runs; actions/allocate/topology.py). The chosen HyperNode is the one the
     # exhaustive search picks, up to random tie-breaks; False forces the exhaustive search.
     bounded_hypernode_search: bool = True
     # pyvolcano extension: a pending diagnosis for every job left short at session close
@@ -153,8 +153,8 @@ class SchedulerCache:
         self.status_only_changes: set[str] = set()
         # Every job's changes (api/job.py); the per-session passes subscribe to it.
         self.job_changes = JobChanges()
-        # What sessions keep from one to the next (feasibility masks, score cache, plugin
-        # memos, the round-robin index, the change-feed cursors), handed to every session.
+        # What sessions keep from one to the next and what changed (cache/memo.py: every
+        # shortcut, its keys and its switch), handed to every session.
         self.memo = SessionMemo(self.job_changes, self.jobs)
         # Dynamic resource allocation: DeviceClasses, ResourceSlices, ResourceClaims and the
         # devices in use (cache/dra.py).
@@ -231,6 +231,7 @@ class SchedulerCache:
             job = self._new_job(uid)
         queue = job.queue
         job.set_podgroup(pg, self.options.default_queue)
+        self.memo.podgroup_replaced(uid)
         job.priority = self._job_priority(pg)
         if uid not in self.pg_jobs:
             self.pg_jobs[uid] = job
@@ -333,6 +334,7 @@ class SchedulerCache:
             job.delete_task(task)
             if not job.tasks and job.podgroup is None:
                 del self.jobs[job.uid]
+                self.memo.forget(job.uid)
 
     # ------------------------------------------------------------------ effects
     def bind(self, task: TaskInfo, node_name: str, annotations: Mapping[str, str] | None = None) -> None:
@@ -519,6 +521,7 @@ class SchedulerCache:
             self.job_changes.touch(uid)
         if not job.tasks:
             del self.jobs[uid]
+            self.memo.forget(uid)
 
     def upsert_pod(self, pod: Pod, *, keep_in_flight: bool = True) -> TaskInfo | None:
         old = self.tasks.get(pod.uid)

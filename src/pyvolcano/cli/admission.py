@@ -3,10 +3,9 @@
 Flags and defaults are upstream's (``cmd/webhook-manager/app/options/options.go``). Boolean
 flags are switches with a ``--no-`` form; the arguments are read as upstream's pflag reads
 them, klog's and component-base's flags included (:mod:`pyvolcano.cli.go_flags`).
-``--enabled-admission`` may name upstream's ``/cronjobs/validate`` and ``/jobflows/validate``,
-which are not served (one warning: pyvolcano does not admit those kinds); ``--admission-conf``
-holds the resource groups ``/pods/mutate`` applies (:mod:`pyvolcano.admission.resource_groups`):
-read at start (a file that does not read is exit 2) and again when it changes.
+``--enabled-admission`` may name every path upstream serves; ``--admission-conf`` holds the
+resource groups ``/pods/mutate`` applies (:mod:`pyvolcano.admission.resource_groups`): read at
+start (a file that does not read is exit 2) and again when it changes.
 
 Start-up: check the flags; read ``--ca-cert-file`` and the serving certificate; connect to the
 cluster (``pyvolcano.kube.connect``); start ``/healthz`` if enabled; serve HTTPS on
@@ -174,11 +173,7 @@ def _prepare(opts: AdmissionOptions) -> _Prepared:
         except AdmissionConfError as e:
             raise UsageError(f"--admission-conf: {e}") from None
     try:
-        skipped: list[str] = []
-        services = enabled_services(opts.enabled_admission, unimplemented=skipped)
-        if skipped:
-            print(f"warning: --enabled-admission: {', '.join(skipped)} not served: pyvolcano does not admit "
-                  "CronJobs or JobFlows", file=sys.stderr)
+        services = enabled_services(opts.enabled_admission)
         if not services:
             raise ValueError("--enabled-admission: no path pyvolcano serves")
         target = ClientTarget(url=opts.webhook_url, namespace=opts.webhook_namespace,

@@ -75,7 +75,7 @@ def run_dashboard(*, cluster: str | None, report: Path | None, kubeconfig: str |
     from pyvolcano.cli.output import error
     from pyvolcano.dashboard.security import parse_accept_hosts
     from pyvolcano.dashboard.sources import LIVE_KINDS, LiveSource, SnapshotSource, SourceError
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.runtime.registry import default_registry
 
     try:
         extra_hosts = parse_accept_hosts(accept_hosts or ())
@@ -100,8 +100,8 @@ def run_dashboard(*, cluster: str | None, report: Path | None, kubeconfig: str |
 
             source = ReportSource(report)
         else:
-            from pyvolcano.forecast.state import live_source
             from pyvolcano.kube import connect
+            from pyvolcano.simulator.state import live_source
 
             try:
                 store = connect(kubeconfig=kubeconfig, context=context, kinds=LIVE_KINDS,

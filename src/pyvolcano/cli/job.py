@@ -34,7 +34,7 @@ from pyvolcano.cli.queue import (
 if TYPE_CHECKING:
     from pyvolcano.cache.cache import SchedulerCache
     from pyvolcano.conf.schema import SchedulerConfiguration
-    from pyvolcano.framework.registry import Registry
+    from pyvolcano.runtime.registry import Registry
 
 __all__ = ["job_app", "resolve_podgroup", "run_why", "why_document"]
 
@@ -67,9 +67,9 @@ def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str |
     from pyvolcano.cli.output import emit, error
     from pyvolcano.cli.queue import load_state
     from pyvolcano.conf import ConfigError
-    from pyvolcano.forecast.state import LiveReadError
     from pyvolcano.framework.arguments import ArgumentError
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.runtime.registry import default_registry
+    from pyvolcano.simulator.state import LiveReadError
 
     registry = default_registry()
     try:

@@ -85,9 +85,9 @@ def run_dry(filename: str, *, dry_run: bool, cluster: str | None, kubeconfig: st
     from pyvolcano.cli.queue import StateError, _horizon, load_state, runtime_policy
     from pyvolcano.conf import ConfigError
     from pyvolcano.forecast.dryrun import DryRunError, dry_run_document, job_of
-    from pyvolcano.forecast.state import LiveReadError
     from pyvolcano.framework.arguments import ArgumentError
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.runtime.registry import default_registry
+    from pyvolcano.simulator.state import LiveReadError
 
     registry = default_registry()
     try:

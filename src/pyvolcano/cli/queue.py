@@ -19,9 +19,9 @@ from pyvolcano.cli.options import Group
 
 if TYPE_CHECKING:
     from pyvolcano.conf.schema import SchedulerConfiguration
-    from pyvolcano.forecast.eta import RuntimePolicy
-    from pyvolcano.forecast.state import ClusterState
-    from pyvolcano.framework.registry import Registry
+    from pyvolcano.runtime.registry import Registry
+    from pyvolcano.simulator.restore import RuntimePolicy
+    from pyvolcano.simulator.state import ClusterState
 
 __all__ = ["load_state", "queue_app", "render_top", "runtime_policy"]
 
@@ -61,7 +61,7 @@ class StateError(Exception):
 def runtime_policy(values: list[str] | None) -> RuntimePolicy:
     """``--default-runtime`` values as a policy; raises :class:`StateError` naming the bad value."""
     from pyvolcano.api.duration import DurationError, parse_duration_strict
-    from pyvolcano.forecast.eta import RuntimePolicy
+    from pyvolcano.simulator.restore import RuntimePolicy
 
     per_queue: dict[str, float] = {}
     default: float | None = None
@@ -85,11 +85,11 @@ def runtime_policy(values: list[str] | None) -> RuntimePolicy:
 def load_state(*, cluster: str | None, kubeconfig: str | None, context: str | None, config_path: Path | None,
                registry: Registry, timeout: float, now: str | None, user_agent: str
                ) -> tuple[ClusterState, SchedulerConfiguration]:
-    """The options' state and configuration (:func:`pyvolcano.forecast.state.load_state`), the
+    """The options' state and configuration (:func:`pyvolcano.simulator.state.load_state`), the
     live cluster's notes printed."""
     from pyvolcano.cli.output import note
-    from pyvolcano.forecast import state as cluster_state
     from pyvolcano.runtime.clock import wall_seconds
+    from pyvolcano.simulator import state as cluster_state
     from pyvolcano.store.base import from_rfc3339
 
     if cluster is not None and (kubeconfig is not None or context is not None):
@@ -149,9 +149,9 @@ def run_top(queue: str | None, *, cluster: str | None, kubeconfig: str | None, c
     from pyvolcano.cli.output import console, emit, error
     from pyvolcano.conf import ConfigError
     from pyvolcano.forecast.queue_top import queue_top_document
-    from pyvolcano.forecast.state import LiveReadError
     from pyvolcano.framework.arguments import ArgumentError
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.runtime.registry import default_registry
+    from pyvolcano.simulator.state import LiveReadError
 
     registry = default_registry()
     try:

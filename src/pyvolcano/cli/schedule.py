@@ -21,9 +21,10 @@ from pathlib import Path
 from pyvolcano.api.manifest import ManifestError, check_queue_parents
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cli.output import emit, error, strip_timings, warn
-from pyvolcano.conf import ConfigError, load_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.conf import ConfigError
+from pyvolcano.runtime.configuration import load_configuration
 from pyvolcano.runtime.cycle import schedule_objects
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.runtime.snapshot import load_snapshot_and_config
 from pyvolcano.util.bulk_build import bulk_build, frozen_scope
 

@@ -40,8 +40,9 @@ class SnapshotError(ValueError):
 
 
 def _config_text(store: Any, path: Path | None, notes: list[str]) -> str | None:
-    from pyvolcano.conf import ConfigError, load_configuration
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.conf import ConfigError
+    from pyvolcano.runtime.configuration import load_configuration
+    from pyvolcano.runtime.registry import default_registry
     from pyvolcano.runtime.snapshot import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE, read_config_text
     from pyvolcano.store.base import StoreError
 

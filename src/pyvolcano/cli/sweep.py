@@ -27,8 +27,9 @@ from rich.table import Table
 
 from pyvolcano.cli.output import console as make_console
 from pyvolcano.cli.output import emit, error, one_line, strip_timings
-from pyvolcano.conf import ConfigError, load_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.conf import ConfigError
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.report.formatting import fmt_metric
 from pyvolcano.simulator.sweep.cell import CellOutcome
 from pyvolcano.simulator.sweep.comparison import METRICS, cell_rows, group_rows, write_csv, write_report

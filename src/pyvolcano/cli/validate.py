@@ -247,8 +247,9 @@ def _check_configurations(where: str, key: str, doc: Mapping[str, Any]) -> Itera
     plugins and their arguments, the metrics section) or an admission one
     (``volcano-admission.conf``: the resource groups) is checked as the component reads it."""
     from pyvolcano.admission.resource_groups import AdmissionConfError, load_admission_conf
-    from pyvolcano.conf import ConfigError, load_configuration
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.conf import ConfigError
+    from pyvolcano.runtime.configuration import load_configuration
+    from pyvolcano.runtime.registry import default_registry
 
     data = doc["data"]
     ok = True

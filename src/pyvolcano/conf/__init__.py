@@ -1,6 +1,9 @@
-"""Scheduler configuration: schema, YAML loader, upstream's built-in default and the checked loader."""
+"""Scheduler configuration: schema, YAML loader and upstream's built-in default.
 
-from pyvolcano.conf.checked import load_configuration
+The loader that checks a configuration against a registry's plugins and actions is
+:func:`pyvolcano.runtime.configuration.load_configuration`, beside the registry.
+"""
+
 from pyvolcano.conf.defaults import DEFAULT_SCHEDULER_CONF, default_configuration
 from pyvolcano.conf.loader import ConfigError, load_scheduler_conf, load_scheduler_conf_file
 from pyvolcano.conf.schema import (
@@ -24,7 +27,6 @@ __all__ = [
     "Tier",
     "apply_flag_defaults",
     "default_configuration",
-    "load_configuration",
     "load_scheduler_conf",
     "load_scheduler_conf_file",
 ]

@@ -1,6 +1,6 @@
 """The dashboard's writes, behind ``--allow-actions``: upstream vcctl's job and queue operations.
 
-Each action is the vcctl operation of :mod:`pyvolcano.vcctl.commands` on the live source's
+Each action is the vcctl operation of :mod:`pyvolcano.controllers.commands` on the live source's
 store, so it runs with the credentials of the kubeconfig the dashboard was started with and
 the API server's RBAC decides: ``suspend`` / ``resume`` create an ``AbortJob`` /
 ``ResumeJob`` Command for a Volcano Job, ``delete`` deletes it, ``open`` / ``close`` create an
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyvolcano.controllers.commands import delete_job, operate_job, operate_queue
 from pyvolcano.store.base import AlreadyExists, Conflict, Forbidden, Invalid, NotFound, Store, StoreError
-from pyvolcano.vcctl.commands import delete_job, operate_job, operate_queue
 
 __all__ = ["JOB_VERBS", "QUEUE_VERBS", "perform"]
 

@@ -1,10 +1,10 @@
 """One cluster state, analysed once: the scheduler's own answers the views are made of.
 
-:class:`Analysis` wraps a :class:`~pyvolcano.forecast.state.ClusterState` with the scheduler
+:class:`Analysis` wraps a :class:`~pyvolcano.simulator.state.ClusterState` with the scheduler
 configuration to read it with, and computes on first use, each at most once:
 
 * ``quotas`` — each queue's quota as the configured quota plugin (proportion or capacity)
-  computes it in a session opened on the state (:class:`~pyvolcano.framework.interfaces.QuotaExporter`):
+  computes it in a session opened on the state (``Session.queue_quotas``):
   allocated, deserved, capability; no action runs, so nothing is decided;
 * ``diagnoses`` — ``job why``'s pending diagnosis of every job left short, by PodGroup key
   (:func:`~pyvolcano.runtime.cycle.schedule_objects`, one session, as ``job why`` runs it);
@@ -31,10 +31,9 @@ import numpy as np
 
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.schema import SchedulerConfiguration
-from pyvolcano.forecast.eta import RuntimePolicy
-from pyvolcano.forecast.state import ClusterState
-from pyvolcano.framework.interfaces import QuotaExporter
-from pyvolcano.framework.registry import Registry
+from pyvolcano.runtime.registry import Registry
+from pyvolcano.simulator.restore import RuntimePolicy
+from pyvolcano.simulator.state import ClusterState
 
 if TYPE_CHECKING:
     from pyvolcano.diagnosis.model import QueueQuota
@@ -99,9 +98,7 @@ class Analysis:
         out: dict[str, QueueQuota] = {}
 
         def read(ssn: Session) -> None:
-            for _opt, plugin in ssn.plugins:
-                if isinstance(plugin, QuotaExporter) and not out:
-                    out.update(plugin.quota_snapshot())
+            out.update(ssn.queue_quotas())
 
         run_once(self.fresh_cache(), self.config,
                  self.registry.plugin_factories(self.config.plugin_names()), {}, now=self.state.now,

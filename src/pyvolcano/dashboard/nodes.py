@@ -1,7 +1,7 @@
 """The Nodes view: a GPU map of every node, grouped by HyperNode, with the fragmentation figures.
 
 Per node: its GPUs one by one (``used`` milli-GPUs, GPU memory used, how many pods hold it) as
-the GPU plugins' ledger accounts them (:func:`pyvolcano.gpu.session.build_ledger`: a pod's
+the GPU plugins' ledger accounts them (:func:`pyvolcano.plugins.gpu_session.build_ledger`: a pod's
 GPU-index annotation, else the default choice), whole-GPU ``allocated`` and ``free`` counts,
 ``shared`` when a GPU is held by GPU memory, by a fraction or by several pods, and cpu / memory allocatable
 and used. Nodes without GPUs are listed too (``gpu_count`` 0).
@@ -24,7 +24,7 @@ from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.dashboard.analysis import Analysis, user_amount
 from pyvolcano.gpu.devices import MILLI, NO_GPU, DemandKind, GpuDemand, node_gpus, pod_demand
-from pyvolcano.gpu.session import build_ledger
+from pyvolcano.plugins.gpu_session import build_ledger
 from pyvolcano.simulator.collector import fragmentation
 from pyvolcano.simulator.topology_metrics import TopologyFragmentation, has_topology
 

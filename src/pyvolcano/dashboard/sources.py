@@ -10,7 +10,7 @@ are :class:`~pyvolcano.dashboard.run_views.RunViews` at a time ``t`` of the run.
   once; revision 0 for ever.
 * :class:`LiveSource` — the cluster through a :class:`~pyvolcano.kube.store.KubeStore`, the
   informer store the scheduler uses: its local revision is the source's revision, and the
-  analysis of a revision is built on first request (:func:`pyvolcano.forecast.state.state_from_store`)
+  analysis of a revision is built on first request (:func:`pyvolcano.simulator.state.state_from_store`)
   and kept until the next one, so a burst of changes costs one analysis per request, not per
   event. Events (for the job page) are listed from the API server when a revision is analysed;
   when they cannot be read the page shows none and the notes say why. ``now`` comes from the
@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from pyvolcano.api.inputs import read_inputs
 from pyvolcano.api.manifest import ManifestError, iter_documents
 from pyvolcano.api.names import SCHEDULER_KINDS
-from pyvolcano.conf import ConfigError, load_configuration
+from pyvolcano.conf import ConfigError
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.dashboard.analysis import Analysis
 from pyvolcano.dashboard.job_detail import job_detail
@@ -40,9 +40,10 @@ from pyvolcano.dashboard.jobs import jobs_view
 from pyvolcano.dashboard.nodes import nodes_view
 from pyvolcano.dashboard.queues import queues_view
 from pyvolcano.dashboard.workflows import workflows_view
-from pyvolcano.forecast.eta import RuntimePolicy
 from pyvolcano.framework.arguments import ArgumentError
-from pyvolcano.framework.registry import Registry
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import Registry
+from pyvolcano.simulator.restore import RuntimePolicy
 from pyvolcano.store.base import Store, StoreError, Synced, Waitable
 
 __all__ = ["LIVE_KINDS", "LiveSource", "SnapshotSource", "Source", "SourceError", "StateViews", "Views",
@@ -147,7 +148,7 @@ class SnapshotSource(Unchanging):
 
     def __init__(self, path: str | Path, registry: Registry, *, config_path: Path | None = None,
                  policy: RuntimePolicy | None = None, seed: int = 0):
-        from pyvolcano.forecast.state import state_from_snapshot
+        from pyvolcano.simulator.state import state_from_snapshot
 
         self.name = str(path)
         if str(path) != "-" and not Path(path).exists():
@@ -206,7 +207,7 @@ class LiveSource:
         return self.revision()
 
     def views(self, t: float | None = None) -> Views:
-        from pyvolcano.forecast.state import LiveReadError, state_from_store
+        from pyvolcano.simulator.state import LiveReadError, state_from_store
 
         with self._lock:
             if isinstance(self.store, Synced):

@@ -10,17 +10,16 @@ close leaves alone (``Session.settled``: its tasks, PodGroup and fit errors are 
 keeps the diagnosis of the session that last looked at it.
 
 So only the unsettled jobs and the jobs that had a diagnosis after the last close are
-visited (``SessionMemo.diagnosed``): a settled job was unchanged since a close that looked at
-it, so if it is short now it was short then and has a diagnosis; without one it is not short
-and the walk would leave it alone. ``SessionMemo.feed_close_passes = False``, the first
-session and a change of whether enqueue is configured walk every job.
+visited (``SessionMemo.diagnosis_visit``): a settled job was unchanged since a close that
+looked at it, so if it is short now it was short then and has a diagnosis; without one it is
+not short and the walk would leave it alone. From scratch (``SessionMemo.incremental =
+False``), the first session and a change of whether enqueue is configured walk every job.
 
 The stage is decided in pipeline order, first match wins:
 
 1. PodGroup still Pending with enqueue configured: queue closed, a plugin that explains its
-   own rejection (:class:`~pyvolcano.framework.interfaces.EnqueueExplainer`: resourcequota,
-   extender), queue capability short of minResources, or another plugin's JobEnqueueable vote
-   (``Enqueue.Rejected``);
+   own rejection (``Session.enqueue_explainers``: resourcequota, extender), queue capability
+   short of minResources, or another plugin's JobEnqueueable vote (``Enqueue.Rejected``);
 2. the queue is not Open; JobValid fails (``Gang.MinAvailableNotMet``);
 3. every unplaced pod is scheduling-gated;
 4. pods pipelined onto resources still being released;
@@ -29,14 +28,13 @@ The stage is decided in pipeline order, first match wins:
    tier, the HyperNode with the most room is reported);
 5. recorded node fit errors: resources short on every node that passes the predicates
    (possibly curable by preemption or reclaim, which is then the stage, unless a victim
-   filter the diagnosis replays keeps the victims: pdb, cdp,
-   :class:`~pyvolcano.framework.interfaces.VictimExplainer`), or predicates (explained by the
-   first plugin in tier order that recognises its own refusals: nodegroup, numa-aware, tdm,
-   usage, extender, :class:`~pyvolcano.framework.interfaces.PredicateExplainer`);
+   filter the diagnosis replays keeps the victims: pdb, cdp, ``Session.victim_explainers``),
+   or predicates (explained by the first plugin in tier order that recognises its own
+   refusals: nodegroup, numa-aware, tdm, usage, extender, ``Session.predicate_explainers``);
 6. queue quota: the pods still needed exceed what the queue's allocate limit leaves;
 7. gated pods the gang needs; otherwise the session did not try the job.
 
-Invariants: pure (reads the session, writes only ``JobInfo.diagnosis``), deterministic
+Invariants: pure (reads the session, writes only the diagnoses the memo keeps), deterministic
 (nodes and tasks visited in index / name order, ties broken by node index).
 """
 
@@ -67,15 +65,9 @@ from pyvolcano.diagnosis.model import (
     TaskCounts,
 )
 from pyvolcano.diagnosis.volumes import volume_diagnosis, volume_reason
-from pyvolcano.framework.interfaces import (
-    DraQuotaExporter,
-    EnqueueExplainer,
-    PredicateExplainer,
-    QuotaExporter,
-    VictimExplainer,
-)
 
 if TYPE_CHECKING:
+    from pyvolcano.framework.interfaces import VictimExplainer
     from pyvolcano.framework.session import Session
 
 __all__ = ["amend_condition", "diagnose_session", "format_amount", "user_amount"]
@@ -93,39 +85,25 @@ def diagnose_session(ssn: Session) -> dict[str, Diagnosis]:
     ctx: _Context | None = None
     enqueue = "enqueue" in ssn.enabled_actions
     memo = ssn.memo
-    diagnosed = memo.diagnosed
-    jobs = ssn.jobs
-    visit: Iterable[tuple[str, JobInfo]]
-    if memo.feed_close_passes and memo.diagnosed_primed == (True, enqueue):
-        # A settled job outside ``diagnosed`` has no diagnosis and is not short (see the
-        # module docstring), so the walk would leave it alone.
-        visit = [(uid, jobs[uid]) for uid in sorted(diagnosed.keys() | set(ssn.unsettled)) if uid in jobs]
-        for uid in [u for u, job in diagnosed.items() if u not in jobs and memo.jobs.get(u) is not job]:
-            del diagnosed[uid]  # gone from the cache
-    else:
-        visit = jobs.items()
-        diagnosed.clear()
-        diagnosed.update((uid, job) for uid, job in memo.jobs.items() if job.diagnosis is not None)
-        memo.diagnosed_primed = (memo.feed_close_passes, enqueue)
-    for uid, job in visit:
+    settled = ssn.settled
+    for uid, job in memo.diagnosis_visit(ssn.jobs, ssn.unsettled, enqueue):
         pg = job.podgroup
         if pg is None:
             continue
         # A PodGroup enqueue has not admitted may have no pods yet (the job controller creates
         # them once it is Inqueue); it is short all the same.
         if not job.count(_UNPLACED) and not (pg.phase == "Pending" and enqueue):
-            job.diagnosis = None
-            diagnosed.pop(uid, None)
+            memo.set_diagnosis(job, None)
             continue
-        if uid in ssn.settled and job.diagnosis is not None:
-            out[uid] = job.diagnosis
-            diagnosed[uid] = job
-            continue
+        if uid in settled:
+            kept = memo.diagnosis(job)
+            if kept is not None:
+                out[uid] = kept
+                continue
         if ctx is None:
             ctx = _Context(ssn)
         diag = ctx.diagnose(job)
-        job.diagnosis = diag
-        diagnosed[uid] = job
+        memo.set_diagnosis(job, diag)
         out[uid] = diag
     return out
 
@@ -182,17 +160,12 @@ class _Context:
         self.ssn = ssn
         self.table = ssn.node_table
         self.actions = list(ssn.config.actions)
-        self.quotas: dict[str, QueueQuota] = {}
-        for _opt, plugin in ssn.plugins:
-            if isinstance(plugin, QuotaExporter):
-                self.quotas = plugin.quota_snapshot()
-                break
+        self.quotas: dict[str, QueueQuota] = ssn.queue_quotas()
         self._cluster_free: dict[int, float] = {}
         self._running_priorities: dict[str, int] | None = None  # queue -> lowest running job priority
         self._node_occupants: dict[int, list[tuple[TaskInfo, JobInfo]]] = {}
         self._over: dict[str, bool] = {}
         self._tier_labels: dict[int, tuple[np.ndarray, dict[str, int]]] = {}
-        self._explainers: dict[str, list[object]] = {}
 
         def compare(a: TaskInfo, b: TaskInfo) -> int:
             return -1 if ssn.task_order_fn(a, b) else (1 if ssn.task_order_fn(b, a) else 0)
@@ -274,16 +247,14 @@ class _Context:
         for t in ungated:
             if not t.pod.resource_claims:
                 continue
-            for _opt, plugin in self.ssn.plugins:
-                if isinstance(plugin, DraQuotaExporter):
-                    got = plugin.dra_shortfall(t)
-                    if got is not None:
-                        name, need, held, cap = got
-                        msg = f"queue {job.queue} would exceed its capability on {name}"
-                        hint = (f"{t.name} claims {need} device(s) of class {name.split('/', 1)[1]} but queue "
-                                f"{job.queue} holds {held} of its {name} capability of {cap}; raise the capability "
-                                f"or wait for its pods to release their claims")
-                        return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="task", task=t.key)
+            got = self.ssn.device_quota_shortfall(t)
+            if got is not None:
+                name, need, held, cap = got
+                msg = f"queue {job.queue} would exceed its capability on {name}"
+                hint = (f"{t.name} claims {need} device(s) of class {name.split('/', 1)[1]} but queue "
+                        f"{job.queue} holds {held} of its {name} capability of {cap}; raise the capability "
+                        f"or wait for its pods to release their claims")
+                return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="task", task=t.key)
         return None
 
     # ------------------------------------------------------------------ stages
@@ -312,8 +283,8 @@ class _Context:
                 name, _user_unit(name, amount), _user_unit(name, free_c),
                 None if free_q is None else _user_unit(name, free_q), shortfall=_user_unit(name, shortfall)))
         events = "; ".join(self.ssn.podgroup_events.get(job.uid, []))
-        for plugin in self._enabled("job_enqueueable"):
-            explained = plugin.explain_enqueue(self.ssn, job) if isinstance(plugin, EnqueueExplainer) else None
+        for explainer in self.ssn.enqueue_explainers():
+            explained = explainer.explain_enqueue(self.ssn, job)
             if explained is not None:
                 return mk(explained.reason, explained.message, explained.hint, scope="minResources",
                           resources=tuple(figures), limits=explained.limits, plugin=explained.plugin or None,
@@ -335,7 +306,7 @@ class _Context:
                         f"jobs to finish")
             msg = f"queue {job.queue} capability exceeded on {', '.join(short_dims)}"
             return mk(Reason.QUEUE_OVER_CAPABILITY, msg, hint, scope="minResources", resources=tuple(figures))
-        voters = sorted({name for tier in self.ssn._tiers("job_enqueueable") for name, _fn in tier})
+        voters = sorted(set(self.ssn.enabled_plugins("job_enqueueable")))
         msg = events or "a JobEnqueueable plugin rejected the PodGroup"
         hint = (f"a JobEnqueueable vote ({', '.join(voters) or 'none'}) keeps it Pending: its minResources "
                 f"exceed what the plugin admits now (overcommit: idle × overcommit-factor; sla; ...)")
@@ -578,9 +549,8 @@ class _Context:
             ok, _groups = ssn.predicate_failures(task, insufficient)
             candidates = insufficient[ok]
         if not len(candidates) or not any(v > 0 for _d, v in table.task_vector(task)):
-            for plugin in self._enabled("predicate"):
-                explained = plugin.explain_predicates(ssn, job, task, hist) \
-                    if isinstance(plugin, PredicateExplainer) else None
+            for explainer in ssn.predicate_explainers():
+                explained = explainer.explain_predicates(ssn, job, task, hist)
                 if explained is not None:
                     return mk(explained.reason, fe.error(), explained.hint, limits=explained.limits,
                               plugin=explained.plugin or None, figures=explained.figures, **common)
@@ -730,7 +700,7 @@ class _Context:
                 if self._helps(kept, vec) is None:
                     return PreemptionInfo(True, action, enabled, why)
             kind = "preemptable" if action == "preempt" else "reclaimable"
-            if not enabled or any(name == "gang" for tier in self.ssn._tiers(kind) for name, _fn in tier):
+            if not enabled or "gang" in self.ssn.enabled_plugins(kind):
                 # gang's victim filter (its own flag; with the action absent, as the defaults have it)
                 kept = _gang_surplus(kept)
             node_i = self._helps(kept, vec)
@@ -738,9 +708,7 @@ class _Context:
                 return PreemptionInfo(True, action, enabled,
                                       "evicting the candidate victims would break their gangs' minAvailable")
             if enabled:
-                for plugin in self._enabled(kind):
-                    if not isinstance(plugin, VictimExplainer):
-                        continue
+                for plugin in self.ssn.victim_explainers(kind):
                     filtered = [(i, self._kept_by(plugin, ts)) for i, ts in kept]
                     if self._helps(filtered, vec) is None:
                         on_node = next(ts for i, ts in kept if i == node_i)
@@ -758,20 +726,6 @@ class _Context:
                 why = f"{' and '.join(configured)} ran but its plugins' votes did not select the victims"
             return PreemptionInfo(True, action, enabled, why, victims)
         return _NO_PREEMPTION
-
-    def _enabled(self, kind: str) -> list[object]:
-        """The plugins enabled for callback family ``kind`` that explain their own blocks
-        (implement one of the explainer protocols), in tier order; computed once per session."""
-        got = self._explainers.get(kind)
-        if got is None:
-            names = [name for tier in self.ssn._tiers(kind) for name, _fn in tier]
-            by_name: dict[str, object] = {}
-            for opt, plugin in self.ssn.plugins:
-                by_name.setdefault(opt.name, plugin)
-            got = self._explainers[kind] = [
-                p for name in dict.fromkeys(names) if (p := by_name.get(name)) is not None
-                and isinstance(p, EnqueueExplainer | PredicateExplainer | VictimExplainer)]
-        return got
 
     def _kept_by(self, plugin: VictimExplainer, victims: list[tuple[TaskInfo, JobInfo]]
                  ) -> list[tuple[TaskInfo, JobInfo]]:

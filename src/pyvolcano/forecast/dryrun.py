@@ -25,9 +25,10 @@ from typing import Any
 
 from pyvolcano.api.names import JOB_API_VERSION, SCHEDULING_API_VERSION
 from pyvolcano.conf.schema import SchedulerConfiguration
-from pyvolcano.forecast.eta import DEFAULT_HORIZON, RuntimePolicy, estimate_starts, forecast
-from pyvolcano.forecast.state import ClusterState
-from pyvolcano.framework.registry import Registry
+from pyvolcano.forecast.eta import DEFAULT_HORIZON, estimate_starts, forecast
+from pyvolcano.runtime.registry import Registry
+from pyvolcano.simulator.restore import RuntimePolicy
+from pyvolcano.simulator.state import ClusterState
 from pyvolcano.store.base import StoreError, clone, to_rfc3339
 
 __all__ = ["NOW_WINDOW", "DryRunError", "dry_run_document", "job_of"]

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from pyvolcano.conf.schema import SchedulerConfiguration
-from pyvolcano.forecast.eta import DEFAULT_HORIZON, RuntimePolicy, assumptions, estimate_starts
-from pyvolcano.forecast.state import ClusterState
-from pyvolcano.framework.registry import Registry
+from pyvolcano.forecast.eta import DEFAULT_HORIZON, estimate_starts
+from pyvolcano.runtime.registry import Registry
+from pyvolcano.simulator.restore import RuntimePolicy, assumptions
+from pyvolcano.simulator.state import ClusterState
 from pyvolcano.store.base import to_rfc3339
 
 if TYPE_CHECKING:

@@ -3,9 +3,11 @@
 Besides the :class:`Plugin` and :class:`Action` protocols every plugin and action implements,
 some plugins export session state other components read (the simulator's deserved
 resources, the pending diagnosis' quotas, the GPU state shared by the GPU plugins, the queue
-metrics). Each export is a declared, runtime-checkable Protocol here, implemented by the
-plugins that export it; readers test ``isinstance(plugin, Protocol)`` instead of probing
-attributes by name, so the type checker sees both sides.
+metrics). Each export is a declared Protocol here, implemented by the plugins that export
+it; the framework offers it as a session export (``Session.queue_quotas``,
+``Session.hypernode_order_bounds``, ...) or readers test ``isinstance(plugin, Protocol)``,
+instead of probing attributes by name or naming a plugin class, so the type checker sees both
+sides.
 """
 
 from __future__ import annotations
@@ -18,14 +20,16 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from pyvolcano.api.job import JobInfo
     from pyvolcano.api.resource import Resource
+    from pyvolcano.api.sub_job import SubJobInfo
     from pyvolcano.api.task import TaskInfo
     from pyvolcano.diagnosis.model import PluginBlock, QueueQuota
     from pyvolcano.framework.session import Session
-    from pyvolcano.gpu.session import SessionGpus
     from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
+    from pyvolcano.plugins.gpu_session import SessionGpus
 
 __all__ = [
     "Action",
+    "ActionFactory",
     "CapacityStateExporter",
     "DeservedExporter",
     "DraQuotaExporter",
@@ -34,6 +38,7 @@ __all__ = [
     "EvictionContext",
     "EvictionKind",
     "GpuSessionHolder",
+    "HyperNodeScoreBounds",
     "Plugin",
     "PluginFactory",
     "PredicateExplainer",
@@ -62,6 +67,7 @@ class Plugin(Protocol):
 
 
 PluginFactory = Callable[[Mapping[str, Any]], Plugin]
+"""A plugin module's ``new``: arguments (its tier entry's) → a plugin for one session."""
 
 
 @runtime_checkable
@@ -76,6 +82,23 @@ class QuotaExporter(Protocol):
     """A plugin whose queue quotas allocate and enqueue check (read by the pending diagnosis)."""
 
     def quota_snapshot(self) -> dict[str, QueueQuota]: ...
+
+
+class HyperNodeScoreBounds(Protocol):
+    """A HyperNodeOrder scorer's scores known before any placement (network-topology-aware's),
+    declared when it registers (``Session.add_hypernode_order_fn(bounds=...)``) and read by
+    allocate's bounded HyperNode search (``Session.hypernode_order_bounds``).
+
+    The scorer's score of a candidate is ``base_scores`` when no other candidate shares its
+    score, else ``base_scores + tie_bonus × tie_bonus_bound``; neither depends on the
+    placements a dry run makes."""
+
+    @property
+    def tie_bonus_bound(self) -> float: ...
+
+    def base_scores(self, sub_job: SubJobInfo, candidates: list[str]) -> dict[str, float]: ...
+
+    def tie_bonus(self, sub_job: SubJobInfo, hypernode: str) -> float: ...
 
 
 @runtime_checkable
@@ -152,6 +175,10 @@ class Action(Protocol):
     name: str
 
     def execute(self, ssn: Session) -> None: ...
+
+
+ActionFactory = Callable[[Mapping[str, Any]], Action]
+"""An action module's ``new``: arguments (its ``configurations`` entry) → the action."""
 
 
 @dataclass(slots=True)

@@ -15,14 +15,13 @@ hint appended. Settled jobs keep both from the close that last looked at them.
 
 Settled jobs: everything close derives for a job (gang's condition, the phase, the counts,
 the pods' PodScheduled conditions) is a function of the job's tasks, its PodGroup, its fit
-errors and its tasks' last transactions. A job whose ``close_key`` (task/PodGroup version,
-fit-error version, PodGroup identity, phase and minMember) equals the one of the previous
-close would come out exactly as it did then, so close leaves it alone: the phase function
-is idempotent on unchanged input, and the conditions differ only in their transition id and
-time, which are not part of the status written back. This keeps close O(changed jobs):
-only the jobs the cache's change feed reported since the previous close can have a new
-``close_key`` (every input of it moves the job's version or fit version, or replaces its
-PodGroup, which moves the version too), so only they are compared (``unsettled_jobs``).
+errors and its tasks' last transactions. A job whose close key
+(:func:`~pyvolcano.cache.memo.close_key`) equals the one of the previous close would come
+out exactly as it did then, so close leaves it alone: the phase function is idempotent on
+unchanged input, and the conditions differ only in their transition id and time, which are
+not part of the status written back. The memo lists the others (``SessionMemo.unsettled``,
+``Session.unsettled``), visiting only the jobs its change feed reported since the previous
+close, so close is O(changed jobs).
 """
 
 from __future__ import annotations
@@ -37,49 +36,9 @@ from pyvolcano.diagnosis.diagnose import amend_condition
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
 
-__all__ = ["close_key", "revert_tentative", "settled_jobs", "unsettled_jobs", "update_job_status"]
+__all__ = ["revert_tentative", "update_job_status"]
 
 _TENTATIVE = TaskStatus.Allocated | TaskStatus.Pipelined
-
-
-def close_key(job: JobInfo) -> tuple[object, ...]:
-    pg = job.podgroup
-    assert pg is not None
-    return (job.version, job.fit_version, id(pg), pg.phase, pg.min_member)
-
-
-def settled_jobs(ssn: Session) -> set[str]:
-    """Jobs whose close output would equal the previous close's (see the module docstring);
-    the others get their ``close_key`` updated, for the next close to compare against.
-    Walks every job: the from-scratch form of :func:`unsettled_jobs`."""
-    settled = set()
-    for uid, job in ssn.jobs.items():
-        if job.podgroup is None:
-            continue
-        key = close_key(job)
-        if job.close_key == key:
-            settled.add(uid)
-        else:
-            job.close_key = key
-    return settled
-
-
-def unsettled_jobs(ssn: Session) -> list[str]:
-    """The jobs with a PodGroup that are not settled, in uid order, their ``close_key``
-    updated: :func:`settled_jobs`' complement, visiting only the jobs the cache's change feed
-    reported since the previous close."""
-    visit = ssn.memo.close_changes.take()  # None after an overflow: every job
-    out = []
-    jobs = ssn.jobs
-    for uid in list(jobs) if visit is None else visit:
-        job = jobs.get(uid)
-        if job is None or job.podgroup is None:
-            continue
-        key = close_key(job)
-        if job.close_key != key:
-            job.close_key = key
-            out.append(uid)
-    return out
 
 
 def update_job_status(ssn: Session, unsettled: list[str]) -> None:
@@ -106,10 +65,7 @@ def update_job_status(ssn: Session, unsettled: list[str]) -> None:
 
 def revert_tentative(ssn: Session) -> None:
     """Return every task still Allocated (gang never ready) or Pipelined to Pending."""
-    changed = ssn.changed_jobs
-    if changed is not None and changed.overflowed:
-        changed = None
-    for job in ssn.jobs.values() if changed is None else (ssn.jobs[u] for u in sorted(changed) if u in ssn.jobs):
+    for job in ssn.changed_jobs_in_order():
         # Only a job changed in this session can hold tentative tasks (a close returns them all).
         if not job.count(_TENTATIVE):
             continue

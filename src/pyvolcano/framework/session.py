@@ -23,8 +23,8 @@ inputs and seed give the same decisions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,11 +32,19 @@ from pyvolcano.api.job import ChangedJobs, JobInfo
 from pyvolcano.api.node import NodeInfo, NodeTable
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
-from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.conf.schema import PluginOption, SchedulerConfiguration
 from pyvolcano.diagnosis.diagnose import diagnose_session
 from pyvolcano.framework import job_updater
-from pyvolcano.framework.interfaces import Plugin
+from pyvolcano.framework.interfaces import (
+    DraQuotaExporter,
+    EnqueueExplainer,
+    Plugin,
+    PluginFactory,
+    PredicateExplainer,
+    QuotaExporter,
+    VictimExplainer,
+)
 from pyvolcano.framework.observer import ON_SESSION_CLOSE, ON_SESSION_OPEN, SessionObserver
 from pyvolcano.framework.prebind import BindContexts, PreBinder
 from pyvolcano.framework.scheduler_helper import SchedulerHelper
@@ -46,7 +54,7 @@ from pyvolcano.framework.topology import SessionTopology
 if TYPE_CHECKING:
     from pyvolcano.cache.cache import SchedulerCache
     from pyvolcano.cache.memo import SessionMemo
-    from pyvolcano.diagnosis.model import Diagnosis
+    from pyvolcano.diagnosis.model import Diagnosis, QueueQuota
 
 __all__ = ["Session", "open_session"]
 
@@ -60,7 +68,7 @@ class Session(SchedulerHelper):
         self,
         cache: SchedulerCache,
         config: SchedulerConfiguration,
-        plugin_factories: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
+        plugin_factories: Mapping[str, PluginFactory],
         *,
         uid: str,
         now: float,
@@ -114,8 +122,8 @@ class Session(SchedulerHelper):
         self.settled: set[str] = set()
         # Their complement among the jobs with a PodGroup, in uid order; filled at close.
         self.unsettled: list[str] = []
-        # The jobs this session changed so far, from the cache's change feed (None: not
-        # tracked; session close then walks every job for tentative tasks).
+        # The jobs changed since the last session opened and those this session changes, from
+        # the memo as the session opens (None: not tracked, every job is walked).
         self.changed_jobs: ChangedJobs | None = None
         # Why each job left short is blocked (pyvolcano.diagnosis), by job key; filled at close.
         self.diagnoses: dict[str, Diagnosis] = {}
@@ -123,6 +131,8 @@ class Session(SchedulerHelper):
         # The earliest later time at which a plugin's verdict changes with the clock alone
         # (e.g. a cooldown ending): see revisit_at.
         self.revisit: float | None = None
+        # The plugins that explain their blocks, by extension point and protocol (see explainers).
+        self._explainers: dict[tuple[str, type], list[object]] = {}
         self._reset_fit_errors()
         for tier in config.tiers:
             for opt in tier.plugins:
@@ -134,6 +144,7 @@ class Session(SchedulerHelper):
     def open(self) -> None:
         # Cached scores may reflect session-local plugin state (e.g. in-session evictions).
         self.memo.score_cache.clear()
+        self.changed_jobs = self.memo.session_opened(self.jobs)
         obs = self.observer
         for opt, plugin in self.plugins:
             if obs is None:
@@ -151,7 +162,7 @@ class Session(SchedulerHelper):
         (:mod:`~pyvolcano.framework.job_updater`), then undo everything not committed (open
         statements, Allocated and Pipelined tasks). The committed effects stay in
         :attr:`binds` and :attr:`evictions` for the caller to apply."""
-        unsettled = job_updater.unsettled_jobs(self)
+        unsettled = self.memo.unsettled(self.jobs)
         self.unsettled = unsettled
         self.settled = self.jobs.keys() - set(unsettled)
         if self.cache.options.diagnose:
@@ -172,11 +183,8 @@ class Session(SchedulerHelper):
 
     def _jobs_with_topology(self) -> list[JobInfo]:
         """The session's jobs with a JobTopology, in uid order: kept by the change feed (a
-        job's topology is rebuilt only with its PodGroup, which moves its version); every job
-        is walked with ``SessionMemo.track_session_changes`` False."""
-        if not self.memo.track_session_changes:
-            return [j for j in self.jobs.values() if j.topology is not None]
-        return self.memo.job_filter("session/topology", _has_topology).select(self.jobs)
+        job's topology is rebuilt only with its PodGroup, which moves its version)."""
+        return [j for j in self.memo.select("session/topology", _has_topology, self.jobs) if j.topology is not None]
 
     def _reset_fit_errors(self) -> None:
         """Clear the jobs' fit errors and their pending tasks' last transactions (upstream's
@@ -187,16 +195,9 @@ class Session(SchedulerHelper):
         alone, can have anything to clear: recording fit errors moves the fit version, and the
         statement marks a task's last transaction only as it returns the task to an earlier
         status, which moves the job's version. A job that joins the view is reported too. So
-        the other jobs are skipped (``SessionMemo.feed_fit_reset = False``: every job)."""
+        the other jobs are skipped (``SessionMemo.fit_reset_visit``)."""
         memo = self.memo
-        reported = memo.fit_reset_changes.take()
-        visit: Iterable[JobInfo]
-        if not memo.feed_fit_reset or reported is None or not memo.fit_reset_primed:
-            visit = self.jobs.values()
-            memo.fit_reset_primed = memo.feed_fit_reset
-        else:
-            jobs = self.jobs
-            visit = [jobs[uid] for uid in sorted(memo.fit_reset_kept.union(reported)) if uid in jobs]
+        visit = memo.fit_reset_visit(self.jobs)
         kept: set[str] = set()
         skip_unchanged = self.skip_unchanged
         for job in visit:
@@ -210,7 +211,7 @@ class Session(SchedulerHelper):
                 if t.last_transaction is not None:
                     t.last_transaction = None
                     job.bump_fit_version()
-        memo.fit_reset_kept = kept
+        memo.fit_reset_done(kept)
 
     def _total_resource(self) -> Resource:
         t = self.node_table
@@ -264,14 +265,27 @@ class Session(SchedulerHelper):
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Immediate eviction (upstream ``Session.Evict``, used by shuffle)."""
+        self.move_task(task, TaskStatus.Releasing)
+        self.effects_evict(task, reason)
+
+    def move_task(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move a task that is on its node to ``status``, the three steps an eviction and every
+        undo of a statement take: its job's status index, its node's accounting (it leaves the
+        node when it returns to Pending) and the plugins' allocate event (back to an allocated
+        status) or deallocate event."""
         job = self.jobs.get(task.job)
         if job is not None:
-            job.update_task_status(task, TaskStatus.Releasing)
+            job.update_task_status(task, status)
         node = self.nodes.get(task.node_name)
         if node is not None:
-            node.update_task(task)
-        self.fire_deallocate(task)
-        self.effects_evict(task, reason)
+            if status == TaskStatus.Pending:
+                node.remove_task(task)
+            else:
+                node.update_task(task)
+        if status & ALLOCATED_STATUS:
+            self.fire_allocate(task)
+        else:
+            self.fire_deallocate(task)
 
     def revisit_at(self, when: float) -> None:
         """A plugin's decision would change at ``when`` with nothing else changing (a pod's
@@ -285,10 +299,78 @@ class Session(SchedulerHelper):
 
     def unchanged_since_failure(self, job: JobInfo) -> bool:
         """Whether ``job`` failed to be placed before and nothing since could let it fit."""
-        return job.unschedulable_at is not None and job.unschedulable_at == self._failure_signature(job)
+        failed = self.memo.job(job).unschedulable_at
+        return failed is not None and failed == self._failure_signature(job)
 
     def record_failure(self, job: JobInfo) -> None:
-        job.unschedulable_at = self._failure_signature(job)
+        self.memo.job(job).unschedulable_at = self._failure_signature(job)
+
+    def clear_failure(self, job: JobInfo) -> None:
+        """``job`` was placed: a later failure is a new one."""
+        self.memo.job(job).unschedulable_at = None
+
+    # ------------------------------------------------------------------ what changed
+    def changed_jobs_in_order(self) -> Iterable[JobInfo]:
+        """The session's jobs this session may have changed, in uid order: those the memo's
+        feed reported since the last session opened (a job not among them is as the last
+        close left it); every job when the feed is not tracked or overflowed."""
+        changed = self.changed_jobs
+        if changed is None or changed.overflowed:
+            return self.jobs.values()
+        jobs = self.jobs
+        return [jobs[uid] for uid in sorted(changed) if uid in jobs]
+
+    # ------------------------------------------------------------------ plugin exports
+    def queue_quotas(self) -> dict[str, QueueQuota]:
+        """Queue name → the quota figures allocate and enqueue check, from the first plugin
+        that exports them (:class:`~pyvolcano.framework.interfaces.QuotaExporter`: proportion,
+        capacity); empty without one."""
+        for _opt, plugin in self.plugins:
+            if isinstance(plugin, QuotaExporter):
+                return plugin.quota_snapshot()
+        return {}
+
+    def device_quota_shortfall(self, task: TaskInfo) -> tuple[str, int, int, int] | None:
+        """The first per-queue device quota that refuses ``task``, from the plugins that export
+        them (:class:`~pyvolcano.framework.interfaces.DraQuotaExporter`: capacity's
+        ``deviceclass/<class>``): (class, devices the task asks for, devices the queue holds,
+        limit); None when none refuses it."""
+        for _opt, plugin in self.plugins:
+            if isinstance(plugin, DraQuotaExporter):
+                got = plugin.dra_shortfall(task)
+                if got is not None:
+                    return got
+        return None
+
+    def enqueue_explainers(self) -> list[EnqueueExplainer]:
+        """The plugins enabled for JobEnqueueable that say why their vote kept a PodGroup Pending
+        (:class:`~pyvolcano.framework.interfaces.EnqueueExplainer`: resourcequota, extender), in
+        tier order."""
+        return self._explaining("job_enqueueable", EnqueueExplainer)  # type: ignore[return-value]
+
+    def predicate_explainers(self) -> list[PredicateExplainer]:
+        """The plugins enabled for Predicate that say why they refused a task's nodes
+        (:class:`~pyvolcano.framework.interfaces.PredicateExplainer`: nodegroup, numa-aware, tdm,
+        usage, extender), in tier order."""
+        return self._explaining("predicate", PredicateExplainer)  # type: ignore[return-value]
+
+    def victim_explainers(self, kind: str) -> list[VictimExplainer]:
+        """The plugins enabled for ``kind`` (``preemptable`` or ``reclaimable``) whose victim
+        filter the diagnosis replays (:class:`~pyvolcano.framework.interfaces.VictimExplainer`:
+        pdb, cdp), in tier order."""
+        return self._explaining(kind, VictimExplainer)  # type: ignore[return-value]
+
+    def _explaining(self, kind: str, protocol: type) -> list[object]:
+        """The plugins enabled for ``kind`` that implement ``protocol``, computed once per session."""
+        got = self._explainers.get((kind, protocol))
+        if got is None:
+            by_name: dict[str, object] = {}
+            for opt, plugin in self.plugins:
+                by_name.setdefault(opt.name, plugin)
+            got = self._explainers[(kind, protocol)] = [
+                p for name in dict.fromkeys(self.enabled_plugins(kind))
+                if (p := by_name.get(name)) is not None and isinstance(p, protocol)]
+        return got
 
     # ------------------------------------------------------------------ iteration helpers
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
@@ -305,7 +387,7 @@ def _has_topology(job: JobInfo) -> bool:
 def open_session(
     cache: SchedulerCache,
     config: SchedulerConfiguration,
-    plugin_factories: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
+    plugin_factories: Mapping[str, PluginFactory],
     *,
     now: float,
     rng: np.random.Generator,

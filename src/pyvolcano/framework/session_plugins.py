@@ -32,7 +32,7 @@ from pyvolcano.api.task import TaskInfo
 from pyvolcano.api.unschedule import Status
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework import extension_points as ep
-from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext
+from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext, HyperNodeScoreBounds
 
 if TYPE_CHECKING:
     from pyvolcano.cache.memo import SessionMemo
@@ -96,6 +96,7 @@ class SessionPlugins:
         self._allocatable_counts: dict[str, Callable[[QueueInfo, TaskInfo, int], int]] = {}
         self._ready_bounds: dict[str, Callable[[JobInfo], int]] = {}
         self._job_local_valid: set[str] = set()
+        self._hypernode_order_bounds: dict[str, HyperNodeScoreBounds] = {}
 
     # ------------------------------------------------------------------ registration
     def _add(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
@@ -139,7 +140,7 @@ class SessionPlugins:
         feasibility mask, re-evaluated only on nodes that changed (see :meth:`feasible_nodes`).
         Return None when the verdict depends on other nodes (inter-pod affinity, spreading).
         ``batchable=False`` keeps allocate's batched replica placement off while the plugin is
-        enabled (actions/replica_batch.py), for plugins whose allocate events hold per-device
+        enabled (actions/allocate/replica_batch.py), for plugins whose allocate events hold per-device
         state (GPU sharing and placement policies).
         ``projectable(task)`` (optional) declares, for a task with a cache key, that the
         verdict on a node depends only on the key, the node's labels, taints and
@@ -273,10 +274,20 @@ class SessionPlugins:
         self._add("sub_job_order", name, fn)
 
     def add_hypernode_order_fn(
-        self, name: str, fn: Callable[[SubJobInfo, list[str]], dict[str, float]]
+        self, name: str, fn: Callable[[SubJobInfo, list[str]], dict[str, float]], *,
+        bounds: HyperNodeScoreBounds | None = None,
     ) -> None:
-        """Register a HyperNode scorer: ``fn(sub_job, candidates)`` → score per candidate."""
+        """Register a HyperNode scorer: ``fn(sub_job, candidates)`` → score per candidate.
+
+        ``bounds`` (optional) declares ``fn``'s scores before any placement (see
+        :class:`~pyvolcano.framework.interfaces.HyperNodeScoreBounds`); allocate then dry-runs
+        candidates best score first and stops early (:meth:`hypernode_order_bounds`).
+        """
         self._add("hypernode_order", name, fn)
+        if bounds is not None:
+            self._hypernode_order_bounds[name] = bounds
+        else:
+            self._hypernode_order_bounds.pop(name, None)
 
     def add_hypernode_gradient_for_job_fn(self, name: str, fn: Callable[[JobInfo, str, str], list[list[str]]]) -> None:
         """``fn(job, hypernode, purpose)`` → candidate HyperNodes grouped by tier, tried in order."""
@@ -309,6 +320,11 @@ class SessionPlugins:
 
     def has(self, kind: str) -> bool:
         return any(self._tiers(kind))
+
+    def enabled_plugins(self, kind: str) -> list[str]:
+        """The enabled plugins that registered a ``kind`` callback (an extension point's name,
+        e.g. ``job_enqueueable``), in tier order."""
+        return [name for tier in self._tiers(kind) for name, _fn in tier]
 
     # ------------------------------------------------------------------ dispatchers
     def job_order_compare(self, l: JobInfo, r: JobInfo) -> int:
@@ -419,6 +435,14 @@ class SessionPlugins:
                     if hn in total:
                         total[hn] += score
         return total
+
+    def hypernode_order_bounds(self) -> HyperNodeScoreBounds | None:
+        """The declared scores of the HyperNodeOrder scorer when it is the only one enabled and
+        declared them (``bounds`` of :meth:`add_hypernode_order_fn`); None otherwise."""
+        names = self.enabled_plugins("hypernode_order")
+        if len(names) != 1:
+            return None
+        return self._hypernode_order_bounds.get(names[0])
 
     def hypernode_gradient_for_job(self, job: JobInfo, hypernode: str, purpose: str) -> list[list[str]]:
         """The first enabled gradient plugin decides; none: ``[[hypernode]]``."""

@@ -78,14 +78,7 @@ class Statement:
 
     # ------------------------------------------------------------------ operations
     def evict(self, task: TaskInfo, reason: str) -> None:
-        ssn = self.ssn
-        job = ssn.jobs.get(task.job)
-        if job is not None:
-            job.update_task_status(task, TaskStatus.Releasing)
-        node = ssn.nodes.get(task.node_name)
-        if node is not None:
-            node.update_task(task)
-        ssn.fire_deallocate(task)
+        self.ssn.move_task(task, TaskStatus.Releasing)
         self.operations.append(Operation(OpKind.EVICT, task, reason))
 
     def pipeline(self, task: TaskInfo, node_name: str, eviction_occurred: bool) -> bool:
@@ -141,36 +134,15 @@ class Statement:
 
     # ------------------------------------------------------------------ reversal
     def _unevict(self, task: TaskInfo) -> None:
-        ssn = self.ssn
-        job = ssn.jobs.get(task.job)
-        if job is not None:
-            job.update_task_status(task, TaskStatus.Running)
-        node = ssn.nodes.get(task.node_name)
-        if node is not None:
-            node.update_task(task)
-        ssn.fire_allocate(task)
+        self.ssn.move_task(task, TaskStatus.Running)
 
     def _unpipeline(self, task: TaskInfo) -> None:
-        ssn = self.ssn
-        job = ssn.jobs.get(task.job)
-        if job is not None:
-            job.update_task_status(task, TaskStatus.Pending)
-        node = ssn.nodes.get(task.node_name)
-        if node is not None:
-            node.remove_task(task)
-        ssn.fire_deallocate(task)
+        self.ssn.move_task(task, TaskStatus.Pending)
         task.node_name = ""
         task.eviction_occurred = False
 
     def _unallocate(self, task: TaskInfo) -> None:
-        ssn = self.ssn
-        job = ssn.jobs.get(task.job)
-        if job is not None:
-            job.update_task_status(task, TaskStatus.Pending)
-        node = ssn.nodes.get(task.node_name)
-        if node is not None:
-            node.remove_task(task)
-        ssn.fire_deallocate(task)
+        self.ssn.move_task(task, TaskStatus.Pending)
         task.node_name = ""
 
     def discard(self) -> None:

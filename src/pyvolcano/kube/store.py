@@ -228,6 +228,14 @@ class KubeStore:
         obj.setdefault("kind", kind)
         return obj
 
+    def list_on_server(self, kind: str, namespace: str | None = None, *,
+                       label_selector: str | None = None) -> builtins.list[dict[str, Any]]:
+        """One list request to the API server, filtered there by ``label_selector`` (informers
+        or not): :class:`~pyvolcano.store.base.ServerBacked`."""
+        res = resource_for(kind)
+        items, _ = self.client.list(res, namespace if res.namespaced else None, label_selector=label_selector)
+        return items
+
     def list(self, kind: str, namespace: str | None = None, *,
              label_selector: Mapping[str, str] | None = None) -> builtins.list[dict[str, Any]]:
         bucket = self._objects.get(kind)

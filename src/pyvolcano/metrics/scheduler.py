@@ -55,6 +55,7 @@ from prometheus_client.registry import Collector
 
 from pyvolcano.api.resource import DimensionDefault, Resource
 from pyvolcano.api.task import TaskStatus
+from pyvolcano.cache.memo import close_key
 from pyvolcano.framework.interfaces import CapacityStateExporter, ProportionStateExporter
 from pyvolcano.metrics.buckets import exponential_buckets_range
 from pyvolcano.plugins.drf_share import ShareDimensions, dominant_share, job_allocation, share_dimensions
@@ -372,7 +373,8 @@ class SchedulerMetrics:
     def _observe_jobs(self, ssn: Session) -> None:
         # A job's gauges are a function of its tasks, PodGroup and fit errors (close_key), the
         # cluster total (its DRF share) and the plugins: only jobs whose key changed since the
-        # last session are recomputed, so a session with 10,000 settled jobs costs a dict scan.
+        # last session are recomputed, so a session with 10,000 settled jobs costs a dict scan
+        # (every job from scratch, SessionMemo.incremental False).
         plugin_names = frozenset(opt.name for opt, _p in ssn.plugins)
         gang, drf = "gang" in plugin_names, "drf" in plugin_names
         total = ssn.total_resource
@@ -382,14 +384,15 @@ class SchedulerMetrics:
             self._job_memo = {}
             self._share_dims = share_dimensions(total)
         memo = self._job_memo
+        incremental = ssn.memo.incremental
         seen: dict[str, _JobEntry] = {}
         for uid, job in ssn.jobs.items():
             pg = job.podgroup
             if pg is None:
                 continue
-            key = (job.version, job.fit_version, id(pg), pg.phase, pg.min_member)
+            key = close_key(job)
             entry = memo.get(uid)
-            if entry is None or entry.key != key:
+            if entry is None or entry.key != key or not incremental:
                 entry = self._job_entry(ssn, job, key, entry, gang=gang, drf=drf)
             seen[uid] = entry
         unschedulable_jobs = 0

@@ -109,21 +109,7 @@ def queue_reservation(job: JobInfo) -> Resource | None:
 
 
 def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
-    """Upstream ``GetInqueueResource``: min resources not yet covered by allocated tasks.
-
-    Memoised per job on (PodGroup, allocated amounts): running jobs ask every session.
-    """
-    assert job.podgroup is not None and job.podgroup.min_resources is not None
-    key = (id(job.podgroup), allocated.milli_cpu, allocated.memory, tuple(allocated.scalars.items()))
-    memo = job.inqueue_memo
-    if memo is not None and memo[0] == key:
-        return memo[1].clone()
-    out = _inqueue_resource(job, allocated)
-    job.inqueue_memo = (key, out.clone())
-    return out
-
-
-def _inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
+    """Upstream ``GetInqueueResource``: min resources not yet covered by allocated tasks."""
     assert job.podgroup is not None and job.podgroup.min_resources is not None
     min_res = job.min_resources()
     out = Resource()

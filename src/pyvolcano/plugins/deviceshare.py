@@ -15,7 +15,7 @@ Predicate: a pod that asks for GPUs fits a node only if the node's GPUs can take
 
 Allocation records the chosen GPUs on the pod at bind (``volcano.sh/gpu-index``, plus
 ``volcano.sh/predicate-time`` from the session clock) through the session's GPU state
-(:mod:`pyvolcano.gpu.session`). Without a placement policy plugin, whole GPUs are the first
+(:mod:`pyvolcano.plugins.gpu_session`). Without a placement policy plugin, whole GPUs are the first
 free ones, memory shares the lowest-index card that fits (upstream), milli shares the
 tightest fit.
 
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pyvolcano.framework.argument_keys import ArgumentKeys, honoured, ignored, is_empty, is_false, refused
 from pyvolcano.framework.arguments import ArgumentError, Arguments
-from pyvolcano.gpu.session import SessionGpus
+from pyvolcano.plugins.gpu_session import SessionGpus
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session

@@ -7,8 +7,8 @@ SubJobOrder (not-ready first), SubJobReady and SubJobPipelined; a job with sub-g
 is valid, ready or pipelined only when every policy has ``minSubGroups`` such sub-jobs. At session close it
 writes the PodGroup condition: ``Unschedulable`` (reason ``NotEnoughResources``, message
 ``"<k>/<n> tasks in gang unschedulable: <job fit error>"``) or ``Scheduled``, for the jobs
-session close did not find settled (``Session.unsettled``; ``SessionMemo.feed_close_passes =
-False`` walks every job and skips the settled ones).
+session close did not find settled (``Session.unsettled``; every job with a PodGroup from
+scratch, ``SessionMemo.incremental = False``).
 """
 
 from __future__ import annotations
@@ -109,10 +109,9 @@ class Gang:
     def on_session_close(self, ssn: Session) -> None:
         # Settled jobs keep the condition of the close that last looked at them; the unsettled
         # ones are listed (framework/job_updater.py), so only they are visited.
-        settled = ssn.settled
-        visit = ((uid, ssn.jobs[uid]) for uid in ssn.unsettled) if ssn.memo.feed_close_passes else ssn.jobs.items()
-        for uid, job in visit:
-            if not job.tasks or job.podgroup is None or uid in settled:
+        for uid in ssn.unsettled:
+            job = ssn.jobs[uid]
+            if not job.tasks or job.podgroup is None:
                 continue
             if not job.is_ready():
                 unready = unready_task_count(job)

@@ -145,7 +145,7 @@ class NetworkTopologyAware:
         self._holding_cache: dict[str, np.ndarray] = {}
         self._subtrees: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
         self._vectors: dict[str, np.ndarray] = {}
-        ssn.add_hypernode_order_fn(NAME, self.hypernode_order)
+        ssn.add_hypernode_order_fn(NAME, self.hypernode_order, bounds=self)
         ssn.add_hypernode_gradient_for_job_fn(NAME, self.gradient_for_job)
         ssn.add_hypernode_gradient_for_sub_job_fn(NAME, self.gradient_for_sub_job)
         ssn.add_node_order_fn(NAME, self.batch_node_order, cache_key=self._cache_key,

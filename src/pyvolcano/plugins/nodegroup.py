@@ -49,6 +49,7 @@ from pyvolcano.api.quantity import QuantityError
 from pyvolcano.api.resource import CPU, MEMORY, MIN_RESOURCE, Resource
 from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo
 from pyvolcano.api.unschedule import Code, Status
+from pyvolcano.cache.memo import NODE_GROUPS
 from pyvolcano.diagnosis.diagnose import user_amount
 from pyvolcano.diagnosis.model import LimitFigure, PluginBlock, Reason
 from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
@@ -220,16 +221,16 @@ def _node_groups(ssn: Session) -> tuple[np.ndarray, list[str]]:
     """Each node's group as an index into the returned names (-1: no label), memoised across
     sessions until a node's labels change or a node is added."""
     key = (ssn.cache.node_generation, len(ssn.node_list))
-    memo = ssn.memo.plugin_memo.get(NAME)
-    if memo is None or memo[0] != key:
+    kept = ssn.memo.kept(NODE_GROUPS, key)
+    if kept is None:
         names: dict[str, int] = {}
         codes = np.full(len(ssn.node_list), -1, dtype=np.int64)
         for i, node in enumerate(ssn.node_list):
             group = node.labels.get(NODEGROUP_NAME_KEY)
             if group is not None:
                 codes[i] = names.setdefault(group, len(names))
-        memo = ssn.memo.plugin_memo[NAME] = (key, (codes, list(names)))
-    return memo[1]
+        kept = ssn.memo.keep(NODE_GROUPS, key, (codes, list(names)))
+    return kept
 
 
 class NodeGroup:

@@ -33,7 +33,6 @@ from pyvolcano.api.resource import CPU, MEMORY, Resource
 from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Vote
-from pyvolcano.framework.job_sums import JobSums
 from pyvolcano.plugins._util import running_reservation
 
 if TYPE_CHECKING:
@@ -44,7 +43,6 @@ __all__ = ["ARGUMENTS", "DEFAULT_OVERCOMMIT_FACTOR", "NAME", "Overcommit", "new"
 logger = logging.getLogger(__name__)
 
 NAME = "overcommit"
-_MEMO = "overcommit/inqueue"
 OVERCOMMIT_FACTOR = "overcommit-factor"
 DEFAULT_OVERCOMMIT_FACTOR = 1.2
 ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (honoured(OVERCOMMIT_FACTOR),))
@@ -111,13 +109,13 @@ def _cluster_used(ssn: Session) -> Resource:
 
 def _initial_inqueue(ssn: Session) -> Resource:
     """Resources promised to admitted PodGroups that their pods do not hold yet."""
-    memo = ssn.memo.plugin_memo
-    sums = memo.get(_MEMO)
-    if not isinstance(sums, JobSums):
-        sums = memo[_MEMO] = JobSums(1, _job_reservation, group=lambda job: "",
-                                        changes=ssn.cache.job_changes)
+    sums = ssn.memo.job_sums("overcommit/reservations", 1, _job_reservation, group=_one_group)
     total = sums.refresh(ssn.jobs).get("")
     return total[0].clone() if total is not None else Resource()
+
+
+def _one_group(_job: JobInfo) -> str:
+    return ""
 
 
 def _job_reservation(job: JobInfo) -> tuple[Resource]:

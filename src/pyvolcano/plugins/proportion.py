@@ -20,11 +20,12 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import DimensionDefault, Resource, share
 from pyvolcano.api.task import TaskInfo
+from pyvolcano.cache.job_sums import JobSums
+from pyvolcano.cache.memo import WATER_FILLING
 from pyvolcano.diagnosis.model import QueueQuota
 from pyvolcano.framework.argument_keys import ArgumentKeys
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
-from pyvolcano.framework.job_sums import JobSums
 from pyvolcano.plugins._util import (
     capability_resource,
     max_resource,
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
 NAME = "proportion"
 ARGUMENTS = ArgumentKeys(f"plugin {NAME}")
 """Upstream reads no argument of this plugin."""
-_MEMO = "proportion/queue-sums"
-_FILL_MEMO = "proportion/water-filling"
 ZERO = DimensionDefault.ZERO
 _EMPTY = Resource()  # never mutated
 INF = DimensionDefault.INFINITY
@@ -101,11 +100,7 @@ def _job_contribution(job: JobInfo) -> tuple[Resource, Resource, Resource, Resou
 
 
 def _queue_sums(ssn: Session) -> JobSums:
-    memo = ssn.memo.plugin_memo
-    sums = memo.get(_MEMO)
-    if not isinstance(sums, JobSums):
-        sums = memo[_MEMO] = JobSums(4, _job_contribution, changes=ssn.cache.job_changes)
-    return sums
+    return ssn.memo.job_sums("proportion/queue-sums", 4, _job_contribution)
 
 
 class Proportion:
@@ -152,14 +147,14 @@ class Proportion:
         # allocated), so the last water-filling is reused when they are equal.
         key = (_rkey(total), tuple((a.name, a.weight, _rkey(a.real_capability), _rkey(a.request),
                                     _rkey(a.guarantee)) for a in attrs))
-        memo = ssn.memo.plugin_memo.get(_FILL_MEMO)
-        if memo is not None and memo[0] == key:
-            for a, deserved in zip(attrs, memo[1], strict=True):
+        kept = ssn.memo.kept(WATER_FILLING, key)
+        if kept is not None:
+            for a, deserved in zip(attrs, kept, strict=True):
                 a.deserved = deserved.clone()
                 a.update_share()
             return
         self._water_fill(total, attrs)
-        ssn.memo.plugin_memo[_FILL_MEMO] = (key, [a.deserved.clone() for a in attrs])
+        ssn.memo.keep(WATER_FILLING, key, [a.deserved.clone() for a in attrs])
 
     @staticmethod
     def _water_fill(total: Resource, attrs: list[QueueAttr]) -> None:

@@ -2,10 +2,10 @@
 
 The store protocol measures time in seconds after :data:`pyvolcano.store.base.EPOCH`; on a
 real cluster that is simply the wall clock shifted, so every RFC 3339 timestamp a controller
-writes is the real time. :class:`WallLoop` offers the simulator's
-:class:`~pyvolcano.simulator.engine.EventLoop` interface (``now``, ``at``, ``after``,
-``fire_due``, ``next_time``) on that clock, so components written for the simulation (the
-kubelets) run unchanged; ``speed`` divides every delay (``--speed 10`` runs a 10-minute pod
+writes is the real time. :class:`WallLoop` is the simulator's
+:class:`~pyvolcano.runtime.event_loop.EventLoop` (``now``, ``at``, ``after``, ``fire_due``,
+``next_time``) on that clock, so the components both runtimes run (the kubelets of
+:mod:`pyvolcano.runtime.kubelet`) are the same; ``speed`` divides every delay (``--speed 10`` runs a 10-minute pod
 in one minute).
 """
 
@@ -18,7 +18,7 @@ import time
 import zoneinfo
 from collections.abc import Callable
 
-from pyvolcano.simulator.engine import EventLoop, _Timer
+from pyvolcano.runtime.event_loop import EventLoop, Timer
 from pyvolcano.store.base import EPOCH
 
 __all__ = ["WallLoop", "local_time_zone", "wall_seconds"]
@@ -60,11 +60,11 @@ class WallLoop(EventLoop):
         self._mutex = threading.RLock()
         self.now = clock()
 
-    def at(self, time: float, fn: Callable[[], None], label: str = "") -> _Timer:
+    def at(self, time: float, fn: Callable[[], None], label: str = "") -> Timer:
         with self._mutex:
             return super().at(time, fn, label)
 
-    def after(self, delay: float, fn: Callable[[], None], label: str = "") -> _Timer:
+    def after(self, delay: float, fn: Callable[[], None], label: str = "") -> Timer:
         with self._mutex:
             self.now = max(self.now, self.clock())
             return super().at(self.now + max(delay, 0.0) / self.speed, fn, label)

@@ -32,7 +32,6 @@ from typing import Any, cast
 
 import numpy as np
 
-from pyvolcano.api.job import JobInfo
 from pyvolcano.api.manifest import parse_time
 from pyvolcano.api.names import COOLDOWN_KEY
 from pyvolcano.api.objects import Pod, PodGroup
@@ -41,11 +40,11 @@ from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.diagnosis.model import Diagnosis
-from pyvolcano.framework.interfaces import Action, DeservedExporter, Plugin, TimedPlugin
+from pyvolcano.framework.interfaces import ActionFactory, DeservedExporter, PluginFactory, TimedPlugin
 from pyvolcano.framework.observer import SessionObserver
 from pyvolcano.framework.prebind import BindTarget, PreBindStep
-from pyvolcano.framework.registry import Registry
 from pyvolcano.framework.session import Session, open_session
+from pyvolcano.runtime.registry import Registry
 
 __all__ = ["BindRequest", "SessionResult", "run_once", "schedule_objects"]
 
@@ -97,18 +96,11 @@ def _exports_deserved(cls: type) -> bool:
     return issubclass(cls, DeservedExporter)
 
 
-def _pg_status_key(pg: PodGroup | None) -> tuple[Any, ...]:
-    if pg is None:
-        return ()
-    return (pg.phase, pg.running, pg.succeeded, pg.failed,
-            tuple((c.type, c.status, c.reason, c.message) for c in pg.conditions))
-
-
 def run_once(
     cache: SchedulerCache,
     config: SchedulerConfiguration,
-    plugins: Mapping[str, Callable[[Mapping[str, Any]], Plugin]],
-    actions: Mapping[str, Callable[[Mapping[str, Any]], Action]],
+    plugins: Mapping[str, PluginFactory],
+    actions: Mapping[str, ActionFactory],
     *,
     now: float,
     rng: np.random.Generator,
@@ -125,18 +117,6 @@ def run_once(
     ssn = open_session(cache, config, plugins, now=now, rng=rng, observer=observer)
     if observer is not None:
         observer.session_opened(observer.timer() - t0)
-    changed = memo.session_changes
-    # Only a job the change feed reported can lack its status key (set_podgroup clears it).
-    reported = changed.take()
-    if reported is None or not memo.track_session_changes:
-        visit: Iterable[JobInfo] = ssn.jobs.values()
-    else:
-        visit = (ssn.jobs[uid] for uid in reported if uid in ssn.jobs)
-    for job in visit:
-        if job.status_key is None and job.podgroup is not None:
-            job.status_key = _pg_status_key(job.podgroup)
-    # From here on: the jobs this session changes.
-    ssn.changed_jobs = changed if memo.track_session_changes else None
     for name in config.actions if action_names is None else action_names:
         action = actions[name](config.action_arguments(name))
         if observer is None:
@@ -149,10 +129,7 @@ def run_once(
         while_open(ssn)
     result = SessionResult()
     # Only a job this session changed can hold pipelined tasks (the last close reverted them).
-    tracked = ssn.changed_jobs
-    if tracked is not None and tracked.overflowed:
-        tracked = None
-    for job in ssn.jobs.values() if tracked is None else (ssn.jobs[u] for u in sorted(tracked) if u in ssn.jobs):
+    for job in ssn.changed_jobs_in_order():
         if job.count(TaskStatus.Pipelined):
             for t in job.tasks_in(TaskStatus.Pipelined).values():
                 result.pipelined[t.key] = t.node_name
@@ -178,11 +155,8 @@ def run_once(
                               if job.podgroup is not None}
     for uid in ssn.unsettled:  # close left the others' status as it was
         job = ssn.jobs[uid]
-        if job.podgroup is not None:
-            key = _pg_status_key(job.podgroup)
-            if key != job.status_key:
-                job.status_key = key
-                result.changed_podgroups.append(job.podgroup)
+        if job.podgroup is not None and memo.podgroup_status_changed(job):
+            result.changed_podgroups.append(job.podgroup)
     return result
 
 

@@ -4,7 +4,7 @@
 keeps them Ready — a ``coordination.k8s.io`` Lease per node in ``kube-node-lease`` renewed
 every ``lease_renew`` seconds, and the node's ``Ready`` condition heartbeat — and moves the
 pods bound to them through Pending → Running → Succeeded/Failed with the simulator's
-:class:`~pyvolcano.simulator.kubelet.Kubelets` and its annotations (``pyvolcano.io/duration``,
+:class:`~pyvolcano.runtime.kubelet.Kubelets` and its annotations (``pyvolcano.io/duration``,
 ``pyvolcano.io/exit-code``, ``pyvolcano.io/failing-attempts``), on a wall clock scaled by
 ``speed``. A pod being deleted terminates after its own grace period (also scaled) and is
 then removed (a delete with grace 0, as the kubelet does). Pods on other nodes are ignored.
@@ -25,8 +25,8 @@ from typing import Any
 from pyvolcano.api.duration import parse_duration
 from pyvolcano.runtime.clock import WallLoop, wall_seconds
 from pyvolcano.runtime.dra_driver import GpuDriver
+from pyvolcano.runtime.kubelet import DURATION, Kubelets, retry_delay
 from pyvolcano.runtime.numa_exporter import NumaExporter, NumaLayout
-from pyvolcano.simulator.kubelet import DURATION, Kubelets, retry_delay
 from pyvolcano.store.base import (
     AlreadyExists,
     Compactable,

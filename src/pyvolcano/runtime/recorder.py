@@ -54,7 +54,7 @@ from pyvolcano.api.manifest import ManifestError, iter_documents
 from pyvolcano.api.node_usage import NodeUsage
 from pyvolcano.api.numatopology import PodMeta
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
-from pyvolcano.cache.ingest import apply_event
+from pyvolcano.cache.ingest import apply_event, podgroup_status
 from pyvolcano.runtime.cycle import SessionResult, run_once
 from pyvolcano.runtime.snapshot import (
     CONFIG_KEY,
@@ -84,12 +84,6 @@ def result_record(result: SessionResult) -> dict[str, Any]:
         "nominated": dict(sorted(result.nominated.items())),
         "podgroups": dict(sorted(result.podgroup_phases.items())),
     }
-
-
-def _podgroup_status(pg: Any) -> dict[str, Any]:
-    return {"phase": pg.phase, "running": pg.running, "succeeded": pg.succeeded, "failed": pg.failed,
-            "conditions": [{**c.to_dict(), "lastTransitionTime": to_rfc3339(c.last_transition_time)}
-                           for c in pg.conditions]}
 
 
 @dataclass
@@ -200,7 +194,7 @@ class SessionRecorder:
         for job in cache.jobs.values():
             pg = job.podgroup
             if pg is not None and (obj := add(self._raw("PodGroup", pg.namespace, pg.name))) is not None:
-                obj["status"] = {**(obj.get("status") or {}), **_podgroup_status(pg)}
+                obj["status"] = {**(obj.get("status") or {}), **podgroup_status(pg)}
         for pod in cache.pods.values():
             obj = add(self._raw("Pod", pod.namespace, pod.name))
             if obj is None:
@@ -312,8 +306,8 @@ def load_session(path: str | os.PathLike[str]) -> RecordedSession:
 
 def replay_session(rec: RecordedSession, registry: Any = None) -> dict[str, Any]:
     """Re-run a recorded session; returns its decisions in :func:`result_record`'s form."""
-    from pyvolcano.conf import load_configuration
-    from pyvolcano.framework.registry import default_registry
+    from pyvolcano.runtime.configuration import load_configuration
+    from pyvolcano.runtime.registry import default_registry
 
     registry = registry or default_registry()
     source = str(rec.path / "cluster.yaml")

@@ -38,22 +38,28 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.cache.ingest import apply_event, resync_object, resync_pod
-from pyvolcano.conf import ConfigError, default_configuration, load_configuration
+from pyvolcano.conf import ConfigError, default_configuration
 from pyvolcano.conf.metrics import read_metrics
 from pyvolcano.conf.schema import SchedulerConfiguration
-from pyvolcano.framework.registry import Registry, default_registry
+from pyvolcano.framework.interfaces import ActionFactory, PluginFactory
 from pyvolcano.metrics.source import UsageCollector
 from pyvolcano.runtime.clock import wall_seconds
+from pyvolcano.runtime.configuration import load_configuration
 from pyvolcano.runtime.cycle import SessionResult, run_once
-from pyvolcano.runtime.writer import DecisionWriter, Write
+from pyvolcano.runtime.registry import Registry, default_registry
+from pyvolcano.runtime.writer import DecisionWriter, EventSink, Write
 from pyvolcano.store.base import Compactable, Store, StoreError
+
+if TYPE_CHECKING:
+    from pyvolcano.metrics.scheduler import SchedulerMetrics, SessionMetricsObserver
+    from pyvolcano.runtime.recorder import SessionRecorder
 
 __all__ = ["LiveScheduler", "SessionReport"]
 
@@ -74,8 +80,9 @@ class LiveScheduler:
     def __init__(self, store: Store, *, conf_path: Path | None = None, registry: Registry | None = None,
                  options: SchedulerOptions | None = None, period: float = 1.0, seed: int | None = None,
                  bind_workers: int = 16, clock: Callable[[], float] = wall_seconds,
-                 timer: Callable[[], float] = time.perf_counter, metrics: Any = None,
-                 node_selector: Collection[str] = (), events: Any = None, recorder: Any = None):
+                 timer: Callable[[], float] = time.perf_counter, metrics: SchedulerMetrics | None = None,
+                 node_selector: Collection[str] = (), events: EventSink | None = None,
+                 recorder: SessionRecorder | None = None):
         self.store = store
         self.registry = registry or default_registry()
         self.conf_path = conf_path
@@ -83,16 +90,16 @@ class LiveScheduler:
         self.period = period
         self.clock = clock
         self.timer = timer
-        self.metrics = metrics  # a pyvolcano.metrics.scheduler.SchedulerMetrics, or None
-        self._observer: Any = None
+        self.metrics = metrics
+        self._observer: SessionMetricsObserver | None = None
         if metrics is not None:
             from pyvolcano.metrics.scheduler import SessionMetricsObserver
 
             self._observer = SessionMetricsObserver(metrics, timer)
         # --node-selector key:value pairs: a node is ours when any of its labels is listed.
         self.node_selector = frozenset(node_selector)
-        self.events = events  # an EventRecorder, or None
-        self.recorder = recorder  # a pyvolcano.runtime.recorder.SessionRecorder, or None
+        self.events = events
+        self.recorder = recorder
         self.rng = np.random.default_rng(seed)
         self.cache = SchedulerCache(self.options)
         self.cache.evictions_delete_immediately = False
@@ -101,8 +108,8 @@ class LiveScheduler:
         self._conf_stamp: tuple[int, int] | None = None
         self.config: SchedulerConfiguration = default_configuration()
         self.config_text: str | None = None  # the text self.config was loaded from (None: the default)
-        self._plugins: Any = None
-        self._actions: Any = None
+        self._plugins: dict[str, PluginFactory] = {}
+        self._actions: dict[str, ActionFactory] = {}
         # Node load from the configuration's metrics source (metrics/source.py), or None.
         self._usage: UsageCollector | None = None
         self._load_config(initial=True)
@@ -222,7 +229,7 @@ class LiveScheduler:
         self.sessions += 1
         self.writer.write(result)
         seconds = self.timer() - t0
-        if capture is not None:
+        if capture is not None and self.recorder is not None:
             try:
                 self.recorder.commit(capture, result)
             except OSError as e:  # a full disk must not stop scheduling

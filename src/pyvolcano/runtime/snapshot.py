@@ -38,12 +38,12 @@ import yaml
 from pyvolcano.api.inputs import read_inputs
 from pyvolcano.api.manifest import ClusterObjects, ManifestError, load_manifest_text
 from pyvolcano.api.names import BUS_API_VERSION, FLOW_API_VERSION, JOB_API_VERSION
-from pyvolcano.conf.checked import load_configuration
+from pyvolcano.runtime.configuration import load_configuration
 from pyvolcano.store.base import Store, StoreError, clone
 
 if TYPE_CHECKING:
     from pyvolcano.conf.schema import SchedulerConfiguration
-    from pyvolcano.framework.registry import Registry
+    from pyvolcano.runtime.registry import Registry
 
 __all__ = ["CONFIG_KEY", "CONFIG_MAP", "CONFIG_NAMESPACE", "SNAPSHOT_KINDS", "clean",
            "config_document", "dump_documents", "dump_json_documents", "load_snapshot", "load_snapshot_and_config",

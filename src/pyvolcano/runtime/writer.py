@@ -36,8 +36,8 @@ when that is written too, as upstream's ``taskUnschedulable`` writes both in one
 update. Nominations and Events are best effort, as upstream's.
 
 How writes are carried out is the owner's choice and the only difference between owners:
-``submit`` runs one write (the live scheduler hands it to its bind workers, the simulator and
-``pyvolcano schedule`` run it at once) and ``write_all`` runs a batch and returns when all are
+``submit`` runs one write (the live scheduler hands it to its bind workers, the simulator runs
+it at once) and ``write_all`` runs a batch and returns when all are
 done (the live scheduler's 16 status workers). Events go to an optional sink with
 :class:`~pyvolcano.kube.events.EventRecorder`'s ``event`` method.
 """
@@ -57,7 +57,6 @@ from pyvolcano.api.objects import PodGroup, unschedulable_condition
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import podgroup_status
-from pyvolcano.cache.job_filter import JobFilter
 from pyvolcano.framework.prebind import BindTarget, ObjectKey, PreBindError, PreBindStep
 from pyvolcano.kube.events import ObjectRef
 from pyvolcano.runtime.cycle import BindRequest, SessionResult
@@ -108,11 +107,6 @@ def _has_waiting_tasks(job: JobInfo) -> bool:
 
 
 class DecisionWriter:
-    # The pending pods' conditions are looked for in the jobs with waiting tasks, a selection the
-    # cache's change feed keeps (cache/job_filter.py); False walks every job (the from-scratch
-    # form the equivalence tests compare with).
-    fed = True
-
     def __init__(self, store: Store, cache: SchedulerCache, *, clock: Callable[[], float],
                  events: EventSink | None = None, submit: Callable[[Write], object] = run_now,
                  write_all: Callable[[Sequence[Write]], None] = run_all_now, quiet: bool = False):
@@ -135,7 +129,6 @@ class DecisionWriter:
         self._unwritten_conditions: queue.SimpleQueue[tuple[str, tuple[str, str]]] = queue.SimpleQueue()
         self._unwritten_podgroups: set[str] = set()  # "ns/name" of PodGroups whose status was refused
         self._unwritten_lock = threading.Lock()
-        self._waiting = JobFilter(_has_waiting_tasks, cache.jobs, cache.job_changes)
 
     def write(self, result: SessionResult) -> None:
         """Everything the session decided: :meth:`write_decisions`, then :meth:`write_pod_conditions`
@@ -319,7 +312,8 @@ class DecisionWriter:
                 del written[uid]
         # every job's, as upstream's RecordJobStatusEvent: a Running job's pods beyond its
         # minMember that wait get the condition too
-        for job in self._waiting.select(self.cache.pg_jobs, enabled=self.fed):
+        # The jobs with waiting tasks, kept by the memo's change feed (every job from scratch).
+        for job in self.cache.memo.select("writer/waiting", _has_waiting_tasks, self.cache.pg_jobs):
             for status in _WAITING:
                 for task in job.tasks_in(status).values():
                     if task.sch_gated:

@@ -20,8 +20,6 @@ from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY
 from pyvolcano.api.objects import Pod
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
-from pyvolcano.cache.job_filter import JobFilter
-from pyvolcano.framework.job_sums import JobSums
 from pyvolcano.gpu.devices import (
     GPU_MILLI_ANNOTATION,
     NO_GPU,
@@ -33,7 +31,7 @@ from pyvolcano.gpu.devices import (
     pod_demand,
 )
 from pyvolcano.gpu.frag import node_terms
-from pyvolcano.gpu.session import assign_node_tasks, workload_typical_pods
+from pyvolcano.plugins.gpu_session import assign_node_tasks, workload_typical_pods
 from pyvolcano.simulator.metrics import JobMetrics, NodeRecord, PodRecord, QueueRecord, QueueSample, RunMetrics, Sample
 from pyvolcano.simulator.topology_metrics import SpanTracker, TopologyFragmentation, has_topology
 from pyvolcano.store.base import WatchEvent
@@ -51,14 +49,14 @@ FINAL = {"Completed", "Failed", "Terminated", "Aborted"}
 def fragmentation(cache: SchedulerCache) -> float:
     """GPU fragmentation (whole-GPU equivalents) with respect to the pending pods.
 
-    The FGD paper's measure (:func:`pyvolcano.gpu.session.cluster_fragmentation`) with the
+    The FGD paper's measure (:func:`pyvolcano.plugins.gpu_session.cluster_fragmentation`) with the
     pending pods as the target workload: the expected idle GPU capacity that a typical pending
     pod — drawn by popularity from the pending pods' GPU shapes — cannot use, because the GPUs
     left on its node are too small, of the wrong model, or lack CPU. With nothing pending,
     nothing counts as fragmented. (:class:`FragmentationTracker` computes the same value
     incrementally.)
     """
-    from pyvolcano.gpu.session import cluster_fragmentation
+    from pyvolcano.plugins.gpu_session import cluster_fragmentation
 
     pending = _pending_tasks(cache)
     if not pending or not cache.node_list:
@@ -79,20 +77,16 @@ class FragmentationTracker:
 
     Rebuilding the ledger walks every task on every node; between two samples only the
     nodes in the node table's change log moved, so only their rows are rebuilt
-    (:func:`~pyvolcano.gpu.session.assign_node_tasks`). The whole ledger is rebuilt when a
+    (:func:`~pyvolcano.plugins.gpu_session.assign_node_tasks`). The whole ledger is rebuilt when a
     node was added, when the change log no longer reaches back, or when a changed node's GPU
     inventory differs (its row width or model vocabulary may change). GPU demands are
     parsed once per pod object. With no row in the change log and no job reported by the
     cache's change feed since the last value (or the same pod objects pending), the value
     itself is reused without walking the jobs. Otherwise the pending pods are read from the
-    jobs that have any, kept by the change feed (:class:`~pyvolcano.cache.job_filter.JobFilter`,
-    in uid order; the value depends only on the multiset of pending pods); ``fed = False``
-    walks every job instead.
+    jobs that have any, kept by the change feed (``SessionMemo.select``, in uid order; the
+    value depends only on the multiset of pending pods); from scratch
+    (``SessionMemo.incremental = False``) every job is walked instead.
     """
-
-    # The pending pods come from the jobs the change feed keeps as having any (False: walk
-    # every job, the from-scratch form the equivalence test compares with).
-    fed = True
 
     def __init__(self, cache: SchedulerCache):
         self.cache = cache
@@ -106,8 +100,7 @@ class FragmentationTracker:
         self._last: tuple[int, list[Pod], float] | None = None
         # Jobs reported since the last value (the cache's change feed): a pending task can
         # appear, leave or change only in a reported job.
-        self._changed = cache.job_changes.subscribe()
-        self._with_pending = JobFilter(_has_pending_tasks, cache.jobs, cache.job_changes)
+        self._changed = cache.memo.feed()
 
     def _demand_of(self, task: TaskInfo) -> GpuDemand:
         memo = self._demands.get(task.uid)
@@ -156,8 +149,8 @@ class FragmentationTracker:
         if last is not None and last[0] == position and not changed and not changed.overflowed:
             return last[2]  # no node row and no job changed: the same pending tasks on the same nodes
         changed.take()
-        if self.fed:
-            jobs = self._with_pending.select(cache.pg_jobs)
+        if cache.memo.incremental:
+            jobs = cache.memo.select("collector/pending", _has_pending_tasks, cache.pg_jobs)
             pending = [t for job in jobs for t in job.tasks_in(TaskStatus.Pending).values()]
         else:
             pending = _pending_tasks(cache)
@@ -216,7 +209,6 @@ class MetricsCollector:
         # Jobs not finished yet, by whether they have started: O(1) pending/running counts.
         self._waiting: set[str] = set()
         self._started: set[str] = set()
-        self._alloc = JobSums(1, _allocated, changes=cache.job_changes)
         # Set when the pending/running counts moved since the last sample.
         self.counts_changed = False
         self._fragmentation = FragmentationTracker(cache)
@@ -396,7 +388,8 @@ class MetricsCollector:
         queues: dict[str, QueueSample] = {}
         alloc_gpu: dict[str, float] = {}
         alloc_cpu: dict[str, float] = {}
-        for queue, (allocated,) in self._alloc.refresh(cache.pg_jobs).items():
+        for queue, (allocated,) in cache.memo.job_sums("collector/allocated", 1, _allocated).refresh(
+                cache.pg_jobs).items():
             alloc_gpu[queue] = allocated.scalars.get(GPU, 0.0) / 1000
             alloc_cpu[queue] = allocated.milli_cpu / 1000
         if result is not None and result.deserved:

@@ -21,14 +21,19 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.manifest import ManifestError
-from pyvolcano.conf import load_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.conf.schema import SchedulerConfiguration
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import Registry, default_registry
+from pyvolcano.simulator.metrics import RunMetrics
 from pyvolcano.simulator.runtime import Simulation, SimulationResult, check_run_parameters
 from pyvolcano.simulator.workload import ClusterEvent, Submission, endless_cronjobs, load_workload
+
+if TYPE_CHECKING:
+    from pyvolcano.simulator.state import ClusterState
 
 __all__ = ["InputError", "SimulationInputs", "is_snapshot", "load_inputs", "parse_default_duration", "parse_until",
            "result_document", "run_simulation", "simulate_once"]
@@ -69,8 +74,8 @@ class SimulationInputs:
     """Everything one ``simulate`` invocation runs: the configurations (one, or two with
     ``--compare``) with their labels, and the workload they all see."""
 
-    configs: list[tuple[str, Any]]
-    registry: Any
+    configs: list[tuple[str, SchedulerConfiguration]]
+    registry: Registry
     seed: int
     horizon: float
     schedule_period: float
@@ -82,7 +87,7 @@ class SimulationInputs:
     notes: list[str]
     manifest_mode: bool
     cluster: Path | None = None
-    state: Any = None
+    state: ClusterState | None = None
     # The file of ``--topology`` (a name of a built-in topology has none): objects rejected
     # from it are bad input, like a cluster file's.
     topology_source: str | None = None
@@ -131,7 +136,7 @@ def load_inputs(
         from pyvolcano.simulator.hypernodes import load_cluster_topology
 
         topo = load_cluster_topology(topology)
-    configs: list[tuple[Path | None, Any]] = [(config, load_configuration(registry, config))]
+    configs: list[tuple[Path | None, SchedulerConfiguration]] = [(config, load_configuration(registry, config))]
     if compare is not None:
         configs.append((compare, load_configuration(registry, compare)))
     if trace is not None or cluster is None:
@@ -147,7 +152,7 @@ def load_inputs(
         notes = list(tr.notes)
         manifest_mode = False
     elif snapshot:
-        from pyvolcano.forecast.state import state_from_snapshot
+        from pyvolcano.simulator.state import state_from_snapshot
 
         state = state_from_snapshot([cluster], registry)
         if config is None and state.config is not None:
@@ -218,7 +223,7 @@ def is_snapshot(path: Path) -> bool:
 
 
 def run_simulation(inputs: SimulationInputs, index: int = 0, *,
-                   progress: Progress | None = None) -> tuple[SimulationResult, Any]:
+                   progress: Progress | None = None) -> tuple[SimulationResult, RunMetrics]:
     """Run configuration ``index`` of ``inputs`` to its end: the result and the run's metrics
     (named after the scenario and the configuration's label).
 
@@ -244,15 +249,16 @@ def run_simulation(inputs: SimulationInputs, index: int = 0, *,
     return res, metrics
 
 
-def simulate_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], work_subs: list[Any],
-                  events: list[Any], horizon: float, *, period: float = 1.0, default_duration: float | None = None,
-                  state: Any = None, progress: Progress | None = None) -> tuple[SimulationResult, Any]:
+def simulate_once(conf: SchedulerConfiguration, registry: Registry, seed: int, cluster_subs: list[Submission],
+                  work_subs: list[Submission], events: list[ClusterEvent], horizon: float, *, period: float = 1.0,
+                  default_duration: float | None = None, state: ClusterState | None = None,
+                  progress: Progress | None = None) -> tuple[SimulationResult, RunMetrics]:
     """One simulation from loaded submissions (and, for a snapshot, its restored state)."""
     sim = Simulation(config=conf, registry=registry, seed=seed, progress=progress, schedule_period=period,
                      default_duration=default_duration)
     rejected: list[dict[str, Any]] = []
     if state is not None:
-        from pyvolcano.forecast.eta import RuntimePolicy, restore_state
+        from pyvolcano.simulator.restore import RuntimePolicy, restore_state
 
         rejected = restore_state(sim, state.docs, now=state.now, policy=RuntimePolicy(default=default_duration),
                                  at_timestamps=False)
@@ -266,7 +272,7 @@ def simulate_once(conf: Any, registry: Any, seed: int, cluster_subs: list[Any], 
     return res, sim.metrics
 
 
-def result_document(inputs: SimulationInputs, res: SimulationResult, metrics: Any) -> dict[str, Any]:
+def result_document(inputs: SimulationInputs, res: SimulationResult, metrics: RunMetrics) -> dict[str, Any]:
     """The document ``simulate -o json|yaml`` prints for one run (with its wall-clock figures)."""
     from pyvolcano.simulator.report.stats import summarize
 

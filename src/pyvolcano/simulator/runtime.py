@@ -54,14 +54,14 @@ from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.controllers import watching
 from pyvolcano.controllers.entropy import Entropy
 from pyvolcano.diagnosis.model import Diagnosis
-from pyvolcano.framework.registry import Registry
 from pyvolcano.kube.events import EventRecorder
 from pyvolcano.runtime.cycle import SessionResult, run_once
+from pyvolcano.runtime.event_loop import EventLoop
+from pyvolcano.runtime.kubelet import DURATION, Kubelets
 from pyvolcano.runtime.numa_exporter import NumaExporter, NumaLayout
+from pyvolcano.runtime.registry import Registry
 from pyvolcano.runtime.writer import DecisionWriter
 from pyvolcano.simulator.collector import MetricsCollector
-from pyvolcano.simulator.engine import EventLoop
-from pyvolcano.simulator.kubelet import DURATION, Kubelets
 from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
 from pyvolcano.simulator.node_load import derived_usage
 from pyvolcano.simulator.pv_controller import PersistentVolumeController
@@ -567,9 +567,10 @@ class Simulation:
             key = f"{md.get('namespace', 'default')}/{md['name']}"
             podgroups[key] = (pg.get("status") or {}).get("phase", "Pending")
             job = self.cache.pg_jobs.get(key)
-            if job is not None and job.diagnosis is not None:
+            diagnosis = self.cache.memo.diagnosis(job) if job is not None else None
+            if diagnosis is not None:
                 owner = next((r.get("name") for r in md.get("ownerReferences") or [] if r.get("kind") == "Job"), None)
-                diagnosed[f"{md.get('namespace', 'default')}/{owner}" if owner else key] = job.diagnosis
+                diagnosed[f"{md.get('namespace', 'default')}/{owner}" if owner else key] = diagnosis
         # Jobs that never started say why: the diagnosis of their last session.
         for key, rec in self.jobs.items():
             rec.why = diagnosed.get(key) if rec.started is None else None

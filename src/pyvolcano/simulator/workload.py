@@ -23,7 +23,7 @@ from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.fields import unknown_fields
 from pyvolcano.api.kinds import KindStatus, resolve
 from pyvolcano.api.manifest import ManifestError, iter_documents, parse_object, read_manifest_text
-from pyvolcano.simulator.kubelet import DURATION
+from pyvolcano.runtime.kubelet import DURATION
 
 __all__ = ["ClusterEvent", "Submission", "endless_cronjobs", "load_workload", "without_duration"]
 

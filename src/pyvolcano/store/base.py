@@ -13,7 +13,7 @@ Capabilities beyond :class:`Store` are declared as their own protocols, each one
 two) that some stores have: :class:`Peekable` (read without a copy), :class:`Compactable`
 (forget watched history), :class:`Waitable` (block until the next event),
 :class:`ConcurrentCalls` (run independent writes in parallel), :class:`Synced` (informers that
-list before they are read, and stop), :class:`ServerBacked` (the API client behind the store).
+list before they are read, and stop), :class:`ServerBacked` (lists filtered by the API server).
 Callers test them with ``isinstance``; the hot paths use :func:`can_peek` and
 :func:`calls_concurrently`, which decide once per store class (a capability is a method of the
 class, never of one instance).
@@ -32,10 +32,7 @@ import functools
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, runtime_checkable
-
-if TYPE_CHECKING:
-    from pyvolcano.kube.client import KubeClient
+from typing import Any, Final, Protocol, TypeGuard, runtime_checkable
 
 __all__ = [
     "CLUSTER_SCOPED_KINDS",
@@ -229,10 +226,11 @@ class Synced(Protocol):
 
 @runtime_checkable
 class ServerBacked(Protocol):
-    """A store in front of an API server, whose client can be asked directly."""
+    """A store in front of an API server, which can list objects the server filters by a label
+    selector (any selector syntax the server accepts), in one request."""
 
-    @property
-    def client(self) -> KubeClient: ...
+    def list_on_server(self, kind: str, namespace: str | None = None, *,
+                       label_selector: str | None = None) -> builtins.list[dict[str, Any]]: ...
 
 
 _CLASS_HAS: dict[tuple[type, type], bool] = {}

@@ -19,8 +19,8 @@ import yaml
 from pyvolcano.api.names import JOB_API_VERSION, JOB_TYPE_KEY
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 from pyvolcano.cli.options import UsageError
-from pyvolcano.vcctl.commands import delete_job as delete_job_object
-from pyvolcano.vcctl.commands import operate_job
+from pyvolcano.controllers.commands import delete_job as delete_job_object
+from pyvolcano.controllers.commands import operate_job
 from pyvolcano.vcctl.common import (
     AllNamespaces,
     Cluster,

@@ -16,7 +16,7 @@ import typer
 
 from pyvolcano.api.names import SCHEDULING_API_VERSION
 from pyvolcano.cli.options import UsageError
-from pyvolcano.vcctl.commands import operate_queue as operate_queue_object
+from pyvolcano.controllers.commands import operate_queue as operate_queue_object
 from pyvolcano.vcctl.common import (
     Cluster,
     Context,

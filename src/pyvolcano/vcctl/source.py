@@ -58,7 +58,7 @@ class LiveSource:
         ns = namespace if res.namespaced else None
         if isinstance(self.store, ServerBacked):
             text = selector.text if selector and selector.text else None
-            items, _ = self.store.client.list(res, ns, label_selector=text)
+            items = self.store.list_on_server(kind, ns, label_selector=text)
         else:
             items = self.store.list(kind, ns)
         out = [o for o in items if selector is None or selector.matches(_labels(o))]

@@ -38,7 +38,6 @@ from pyvolcano.webhooks.review import AdmissionRequest, AdmissionResponse
 
 __all__ = [
     "SERVICES",
-    "UPSTREAM_PATHS",
     "AdmissionService",
     "Router",
     "enabled_services",
@@ -142,27 +141,17 @@ SERVICES: Final[dict[str, AdmissionService]] = {s.path: s for s in (
 )}
 """Every path pyvolcano serves: all of upstream's."""
 
-UPSTREAM_PATHS: Final = ("/cronjobs/validate", "/hypernodes/validate", "/jobflows/validate", "/jobs/mutate",
-                         "/jobs/validate", "/podgroups/mutate", "/podgroups/validate", "/pods/mutate",
-                         "/pods/validate", "/queues/mutate", "/queues/validate")
-"""Every path upstream's vc-webhook-manager registers (``pkg/webhooks/admission``)."""
 
-
-def enabled_services(enabled: str, *, unimplemented: list[str] | None = None) -> list[AdmissionService]:
+def enabled_services(enabled: str) -> list[AdmissionService]:
     """The services ``--enabled-admission`` names (comma-separated paths), in its order.
 
-    Raises ValueError with upstream's wording for a path that is not registered. With an
-    ``unimplemented`` list, an upstream path pyvolcano does not serve (for a kind it does not
-    admit) is appended to it instead, and not served."""
+    Raises ValueError with upstream's wording for a path that is not registered."""
     out: list[AdmissionService] = []
     for raw in enabled.split(","):
         path = raw.strip()
         if not path:
             continue
         service = SERVICES.get(path)
-        if service is None and unimplemented is not None and path in UPSTREAM_PATHS:
-            unimplemented.append(path)
-            continue
         if service is None:
             raise ValueError(f"enabled admission {path} not found on the admission registered map "
                              f"(known: {', '.join(SERVICES)})")

@@ -40,7 +40,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pyvolcano.actions._victims import build_victims_queue
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import DimensionDefault, Resource
@@ -49,6 +48,7 @@ from pyvolcano.diagnosis.model import QueueQuota
 from pyvolcano.framework.argument_keys import ArgumentKeys, honoured, is_false, refused
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext, EvictionKind, Vote
+from pyvolcano.framework.victims import build_victims_queue
 from pyvolcano.plugins._util import replicas_within
 from pyvolcano.plugins.capacity.attrs import (
     ROOT_QUEUE,

@@ -26,7 +26,7 @@ adds a bonus below 0.5 that ranks nodes in a stable pseudo-random order (CRC-32 
 name), reproducing the paper; ``random`` leaves ties to Volcano.
 
 GPU state and GPU-fit checks come from the session's shared GPU state
-(:mod:`pyvolcano.gpu.session`); when ``deviceshare`` is not configured, a policy plugin
+(:mod:`pyvolcano.plugins.gpu_session`); when ``deviceshare`` is not configured, a policy plugin
 registers the same GPU predicate itself, so fractional pods never land on a GPU without room.
 
 Scores of every policy but ``random`` depend only on the node's own state and are cached
@@ -56,7 +56,7 @@ from pyvolcano.gpu.policies import (
     gpupacking_scores,
     random_gpu,
 )
-from pyvolcano.gpu.session import SessionGpus
+from pyvolcano.plugins.gpu_session import SessionGpus
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session

@@ -61,6 +61,7 @@ from pyvolcano.api.matching import (
 from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import DRA_PRE_PREDICATE, NODE_POD_NUMBER_EXCEEDED, Code, Status
+from pyvolcano.cache.memo import NODE_SIGNATURES, STABLE_FAILURES
 from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
@@ -105,7 +106,6 @@ ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (
     honoured(DRA_ENABLE),
     honoured(DRA_FILTER_TIMEOUT_SECONDS, note="the allocator is never interrupted; the placement is the same"),
 ))
-_STABLE_MEMO = "predicates/stable-failures"
 _STABLE_MEMO_LIMIT = 4096  # distinct pod templates kept before the memo starts over
 
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
@@ -150,12 +150,11 @@ def node_signatures(nodes: list[NodeInfo]) -> tuple[np.ndarray, list[NodeInfo]]:
 
 def _signatures_for(ssn: Session) -> tuple[np.ndarray, list[NodeInfo]]:
     """Node signatures, memoised across sessions until a node's labels/taints change."""
-    memo = ssn.memo.plugin_memo.get(NAME)
     key = (ssn.cache.node_generation, len(ssn.node_list))
-    if memo is None or memo[0] != key:
-        memo = (key, node_signatures(ssn.node_list))
-        ssn.memo.plugin_memo[NAME] = memo
-    return memo[1]
+    kept = ssn.memo.kept(NODE_SIGNATURES, key)
+    if kept is None:
+        kept = ssn.memo.keep(NODE_SIGNATURES, key, node_signatures(ssn.node_list))
+    return kept
 
 
 class Predicates:
@@ -237,10 +236,10 @@ class Predicates:
         nodes = ssn.node_list
         self._sig_ids, self._reps = _signatures_for(ssn)
         memo_key = (ssn.cache.node_generation, len(nodes), self.node_affinity_enable, self.taint_toleration_enable)
-        stable = ssn.memo.plugin_memo.get(_STABLE_MEMO)
-        if stable is None or stable[0] != memo_key or len(stable[1]) >= _STABLE_MEMO_LIMIT:
-            stable = ssn.memo.plugin_memo[_STABLE_MEMO] = (memo_key, {})
-        self._stable_cache = stable[1]
+        stable = ssn.memo.kept(STABLE_FAILURES, memo_key)
+        if stable is None or len(stable) >= _STABLE_MEMO_LIMIT:
+            stable = ssn.memo.keep(STABLE_FAILURES, memo_key, {})
+        self._stable_cache = stable
         table = ssn.node_table
         pods_dim = table.dim_index.get("pods")
         anti_affinity_pods: list[TaskInfo] | None = None

@@ -61,6 +61,7 @@ from pyvolcano.api.storage import (
 )
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.api.unschedule import Code, Status
+from pyvolcano.cache.memo import VOLUME_AFFINITY_NODES
 from pyvolcano.framework.prebind import BindTarget, ObjectKey, PreBindError
 from pyvolcano.store.base import Conflict, NotFound, Store, StoreError
 
@@ -88,7 +89,6 @@ REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to no
 REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
 NAME = "VolumeBinding"  # the pre-binder and bind-context key (kube-scheduler's plugin name)
-_AFFINITY_MEMO = "predicates/volume-affinity-nodes"
 _HOSTNAME = "kubernetes.io/hostname"
 
 
@@ -243,16 +243,15 @@ class VolumeBinding:
         """The nodes ``pv``'s required node affinity reaches (memoised by affinity until nodes change)."""
         ssn = self.ssn
         key = (ssn.cache.node_generation, len(ssn.node_list))
-        memo = ssn.memo.plugin_memo.get(_AFFINITY_MEMO)
-        if memo is None or memo[0] != key:
+        memo = ssn.memo.kept(VOLUME_AFFINITY_NODES, key)
+        if memo is None:
             hosts: dict[str, list[str]] = {}
             for n in ssn.node_list:
                 h = n.labels.get(_HOSTNAME)
                 if h is not None:
                     hosts.setdefault(h, []).append(n.name)
-            memo = ssn.memo.plugin_memo[_AFFINITY_MEMO] = (key, hosts, {})
-        by_hostname: dict[str, list[str]] = memo[1]
-        known: dict[str, frozenset[str]] = memo[2]
+            memo = ssn.memo.keep(VOLUME_AFFINITY_NODES, key, (hosts, {}))
+        by_hostname, known = memo
         got = known.get(pv.affinity_key)
         if got is None:
             if pv.hostname_only:

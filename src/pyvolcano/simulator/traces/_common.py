@@ -22,7 +22,7 @@ from typing import Any, Final, TypeVar
 from pyvolcano.api.duration import parse_duration_strict
 from pyvolcano.api.names import JOB_API_VERSION
 from pyvolcano.gpu.devices import GPU_MILLI_ANNOTATION, GPU_MODELS_ANNOTATION, GPU_PRODUCT_LABEL, NVIDIA_GPU
-from pyvolcano.simulator.kubelet import DURATION, EXIT_CODE
+from pyvolcano.runtime.kubelet import DURATION, EXIT_CODE
 from pyvolcano.simulator.workload import SUBMIT_AT, Submission
 from pyvolcano.util.numbers import parse_float
 

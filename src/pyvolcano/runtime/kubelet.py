@@ -34,7 +34,7 @@ from typing import Any
 
 from pyvolcano.api.duration import parse_duration
 from pyvolcano.api.names import RETRY_COUNT_KEY
-from pyvolcano.simulator.engine import EventLoop
+from pyvolcano.runtime.event_loop import EventLoop
 from pyvolcano.store.base import NotFound, Store, StoreError, WatchEvent, to_rfc3339
 from pyvolcano.util.numbers import parse_int
 

@@ -1,7 +1,10 @@
 """Registries of plugin and action factories (explicit maps, no import-time registration).
 
-A :class:`Registry` is built from the built-in name → module maps (and optionally extra
-factories, e.g. in tests) and passed to whoever opens sessions. Nothing is global: two
+A :class:`Registry` is built from the built-in name → module maps (``actions.BUILTIN_ACTIONS``,
+``plugins.BUILTIN_PLUGINS``; optionally extra factories, e.g. in tests) and passed to whoever
+composes a scheduler: the configuration loader checks a configuration against it
+(:mod:`pyvolcano.runtime.configuration`) and the scheduling cycle gets its factories. It sits
+above the actions and plugins it names, so nothing below imports it. Nothing is global: two
 registries never share state.
 
 Each built-in module exposes ``new(arguments)`` and its declared argument keys, ``ARGUMENTS``
@@ -15,16 +18,12 @@ refused as such rather than as a typo.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from collections.abc import Collection, Mapping
 
 from pyvolcano.framework.argument_keys import ArgumentKeys
-from pyvolcano.framework.interfaces import Action, Plugin
+from pyvolcano.framework.interfaces import ActionFactory, PluginFactory
 
 __all__ = ["Registry", "default_registry"]
-
-PluginFactory = Callable[[Mapping[str, Any]], Plugin]
-ActionFactory = Callable[[Mapping[str, Any]], Action]
 
 
 class Registry:

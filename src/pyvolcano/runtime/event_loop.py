@@ -2,7 +2,9 @@
 
 Timers are kept in a heap keyed by ``(time, sequence)``: equal times fire in the order they
 were scheduled. Virtual time only moves forward, and jumps straight to the next timer, so
-idle periods cost nothing.
+idle periods cost nothing. The simulator runs on it; the live components run on
+:class:`~pyvolcano.runtime.clock.WallLoop`, the same loop on the wall clock, so the kubelets
+(:mod:`pyvolcano.runtime.kubelet`) are written once for both.
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["EventLoop"]
+__all__ = ["EventLoop", "Timer"]
 
 
 @dataclass(order=True)
-class _Timer:
+class Timer:
     time: float
     seq: int
     fn: Callable[[], None] = field(compare=False)
@@ -26,18 +28,18 @@ class _Timer:
 class EventLoop:
     def __init__(self) -> None:
         self.now = 0.0
-        self._heap: list[_Timer] = []
+        self._heap: list[Timer] = []
         self._seq = 0
 
-    def at(self, time: float, fn: Callable[[], None], label: str = "") -> _Timer:
+    def at(self, time: float, fn: Callable[[], None], label: str = "") -> Timer:
         if time < self.now:
             time = self.now
         self._seq += 1
-        timer = _Timer(time, self._seq, fn, label)
+        timer = Timer(time, self._seq, fn, label)
         heapq.heappush(self._heap, timer)
         return timer
 
-    def after(self, delay: float, fn: Callable[[], None], label: str = "") -> _Timer:
+    def after(self, delay: float, fn: Callable[[], None], label: str = "") -> Timer:
         return self.at(self.now + max(delay, 0.0), fn, label)
 
     def next_time(self) -> float | None:

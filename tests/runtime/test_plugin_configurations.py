@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pyvolcano.conf import load_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import default_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "plugins.md"

@@ -40,7 +40,7 @@ from pyvolcano.framework.argument_keys import ArgumentKeys
 from pyvolcano.framework.arguments import ArgumentError
 
 if TYPE_CHECKING:
-    from pyvolcano.framework.registry import Registry
+    from pyvolcano.runtime.registry import Registry
 
 __all__ = ["check_arguments", "load_configuration"]
 

@@ -1,4 +1,4 @@
-"""The cluster's current state as a forecast reads it: raw documents plus their typed objects.
+"""The cluster's current state a simulation starts from: raw documents plus their typed objects.
 
 :class:`ClusterState` holds the scheduler's inputs twice: the manifests (``docs``, what a
 forward simulation loads into its store, with the Volcano Jobs so that their controller can
@@ -25,9 +25,10 @@ from typing import Any
 from pyvolcano.api.inputs import read_inputs
 from pyvolcano.api.manifest import ClusterObjects, ManifestError, check_queue_parents, iter_documents, parse_objects
 from pyvolcano.api.names import FLOW_API_VERSION, JOB_API_VERSION, SCHEDULER_KINDS
-from pyvolcano.conf import ConfigError, load_configuration
+from pyvolcano.conf import ConfigError
 from pyvolcano.conf.schema import SchedulerConfiguration
-from pyvolcano.framework.registry import Registry
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import Registry
 from pyvolcano.runtime.snapshot import (
     CONFIG_KEY,
     CONFIG_MAP,

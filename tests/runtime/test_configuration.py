@@ -1,4 +1,4 @@
-"""Specification tests for ``pyvolcano.conf.checked``: one loader for every reader of a
+"""Specification tests for ``pyvolcano.runtime.configuration``: one loader for every reader of a
 configuration, with plugin and action arguments checked and their field paths named."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pyvolcano.conf import ConfigError, default_configuration, load_configuration
-from pyvolcano.framework.registry import default_registry
+from pyvolcano.conf import ConfigError, default_configuration
+from pyvolcano.runtime.configuration import load_configuration
+from pyvolcano.runtime.registry import default_registry
 
 REGISTRY = default_registry()
 
@@ -161,8 +162,8 @@ def test_an_unknown_action_argument_is_an_error_naming_its_configurations_entry(
 
 def test_an_upstream_plugin_pyvolcano_lacks_is_refused_by_name_as_not_implemented_yet() -> None:
     from pyvolcano.actions import BUILTIN_ACTIONS
-    from pyvolcano.framework.registry import Registry
     from pyvolcano.plugins import BUILTIN_PLUGINS, UPSTREAM_PLUGINS
+    from pyvolcano.runtime.registry import Registry
 
     registry = Registry(BUILTIN_PLUGINS, BUILTIN_ACTIONS, upstream_plugins=(*UPSTREAM_PLUGINS, "next-plugin"))
     assert registry.unimplemented_plugins == ["next-plugin"]

@@ -12,7 +12,7 @@ from pyvolcano.api.job import JobInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
-from pyvolcano.framework.job_sums import JobSums
+from pyvolcano.cache.job_sums import JobSums
 
 
 def _allocated_and_pending(job: JobInfo) -> tuple[Resource, Resource]:

@@ -1,5 +1,5 @@
 """allocate's HyperNode path (upstream pkg/scheduler/actions/allocate/allocate.go ``allocateForJob``,
-``allocateForSubJob``, and recorder.go).
+``allocateForSubJob``, ``allocateFromNomination``).
 
 A job that has a hard network-topology constraint (after the session's soft → hard
 translation), a sub-job with one, or any ``subGroupPolicy`` is placed here instead of task by
@@ -18,7 +18,9 @@ task over the whole cluster:
   tier with a solution wins: its best-scoring candidate (random among ties) is replayed into
   a fresh statement and its worksheet adopted.
 * ``allocate_for_sub_job`` does the same one level down, over the sub-job's own gradient inside
-  the job's candidate, choosing by the HyperNodeOrder scores; the chosen HyperNode moves the
+  the job's candidate, each candidate dry-run by the per-task placement
+  (:class:`~pyvolcano.actions.allocate.tasks.TaskPlacement`, restricted to the candidate's
+  nodes), choosing by the HyperNodeOrder scores; the chosen HyperNode moves the
   sub-job's allocated HyperNode to the lowest common ancestor of the old one and it.
 * **Nomination fast path** (upstream ``allocateFromNomination``): a sub-job that gangpreempt or
   gangreclaim nominated a HyperNode for (``SubJobInfo.nominated_hypernode``; for a job without
@@ -31,17 +33,17 @@ task over the whole cluster:
   Upstream does not check that the nominated HyperNode lies inside the job's candidate.
   allocate's normal path asks the same of the default sub-job
   (:meth:`TopologyPlacement.nominated_statement`) and clears the nomination when it commits.
-* :class:`Recorder` snapshots the sub-jobs' allocated HyperNodes before the dry runs, restores
-  them after each job-level candidate, remembers the decisions, and, when the job's statement
-  is committed, moves the job's and its sub-jobs' allocated HyperNodes (LCA with the decision)
-  and clears their nominations.
+* :class:`~pyvolcano.actions.allocate.recorder.Recorder` keeps the HyperNode decisions and
+  undoes the dry runs' moves of the sub-jobs' allocated HyperNodes.
 
 Bounded search (``SchedulerOptions.bounded_hypernode_search``, on by default). The HyperNode
 scores do not depend on the dry runs (they are taken after the dry runs are discarded), so when
-network-topology-aware is the only HyperNodeOrder plugin the candidates are dry-run best score
-first: a sub-job stops at the first candidate scoring below the first success (only candidates
-sharing the top score can get the tie bonus), and a job stops once no untried candidate's upper
-bound (:meth:`TopologyPlacement._job_bounds`) reaches the best score found. The HyperNode chosen
+the only HyperNodeOrder plugin declares them (``Session.hypernode_order_bounds``, a
+:class:`~pyvolcano.framework.interfaces.HyperNodeScoreBounds`; network-topology-aware does) the
+candidates are dry-run best score first: a sub-job stops at the first candidate scoring below
+the first success (only candidates sharing the top score can get the tie bonus), and a job
+stops once no untried candidate's upper bound (:meth:`TopologyPlacement._job_bounds`) reaches
+the best score found. The HyperNode chosen
 is the exhaustive search's, up to random tie-breaks; only the candidates tried (and so the random
 draws and the fit errors left on the job) differ.
 
@@ -57,23 +59,23 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pyvolcano.actions._helpers import PredicateHelper, TaskQueue, task_queue
+from pyvolcano.actions.allocate.recorder import Recorder
+from pyvolcano.actions.allocate.tasks import TaskPlacement, allocate_resources_for_task
 from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.node import NodeInfo
 from pyvolcano.api.resource import MIN_RESOURCE
 from pyvolcano.api.sub_job import SubJobInfo
 from pyvolcano.api.task import TaskInfo, TaskStatus
+from pyvolcano.framework.interfaces import HyperNodeScoreBounds
 from pyvolcano.framework.statement import SavedOperation, Statement
 from pyvolcano.framework.topology import PURPOSE_ALLOCATE
-from pyvolcano.plugins.network_topology_aware import NAME as NTA_NAME
-from pyvolcano.plugins.network_topology_aware import NetworkTopologyAware
 from pyvolcano.util.priority_queue import PriorityQueue
 
 if TYPE_CHECKING:
-    from pyvolcano.actions.allocate import Allocate
     from pyvolcano.framework.session import Session
 
-__all__ = ["JobWorksheet", "Recorder", "TopologyPlacement", "organize_worksheet"]
+__all__ = ["JobWorksheet", "TopologyPlacement", "organize_worksheet"]
 
 
 @dataclass(slots=True)
@@ -129,50 +131,6 @@ def organize_worksheet(ssn: Session, job: JobInfo) -> JobWorksheet:
     return ws
 
 
-class Recorder:
-    """Upstream ``Recorder``: HyperNode decisions of one allocate execution."""
-
-    def __init__(self) -> None:
-        self.job_decisions: dict[str, str] = {}
-        self.sub_job_decisions: dict[str, dict[str, dict[str, str]]] = {}
-        self._snapshot: dict[str, dict[str, str]] = {}
-
-    def save_job_decision(self, job: str, hypernode: str) -> None:
-        self.job_decisions[job] = hypernode
-
-    def save_sub_job_decision(self, job: str, for_job: str, sub_job: str, hypernode: str) -> None:
-        self.sub_job_decisions.setdefault(job, {}).setdefault(for_job, {})[sub_job] = hypernode
-
-    def snapshot(self, job: JobInfo, ws: JobWorksheet) -> None:
-        topo = job.topology
-        assert topo is not None
-        self._snapshot[job.uid] = {uid: topo.sub_jobs[uid].allocated_hypernode
-                                   for uid in ws.tasks if uid in topo.sub_jobs}
-
-    def recover(self, job: JobInfo) -> None:
-        topo = job.topology
-        assert topo is not None
-        for uid, hn in self._snapshot.get(job.uid, {}).items():
-            sj = topo.sub_jobs.get(uid)
-            if sj is not None:
-                sj.allocated_hypernode = hn
-
-    def update_decision_to_job(self, ssn: Session, job: JobInfo) -> None:
-        """After the job's statement was committed (upstream ``UpdateDecisionToJob``)."""
-        topo = job.topology
-        chosen = self.job_decisions.get(job.uid, "")
-        if topo is None or not chosen:
-            return
-        lca = ssn.topology.lca
-        topo.allocated_hypernode = lca(topo.allocated_hypernode, chosen)
-        for uid, hn in self.sub_job_decisions.get(job.uid, {}).get(chosen, {}).items():
-            sj = topo.sub_jobs.get(uid)
-            if sj is None:
-                continue
-            sj.allocated_hypernode = lca(sj.allocated_hypernode, hn)
-            sj.nominated_hypernode = ""
-
-
 def _pick(ssn: Session, scores: dict[str, float]) -> tuple[str, float]:
     """The best-scoring name, uniformly at random among ties (names sorted first)."""
     top = max(scores.values())
@@ -184,30 +142,24 @@ def _pick(ssn: Session, scores: dict[str, float]) -> tuple[str, float]:
 class TopologyPlacement:
     """The HyperNode search of one allocate execution."""
 
-    def __init__(self, ssn: Session, action: Allocate):
+    def __init__(self, ssn: Session, tasks: TaskPlacement):
         self.ssn = ssn
-        self.action = action
+        # The per-task placement each candidate HyperNode is dry-run with.
+        self.tasks = tasks
         self.recorder = Recorder()
         # The capacity bound of the job being placed (see _capacity); None: none.
         self._bound: tuple[np.ndarray, int] | None = None
 
-    def _bounded_scorer(self) -> NetworkTopologyAware | None:
-        """The HyperNode scorer when the bounded search applies: network-topology-aware is the
-        only enabled HyperNodeOrder plugin (its scores are known before any dry run)."""
+    def _bounded_scorer(self) -> HyperNodeScoreBounds | None:
+        """The HyperNode scores when the bounded search applies: the only enabled HyperNodeOrder
+        plugin declared its scores known before any dry run (network-topology-aware does)."""
         ssn = self.ssn
         if not ssn.cache.options.bounded_hypernode_search:
             return None
-        tiers = ssn._tiers("hypernode_order")
-        names = [name for tier in tiers for name, _fn in tier]
-        if names != [NTA_NAME]:
-            return None
-        for _opt, plugin in ssn.plugins:
-            if isinstance(plugin, NetworkTopologyAware) and plugin.ssn is ssn:
-                return plugin
-        return None
+        return ssn.hypernode_order_bounds()
 
     def _job_bounds(self, job: JobInfo, gradient: list[str],
-                    scorer: NetworkTopologyAware) -> tuple[dict[str, float], bool] | None:
+                    scorer: HyperNodeScoreBounds) -> tuple[dict[str, float], bool] | None:
         """An upper bound of each job-level candidate's score, and whether every bound is exact;
         None when no bound is known.
 
@@ -299,7 +251,7 @@ class TopologyPlacement:
         ssn = self.ssn
         if ws.empty():
             return None
-        self.recorder.snapshot(job, ws)
+        self.recorder.snapshot(job, ws.tasks)
         scorer = self._bounded_scorer()
         self._bound = self._capacity(job) if scorer is not None else None
         need = self._bound[1] if self._bound is not None else 0
@@ -385,7 +337,7 @@ class TopologyPlacement:
                 for hn in gradient:
                     _reset_sub_job_fit_errors(job, sj)
                     attempt = tasks.clone()
-                    stmt = self.action.allocate_resources_for_tasks(ssn, job, attempt, sub_job=sj, hypernode=hn)
+                    stmt = self.tasks.allocate_resources_for_tasks(job, attempt, sub_job=sj, hypernode=hn)
                     if stmt is not None and stmt.operations:
                         solutions[hn] = (stmt.save_operations(), attempt)
                         stmt.discard()
@@ -404,7 +356,7 @@ class TopologyPlacement:
         return None, 0.0
 
     def _bounded_sub_job_search(
-        self, job: JobInfo, sj: SubJobInfo, tasks: TaskQueue, gradient: list[str], scorer: NetworkTopologyAware,
+        self, job: JobInfo, sj: SubJobInfo, tasks: TaskQueue, gradient: list[str], scorer: HyperNodeScoreBounds,
     ) -> tuple[str, float, list[SavedOperation], TaskQueue] | None:
         """The exhaustive choice over one tier without dry-running every candidate.
 
@@ -414,7 +366,6 @@ class TopologyPlacement:
         bonus), equal ones in random order: the first success is a uniform pick among the best
         successes. A second success with the same score is looked for only to know whether the
         bonus applies to the returned score."""
-        ssn = self.ssn
         topo = job.topology
         # Without sub-group policies the sub-job's statement is kept only when the job is
         # pipelined; with them, SubJobPipelined may accept any partial placement.
@@ -431,7 +382,7 @@ class TopologyPlacement:
                 continue
             _reset_sub_job_fit_errors(job, sj)
             attempt = tasks.clone()
-            stmt = self.action.allocate_resources_for_tasks(ssn, job, attempt, sub_job=sj, hypernode=hn)
+            stmt = self.tasks.allocate_resources_for_tasks(job, attempt, sub_job=sj, hypernode=hn)
             if stmt is not None and stmt.operations:
                 ops = stmt.save_operations()
                 stmt.discard()
@@ -480,7 +431,7 @@ class TopologyPlacement:
             for task, node in plan:
                 if sj is not None and sj.with_network_topology:
                     ssn.topology.task_hypernode[task.uid] = pinned
-                if not _allocate_or_pipeline(ssn, stmt, task, node):
+                if not allocate_resources_for_task(ssn, stmt, task, node):
                     stmt.discard()
                     stmt = None
                     break
@@ -499,7 +450,7 @@ class TopologyPlacement:
         if len(rows) == 0:
             return None
         queue = ssn.queues[job.queue]
-        helper = PredicateHelper(ssn, enable_error_cache=self.action.enable_predicate_error_cache)
+        helper = PredicateHelper(ssn, enable_error_cache=self.tasks.enable_predicate_error_cache)
         plan: list[tuple[TaskInfo, NodeInfo]] = []
         preview = tasks.clone()
         while preview:
@@ -518,18 +469,6 @@ class TopologyPlacement:
                 return None
             plan.append((task, node))
         return plan
-
-
-def _allocate_or_pipeline(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeInfo) -> bool:
-    """Upstream ``allocateResourcesForTask``: allocate on idle, else pipeline on future idle;
-    False only when the statement refused the operation (neither fitting is no error)."""
-    table = ssn.node_table
-    vec = table.task_vector(task)
-    if table.fits_row(vec, node.index, future=False):
-        return stmt.allocate(task, node)
-    if table.fits_row(vec, node.index, future=True):
-        return stmt.pipeline(task, node.name, False)
-    return True
 
 
 def _invalidate_nomination(job: JobInfo, sj: SubJobInfo | None, tasks: TaskQueue) -> None:

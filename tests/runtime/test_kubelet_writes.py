@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyvolcano.simulator.engine import EventLoop
-from pyvolcano.simulator.kubelet import Kubelets
+from pyvolcano.runtime.event_loop import EventLoop
+from pyvolcano.runtime.kubelet import Kubelets
 from pyvolcano.store.base import StoreError
 from pyvolcano.store.memory import InMemoryStore
 

@@ -4,7 +4,8 @@ A Command names its target with a controller reference (``target``), is owned by
 (``ownerReferences``, so it goes when the target goes) and is named ``<target>-<action>-``
 plus a suffix the API server generates (``pkg/cli/util.CreateJobCommand``,
 ``pkg/cli/queue/util.go``). Job Commands live in the Job's namespace; queue Commands in
-``default``, as upstream's ``createQueueCommand`` puts them.
+``default``, as upstream's ``createQueueCommand`` puts them. The job and queue controllers act
+on them; vcctl and the dashboard's actions create them through the functions here.
 """
 
 from __future__ import annotations
