@@ -327,8 +327,8 @@ def test_a_queue_named_by_a_list_is_an_error_not_a_crash(tmp_path: Path, capsys:
     assert code == 2 and len(lines) == 1 and "metadata.name" in lines[0]
 
 
-def test_storage_objects_are_checked_as_the_scheduler_reads_them(tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_storage_objects_are_checked_as_the_api_server_checks_them(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "s.yaml",
                  "\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local}\n"
                  "provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n",
@@ -340,10 +340,10 @@ def test_storage_objects_are_checked_as_the_scheduler_reads_them(tmp_path: Path,
     assert code == 2
     assert lines == [
         "OK StorageClass local",
-        f"{path}: document 1: PersistentVolumeClaim team/data: spec.accessModes[0]: got 'ReadWriteOne' (str); "
-        "expected one of ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod",
-        f"{path}: document 2: StorageClass odd: volumeBindingMode: got 'Later'; expected Immediate or "
-        "WaitForFirstConsumer",
+        f"{path}: document 1: PersistentVolumeClaim team/data: spec.accessModes: Unsupported value: "
+        '"ReadWriteOne": supported values: "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"',
+        f"{path}: document 2: StorageClass odd: volumeBindingMode: Unsupported value: \"Later\": supported values: "
+        '"Immediate", "WaitForFirstConsumer"',
     ]
 
 
@@ -364,7 +364,7 @@ def test_a_jobs_fields_only_a_plugin_acts_on_are_warned_about_at_their_path_in_t
     numa = job("j").replace("      replicas: 2\n", "      replicas: 2\n      topologyPolicy: single-numa-node\n")
     numa = numa.replace("metadata: {name: j, namespace: team}",
                         "metadata: {name: j, namespace: team, annotations: {volcano.sh/cooldown-time: 10m}}")
-    numa = numa.replace("        spec:\n", "        spec:\n          resources: {requests: {cpu: '2'}}\n")
+    numa = numa.replace("        spec:\n", "        spec:\n          volumes: [{name: s, csi: {driver: inline.csi.io}}]\n")
     path = write(tmp_path, "j.yaml", numa)
     assert run_validate([path]) == 0
     err = capsys.readouterr().err.splitlines()
@@ -373,6 +373,6 @@ def test_a_jobs_fields_only_a_plugin_acts_on_are_warned_about_at_their_path_in_t
         "preemption) is honoured only by the cdp plugin",
         f"warning: {path}: document 0: Job team/j: spec.tasks[0].topologyPolicy (a NUMA topology policy) is honoured "
         "only by the numa-aware plugin",
-        f"warning: {path}: document 0: Job team/j: spec.tasks[0].template.spec.resources (pod-level resource "
-        "requests) is not acted on by pyvolcano yet; the job is placed as if it were absent",
+        f"warning: {path}: document 0: Job team/j: spec.tasks[0].template.spec.volumes[].csi (an inline CSI "
+        "volume) is not acted on by pyvolcano yet; it is not counted against the node's CSI attach limit",
     ]

@@ -19,7 +19,9 @@ Pods get what the API server does before any webhook: the defaulting of
 :mod:`pyvolcano.api.defaults` (requests from limits), the Priority admission plugin
 (:mod:`.priority`: a missing PriorityClass is Forbidden; the priority is written into the pod)
 and, on CREATE, the pod-spec validation of ``ValidatePodCreate`` (:func:`.k8s.validate_pod_spec`).
-PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule.
+PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule. The storage
+kinds and the ``resource.k8s.io/v1`` kinds get the API server's defaults and validation
+(:mod:`.storage`, :mod:`.resource`), then must read as the scheduler reads them.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from typing import Any, Final
 from pyvolcano.admission import cronjobs, hypernodes, jobflows, jobs, podgroups, pods, priority, queues
 from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
+from pyvolcano.admission.resource import validate_resource_object
+from pyvolcano.admission.storage import validate_storage_object
 from pyvolcano.api.defaults import default_pod
 from pyvolcano.api.manifest import ManifestError, parse_object
 from pyvolcano.api.names import STORAGE_KINDS
@@ -38,6 +42,7 @@ from pyvolcano.store.base import Store
 __all__ = ["DEFAULT_JOB_PLUGINS", "AdmissionConfig", "VolcanoAdmission"]
 
 _Check = Callable[[Any, Problems], None]
+RESOURCE_KINDS: Final = frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
 _CRD_DEFAULTED: Final[dict[str, tuple[_Check, Callable[[dict[str, Any]], None]]]] = {
     "CronJob": (cronjobs.check_shape, cronjobs.default_cronjob),
     "JobFlow": (jobflows.check_jobflow_shape, jobflows.default_jobflow),
@@ -142,7 +147,14 @@ class VolcanoAdmission:
             self._pod(op, obj, old, store, p)
         elif kind in STORAGE_KINDS and self.api_server_checks:
             validate_object_meta(obj, p)
-            _storage_object(obj, p)
+            validate_storage_object(obj, p)
+            if not p:
+                _as_scheduler_reads_it(obj, p)
+        elif kind in RESOURCE_KINDS and self.api_server_checks:
+            validate_object_meta(obj, p)
+            validate_resource_object(obj, p)
+            if not p:
+                _as_scheduler_reads_it(obj, p)
         else:
             validate_object_meta(obj, p)
         p.raise_if_any()
@@ -230,9 +242,9 @@ class VolcanoAdmission:
         hypernodes.validate_hypernode(obj, p)
 
 
-def _storage_object(obj: dict[str, Any], p: Problems) -> None:
-    """The API server's checks of a storage object, as far as the scheduler reads it: the
-    manifest reader's (access and volume modes, quantities, selectors, node affinity, binding mode)."""
+def _as_scheduler_reads_it(obj: dict[str, Any], p: Problems) -> None:
+    """A storage or resource object the API server's rules accept must also read as the
+    scheduler reads it (the manifest reader: quantities, selectors, node affinity, modes)."""
     try:
         parse_object(obj, "")
     except ManifestError as e:

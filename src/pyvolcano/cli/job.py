@@ -97,8 +97,9 @@ def why_document(cache: SchedulerCache, key: str, config: SchedulerConfiguration
                  sessions: int, seed: int) -> dict[str, Any]:
     """Run ``sessions`` sessions on ``cache`` and return ``job why``'s document for PodGroup ``key``:
     ``{"job", "phase", "queue", "diagnosis", "notes"}`` (``diagnosis`` null when nothing is
-    pending; ``notes``: the fields of the job's queue, PodGroup and pods that change placement
-    upstream and that nothing in this configuration acts on, :mod:`pyvolcano.api.plugin_fields`)."""
+    pending; ``notes``: the fields of the job's queue, PodGroup, pods and their ResourceClaims
+    that change placement upstream and that nothing in this configuration acts on,
+    :mod:`pyvolcano.api.plugin_fields`)."""
     from pyvolcano.api.plugin_fields import placement_notes
     from pyvolcano.runtime.cycle import schedule_objects
 
@@ -106,9 +107,12 @@ def why_document(cache: SchedulerCache, key: str, config: SchedulerConfiguration
     job = cache.pg_jobs[key]
     assert job.podgroup is not None
     queue = cache.queues.get(job.queue)
-    notes = placement_notes(queue.queue if queue is not None else None, job.podgroup,
-                            sorted((t.pod for t in job.tasks.values()), key=lambda p: p.name),
-                            config.plugin_names())
+    pods = sorted((t.pod for t in job.tasks.values()), key=lambda p: p.name)
+    claim_keys = sorted({f"{p.namespace}/{c.resource_claim_name or p.resource_claim_statuses.get(c.name, '')}"
+                         for p in pods for c in p.resource_claims})
+    claims = [c for c in (cache.dra.claim(k) for k in claim_keys) if c is not None]
+    notes = placement_notes(queue.queue if queue is not None else None, job.podgroup, pods,
+                            config.plugin_names(), claims)
     return {"job": key, "phase": job.podgroup.phase, "queue": job.queue, "diagnosis": result["diagnoses"].get(key),
             "notes": notes}
 

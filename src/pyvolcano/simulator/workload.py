@@ -36,8 +36,7 @@ CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace", "HyperNode", "S
 WORKLOAD_KINDS = {"Job", "Queue", "PodGroup", "Pod", "Command", "PriorityClass", "Namespace", "Service",
                   "ConfigMap", "Secret", "Node", "HyperNode", "CronJob", "JobTemplate", "JobFlow", *STORAGE_KINDS,
                   *DRA_KINDS}
-PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret"),
-                *(("resource.k8s.io/v1", kind) for kind in DRA_KINDS)}
+PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret")}
 """Kinds pyvolcano does not model that a workload may still create (job plugins read them)."""
 
 
