@@ -17,9 +17,11 @@ the API server calls them.
 
 Pods get what the API server does before any webhook: the defaulting of
 :mod:`pyvolcano.api.defaults` (requests from limits), the Priority admission plugin
-(:mod:`.priority`: a missing PriorityClass is Forbidden; the priority is written into the pod)
-and, on CREATE, the pod-spec validation of ``ValidatePodCreate`` (:func:`.k8s.validate_pod_spec`).
-PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule. The storage
+(:mod:`.priority`: a missing PriorityClass is Forbidden; the priority is written into the pod),
+the RuntimeClass admission plugin (:mod:`.runtimeclass`: the class's overhead, node selector
+and tolerations written into the pod) and, on CREATE, the pod-spec validation of
+``ValidatePodCreate`` (:func:`.k8s.validate_pod_spec`). RuntimeClasses get
+``ValidateRuntimeClass``. PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule. The storage
 kinds and the ``resource.k8s.io/v1`` kinds get the API server's defaults and validation
 (:mod:`.storage`, :mod:`.resource`), then must read as the scheduler reads them.
 """
@@ -29,7 +31,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from pyvolcano.admission import cronjobs, hypernodes, jobflows, jobs, podgroups, pods, priority, queues
+from pyvolcano.admission import (
+    cronjobs,
+    hypernodes,
+    jobflows,
+    jobs,
+    podgroups,
+    pods,
+    priority,
+    queues,
+    runtimeclass,
+)
 from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
 from pyvolcano.admission.resource import validate_resource_object
@@ -150,6 +162,9 @@ class VolcanoAdmission:
             validate_storage_object(obj, p)
             if not p:
                 _as_scheduler_reads_it(obj, p)
+        elif kind == "RuntimeClass" and self.api_server_checks:
+            validate_object_meta(obj, p)
+            runtimeclass.validate_runtime_class(obj, p)
         elif kind in RESOURCE_KINDS and self.api_server_checks:
             validate_object_meta(obj, p)
             validate_resource_object(obj, p)
@@ -190,6 +205,7 @@ class VolcanoAdmission:
                 ShapeChecker(p).integer(spec, "priority", "spec.priority")
                 p.raise_if_any()
         priority.admit_pod_priority(op, obj, old, store)
+        runtimeclass.admit_pod_runtime_class(op, obj, store)
         validate_object_meta(obj, p)
         if op == "CREATE" and not p:
             validate_pod_spec(obj.get("spec"), "spec", p)

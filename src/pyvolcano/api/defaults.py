@@ -20,6 +20,9 @@ hugepages resource the containers limit gets a pod-level limit of their aggregat
 :func:`pod_level_requests` gives the result for typed containers, :func:`default_pod` writes
 it into a Pod mapping.
 
+A pod with ``hostNetwork: true`` gets ``hostPort = containerPort`` on every port that has no
+host port (``defaultHostNetworkPorts``).
+
 Applied at every edge where a pod enters: the store's admission (workload pods, pods the job
 controller creates) and the manifest parser (snapshot files for ``schedule``). Pure functions;
 ``default_pod`` mutates the pod mapping it is given and ignores malformed parts (validation
@@ -39,6 +42,7 @@ __all__ = [
     "ContainerResources",
     "aggregate_container_resources",
     "default_pod",
+    "host_network_ports",
     "is_pod_level_resource",
     "pod_level_requests",
     "requests_with_limit_defaults",
@@ -139,6 +143,17 @@ def requests_with_limit_defaults(requests: Mapping[str, Any], limits: Mapping[st
     return out
 
 
+def host_network_ports(ports: list[Any]) -> list[Any]:
+    """``defaultHostNetworkPorts``: with ``hostNetwork``, a port without a ``hostPort`` gets its
+    ``containerPort`` as one (so the NodePorts filter sees it)."""
+    out: list[Any] = []
+    for port in ports:
+        if isinstance(port, dict) and not port.get("hostPort") and port.get("containerPort"):
+            port = {**port, "hostPort": port["containerPort"]}
+        out.append(port)
+    return out
+
+
 def _container_resources(containers: Any, *, init: bool) -> list[ContainerResources]:
     out: list[ContainerResources] = []
     for c in containers if isinstance(containers, list) else []:
@@ -156,6 +171,12 @@ def default_pod(pod: dict[str, Any]) -> None:
     if not isinstance(spec, dict):
         return
     _default_containers(spec)
+    if spec.get("hostNetwork") is True:
+        for group in ("containers", "initContainers"):
+            for c in spec.get(group) or []:
+                ports = c.get("ports") if isinstance(c, dict) else None
+                if isinstance(ports, list):
+                    c["ports"] = host_network_ports(ports)
     resources = spec.get("resources")
     if isinstance(resources, dict):
         requests = pod_level_requests(resources, _container_resources(spec.get("containers"), init=False),

@@ -10,7 +10,7 @@ not a Volcano Job. :func:`resolve` gives one of three answers for an object's ty
   ``batch/v1`` CronJob, an Argo Workflow, anything of an API group it does not know);
 * ``UNKNOWN`` — a kind or version that does not exist in an API group whose kinds pyvolcano
   knows completely (:data:`KNOWN_GROUPS`: the core group, ``scheduling.k8s.io``,
-  ``storage.k8s.io``, ``resource.k8s.io`` and every Volcano group), with a "did you mean" when a
+  ``storage.k8s.io``, ``node.k8s.io``, ``resource.k8s.io`` and every Volcano group), with a "did you mean" when a
   known name is close.
 
 Older versions of a known group that an API server may still serve (``resource.k8s.io/v1beta2``)
@@ -52,6 +52,7 @@ CHECKED_KINDS: Final[frozenset[tuple[str, str]]] = frozenset({
     ("storage.k8s.io/v1", "CSINode"),
     ("storage.k8s.io/v1", "CSIDriver"),
     ("storage.k8s.io/v1", "CSIStorageCapacity"),
+    ("node.k8s.io/v1", "RuntimeClass"),
     ("resource.k8s.io/v1", "DeviceClass"),
     ("resource.k8s.io/v1", "ResourceSlice"),
     ("resource.k8s.io/v1", "ResourceClaim"),
@@ -68,6 +69,7 @@ KNOWN_GROUPS: Final[Mapping[str, Mapping[str, frozenset[str]]]] = {
     "scheduling.k8s.io": {"v1": frozenset({"PriorityClass"})},
     "storage.k8s.io": {"v1": frozenset({"StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity",
                                         "VolumeAttachment", "VolumeAttributesClass"})},
+    "node.k8s.io": {"v1": frozenset({"RuntimeClass"})},
     "resource.k8s.io": {"v1": frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})},
     "batch.volcano.sh": {"v1alpha1": frozenset({"Job", "CronJob"})},
     "scheduling.volcano.sh": {"v1beta1": frozenset({"PodGroup", "Queue"})},

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyvolcano.api import matching
-from pyvolcano.api.defaults import pod_level_requests, requests_with_limit_defaults
+from pyvolcano.api.defaults import host_network_ports, pod_level_requests, requests_with_limit_defaults
 from pyvolcano.api.dra import manifest as dra_manifest
 from pyvolcano.api.dra.types import (
     RESOURCE_API_VERSION,
@@ -359,6 +359,9 @@ def _pod(d: _Doc) -> Pod:
                                      str(o.get("uid", "")), bool(o.get("controller", False))))
     containers = _containers(d, "spec.containers")
     init_containers = _containers(d, "spec.initContainers")
+    if d.bool_("spec.hostNetwork", False):
+        for c in (*containers, *init_containers):
+            c.ports = host_network_ports(c.ports)
     phase = d.str_("status.phase", "Pending") or "Pending"
     if phase not in POD_PHASES:
         raise d.fail("status.phase", f"got {phase!r}; expected one of {', '.join(POD_PHASES)}")
@@ -542,8 +545,8 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         status = {}
     if type(md) is not dict or type(spec) is not dict or type(status) is not dict:
         raise _Uncommon
-    if "resourceClaims" in spec or "resourceClaimStatuses" in status or "resources" in spec:
-        raise _Uncommon  # the general reader reads dynamic resource allocation and pod-level resources
+    if "resourceClaims" in spec or "resourceClaimStatuses" in status or "resources" in spec or "hostNetwork" in spec:
+        raise _Uncommon  # the general reader reads DRA, pod-level resources and host networking
     name = md.get("name")
     if type(name) is not str or not name:
         raise _Uncommon

@@ -178,6 +178,15 @@ def render_why(doc: dict[str, Any]) -> str:
                          + (f", volume {v['volume']}" if v["volume"] else ""))
             lines += [f"    {p['name']:<26}{'on ' + p['nodes'] if p['nodes'] else 'any node'}: {p['state']}"
                       for p in v["pvs"]]
+    if diag.get("devices"):
+        lines += ["", "CLAIM / REQUEST" + " " * 15 + "DETAIL"]
+        for c in diag["devices"]:
+            lines.append(f"  {c['claim']:<28}{c['status']}")
+            for r in c["requests"]:
+                detail = r["note"] or (
+                    f"wants {r['wants']} of class {r['class']}: {r['matching']} match, {r['free']} free"
+                    + (f", {r['free_on_best_node']} on {r['best_node']}" if r["best_node"] else ""))
+                lines.append(f"    {r['request']:<26}{detail}")
     if diag["node_failures"]:
         lines += ["", f"NODES     {diag['nodes']['failed']}/{diag['nodes']['total']} failed:"]
         lines += [f"  {count:>5}  {reason}" for reason, count in diag["node_failures"].items()]

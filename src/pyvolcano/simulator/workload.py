@@ -1,9 +1,10 @@
 """Workload and cluster files for ``pyvolcano simulate``.
 
-A CLUSTER file holds Nodes (and optionally Queues, PriorityClasses, HyperNodes and the storage
-objects: StorageClasses, PersistentVolumes, PersistentVolumeClaims, CSINodes, CSIDrivers,
-CSIStorageCapacities). A WORKLOAD file holds any of Job, CronJob, JobTemplate, JobFlow, Queue,
-PodGroup, Pod, Command, PriorityClass, the storage objects, plus
+A CLUSTER file holds Nodes (and optionally Queues, PriorityClasses, HyperNodes, RuntimeClasses,
+the storage objects: StorageClasses, PersistentVolumes, PersistentVolumeClaims, CSINodes,
+CSIDrivers, CSIStorageCapacities, and DeviceClasses and ResourceSlices). A WORKLOAD file holds any
+of Job, CronJob, JobTemplate, JobFlow, Queue, PodGroup, Pod, Command, PriorityClass,
+RuntimeClass, the storage objects, the dynamic resource allocation objects, plus
 ``apiVersion: pyvolcano.io/v1alpha1, kind: ClusterEvent`` documents
 (``spec: {at: 10m, action: NodeDown|NodeUp, node: NAME}``). An object's
 ``metadata.annotations["pyvolcano.io/submit-at"]`` (a duration such as ``5m``) delays its
@@ -30,12 +31,13 @@ SUBMIT_AT = "pyvolcano.io/submit-at"
 STORAGE_KINDS = {"StorageClass", "PersistentVolume", "PersistentVolumeClaim", "CSINode", "CSIDriver",
                  "CSIStorageCapacity"}
 DRA_KINDS = {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"}
-CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode", *STORAGE_KINDS, "DeviceClass", "ResourceSlice"}
+CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode", *STORAGE_KINDS, "DeviceClass", "ResourceSlice",
+                 "RuntimeClass"}
 CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace", "HyperNode", "StorageClass", "PersistentVolume",
-                  "CSINode", "CSIDriver", "DeviceClass", "ResourceSlice"}
+                  "CSINode", "CSIDriver", "DeviceClass", "ResourceSlice", "RuntimeClass"}
 WORKLOAD_KINDS = {"Job", "Queue", "PodGroup", "Pod", "Command", "PriorityClass", "Namespace", "Service",
                   "ConfigMap", "Secret", "Node", "HyperNode", "CronJob", "JobTemplate", "JobFlow", *STORAGE_KINDS,
-                  *DRA_KINDS}
+                  *DRA_KINDS, "RuntimeClass"}
 PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret")}
 """Kinds pyvolcano does not model that a workload may still create (job plugins read them)."""
 
