@@ -45,7 +45,7 @@ from pyvolcano.admission import (
 from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
 from pyvolcano.admission.resource import validate_resource_object
-from pyvolcano.admission.storage import validate_storage_object
+from pyvolcano.admission.storage import ephemeral_volume_problems, validate_storage_object
 from pyvolcano.api.defaults import default_pod
 from pyvolcano.api.manifest import ManifestError, parse_object
 from pyvolcano.api.names import STORAGE_KINDS
@@ -209,6 +209,7 @@ class VolcanoAdmission:
         validate_object_meta(obj, p)
         if op == "CREATE" and not p:
             validate_pod_spec(obj.get("spec"), "spec", p)
+            ephemeral_volume_problems(obj.get("spec"), "spec", p)
             if not p:
                 pods.validate_pod(obj, self.config, p)
 

@@ -313,9 +313,6 @@ def _validate_pod_spec(spec: Mapping[str, Any], path: str, p: Problems) -> None:
     for i, vol in enumerate(s.mappings(spec, "volumes", f"{path}.volumes")):
         vp = f"{path}.volumes[{i}].name"
         name = vol.get("name")
-        eph = vol.get("ephemeral")
-        if eph is not None:
-            _validate_ephemeral_volume(eph, f"{path}.volumes[{i}].ephemeral", p)
         if not isinstance(name, str) or not name:
             p.add(vp, "Required value")
             continue
@@ -371,23 +368,6 @@ def _validate_pod_spec(spec: Mapping[str, Any], path: str, p: Problems) -> None:
             text = str(e)
             where, _, msg = text.partition(": ")
             p.add(where if msg else f"{path}.{key}", msg or text)
-
-
-def _validate_ephemeral_volume(eph: Any, path: str, p: Problems) -> None:
-    """``validateEphemeralVolumeSource``: a claim template whose spec is a valid claim spec (the
-    ephemeral volume controller creates the claim from it) and whose metadata has only labels
-    and annotations."""
-    # admission.storage imports this module: its claim checks are looked up when used.
-    from pyvolcano.admission.storage import claim_spec_problems
-
-    template = sub(eph, "volumeClaimTemplate") if isinstance(eph, Mapping) else {}
-    if not template:
-        p.add(f"{path}.volumeClaimTemplate", "Required value")
-        return
-    for key in sub(template, "metadata"):
-        if key not in ("labels", "annotations"):
-            p.add(f"{path}.volumeClaimTemplate.metadata.{key}", "Forbidden: cannot be set")
-    claim_spec_problems(sub(template, "spec"), f"{path}.volumeClaimTemplate.spec", p)
 
 
 def _validate_pod_resource_claims(s: ShapeChecker, spec: Mapping[str, Any], path: str, p: Problems) -> set[str]:

@@ -37,6 +37,7 @@ from pyvolcano.api import matching
 __all__ = [
     "claim_spec_problems",
     "csi_driver_name_problems",
+    "ephemeral_volume_problems",
     "node_selector_problems",
     "quantity_problems",
     "selector_problems",
@@ -362,6 +363,26 @@ def claim_spec_problems(spec: Mapping[str, Any], path: str, p: Problems) -> None
     if ds is not None and dsr is not None and not dsr.get("namespace") and any(
             ds.get(k) != dsr.get(k) for k in ("apiGroup", "kind", "name")):
         p.add(path, f"Invalid value: {quote(f'{path}.dataSource')}: must match dataSourceRef")
+
+
+def ephemeral_volume_problems(pod_spec: Any, path: str, p: Problems) -> None:
+    """``validateEphemeralVolumeSource`` for each generic ephemeral volume of a pod spec at
+    ``path``: a claim template whose metadata has only labels and annotations and whose spec is a
+    valid claim spec (the ephemeral volume controller creates the claim from it)."""
+    volumes = pod_spec.get("volumes") if isinstance(pod_spec, Mapping) else None
+    for i, vol in enumerate(volumes if isinstance(volumes, list) else []):
+        eph = vol.get("ephemeral") if isinstance(vol, Mapping) else None
+        if eph is None:
+            continue
+        ep = f"{path}.volumes[{i}].ephemeral.volumeClaimTemplate"
+        template = sub(eph, "volumeClaimTemplate") if isinstance(eph, Mapping) else {}
+        if not template:
+            p.add(ep, "Required value")
+            continue
+        for key in sub(template, "metadata"):
+            if key not in ("labels", "annotations"):
+                p.add(f"{ep}.metadata.{key}", "Forbidden: cannot be set")
+        claim_spec_problems(sub(template, "spec"), f"{ep}.spec", p)
 
 
 def _persistent_volume_claim(obj: dict[str, Any], p: Problems) -> None:
