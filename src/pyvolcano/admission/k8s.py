@@ -13,6 +13,7 @@ probes, security contexts, the extended-resource limit rules, per-volume-source 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any, Final
@@ -148,15 +149,9 @@ def label_value_errors(value: str) -> list[str]:
     return errs
 
 
-def _no_name_rule(_name: str) -> list[str]:
-    return []
-
-
 _NAME_RULES: Final[dict[str, Callable[[str], list[str]]]] = {
     "Service": dns1035_label_errors,
     "Namespace": dns1123_label_errors,
-    # ValidateCSIDriver checks the name itself (a DNS subdomain once lower-cased, at ``name``).
-    "CSIDriver": _no_name_rule,
 }
 
 
@@ -385,11 +380,14 @@ def _validate_pod_resource_claims(s: ShapeChecker, spec: Mapping[str, Any], path
                 names.add(name)
         direct = s.string(claim, "resourceClaimName", f"{cp}.resourceClaimName")
         template = s.string(claim, "resourceClaimTemplateName", f"{cp}.resourceClaimTemplateName")
+        # Upstream prints the Go struct as the value.
+        shown = json.dumps({"Name": name, "ResourceClaimName": direct, "ResourceClaimTemplateName": template},
+                           separators=(",", ":"))
         if direct and template:
-            p.add(cp, 'Invalid value: "": at most one of `resourceClaimName` or `resourceClaimTemplateName` may be '
-                      "specified")
+            p.add(cp, f"Invalid value: {shown}: at most one of `resourceClaimName` or `resourceClaimTemplateName` may "
+                      "be specified")
         elif not direct and not template:
-            p.add(cp, 'Invalid value: "": must specify one of: `resourceClaimName`, `resourceClaimTemplateName`')
+            p.add(cp, f"Invalid value: {shown}: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`")
         for key, value in (("resourceClaimName", direct), ("resourceClaimTemplateName", template)):
             for e in dns1123_subdomain_errors(value) if value else ():
                 p.add(f"{cp}.{key}", f"Invalid value: {quote(value)}: {e}")
@@ -408,37 +406,37 @@ def _validate_pod_resources(s: ShapeChecker, spec: Mapping[str, Any], containers
     if res is None:
         return
     if res.get("claims") is not None:
-        p.add(f"{path}.claims", "Forbidden: claims cannot be set for Resources")
+        p.add(f"{path}.claims", "Forbidden: claims may not be set for Resources at pod-level")
     lists: dict[str, dict[str, Fraction]] = {}
     for which in ("limits", "requests"):
         rl = s.mapping(res, which, f"{path}.{which}")
         for name in rl or {}:
             if not _pod_level_supported(str(name)):
-                p.add(f"{path}.{which}", f'Unsupported value: {quote(name)}: supported values: "cpu", "hugepages-", '
-                                         '"memory"')
+                p.add(f"{path}.{which}[{name}]", f'Unsupported value: {quote(name)}: supported values: "cpu", '
+                                                 '"hugepages-", "memory"')
         lists[which] = validate_resource_list({k: v for k, v in (rl or {}).items()
                                                if _pod_level_supported(str(k))}, f"{path}.{which}", p)
     limits, requests = lists["limits"], lists["requests"]
     for name, req in requests.items():
         if name in limits and req > limits[name]:
-            p.add(f"{path}.requests.{name}", f"Invalid value: {quote(str(sub(res, 'requests')[name]))}: must be "
-                                             f"less than or equal to {name} limit of {sub(res, 'limits')[name]}")
+            p.add(f"{path}.requests", f"Invalid value: {quote(str(sub(res, 'requests')[name]))}: must be "
+                                      f"less than or equal to {name} limit of {sub(res, 'limits')[name]}")
     container_requests = aggregate_container_resources(
         (sub(sub(c, "resources"), "requests") for c in containers),
         ((sub(sub(c, "resources"), "requests"), c.get("restartPolicy") == "Always") for c in init))
     for name, amount in requests.items():
         total = container_requests.get(name)
         if total is not None and total > amount:
-            p.add(f"{path}.requests.{name}", f"Invalid value: {quote(str(sub(res, 'requests')[name]))}: must be "
-                                             f"greater than or equal to aggregate container requests of {total}")
-    spec_path = path.rsplit(".", 1)[0]
+            p.add(f"{path}.requests[{name}]", f"Invalid value: {quote(str(sub(res, 'requests')[name]))}: must be "
+                                              f"greater than or equal to aggregate container requests of {total}")
     for name, amount in limits.items():
         for group, items in (("initContainers", init), ("containers", containers)):
             for i, c in enumerate(items):
                 raw = sub(sub(c, "resources"), "limits").get(name)
                 lim = parse_quantity_or_none(raw) if raw is not None else None
                 if lim is not None and lim > amount:
-                    p.add(f"{spec_path}.{group}[{i}].resources.limits.{name}",
+                    # Upstream's path: under spec.resources, keyed by the resource, then "limits".
+                    p.add(f"{path}.{group}[{i}][{name}].limits",
                           f"Invalid value: {quote(str(raw))}: must be less than or equal to pod limits of "
                           f"{sub(res, 'limits')[name]}")
 

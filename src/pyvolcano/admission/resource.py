@@ -98,6 +98,16 @@ def _too_many(path: str, n: int, limit: int, p: Problems) -> bool:
     return False
 
 
+def _duplicates(keys: list[Any], path: str, p: Problems) -> None:
+    """``validateSet``'s uniqueness, reported after the items: ``<path>[i]`` for each repeat."""
+    seen: set[str] = set()
+    for i, key in enumerate(keys):
+        if isinstance(key, str):
+            if key in seen:
+                p.add(f"{path}[{i}]", f"Duplicate value: {quote(key)}")
+            seen.add(key)
+
+
 def _label(value: Any, path: str, p: Problems) -> None:
     shown = value if isinstance(value, str) else ""
     for e in dns1123_label_errors(shown):
@@ -332,38 +342,28 @@ def _device_claim(s: ShapeChecker, spec: Mapping[str, Any], path: str, p: Proble
     requests = s.mappings(devices, "requests", f"{dp}.requests")
     names = _request_names(requests)
     if not _too_many(f"{dp}.requests", len(requests), DEVICE_REQUESTS_MAX, p):
-        seen: set[str] = set()
         for i, req in enumerate(requests):
             rp = f"{dp}.requests[{i}]"
-            name = req.get("name")
-            _label(name, f"{rp}.name", p)
-            if isinstance(name, str):
-                if name in seen:
-                    p.add(rp, f"Duplicate value: {quote(name)}")
-                seen.add(name)
+            _label(req.get("name"), f"{rp}.name", p)
             exactly = s.mapping(req, "exactly", f"{rp}.exactly")
             first = s.mappings(req, "firstAvailable", f"{rp}.firstAvailable")
             if exactly is None and not first:
                 p.add(rp, "Required value: exactly one of `exactly` or `firstAvailable` is required")
             elif exactly is not None and first:
-                p.add(rp, 'Invalid value: "null": exactly one of `exactly` or `firstAvailable` is required, but '
+                p.add(rp, "Invalid value: null: exactly one of `exactly` or `firstAvailable` is required, but "
                           "multiple fields are set")
             elif first:
                 if _too_many(f"{rp}.firstAvailable", len(first), FIRST_AVAILABLE_MAX, p):
                     continue
-                sub_seen: set[str] = set()
                 for j, sub_req in enumerate(first):
                     sp = f"{rp}.firstAvailable[{j}]"
-                    sub_name = sub_req.get("name")
-                    _label(sub_name, f"{sp}.name", p)
-                    if isinstance(sub_name, str):
-                        if sub_name in sub_seen:
-                            p.add(sp, f"Duplicate value: {quote(sub_name)}")
-                        sub_seen.add(sub_name)
+                    _label(sub_req.get("name"), f"{sp}.name", p)
                     _request_body(s, sub_req, sp, p)
+                _duplicates([x.get("name") for x in first], f"{rp}.firstAvailable", p)
             elif exactly is not None:
                 _request_body(s, exactly, f"{rp}.exactly", p)
                 s.boolean(exactly, "adminAccess", f"{rp}.exactly.adminAccess")
+        _duplicates([r.get("name") for r in requests], f"{dp}.requests", p)
     constraints = s.mappings(devices, "constraints", f"{dp}.constraints")
     if not _too_many(f"{dp}.constraints", len(constraints), DEVICE_CONSTRAINTS_MAX, p):
         for i, c in enumerate(constraints):
@@ -374,7 +374,9 @@ def _device_claim(s: ShapeChecker, spec: Mapping[str, Any], path: str, p: Proble
             elif c.get("distinctAttribute") is not None:
                 _fully_qualified_name(c["distinctAttribute"], f"{cp}.distinctAttribute", p)
             else:
-                p.add(f"{cp}.matchAttribute", "Required value")
+                # Upstream's text with DRAConsumableCapacity (on by default in Kubernetes 1.36).
+                p.add(cp, 'Required value: exactly one of "matchAttribute" or "distinctAttribute" is required, but '
+                          "multiple fields are set")
     _configs(s, devices, f"{dp}.config", p, names)
     return names
 
@@ -490,7 +492,10 @@ def _attribute(s: ShapeChecker, attr: Any, path: str, p: Problems) -> None:
     set_fields = [k for k in ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
                   if attr.get(k) is not None]
     if len(set_fields) != 1:
-        shown = '""' if not set_fields else quote(dict(attr))
+        # Upstream prints the Go struct: its field names, every field.
+        go = {f"{k[0].upper()}{k[1:-1]}Values" if k.endswith("s") else f"{k[0].upper()}{k[1:]}Value": attr.get(k)
+              for k in ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")}
+        shown = '""' if not set_fields else json.dumps(go, separators=(",", ":"), default=str)
         p.add(path, f"Invalid value: {shown}: exactly one value must be specified")
         return
     key = set_fields[0]
@@ -643,14 +648,9 @@ def _resource_slice(obj: dict[str, Any], p: Problems) -> None:
     limit = SLICE_MAX_DEVICES_ADVANCED if advanced else SLICE_MAX_DEVICES
     if not _too_many("spec.devices", len(devices), limit, p):
         per_device = spec.get("perDeviceNodeSelection") is True
-        names: set[str] = set()
         for i, dev in enumerate(devices):
             _device(s, dev, f"spec.devices[{i}]", per_device, p)
-            name = dev.get("name")
-            if isinstance(name, str):
-                if name in names:
-                    p.add(f"spec.devices[{i}]", f"Duplicate value: {quote(name)}")
-                names.add(name)
+        _duplicates([d.get("name") for d in devices], "spec.devices", p)
     counter_sets = s.mappings(spec, "sharedCounters", "spec.sharedCounters")
     if not _too_many("spec.sharedCounters", len(counter_sets), SLICE_MAX_COUNTER_SETS, p):
         set_names: set[str] = set()

@@ -35,6 +35,8 @@ from pyvolcano.store.base import Forbidden, NotFound, Store, object_key
 
 __all__ = ["admit_pod_runtime_class", "validate_runtime_class"]
 
+_POD_FIXED_NAMES = frozenset({"cpu", "memory", "ephemeral-storage"})
+
 
 def _same_resources(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """``equality.Semantic.DeepEqual`` on ResourceLists: the same names with equal amounts."""
@@ -132,7 +134,18 @@ def validate_runtime_class(obj: Mapping[str, Any], p: Problems) -> None:
             p.add("handler", f"Invalid value: {quote(handler)}: {e}")
     overhead = s.mapping(obj, "overhead", "overhead")
     if overhead is not None:
-        validate_resource_list(overhead.get("podFixed"), "overhead.podFixed", p, container=True)
+        fixed = overhead.get("podFixed")
+        for name in fixed if isinstance(fixed, Mapping) else {}:
+            if isinstance(name, str) and "/" not in name and name not in _POD_FIXED_NAMES \
+                    and not name.startswith("hugepages-"):
+                # Upstream validates podFixed as container limits, under this path.
+                p.add(f"overhead.limits[{name}]", f"Invalid value: {quote(name)}: must be a standard resource type "
+                                                  "or fully qualified")
+                p.add(f"overhead.limits[{name}]", f"Invalid value: {quote(name)}: must be a standard resource for "
+                                                  "containers")
+        validate_resource_list({k: v for k, v in (fixed if isinstance(fixed, Mapping) else {}).items()
+                                if not isinstance(k, str) or "/" in k or k in _POD_FIXED_NAMES
+                                or k.startswith("hugepages-")}, "overhead.podFixed", p)
     scheduling = s.mapping(obj, "scheduling", "scheduling")
     if scheduling is not None:
         validate_labels(scheduling.get("nodeSelector"), "scheduling.nodeSelector", p)

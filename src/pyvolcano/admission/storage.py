@@ -21,6 +21,7 @@ Every helper appends to a :class:`~pyvolcano.admission._common.Problems`; none r
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -28,7 +29,6 @@ from typing import Any, Final
 from pyvolcano.admission._common import Problems, ShapeChecker, quote, sub
 from pyvolcano.admission.k8s import (
     dns1123_subdomain_errors,
-    label_value_errors,
     parse_quantity_or_none,
     qualified_name_errors,
 )
@@ -51,7 +51,7 @@ CLASS_RECLAIM_POLICIES: Final = ("Delete", "Retain")
 VOLUME_MODES: Final = ("Block", "Filesystem")
 BINDING_MODES: Final = ("Immediate", "WaitForFirstConsumer")
 FS_GROUP_POLICIES: Final = ("File", "None", "ReadWriteOnceWithFSType")
-LIFECYCLE_MODES: Final = ("Ephemeral", "Persistent")
+LIFECYCLE_MODES: Final = ("Persistent", "Ephemeral")
 HOST_PATH_TYPES: Final = ("", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File",
                           "FileOrCreate", "Socket")
 CSI_NODE_ID_MAX_LENGTH: Final = 192
@@ -189,40 +189,31 @@ def _storage_class(obj: dict[str, Any], p: Problems) -> None:
     _enum(s, obj, "reclaimPolicy", "reclaimPolicy", CLASS_RECLAIM_POLICIES, p)
     _enum(s, obj, "volumeBindingMode", "volumeBindingMode", BINDING_MODES, p)
     s.boolean(obj, "allowVolumeExpansion", "allowVolumeExpansion")
-    seen: list[dict[str, tuple[str, ...]]] = []
+    # validateAllowedTopologies: upstream starts its list of seen terms with one nil map per term
+    # and compares with Semantic.DeepEqual, for which an empty map equals nil: so a term without
+    # requirements is reported as a duplicate, as is a term equal to an earlier one.
+    seen: list[dict[str, frozenset[str]]] = []
     for i, term in enumerate(s.mappings(obj, "allowedTopologies", "allowedTopologies")):
         tp = f"allowedTopologies[{i}]"
-        exprs = s.mappings(term, "matchLabelExpressions", f"{tp}.matchLabelExpressions")
-        if not exprs:
-            p.add(tp, "Required value: must contain at least one requirement")
-            continue
-        by_key: dict[str, tuple[str, ...]] = {}
-        for j, expr in enumerate(exprs):
+        by_key: dict[str, frozenset[str]] = {}
+        for j, expr in enumerate(s.mappings(term, "matchLabelExpressions", f"{tp}.matchLabelExpressions")):
             ep = f"{tp}.matchLabelExpressions[{j}]"
-            key = s.string(expr, "key", f"{ep}.key")
-            if not key:
-                if expr.get("key") in (None, ""):
-                    p.add(f"{ep}.key", "Required value")
-            else:
-                for err in qualified_name_errors(key):
-                    p.add(f"{ep}.key", f"Invalid value: {quote(key)}: {err}")
-                if key in by_key:
-                    p.add(f"{ep}.key", f"Duplicate value: {quote(key)}")
-            values = s.strings(expr, "values", f"{ep}.values")
+            values = s.strings(expr, "values", f"{ep}.values") or []
             if not values:
-                if expr.get("values") is None or values == []:
-                    p.add(f"{ep}.values", "Required value: must specify as least one value")
-                continue
+                p.add(f"{ep}.values", "Required value")
             vs: set[str] = set()
             for n, v in enumerate(values):
-                for err in label_value_errors(v):
-                    p.add(f"{ep}.values[{n}]", f"Invalid value: {quote(v)}: {err}")
                 if v in vs:
                     p.add(f"{ep}.values[{n}]", f"Duplicate value: {quote(v)}")
                 vs.add(v)
-            if key:
-                by_key[key] = tuple(sorted(vs))
-        if by_key in seen:
+            key = s.string(expr, "key", f"{ep}.key") or ""
+            errors = qualified_name_errors(key) if key else ["name part must be non-empty"]
+            for err in errors:
+                p.add(f"{ep}.key", f"Invalid value: {quote(key)}: {err}")
+            if key in by_key:
+                p.add(f"{ep}.key", f"Duplicate value: {quote(key)}")
+            by_key[key] = frozenset(vs)
+        if not by_key or by_key in seen:
             p.add(f"{tp}.matchLabelExpressions", 'Duplicate value: ""')
         seen.append(by_key)
 
@@ -286,7 +277,8 @@ def _persistent_volume(obj: dict[str, Any], p: Problems) -> None:
     if not capacity and (spec.get("capacity") is None or capacity == {}):
         p.add("spec.capacity", "Required value")
     if capacity is not None and ("storage" not in capacity or len(capacity) > 1):
-        p.add("spec.capacity", f"Unsupported value: {quote(capacity)}: supported values: \"storage\"")
+        shown = json.dumps({str(k): str(v) for k, v in capacity.items()}, sort_keys=True, separators=(",", ":"))
+        p.add("spec.capacity", f"Unsupported value: {shown}: supported values: \"storage\"")
     for r, qty in (capacity or {}).items():
         quantity_problems(qty, f"spec.capacity[{r}]", p, positive=True)
     policy = _enum(s, spec, "persistentVolumeReclaimPolicy", "spec.persistentVolumeReclaimPolicy",
@@ -435,8 +427,6 @@ def _csi_node(obj: dict[str, Any], p: Problems) -> None:
 
 def _csi_driver(obj: dict[str, Any], p: Problems) -> None:
     s = ShapeChecker(p)
-    md = sub(obj, "metadata")
-    csi_driver_name_problems(md.get("name"), "name", p)
     spec = obj.get("spec")
     if spec is None:
         spec = obj["spec"] = {}
@@ -454,9 +444,9 @@ def _csi_driver(obj: dict[str, Any], p: Problems) -> None:
     if spec.get("volumeLifecycleModes") is None:
         spec["volumeLifecycleModes"] = ["Persistent"]
     _enum(s, spec, "fsGroupPolicy", "spec.fsGroupPolicy", FS_GROUP_POLICIES, p)
-    for i, mode in enumerate(s.strings(spec, "volumeLifecycleModes", "spec.volumeLifecycleModes") or []):
+    for mode in s.strings(spec, "volumeLifecycleModes", "spec.volumeLifecycleModes") or []:
         if mode not in LIFECYCLE_MODES:
-            p.add(f"spec.volumeLifecycleModes[{i}]", unsupported(mode, LIFECYCLE_MODES))
+            p.add("spec.volumeLifecycleModes", unsupported(mode, LIFECYCLE_MODES))
     audiences: set[str] = set()
     for i, tr in enumerate(s.mappings(spec, "tokenRequests", "spec.tokenRequests")):
         tp = f"spec.tokenRequests[{i}]"

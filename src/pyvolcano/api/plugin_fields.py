@@ -123,6 +123,9 @@ PLUGIN_FIELDS: Final[tuple[PluginField, ...]] = (
           ("exactly.capacity", _CAPACITY, _WHOLE), ("firstAvailable[].capacity", _CAPACITY, _WHOLE),
           ("exactly.derivedAttributes", _DERIVED, _NO_DEVICE), ("firstAvailable[].derivedAttributes", _DERIVED,
                                                                 _NO_DEVICE))),
+    *(PluginField(kind, "path", f"{root}.devices.constraints[].distinctAttribute", "a distinctAttribute "
+                  "constraint", None, "the pod is refused when it is scheduled (NodeFit.ClaimInvalid)")
+      for kind, root in (("ResourceClaim", "spec"), ("ResourceClaimTemplate", "spec.spec"))),
     PluginField("DeviceClass", "path", "spec.extendedResourceName", "an extended resource backed by the class's "
                 "devices", None, "pods that request it by name are not given these devices"),
     PluginField("ResourceSlice", "path", "spec.perDeviceNodeSelection", "per-device node selection", None,
