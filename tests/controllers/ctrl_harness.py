@@ -20,12 +20,14 @@ from pyvolcano.store.memory import InMemoryStore
 
 
 class Harness:
-    def __init__(self, *, seed: int = 0, admission: bool = True, max_requeue: int = 15, hypernodes: bool = False):
+    def __init__(self, *, seed: int = 0, admission: bool = True, max_requeue: int = 15, hypernodes: bool = False,
+                 sync_batch_period: float = 0.0):
         self.now = 0.0
         self.store = InMemoryStore(clock=lambda: self.now, admission=VolcanoAdmission() if admission else None)
         self.rng = random.Random(seed)
         self.queues = QueueController(store=self.store)
-        self.jobs = JobController(store=self.store, entropy=SeededEntropy(self.rng), max_requeue=max_requeue)
+        self.jobs = JobController(store=self.store, entropy=SeededEntropy(self.rng), max_requeue=max_requeue,
+                                  sync_batch_period=sync_batch_period)
         self.podgroups = PodGroupController(store=self.store)
         self.gc = GarbageCollector(store=self.store)
         self.controllers: list[Any] = [self.queues, self.jobs, self.podgroups, self.gc]

@@ -253,3 +253,53 @@ def test_every_request_takes_a_token_from_the_rate_limiter(api):
         s.create(_pod(f"p{i}"))
     # burst 2 goes at once; the next two wait 0.1 s each at 10 qps
     assert slept == pytest.approx([0.1, 0.1])
+
+
+def test_calls_nested_in_a_concurrent_call_run_together_on_their_own_pool(store):
+    # A job synced on the pool creates its pods: they must run concurrently (as upstream's
+    # goroutines do), not one after the other in the job's worker. The barrier needs all three.
+    import threading
+
+    barrier = threading.Barrier(3, timeout=5)
+
+    def pod() -> str:
+        barrier.wait()
+        return threading.current_thread().name
+
+    def job() -> list:
+        return store.map_concurrently([pod, pod, pod])
+
+    (names,) = [r for r in store.map_concurrently([job]) if not isinstance(r, Exception)]
+    assert len(set(names)) == 3
+    assert all(n.startswith("kube-write-1") for n in names)
+
+
+def test_calls_nested_twice_run_inline(store):
+    import threading
+
+    def inner() -> str:
+        return threading.current_thread().name
+
+    def middle() -> list:
+        return store.map_concurrently([inner, inner])
+
+    def outer() -> list:
+        return store.map_concurrently([middle])
+
+    (middles,) = store.map_concurrently([outer])
+    (names,) = middles
+    assert all(n.startswith("kube-write-1") for n in names)
+
+
+def test_a_written_object_is_cached_and_the_caller_gets_a_copy_of_its_own(store):
+    store.wait_for_sync(5)
+    created = store.create(_pod("p"))
+    cached = store.peek("Pod", "default", "p")
+    assert created == cached and created is not cached
+    created["metadata"]["labels"] = {"changed": "yes"}
+    created["spec"]["containers"][0]["image"] = "other"
+    assert "labels" not in store.peek("Pod", "default", "p")["metadata"]
+    assert store.peek("Pod", "default", "p")["spec"]["containers"][0]["image"] == "x"
+    patched = store.patch("Pod", "default", "p", {"metadata": {"labels": {"a": "b"}}})
+    patched["metadata"]["labels"]["a"] = "c"
+    assert store.peek("Pod", "default", "p")["metadata"]["labels"] == {"a": "b"}

@@ -290,6 +290,12 @@ def controller_manager(
     listen_address: MetricsAddress = ":8081",
     kube_api_qps: ApiQps = 50.0,
     kube_api_burst: ApiBurst = 100,
+    job_sync_batch_period: Annotated[
+        str, typer.Option(metavar="DURATION",
+                          help="Sync a job once for its pods' Pending/Running changes within this period "
+                               "(as Kubernetes' job controller batches them); 0s syncs on every change, as "
+                               "upstream does")
+    ] = "1s",
     inherit_owner_annotations: Annotated[bool, typer.Option(
         "--inherit-owner-annotations/--no-inherit-owner-annotations",
         help="A PodGroup created for a pod takes its owner's volcano.sh/ annotations")] = True,
@@ -312,6 +318,8 @@ def controller_manager(
             "system's randomness")
     try:
         enabled = _parse_controllers(controllers, CONTROLLERS, UPSTREAM_CONTROLLERS)
+        batch_period = 0.0 if job_sync_batch_period.strip() in ("0", "0s") else \
+            _duration("--job-sync-batch-period", job_sync_batch_period)
     except UsageError as e:
         raise _fail(str(e)) from None
     metrics = None
@@ -320,7 +328,8 @@ def controller_manager(
 
         metrics = ControllerMetrics()
     work = controller_manager_work(controllers=enabled, scheduler_names=tuple(scheduler_name or ("volcano",)),
-                                   metrics=metrics, inherit_owner_annotations=inherit_owner_annotations)
+                                   metrics=metrics, inherit_owner_annotations=inherit_owner_annotations,
+                                   job_sync_batch_period=batch_period)
     client, election, endpoints = _settings(
         kubeconfig, master, kube_api_qps, kube_api_burst, leader_elect, leader_elect_resource_name,
         leader_elect_resource_namespace, lock_object_namespace,

@@ -50,7 +50,9 @@ __all__ = ["KubeStore", "Reflector"]
 logger = logging.getLogger(__name__)
 
 
-_worker = threading.local()  # set while a thread runs a map_concurrently call
+_worker = threading.local()  # .depth: 1 while a thread runs a map_concurrently call, 2 for a nested one
+POOL_WORKERS = 16
+NESTED_POOL_WORKERS = 64  # a job's pods: upstream starts a goroutine for each of them
 
 
 def _rv(obj: Mapping[str, Any]) -> int | None:
@@ -84,7 +86,7 @@ class KubeStore:
         self._first = 1  # revision of self._events[0]
         self._revision = 0
         self._stop = threading.Event()
-        self._pool: ThreadPoolExecutor | None = None
+        self._pools: list[ThreadPoolExecutor] = []  # [calls, nested calls]
         self._pool_lock = threading.Lock()
         self.reflectors = [Reflector(self, resource_for(k), namespace=namespace,
                                      label_selector=(label_selectors or {}).get(k)) for k in self.kinds]
@@ -97,8 +99,8 @@ class KubeStore:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        for pool in self._pools:
+            pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             self._lock.notify_all()
 
@@ -250,35 +252,55 @@ class KubeStore:
 
     def map_concurrently(self, calls: builtins.list[Callable[[], Any]]) -> builtins.list[Any]:
         """Run independent calls on a pool of 16 workers (:func:`pyvolcano.store.base.call_all`):
-        each call's result or StoreError, in order; any other exception is raised. Called from one
-        of the pool's own workers (a job synced concurrently creating its pods), the calls run
-        inline: waiting on the pool from inside it could deadlock."""
-        if getattr(_worker, "active", False):
+        each call's result or StoreError, in order; any other exception is raised.
+
+        Called from one of that pool's workers (a job synced concurrently creating its pods), the
+        calls go to a second pool of their own (64 workers), in submission order, so that a job's pods are
+        created together, as upstream's job controller creates them in parallel goroutines (one
+        after the other, the gangs of every job synced at once grew together, and each session
+        saw them all incomplete). Waiting on the first pool from inside it could deadlock; the
+        second pool's workers never wait on a pool, and calls made from them run inline."""
+        depth = getattr(_worker, "depth", 0)
+        if depth >= 2:
             return call_each(calls)
         with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kube-write")
-            pool = self._pool
+            while len(self._pools) <= depth:
+                workers = POOL_WORKERS if not self._pools else NESTED_POOL_WORKERS
+                self._pools.append(ThreadPoolExecutor(max_workers=workers,
+                                                      thread_name_prefix=f"kube-write-{len(self._pools)}"))
+            pool = self._pools[depth]
 
         def run(call: Callable[[], Any]) -> Any:
-            _worker.active = True
+            _worker.depth = depth + 1
             try:
                 return call()
             except StoreError as e:
                 return e
             finally:
-                _worker.active = False
+                _worker.depth = depth
 
         return list(pool.map(run, calls))
 
     # ------------------------------------------------------------------ Store protocol: writes
-    def _written(self, kind: str, obj: Any) -> dict[str, Any]:
-        if isinstance(obj, dict) and obj.get("kind") not in (None, "Status"):
-            obj.setdefault("apiVersion", resource_for(kind).api_version)
-            if kind in self._objects:
-                self.apply(kind, "ADDED", obj)
-            return clone(obj)
-        return {}
+    def _write(self, method: str, path: str, body: Any, kind: str, key: str,
+               content_type: str = "application/json") -> dict[str, Any]:
+        """Send a write; the object the API server returns goes to the cache (for a watched kind)
+        and a copy of its own to the caller, both decoded from the reply (cheaper than a clone)."""
+        if kind not in self._objects:
+            out = self.client.request(method, path, body=body, content_type=content_type, what=(kind, key))
+            if isinstance(out, dict) and out.get("kind") not in (None, "Status"):
+                out.setdefault("apiVersion", resource_for(kind).api_version)
+                return out
+            return {}
+        cached, mine = self.client.request_twice(method, path, body=body, content_type=content_type,
+                                                 what=(kind, key))
+        if not isinstance(cached, dict) or cached.get("kind") in (None, "Status"):
+            return {}
+        api_version = resource_for(kind).api_version
+        cached.setdefault("apiVersion", api_version)
+        mine.setdefault("apiVersion", api_version)
+        self.apply(kind, "ADDED", cached)
+        return mine
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         kind = str(obj.get("kind"))
@@ -286,8 +308,7 @@ class KubeStore:
         md = obj.get("metadata") or {}
         ns = md.get("namespace") or "default" if res.namespaced else None
         body = {**obj, "apiVersion": obj.get("apiVersion") or res.api_version}
-        out = self.client.request("POST", res.collection_path(ns), body=body, what=(kind, _key_of(kind, obj)))
-        return self._written(kind, out)
+        return self._write("POST", res.collection_path(ns), body, kind, _key_of(kind, obj))
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         kind = str(obj.get("kind"))
@@ -300,28 +321,24 @@ class KubeStore:
                 cur = self._objects.get(kind, {}).get(_key_of(kind, obj))
             if cur is not None and "status" in cur:
                 body["status"] = cur["status"]
-        out = self.client.request("PUT", res.object_path(md.get("namespace"), str(md.get("name"))), body=body,
-                                  what=(kind, _key_of(kind, obj)))
-        return self._written(kind, out)
+        return self._write("PUT", res.object_path(md.get("namespace"), str(md.get("name"))), body, kind,
+                           _key_of(kind, obj))
 
     def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
         kind = str(obj.get("kind"))
         res = resource_for(kind)
         md = obj.get("metadata") or {}
         sub = "status" if res.status_subresource else None
-        out = self.client.request("PUT", res.object_path(md.get("namespace"), str(md.get("name")), sub), body=obj,
-                                  what=(kind, _key_of(kind, obj)))
-        return self._written(kind, out)
+        return self._write("PUT", res.object_path(md.get("namespace"), str(md.get("name")), sub), obj, kind,
+                           _key_of(kind, obj))
 
     def patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any], *,
               subresource: str | None = None) -> dict[str, Any]:
         res = resource_for(kind)
         if subresource == "status" and not res.status_subresource:
             subresource = None
-        out = self.client.request("PATCH", res.object_path(namespace, name, subresource), body=patch,
-                                  content_type="application/merge-patch+json",
-                                  what=(kind, object_key(kind, namespace, name)))
-        return self._written(kind, out)
+        return self._write("PATCH", res.object_path(namespace, name, subresource), patch, kind,
+                           object_key(kind, namespace, name), "application/merge-patch+json")
 
     def delete(self, kind: str, namespace: str | None, name: str, *, grace_period_seconds: float | None = None,
                propagation: str = "Background") -> dict[str, Any] | None:
@@ -437,6 +454,8 @@ class Reflector:
                             self.resource_version)
                 need_list = True
             except (ApiError, StoreError) as e:
+                if self.store.stopped:  # the watch ended because the store was stopped
+                    return
                 if isinstance(e, Conflict | NotFound):
                     need_list = True
                 logger.warning("%s: list/watch failed: %s; retrying in %.1fs", self.res.kind, e, delay)

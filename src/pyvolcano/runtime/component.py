@@ -302,7 +302,8 @@ def scheduler_work(*, scheduler_names: tuple[str, ...], conf_path: Path | None, 
 
 
 def controller_manager_work(*, controllers: Sequence[str], scheduler_names: tuple[str, ...],
-                            metrics: Any, inherit_owner_annotations: bool = True) -> Work:
+                            metrics: Any, inherit_owner_annotations: bool = True,
+                            job_sync_batch_period: float = 0.0) -> Work:
     """vc-controller-manager's work: the enabled controllers on one store (their SSH keys and
     generated names from the operating system's randomness, see :func:`build_controllers`)."""
 
@@ -310,7 +311,8 @@ def controller_manager_work(*, controllers: Sequence[str], scheduler_names: tupl
         from pyvolcano.runtime.controller_manager import LiveControllerManager, build_controllers
 
         ctrls = build_controllers(store, list(controllers), scheduler_names=scheduler_names,
-                                  inherit_owner_annotations=inherit_owner_annotations)
+                                  inherit_owner_annotations=inherit_owner_annotations,
+                                  job_sync_batch_period=job_sync_batch_period)
         LiveControllerManager(store, ctrls, metrics=metrics).run(stop)
 
     return work

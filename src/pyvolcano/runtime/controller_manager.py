@@ -48,9 +48,11 @@ UPSTREAM_CONTROLLERS = ("colocation-config-controller", "cronjob-controller", "g
 
 def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
                       *, scheduler_names: Collection[str] = ("volcano",),
-                      inherit_owner_annotations: bool = True) -> list[Any]:
+                      inherit_owner_annotations: bool = True,
+                      job_sync_batch_period: float = 0.0) -> list[Any]:
     """The enabled controllers, in upstream's order. Their generated names and SSH keys come
-    from the operating system's randomness (:class:`SystemEntropy`); nothing here is seeded."""
+    from the operating system's randomness (:class:`SystemEntropy`); nothing here is seeded.
+    ``job_sync_batch_period``: the job controller's ``sync_batch_period``."""
     from pyvolcano.controllers import (
         CronJobController,
         GarbageCollector,
@@ -71,7 +73,8 @@ def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
 
     factories: dict[str, Callable[[], Any]] = {
         "queue-controller": lambda: QueueController(store=store),
-        "job-controller": lambda: JobController(store=store, entropy=entropy),
+        "job-controller": lambda: JobController(store=store, entropy=entropy,
+                                                sync_batch_period=job_sync_batch_period),
         "pg-controller": lambda: PodGroupController(store=store, scheduler_names=tuple(scheduler_names),
                                                     inherit_owner_annotations=inherit_owner_annotations),
         "gc-controller": lambda: GarbageCollector(store=store),

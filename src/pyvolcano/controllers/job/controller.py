@@ -31,6 +31,7 @@ and the bookkeeping they share (work queue, delayed actions) is guarded by a loc
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
 import logging
 import threading
@@ -66,6 +67,9 @@ __all__ = ["JobController"]
 logger = logging.getLogger(__name__)
 
 _FAILURES = (StoreError, SyncError, PluginError)
+# Pod events whose plain SyncJob may be batched (sync_batch_period): a pod added, changed or
+# turned Pending or Running; not failures, evictions or completions.
+_BATCHED_EVENTS = frozenset({P.POD_PENDING, P.POD_RUNNING, P.OUT_OF_SYNC})
 
 
 def _unavailable(err: Exception) -> bool:
@@ -90,6 +94,14 @@ class JobController:
             (:mod:`pyvolcano.controllers.entropy`).
         max_requeue: ``--max-requeue-num``.
         plugins: job plugin builders by name (defaults to the built-in ones).
+        sync_batch_period: when above 0, a pod's event that resolves to a plain ``SyncJob``
+            (the pod added, changed, or turned Pending or Running) does not sync the job at
+            once: one sync of the job runs this many seconds after the first such event, for
+            all of them (Kubernetes' job controller batches pod updates the same way,
+            ``syncJobBatchPeriod``). Upstream syncs once per
+            event; the job's status ends the same, with fewer intermediate writes. Failures,
+            completions, evictions and policy actions are never batched. 0 (the default, and
+            the simulator's): upstream's behaviour.
     """
 
     name = "job-controller"
@@ -101,8 +113,14 @@ class JobController:
         entropy: Entropy,
         max_requeue: int = 15,
         plugins: Mapping[str, PluginBuilder] | None = None,
+        sync_batch_period: float = 0.0,
     ):
         self.store = store
+        self.sync_batch_period = sync_batch_period
+        # Batched syncs: job key -> when its one sync runs, and the same as a heap of (at, seq, key).
+        self._batched: dict[str, float] = {}
+        self._batch_heap: list[tuple[float, int, str]] = []
+        self._batch_seq = itertools.count()
         self.max_requeue = -1 if max_requeue < 0 else max_requeue
         self.cache = JobCache()
         self._lock = threading.RLock()  # shared bookkeeping when jobs are synced concurrently
@@ -271,6 +289,8 @@ class JobController:
         for _ in range(1000):
             worked = self._process_commands()
             reqs = list(self.queue.drain(now))
+            if self._batch_heap:
+                reqs += self._due_batched(now)
             if reqs:
                 worked = True
                 self._process_requests(reqs)
@@ -284,6 +304,8 @@ class JobController:
 
     def next_wakeup(self) -> float | None:
         times = [t for t in (self.queue.next_wakeup(), self.commands.next_wakeup()) if t is not None]
+        if self._batch_heap:
+            times.append(self._batch_heap[0][0])
         times += [d.fire_at for d in self._timers if not d.cancelled]
         return min(times, default=None)
 
@@ -340,6 +362,11 @@ class JobController:
                 logger.debug("job %s not in cache; dropping %s", req.job_key, req)
                 return
             d = P.apply_policies(info.job, req)
+            if self.sync_batch_period > 0 and d.delay == 0 and d.action == P.SYNC_JOB and req.pod_name \
+                    and req.event in _BATCHED_EVENTS:
+                self._batch(req)
+                self.queue.forget(req)
+                return
             if d.delay != 0:
                 logger.info("Execute <%s> on Job <%s> after %ss", d.action, req.job_key, d.delay)
                 self._add_delay_action(req, d)
@@ -354,6 +381,26 @@ class JobController:
             self.queue.forget(req)
             if not P.is_internal_action(d.action):
                 self._cleanup_delay_actions(d)
+
+    def _batch(self, req: Request) -> None:
+        """Arrange the one batched sync of ``req``'s job (caller holds the lock)."""
+        key = req.job_key
+        if key in self._batched:
+            return
+        at = self.now + self.sync_batch_period
+        self._batched[key] = at
+        heapq.heappush(self._batch_heap, (at, next(self._batch_seq), key))
+
+    def _due_batched(self, now: float) -> list[Request]:
+        """The batched syncs due at ``now``: a plain sync request per job, in due order."""
+        out: list[Request] = []
+        with self._lock:
+            while self._batch_heap and self._batch_heap[0][0] <= now:
+                _, _, key = heapq.heappop(self._batch_heap)
+                self._batched.pop(key, None)
+                ns, _, name = key.partition("/")
+                out.append(Request(ns, name, event=P.OUT_OF_SYNC))
+        return out
 
     def _handle_error(self, req: Request, info: Any, err: Exception, action: str) -> None:
         if _unavailable(err):
