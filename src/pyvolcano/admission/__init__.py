@@ -19,10 +19,14 @@ the API server calls them.
 Pods get the resource groups of ``--admission-conf`` on CREATE (:mod:`.resource_groups`, when
 :attr:`VolcanoAdmission.resource_groups` is set) and what the API server does before any webhook: the defaulting of
 :mod:`pyvolcano.api.defaults` (requests from limits), the Priority admission plugin
-(:mod:`.priority`: a missing PriorityClass is Forbidden; the priority is written into the pod)
-and, on CREATE, the pod-spec validation of ``ValidatePodCreate`` (:func:`.k8s.validate_pod_spec`).
-PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule;
-PodDisruptionBudgets and ResourceQuotas the API server's validation (:mod:`.policy`).
+(:mod:`.priority`: a missing PriorityClass is Forbidden; the priority is written into the pod),
+the RuntimeClass admission plugin (:mod:`.runtimeclass`: the class's overhead, node selector
+and tolerations written into the pod) and, on CREATE, the pod-spec validation of
+``ValidatePodCreate`` (:func:`.k8s.validate_pod_spec`). RuntimeClasses get
+``ValidateRuntimeClass``. PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule;
+PodDisruptionBudgets and ResourceQuotas the API server's validation (:mod:`.policy`). The storage
+kinds and the ``resource.k8s.io/v1`` kinds get the API server's defaults and validation
+(:mod:`.storage`, :mod:`.resource`), then must read as the scheduler reads them.
 """
 
 from __future__ import annotations
@@ -41,10 +45,13 @@ from pyvolcano.admission import (
     policy,
     priority,
     queues,
+    runtimeclass,
 )
 from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
+from pyvolcano.admission.resource import validate_resource_object
 from pyvolcano.admission.resource_groups import AdmissionConfiguration, apply_resource_groups
+from pyvolcano.admission.storage import ephemeral_volume_problems, validate_storage_object
 from pyvolcano.api.defaults import default_pod
 from pyvolcano.api.manifest import ManifestError, parse_object
 from pyvolcano.api.names import STORAGE_KINDS
@@ -53,6 +60,7 @@ from pyvolcano.store.base import Store
 __all__ = ["DEFAULT_JOB_PLUGINS", "AdmissionConfig", "VolcanoAdmission"]
 
 _Check = Callable[[Any, Problems], None]
+RESOURCE_KINDS: Final = frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
 _CRD_DEFAULTED: Final[dict[str, tuple[_Check, Callable[[dict[str, Any]], None]]]] = {
     "CronJob": (cronjobs.check_shape, cronjobs.default_cronjob),
     "JobFlow": (jobflows.check_jobflow_shape, jobflows.default_jobflow),
@@ -171,7 +179,17 @@ class VolcanoAdmission:
             policy.validate_resource_quota(obj, p)
         elif kind in STORAGE_KINDS and self.api_server_checks:
             validate_object_meta(obj, p)
-            _storage_object(obj, p)
+            validate_storage_object(obj, p)
+            if not p:
+                _as_scheduler_reads_it(obj, p)
+        elif kind == "RuntimeClass" and self.api_server_checks:
+            validate_object_meta(obj, p)
+            runtimeclass.validate_runtime_class(obj, p)
+        elif kind in RESOURCE_KINDS and self.api_server_checks:
+            validate_object_meta(obj, p)
+            validate_resource_object(obj, p)
+            if not p:
+                _as_scheduler_reads_it(obj, p)
         else:
             validate_object_meta(obj, p)
         p.raise_if_any()
@@ -207,9 +225,11 @@ class VolcanoAdmission:
                 ShapeChecker(p).integer(spec, "priority", "spec.priority")
                 p.raise_if_any()
         priority.admit_pod_priority(op, obj, old, store)
+        runtimeclass.admit_pod_runtime_class(op, obj, store)
         validate_object_meta(obj, p)
         if op == "CREATE" and not p:
             validate_pod_spec(obj.get("spec"), "spec", p)
+            ephemeral_volume_problems(obj.get("spec"), "spec", p)
             if not p:
                 pods.validate_pod(obj, self.config, p)
 
@@ -259,9 +279,9 @@ class VolcanoAdmission:
         hypernodes.validate_hypernode(obj, p)
 
 
-def _storage_object(obj: dict[str, Any], p: Problems) -> None:
-    """The API server's checks of a storage object, as far as the scheduler reads it: the
-    manifest reader's (access and volume modes, quantities, selectors, node affinity, binding mode)."""
+def _as_scheduler_reads_it(obj: dict[str, Any], p: Problems) -> None:
+    """A storage or resource object the API server's rules accept must also read as the
+    scheduler reads it (the manifest reader: quantities, selectors, node affinity, modes)."""
     try:
         parse_object(obj, "")
     except ManifestError as e:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyvolcano.api import matching
-from pyvolcano.api.defaults import requests_with_limit_defaults
+from pyvolcano.api.defaults import host_network_ports, pod_level_requests, requests_with_limit_defaults
 from pyvolcano.api.dra import manifest as dra_manifest
 from pyvolcano.api.dra.types import (
     RESOURCE_API_VERSION,
@@ -62,6 +62,7 @@ from pyvolcano.api.objects import (
     ResourceQuota,
     unschedulable_condition,
 )
+from pyvolcano.api.plugin_fields import unmodelled_paths
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 from pyvolcano.api.storage import (
     ANN_BETA_STORAGE_CLASS,
@@ -380,6 +381,9 @@ def _pod(d: _Doc) -> Pod:
                                      str(o.get("uid", "")), bool(o.get("controller", False))))
     containers = _containers(d, "spec.containers")
     init_containers = _containers(d, "spec.initContainers")
+    if d.bool_("spec.hostNetwork", False):
+        for c in (*containers, *init_containers):
+            c.ports = host_network_ports(c.ports)
     phase = d.str_("status.phase", "Pending") or "Pending"
     if phase not in POD_PHASES:
         raise d.fail("status.phase", f"got {phase!r}; expected one of {', '.join(POD_PHASES)}")
@@ -417,8 +421,21 @@ def _pod(d: _Doc) -> Pod:
         stored_unschedulable=unschedulable_condition(conditions),
         resource_claims=resource_claims, resource_claim_statuses=claim_statuses,
         claims=claims, ephemeral_claims=ephemeral,
-        resources=_mapping_or_none(d.get("spec.resources")),
+        pod_requests=_pod_requests(d, containers, init_containers),
+        unmodelled=unmodelled_paths("Pod", {"spec": d.get("spec")}),
     )
+
+
+def _pod_requests(d: _Doc, containers: list[Container], init_containers: list[Container]) -> dict[str, Any] | None:
+    """``spec.resources``'s requests after the API server's pod-level defaulting (None: none)."""
+    if d.get("spec.resources") is None:
+        return None
+    requests = d.resources("spec.resources.requests")
+    limits = d.resources("spec.resources.limits")
+    out = pod_level_requests({"requests": requests or {}, "limits": limits or {}},
+                             [(c.requests, c.limits, False) for c in containers],
+                             [(c.requests, c.limits, c.restart_policy == "Always") for c in init_containers])
+    return out or None
 
 
 def _pod_claims(d: _Doc, pod_name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -550,8 +567,8 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         status = {}
     if type(md) is not dict or type(spec) is not dict or type(status) is not dict:
         raise _Uncommon
-    if "resourceClaims" in spec or "resourceClaimStatuses" in status:
-        raise _Uncommon  # the general reader reads dynamic resource allocation
+    if "resourceClaims" in spec or "resourceClaimStatuses" in status or "resources" in spec or "hostNetwork" in spec:
+        raise _Uncommon  # the general reader reads DRA, pod-level resources and host networking
     name = md.get("name")
     if type(name) is not str or not name:
         raise _Uncommon
@@ -602,8 +619,9 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         for v in volumes:
             if type(v) is not dict:
                 raise _Uncommon
-            if "persistentVolumeClaim" in v or "ephemeral" in v:
-                # Pods with claims are few: the general reader reads them (and words any error).
+            if "persistentVolumeClaim" in v or "ephemeral" in v or "csi" in v:
+                # Pods with claims (or inline CSI volumes) are few: the general reader reads them
+                # (and words any error).
                 raise _Uncommon
     return Pod(
         namespace=ns, name=name, uid=uid, labels=labels, annotations=annotations, owner_references=owners,
@@ -621,7 +639,6 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         start_time=_time_or_none(status.get("startTime")),
         stored_unschedulable=unschedulable_condition(conditions),
         claims=claims, ephemeral_claims=ephemeral,
-        resources=_mapping_or_none(spec.get("resources")),
     )
 
 

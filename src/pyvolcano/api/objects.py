@@ -108,9 +108,12 @@ class Pod:
     # volume's is "<pod>-<volume>"), and those of ephemeral volumes; () for most pods.
     claims: tuple[str, ...] = ()
     ephemeral_claims: tuple[str, ...] = ()
-    # ``spec.resources`` (pod-level requests and limits) as given: kept so that ``job why`` can
-    # say it is not acted on (api/plugin_fields.py); requests come from the containers.
-    resources: dict[str, Any] | None = None
+    # Pod-level requests (``spec.resources.requests`` after the API server's defaulting from
+    # pod-level limits), None for the pods that set none: cpu, memory and hugepages here
+    # replace the containers' sum in the pod's request (api/task.py).
+    pod_requests: dict[str, Any] | None = None
+    # Paths of fields set that the scheduler does not act on (api/plugin_fields.py), () for most.
+    unmodelled: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

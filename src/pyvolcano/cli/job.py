@@ -97,8 +97,9 @@ def why_document(cache: SchedulerCache, key: str, config: SchedulerConfiguration
                  sessions: int, seed: int, now: float | None = None) -> dict[str, Any]:
     """Run ``sessions`` sessions on ``cache`` and return ``job why``'s document for PodGroup ``key``:
     ``{"job", "phase", "queue", "diagnosis", "notes"}`` (``diagnosis`` null when nothing is
-    pending; ``notes``: the fields of the job's queue, PodGroup and pods that change placement
-    upstream and that nothing in this configuration acts on, :mod:`pyvolcano.api.plugin_fields`)."""
+    pending; ``notes``: the fields of the job's queue, PodGroup, pods and their ResourceClaims
+    that change placement upstream and that nothing in this configuration acts on,
+    :mod:`pyvolcano.api.plugin_fields`)."""
     from pyvolcano.api.plugin_fields import placement_notes
     from pyvolcano.runtime.cycle import schedule_objects
 
@@ -106,9 +107,12 @@ def why_document(cache: SchedulerCache, key: str, config: SchedulerConfiguration
     job = cache.pg_jobs[key]
     assert job.podgroup is not None
     queue = cache.queues.get(job.queue)
-    notes = placement_notes(queue.queue if queue is not None else None, job.podgroup,
-                            sorted((t.pod for t in job.tasks.values()), key=lambda p: p.name),
-                            config.plugin_names())
+    pods = sorted((t.pod for t in job.tasks.values()), key=lambda p: p.name)
+    claim_keys = sorted({f"{p.namespace}/{c.resource_claim_name or p.resource_claim_statuses.get(c.name, '')}"
+                         for p in pods for c in p.resource_claims})
+    claims = [c for c in (cache.dra.claim(k) for k in claim_keys) if c is not None]
+    notes = placement_notes(queue.queue if queue is not None else None, job.podgroup, pods,
+                            config.plugin_names(), claims)
     return {"job": key, "phase": job.podgroup.phase, "queue": job.queue, "diagnosis": result["diagnoses"].get(key),
             "notes": notes}
 
@@ -187,6 +191,15 @@ def render_why(doc: dict[str, Any]) -> str:
                          + (f", volume {v['volume']}" if v["volume"] else ""))
             lines += [f"    {p['name']:<26}{'on ' + p['nodes'] if p['nodes'] else 'any node'}: {p['state']}"
                       for p in v["pvs"]]
+    if diag.get("devices"):
+        lines += ["", "CLAIM / REQUEST" + " " * 15 + "DETAIL"]
+        for c in diag["devices"]:
+            lines.append(f"  {c['claim']:<28}{c['status']}")
+            for r in c["requests"]:
+                detail = r["note"] or (
+                    f"wants {r['wants']} of class {r['class']}: {r['matching']} match, {r['free']} free"
+                    + (f", {r['free_on_best_node']} on {r['best_node']}" if r["best_node"] else ""))
+                lines.append(f"    {r['request']:<26}{detail}")
     if diag["node_failures"]:
         lines += ["", f"NODES     {diag['nodes']['failed']}/{diag['nodes']['total']} failed:"]
         lines += [f"  {count:>5}  {reason}" for reason, count in diag["node_failures"].items()]

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from pyvolcano.api.defaults import is_pod_level_resource
 from pyvolcano.api.quantity import parse_quantity
 
 __all__ = [
@@ -152,7 +153,7 @@ def _container_list(c: Mapping[str, Any], which: str) -> ResourceList:
 
 
 def _pod_totals(pod_spec: Mapping[str, Any], which: str) -> ResourceList:
-    """``resourcehelper.PodRequests`` / ``PodLimits`` (sidecar-aware, plus overhead)."""
+    """``resourcehelper.PodRequests`` / ``PodLimits`` (sidecar-aware, pod-level resources, plus overhead)."""
     total: ResourceList = {}
     for c in pod_spec.get("containers") or []:
         total = add_lists(total, _container_list(c, which))
@@ -168,6 +169,7 @@ def _pod_totals(pod_spec: Mapping[str, Any], which: str) -> ResourceList:
         else:
             init_max = _max_lists(init_max, add_lists(cl, restartable))
     total = _max_lists(total, init_max)
+    total = _with_pod_level(total, pod_spec, which)
     overhead = pod_spec.get("overhead")
     if isinstance(overhead, Mapping):
         ov = parse_list(overhead)
@@ -176,6 +178,25 @@ def _pod_totals(pod_spec: Mapping[str, Any], which: str) -> ResourceList:
         else:
             total = {k: (v[0] + ov[k][0], v[1]) if k in ov else v for k, v in total.items()}
     return total
+
+
+def _with_pod_level(total: ResourceList, pod_spec: Mapping[str, Any], which: str) -> ResourceList:
+    """``PodRequests`` / ``PodLimits`` with pod-level resources: the pod's ``spec.resources``
+    amounts of cpu, memory and hugepages replace the containers' (requests when the pod sets a
+    supported request, limits when it sets a supported request or limit)."""
+    res = pod_spec.get("resources")
+    if not isinstance(res, Mapping):
+        return total
+    own = {which: res.get(which), "other": res.get("limits" if which == "requests" else "requests")}
+    lists = {k: parse_list(v) if isinstance(v, Mapping) else {} for k, v in own.items()}
+    supported = [n for n in lists[which] if is_pod_level_resource(n)]
+    applies = bool(supported) or (which == "limits" and any(is_pod_level_resource(n) for n in lists["other"]))
+    if not applies:
+        return total
+    out = dict(total)
+    for name in supported:
+        out[name] = lists[which][name]
+    return out
 
 
 def _is_native(name: str) -> bool:

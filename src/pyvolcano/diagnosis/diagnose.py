@@ -53,6 +53,7 @@ from pyvolcano.api.quantity import format_quantity
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import DRA_CANNOT_ALLOCATE, DRA_NOT_AVAILABLE, DRA_PRE_PREDICATE, Code, FitErrors
+from pyvolcano.diagnosis.devices import device_diagnosis
 from pyvolcano.diagnosis.model import (
     UNLIMITED,
     Diagnosis,
@@ -562,7 +563,7 @@ class _Context:
             if task.pod.resource_claims:
                 dra = self._dra_reason(task, top_reason, top_count, fe)
                 if dra is not None:
-                    return mk(dra[0], fe.error(), dra[1], **common)
+                    return mk(dra[0], fe.error(), dra[1], devices=device_diagnosis(ssn.cache.dra, task), **common)
             extra = (f"; the {len(insufficient)} node(s) short of resources fail them too"
                      if len(insufficient) else "")
             hint = (f"no node passes the predicates of {task.name} (most common: {top_count} {top_reason}){extra}: "

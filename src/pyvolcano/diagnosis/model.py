@@ -35,6 +35,11 @@ PVs of its class with the nodes each is pinned to and why it is not usable (``{"
 Jobs a plugin's own limit holds back (a ResourceQuota, a node group's limit, a
 PodDisruptionBudget, a cooldown) carry ``"limits"``: ``[{"plugin", "object", "name", "limit",
 "used", "requested"}]`` (:class:`LimitFigure`).
+Jobs held back by their ResourceClaims (the DRA ``NodeFit.ClaimNotReady``, ``NodeFit.NoDevices``,
+``NodeFit.ClaimInvalid`` reasons) also carry ``"devices"``: per claim of the pod, its status and,
+per request, the devices of the cluster that match it, how many are free, and the node with the
+most of them (``{"claim", "status", "requests": [{"request", "class", "wants", "matching",
+"free", "best_node", "free_on_best_node", "note"}]}``); the key is absent for other diagnoses.
 ``scope`` says what ``requested`` counts: ``task`` (one pod, node fit), ``gang`` (the pods
 still needed to reach minAvailable, queue quota) or ``minResources`` (enqueue).
 
@@ -52,6 +57,8 @@ from pyvolcano.api.resource import Resource
 
 __all__ = [
     "STAGE_OF",
+    "DeviceClaimFigure",
+    "DeviceRequestFigure",
     "Diagnosis",
     "HyperNodeFigure",
     "LimitFigure",
@@ -303,6 +310,37 @@ class VolumeFigure:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceRequestFigure:
+    """One request (or ``firstAvailable`` alternative) of a claim a DRA diagnosis is about."""
+
+    request: str  # "gpus", or "gpus/h100" for an alternative
+    device_class: str
+    wants: str  # the device count, or "all"
+    matching: int  # devices in the cluster passing the class's and the request's selectors
+    free: int  # of them, not allocated to any claim
+    best_node: str | None  # the node with the most free matching devices
+    free_on_best_node: int
+    note: str = ""  # what stops it whatever the devices (no such class, a selector error)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"request": self.request, "class": self.device_class, "wants": self.wants,
+                "matching": self.matching, "free": self.free, "best_node": self.best_node,
+                "free_on_best_node": self.free_on_best_node, "note": self.note}
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClaimFigure:
+    """One ResourceClaim of the pod a DRA diagnosis is about."""
+
+    claim: str  # namespace/name, or "<pod claim> (from template <t>)" before it is created
+    status: str  # "not allocated", "allocated on n1", "does not exist yet", "being deleted", ...
+    requests: tuple[DeviceRequestFigure, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "status": self.status, "requests": [r.to_dict() for r in self.requests]}
+
+
+@dataclass(frozen=True, slots=True)
 class TaskCounts:
     total: int
     min_available: int
@@ -339,6 +377,7 @@ class Diagnosis:
     plugin: str | None = None
     figures: tuple[tuple[str, Any], ...] = ()
     volumes: tuple[VolumeFigure, ...] = ()
+    devices: tuple[DeviceClaimFigure, ...] = ()
 
     @property
     def stage(self) -> Stage:
@@ -373,4 +412,6 @@ class Diagnosis:
             out["plugin"] = {"name": self.plugin, "figures": dict(self.figures)}
         if self.volumes:
             out["volumes"] = [f.to_dict() for f in self.volumes]
+        if self.devices:
+            out["devices"] = [f.to_dict() for f in self.devices]
         return out

@@ -686,11 +686,13 @@ def _bind(fn: Callable[[Any], None], arg: Any) -> Callable[[], None]:
 
 def _default_controllers(*, store: Any, entropy: Entropy) -> list[Any]:
     from pyvolcano.controllers import default_controllers
+    from pyvolcano.controllers.ephemeral_volume import EphemeralVolumeController
     from pyvolcano.controllers.resourceclaim import ResourceClaimController
     from pyvolcano.runtime.dra_driver import GpuDriver
 
-    # kube-controller-manager's ResourceClaim controller and a GPU driver's ResourceSlices (once
-    # the cluster has a DeviceClass): the simulated cluster has no others.
+    # kube-controller-manager's ResourceClaim and ephemeral volume controllers and a GPU
+    # driver's ResourceSlices (once the cluster has a DeviceClass): the simulated cluster has no
+    # others.
     return [*default_controllers(store=store, entropy=entropy), ResourceClaimController(store=store, entropy=entropy),
-            GpuDriver(store=store, gated=True)]
+            EphemeralVolumeController(store=store), GpuDriver(store=store, gated=True)]
 

@@ -71,7 +71,8 @@ EPOCH: Final = _dt.datetime(2024, 1, 1, tzinfo=_dt.UTC)
 
 CLUSTER_SCOPED_KINDS: Final = frozenset({"Node", "Queue", "PriorityClass", "Namespace", "HyperNode", "Numatopology",
                                          "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-                                         "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"})
+                                         "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
+                                         "DeviceClass", "ResourceSlice", "RuntimeClass"})
 """Kinds without a namespace; every other kind is namespaced."""
 
 STATUS_SUBRESOURCE_KINDS: Final = frozenset({"Pod", "Node", "PodGroup", "Queue", "Job", "PersistentVolume",
