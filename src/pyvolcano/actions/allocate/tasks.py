@@ -269,14 +269,18 @@ class TaskPlacement:
         out), and the batch is put back as the sync after the undo would leave it.
 
         Returns False, with nothing changed, where the walk cannot know what the placements
-        would do: a selection that needs a sync of the batch (its rows would be read without
-        the walk's placements), a replica that does not fit Idle (pipelined, one task at a
-        time), no feasible node (fit errors are recorded on the state with the placements),
-        allocate events without their batch form, claims to reserve, or a job JobReady or
-        JobPipelined accepts with the replicas allocated.
+        would do: a batch whose values are not all projectable, a selection that needs a sync
+        of the batch (its rows would be read without the walk's placements), a replica that
+        does not fit Idle (pipelined, one task at a time), no feasible node (fit errors are
+        recorded on the state with the placements), allocate events without their batch form,
+        claims to reserve, or a job JobReady or JobPipelined accepts with the replicas
+        allocated.
         """
         ssn = self.ssn
-        if not (ssn.cache.options.batch_statement and ssn.allocate_batchable()):
+        # Projectable: every verdict and score reads only the node's table row and static
+        # attributes, so the values a sync would compute after the undo are the saved ones
+        # (a score reading event-handler state, such as usage's shadow load, would not be).
+        if not (batch.project and ssn.cache.options.batch_statement and ssn.allocate_batchable()):
             return False
         bound = ssn.job_ready_bound(job)
         if bound is None or admitted >= bound:
