@@ -79,6 +79,7 @@ class BatchState:
     """A copy of a :class:`ReplicaBatch`'s mutable state (:meth:`ReplicaBatch.save`); the
     arrays rebound rather than written in place (fidx, fidx2) are shared."""
 
+    store_mask: np.ndarray  # the store's feasibility mask (the object), and a copy of it
     mask: np.ndarray
     member: np.ndarray
     fidx: np.ndarray
@@ -354,14 +355,15 @@ class ReplicaBatch:
         values are those of the node table, which the walk did not change)."""
         self._catch_up(task)
         return BatchState(
-            self.mask.copy(), self.member.copy(), self.fidx, self.fidx2, self.idle2.copy(), self.scores2.copy(),
-            self.masked2.copy(), self.idle_all.copy(), self.scores_all.copy(), self.has_next.copy(),
-            self.ok_next.copy(), self.idle_next.copy(), self.scores_next.copy(), dict(self.dirty),
+            self.mask, self.mask.copy(), self.member.copy(), self.fidx, self.fidx2, self.idle2.copy(),
+            self.scores2.copy(), self.masked2.copy(), self.idle_all.copy(), self.scores_all.copy(),
+            self.has_next.copy(), self.ok_next.copy(), self.idle_next.copy(), self.scores_next.copy(), dict(self.dirty),
             set(self.advanced), set(self.need_next), set(self.recheck), self.position,
         )
 
     def restore(self, state: BatchState) -> None:
         """Put back the state :meth:`save` copied (the store's feasibility mask in place)."""
+        self.mask = state.store_mask
         self.mask[:] = state.mask
         self.member = state.member
         self.fidx = state.fidx
