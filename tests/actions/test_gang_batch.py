@@ -178,6 +178,36 @@ def test_a_queue_quota_cuts_a_gang_short_as_one_pod_at_a_time_would() -> None:
     assert run(docs, CONFS["default"], seed=0, sessions=1) == per_pod
 
 
+@st.composite
+def quota_cut_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Whole gangs (minMember = replicas) in queues whose capability cuts most of them short."""
+    docs: list[dict[str, Any]] = []
+    n_queues = draw(st.integers(1, 3))
+    for q in range(n_queues):
+        docs.append(queue(f"q{q}", weight=draw(st.integers(1, 3)), capability={"cpu": str(draw(st.integers(3, 40)))}))
+    n_nodes = draw(st.integers(2, 30))
+    for i in range(n_nodes):
+        docs.append(node(f"n{i:02d}", cpu=draw(st.sampled_from(["4", "8"])), memory="32Gi",
+                         labels={"kubernetes.io/hostname": f"n{i:02d}"}))
+    for j in range(draw(st.integers(2, 6))):
+        replicas = draw(st.integers(2, 20))
+        docs.append(podgroup(f"g{j}", queue=f"q{draw(st.integers(0, n_queues - 1))}", min_member=replicas))
+        cpu, mem = draw(st.sampled_from(REQUESTS))
+        docs += [pod(f"g{j}-{r:02d}", f"g{j}", cpu=cpu, memory=mem, labels={"app": f"g{j}"}) for r in range(replicas)]
+    return docs
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=quota_cut_clusters(), conf=st.sampled_from(["default", "default+binpack", "capacity"]),
+       seed=st.integers(0, 2**16), window=st.sampled_from(sorted(WINDOWS)))
+def test_gangs_cut_short_by_the_quota_decide_as_placed_and_undone(
+    docs: list[dict[str, Any]], conf: str, seed: int, window: str
+) -> None:
+    opts: dict[str, Any] = dict(WINDOWS[window])
+    placed_then_undone = run(docs, CONFS[conf], seed=seed, sessions=2, batch_quota_cut=False, **opts)
+    assert run(docs, CONFS[conf], seed=seed, sessions=2, **opts) == placed_then_undone
+
+
 @pytest.mark.parametrize("conf", ["default", "default+binpack", "capacity"])
 def test_gangs_the_quota_cuts_short_are_walked_without_placing_and_decide_the_same(
     conf: str, monkeypatch: pytest.MonkeyPatch
