@@ -37,11 +37,12 @@ from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext,
 if TYPE_CHECKING:
     from pyvolcano.cache.memo import SessionMemo
 
-__all__ = ["NodeFailures", "NodeOrderFn", "PredicateFn", "SessionPlugins", "compare_task"]
+__all__ = ["BestNodeFn", "NodeFailures", "NodeOrderFn", "PredicateFn", "SessionPlugins", "compare_task"]
 
 NodeFailures = list[tuple[Status, np.ndarray]]
 PredicateFn = Callable[[TaskInfo, np.ndarray], NodeFailures]
 NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
+BestNodeFn = Callable[[TaskInfo, np.ndarray, np.ndarray], "int | None"]
 
 # Which enable flag gates which callback family (upstream session_plugins.go).
 _FLAGS: dict[str, str | None] = {
@@ -159,6 +160,14 @@ class SessionPlugins:
 
     def add_pre_predicate_fn(self, name: str, fn: Callable[[TaskInfo], Status | None]) -> None:
         self._add("pre_predicate", name, fn)
+
+    def add_best_node_fn(self, name: str, fn: BestNodeFn) -> None:
+        """Register a best-node chooser (upstream ``AddBestNodeFn``): ``fn(task, idx, scores)``
+        gets the scored candidate rows and their summed scores and returns the row to place
+        ``task`` on, or None to leave the choice to the next plugin and then to the random
+        pick among the best scores. It must return None for every task the replica batch may
+        place (those are chosen without it)."""
+        self._add("best_node", name, fn)
 
     def add_node_order_fn(
         self, name: str, fn: NodeOrderFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None,
@@ -559,6 +568,15 @@ class SessionPlugins:
                         failed_any |= mask
                 ok[live[failed_any]] = False
         return ok, groups
+
+    def best_node(self, task: TaskInfo, idx: np.ndarray, scores: np.ndarray) -> int | None:
+        """Upstream ``BestNodeFn``: the first enabled chooser's row that is not None."""
+        for tier in self._tiers("best_node"):
+            for _name, fn in tier:
+                row = fn(task, idx, scores)
+                if row is not None:
+                    return int(row)
+        return None
 
     def node_order_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         scores = np.zeros(len(idx), dtype=np.float64)
