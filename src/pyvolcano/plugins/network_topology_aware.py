@@ -505,7 +505,7 @@ class NetworkTopologyAware:
         f = np.where(in_rack, rack_free[np.maximum(own, 0)], 0.0)
         leftover = np.where(in_rack, np.maximum(f - remaining, 0.0), 0.0)
         untouched = in_rack & (f >= rack_whole[np.maximum(own, 0)])
-        order = np.lexsort((-f, untouched, leftover))
+        order = np.lexsort((f, untouched, leftover))
         first = order[0]
         best = order[(leftover[order] == leftover[first]) & (untouched[order] == untouched[first])
                      & (f[order] == f[first])]
