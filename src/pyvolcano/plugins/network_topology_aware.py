@@ -41,7 +41,8 @@ copies of the task the rack's idle resources hold and ``r`` the sub-job's pendin
    tightest fit (FGD's idea at rack level: the free capacity left stays in whole racks);
 2. a rack already in use over a rack entirely free, so that whole racks stay whole for the
    rack-bound jobs that need them;
-3. the larger ``f``: fewer racks for the sub-job.
+3. the smaller ``f``: the fullest rack first (bin packing at rack level: the remnants are used
+   up and the larger free blocks stay; the sub-job may span more racks than at random).
 
 Equal keys are broken at random as before; nodes in no rack rank as a rack the sub-job fills.
 Scores are not changed, so every decision that was not a tie stays as upstream makes it; the
