@@ -62,3 +62,33 @@ def test_the_option_leaves_a_job_without_a_network_topology_to_the_random_pick()
     docs = [*three_racks(), podgroup("plain", min_member=1), *gang("plain", 1)]
     assert ({seed: schedule(*docs, conf=FRAGMENTATION_AWARE_CONF, seed=seed)["binds"] for seed in SEEDS}
             == {seed: schedule(*docs, conf=TOPOLOGY_CONF, seed=seed)["binds"] for seed in SEEDS})
+
+
+def unequal_racks() -> list[dict[str, Any]]:
+    """Rack s0 of six one-pod nodes, two taken by a running pod each, and rack s1 of three:
+    a 2-pod job fills either to two thirds, so both score the same."""
+    nodes = [node(f"s0-n{i}", cpu="2", memory="4Gi") for i in range(6)]
+    nodes += [node(f"s1-n{i}", cpu="2", memory="4Gi") for i in range(3)]
+    running = [podgroup("other", phase="Running"),
+               *(pod(f"o{i}", "other", cpu="2", memory="4Gi", node_name=f"s0-n{i}", phase="Running") for i in range(2))]
+    return [queue("q"), *nodes, hypernode("s0", 1, nodes=tuple(f"s0-n{i}" for i in range(6))),
+            hypernode("s1", 1, nodes=tuple(f"s1-n{i}" for i in range(3))), hypernode("top", 2, children=("s0", "s1")),
+            *running,
+            podgroup("a-small", min_member=2, networkTopology=topology("hard", 1)), *gang("a-small", 2),
+            podgroup("b-four", min_member=4, networkTopology=topology("hard", 1)), *gang("b-four", 4)]
+
+
+def placed(conf: str, seed: int, job: str) -> int:
+    return sum(1 for k in schedule(*unequal_racks(), conf=conf, seed=seed)["binds"] if k.startswith(f"ns/{job}-"))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fragmentation_aware_rack_choice_among_equal_scores_is_the_tightest_fit(seed: int) -> None:
+    got = dict(schedule(*unequal_racks(), conf=FRAGMENTATION_AWARE_CONF, seed=seed)["binds"])
+    assert {n.split("-")[0] for k, n in got.items() if k.startswith("ns/a-small")} == {"s1"}
+    assert placed(FRAGMENTATION_AWARE_CONF, seed, "b-four") == 4
+
+
+def test_without_the_option_the_rack_choice_among_equal_scores_is_random_and_sometimes_strands_the_larger_job(
+        ) -> None:
+    assert {placed(TOPOLOGY_CONF, seed, "b-four") for seed in SEEDS} == {0, 4}

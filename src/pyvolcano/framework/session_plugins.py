@@ -70,6 +70,8 @@ _FLAGS: dict[str, str | None] = {
     "sub_job_pipelined": "enabledSubJobPipelined",
     "sub_job_order": "enabledSubJobOrder",
     "hypernode_order": "enabledHyperNodeOrder",
+    # pyvolcano's own: a tie-break among HyperNodes of equal HyperNodeOrder score.
+    "hypernode_tie_break": "enabledHyperNodeOrder",
     "hypernode_gradient_for_job": "enabledHyperNodeGradient",
     "hypernode_gradient_for_sub_job": "enabledHyperNodeGradient",
     # Upstream (framework/session_plugins.go UnifiedEvictable) checks no enable flag.
@@ -298,6 +300,14 @@ class SessionPlugins:
         else:
             self._hypernode_order_bounds.pop(name, None)
 
+    def add_hypernode_tie_break_fn(
+        self, name: str, fn: Callable[[JobInfo, list[str]], dict[str, float] | None]
+    ) -> None:
+        """Register a tie-break among candidate HyperNodes of equal score (pyvolcano's own, no
+        upstream counterpart): ``fn(job, candidates)`` → a key per candidate, lower preferred,
+        consulted only between equal scores; None when it cannot tell them apart."""
+        self._add("hypernode_tie_break", name, fn)
+
     def add_hypernode_gradient_for_job_fn(self, name: str, fn: Callable[[JobInfo, str, str], list[list[str]]]) -> None:
         """``fn(job, hypernode, purpose)`` → candidate HyperNodes grouped by tier, tried in order."""
         self._add("hypernode_gradient_for_job", name, fn)
@@ -444,6 +454,15 @@ class SessionPlugins:
                     if hn in total:
                         total[hn] += score
         return total
+
+    def hypernode_tie_keys(self, job: JobInfo, candidates: list[str]) -> dict[str, float] | None:
+        """The first enabled tie-break's keys for ``candidates`` (lower preferred); None: none."""
+        for tier in self._tiers("hypernode_tie_break"):
+            for _name, fn in tier:
+                keys: dict[str, float] | None = fn(job, candidates)
+                if keys is not None:
+                    return keys
+        return None
 
     def hypernode_order_bounds(self) -> HyperNodeScoreBounds | None:
         """The declared scores of the HyperNodeOrder scorer when it is the only one enabled and

@@ -45,8 +45,11 @@ copies of the task the rack's idle resources hold and ``r`` the sub-job's pendin
    up and the larger free blocks stay; the sub-job may span more racks than at random).
 
 Equal keys are broken at random as before; nodes in no rack rank as a rack the sub-job fills.
-Scores are not changed, so every decision that was not a tie stays as upstream makes it; the
-HyperNode choice itself is already a bin-packing (fullest fitting HyperNode first).
+The same option orders candidate HyperNodes of equal HyperNodeOrder score
+(:meth:`NetworkTopologyAware.hypernode_tie_keys`, through ``Session.add_hypernode_tie_break_fn``):
+among racks the tightest fit, among wider HyperNodes the one whose racks in use hold the most of
+the job.
+Scores are not changed, so every decision that was not a tie stays as upstream makes it.
 
 Arguments (upstream keys and defaults): ``weight`` (1), ``hypernode.binpack.cpu`` (1),
 ``hypernode.binpack.memory`` (1), ``hypernode.binpack.resources`` (comma-separated extra names),
@@ -174,6 +177,7 @@ class NetworkTopologyAware:
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
         if self.fragmentation_aware and topo.min_tier in self.tier_rows:
             ssn.add_best_node_fn(NAME, self.best_node)
+            ssn.add_hypernode_tie_break_fn(NAME, self.hypernode_tie_keys)
 
     def on_session_close(self, ssn: Session) -> None:
         self.ssn = None
@@ -480,8 +484,31 @@ class NetworkTopologyAware:
         ties = idx[scores == scores.max()]
         if len(ties) < 2:
             return None
+        state = self._rack_state(task)
+        if state is None:
+            return None
+        _free, racks, rack_free, rack_whole = state
+        remaining = sum(1 for t in sj.tasks.values() if t.status == TaskStatus.Pending)
+        own = racks[ties]
+        in_rack = own >= 0
+        f = np.where(in_rack, rack_free[np.maximum(own, 0)], 0.0)
+        leftover = np.where(in_rack, np.maximum(f - remaining, 0.0), 0.0)
+        untouched = in_rack & (f >= rack_whole[np.maximum(own, 0)])
+        order = np.lexsort((f, untouched, leftover))
+        first = order[0]
+        best = order[(leftover[order] == leftover[first]) & (untouched[order] == untouched[first])
+                     & (f[order] == f[first])]
+        if len(best) == len(ties):
+            return None  # the racks do not tell the ties apart: upstream's random pick
         assert self.ssn is not None
-        lab = self.tier_rows[self.ssn.topology.min_tier]
+        pick = best[0] if len(best) == 1 else best[int(self.ssn.rng.integers(len(best)))]
+        return int(ties[pick])
+
+    def _rack_state(self, task: TaskInfo) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Per node, the copies of ``task`` its idle resources hold and its rack (the index of its
+        lowest-tier HyperNode, -1 for none); per HyperNode index, the copies its nodes hold idle
+        and empty. None for a task that requests nothing."""
+        assert self.ssn is not None
         table = self.ssn.node_table
         n = table.n
         free = np.full(n, np.inf)
@@ -495,25 +522,41 @@ class NetworkTopologyAware:
             return None  # a request of nothing: every node holds any number of copies
         free = np.maximum(free, 0.0)
         whole = np.maximum(whole, 0.0)
-        racks = lab[:n]
+        racks = self.tier_rows[self.ssn.topology.min_tier][:n]
         inside = racks >= 0
         size = len(self.names)
         rack_free = np.bincount(racks[inside], weights=free[inside], minlength=size)
         rack_whole = np.bincount(racks[inside], weights=whole[inside], minlength=size)
-        remaining = sum(1 for t in sj.tasks.values() if t.status == TaskStatus.Pending)
-        own = racks[ties]
-        in_rack = own >= 0
-        f = np.where(in_rack, rack_free[np.maximum(own, 0)], 0.0)
-        leftover = np.where(in_rack, np.maximum(f - remaining, 0.0), 0.0)
-        untouched = in_rack & (f >= rack_whole[np.maximum(own, 0)])
-        order = np.lexsort((f, untouched, leftover))
-        first = order[0]
-        best = order[(leftover[order] == leftover[first]) & (untouched[order] == untouched[first])
-                     & (f[order] == f[first])]
-        if len(best) == len(ties):
-            return None  # the racks do not tell the ties apart: upstream's random pick
-        pick = best[0] if len(best) == 1 else best[int(self.ssn.rng.integers(len(best)))]
-        return int(ties[pick])
+        return free, racks, rack_free, rack_whole
+
+    def hypernode_tie_keys(self, job: JobInfo, candidates: list[str]) -> dict[str, float] | None:
+        """For candidate HyperNodes of equal score, lower is better: for a rack (a lowest-tier
+        HyperNode), the room it has left once the job's pending pods are in it (the tightest fit
+        keeps the larger free racks); for a wider HyperNode, how many of those pods the room in
+        its racks already in use (and on its nodes in no rack) cannot hold, the pods that would
+        break a whole rack. None when it cannot tell."""
+        pending = sorted((t for t in job.tasks_in(TaskStatus.Pending).values() if not t.resreq.is_empty()),
+                         key=lambda t: t.uid)
+        if not pending or len(candidates) < 2:
+            return None
+        state = self._rack_state(pending[0])
+        if state is None:
+            return None
+        free, racks, rack_free, rack_whole = state
+        assert self.ssn is not None
+        topo = self.ssn.topology
+        need = float(len(pending))
+        lowest = topo.min_tier
+        remnant = np.where(racks >= 0, rack_free[np.maximum(racks, 0)] < rack_whole[np.maximum(racks, 0)], True)
+        keys: dict[str, float] = {}
+        for hn in candidates:
+            i = self.index.get(hn)
+            if i is not None and topo.tier(hn) == lowest:
+                keys[hn] = max(float(rack_free[i]) - need, 0.0)
+            else:
+                rows = topo.rows(hn)
+                keys[hn] = max(need - float(free[rows][remnant[rows]].sum()), 0.0)
+        return keys
 
     def _normal_pod_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         assert self.ssn is not None
