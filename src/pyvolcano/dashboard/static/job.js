@@ -77,6 +77,14 @@ function diagnosis(d) {
   return section("Diagnosis", parts);
 }
 
+// The reservation hook: a job page may carry `reservation`, {nodes: [names], start: RFC 3339 or
+// null, reason: text or null}, when the scheduler holds nodes for the job; absent otherwise.
+function reservation(r) {
+  if (!r) return null;
+  return section("Reservation", h("div", { id: "reservation" }, keyValues([
+    ["nodes", (r.nodes || []).join(", ")], ["expected start", r.start], ["reason", r.reason]])));
+}
+
 export async function renderJob(app, [namespace, name]) {
   const page = await app.fetchJSON("/api/job", { key: `${namespace}/${name}`, ...(app.t !== null ? { t: app.t } : {}) });
   const row = page.row;
@@ -89,6 +97,7 @@ export async function renderJob(app, [namespace, name]) {
                ["job", row.job], ["position", row.position === null ? null : String(row.position)],
                ["estimated start", row.start || row.start_message]]),
     actions,
+    reservation(page.reservation),
     diagnosis(page.diagnosis),
     section("Pods", table(["pod", "status", "node", "requests"], page.pods.map((p) => h("tr", {},
       h("td", {}, p.name), h("td", {}, p.status), h("td", {}, p.node || "-"),
