@@ -396,6 +396,8 @@ def _pod(d: _Doc) -> Pod:
         resource_claims=resource_claims, resource_claim_statuses=claim_statuses,
         claims=claims, ephemeral_claims=ephemeral,
         resources=_mapping_or_none(d.get("spec.resources")),
+        start_time=d.timestamp("status.startTime"),
+        active_deadline_seconds=_positive_number(d.get("spec.activeDeadlineSeconds")),
     )
 
 
@@ -457,6 +459,14 @@ def _list_or_empty(v: Any) -> list[Any]:
     if type(v) is not list:
         raise _Uncommon
     return v
+
+
+def _positive_number(v: Any) -> float | None:
+    """A positive number as a float (``activeDeadlineSeconds``); None for anything else (the
+    API server validates the field; a pod without one has no declared limit)."""
+    if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+        return float(v)
+    return None
 
 
 def _time_or_none(v: Any) -> float | None:
@@ -599,6 +609,8 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         stored_unschedulable=unschedulable_condition(conditions),
         claims=claims, ephemeral_claims=ephemeral,
         resources=_mapping_or_none(spec.get("resources")),
+        start_time=_time_or_none(status.get("startTime")),
+        active_deadline_seconds=_positive_number(spec.get("activeDeadlineSeconds")),
     )
 
 

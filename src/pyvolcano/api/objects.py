@@ -104,6 +104,10 @@ class Pod:
     # ``spec.resources`` (pod-level requests and limits) as given: kept so that ``job why`` can
     # say it is not acted on (api/plugin_fields.py); requests come from the containers.
     resources: dict[str, Any] | None = None
+    # ``status.startTime`` and ``spec.activeDeadlineSeconds``: when the pod started and its
+    # declared runtime limit, read by the reservation plugin's runtime estimate.
+    start_time: float | None = None
+    active_deadline_seconds: float | None = None
 
     @property
     def key(self) -> str:

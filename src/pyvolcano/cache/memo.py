@@ -53,7 +53,9 @@ The shortcuts — what each is keyed on or invalidated by, and its from-scratch 
 Not a shortcut, kept here because it lives between sessions: the PodGroup status last handed
 back to the writer (:meth:`podgroup_status_changed`; a new PodGroup object resets it, primed
 at session open for the jobs the feed reported, or for every job), upstream's round-robin
-start of the node search (``last_processed_node_index``), and the failure signature of
+start of the node search (``last_processed_node_index``), the ``reservation`` plugin's
+reservations (:attr:`SessionMemo.reservations`, an :class:`~pyvolcano.api.reservation.ReservationBook`:
+the plugin replans them when its inputs move; the same either way), and the failure signature of
 ``SchedulerOptions.skip_unchanged_unschedulable`` (``JobMemo.unschedulable_at``; the option
 changes decisions on purpose).
 
@@ -76,6 +78,7 @@ import numpy as np
 from pyvolcano.api.job import ChangedJobs, JobChanges, JobInfo
 from pyvolcano.api.node import NodeTable
 from pyvolcano.api.objects import PodGroup
+from pyvolcano.api.reservation import ReservationBook
 from pyvolcano.cache.job_filter import JobFilter
 from pyvolcano.cache.job_sums import Contribution, JobSums
 
@@ -243,6 +246,8 @@ class SessionMemo:
         self._filters: dict[str, JobFilter] = {}
         self._sums: dict[str, JobSums] = {}
         self._kept: dict[str, tuple[Hashable, Any]] = {}
+        # The reservation plugin's reservations (state, not a shortcut: api/reservation.py).
+        self.reservations = ReservationBook()
 
     # ------------------------------------------------------------------ per job
     def job(self, job: JobInfo) -> JobMemo:

@@ -29,6 +29,8 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "bestfit": "pyvolcano.plugins.gpu_policies.bestfit",
     "fgd": "pyvolcano.plugins.gpu_policies.fgd",
     "network-topology-aware": "pyvolcano.plugins.network_topology_aware",
+    # Not upstream's: reservations for blocked gangs with backfill around them (opt-in).
+    "reservation": "pyvolcano.plugins.reservation",
 }
 
 UPSTREAM_PLUGINS: tuple[str, ...] = (
