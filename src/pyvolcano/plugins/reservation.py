@@ -5,8 +5,8 @@ configured. Slurm's EASY backfill carried over to Volcano's session model (docs/
 
 Design. At session open the plugin takes the *blocked gangs*: jobs whose PodGroup is
 ``Inqueue``, with ``minAvailable`` of at least ``reservation.minMembers`` (default 2) and fewer
-ready pods than that, whose queue's quota (proportion's deserved share, capacity's capability:
-``Session.queue_quotas``) admits the pods still needed. They are ordered by the session's job
+ready pods than that, whose queue is within its quota (proportion's deserved share, capacity's
+capability: ``Session.queue_quotas``) and whose pods still needed fit in that quota alone. They are ordered by the session's job
 order (``job_order_compare``: priority, gang, drf share, creation time), then creation time and
 key, so a gang that was preempted or reclaimed keeps its place. The first
 ``reservation.maxReservations`` (default 1, EASY) of them that can be planned get a
@@ -214,7 +214,10 @@ class ReservationPlugin:
                     for name, v in t.resreq.items():
                         asked[name] = asked.get(name, 0.0) + v
                 limit = quota.allocate_limit
-                if any(limit.has(n) and quota.allocated.get(n) + v > limit.get(n) + _EPS for n, v in asked.items()):
+                # The queue must be within its share, and the gang must fit in it alone (it starts
+                # when the queue's running pods have ended or not at all).
+                if any(limit.has(n) and (quota.allocated.get(n) > limit.get(n) + _EPS or v > limit.get(n) + _EPS)
+                       for n, v in asked.items()):
                     continue
             out.append(job)
 
