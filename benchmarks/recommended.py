@@ -25,7 +25,6 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pyvolcano.simulator.traces import philly
 from pyvolcano.simulator.traces._common import packaged
@@ -59,7 +58,8 @@ def write_inputs(out: Path, days: int) -> tuple[list[Path], Path]:
             w = csv.writer(fh)
             w.writerow(["timestamp", "duration", "num_gpus", "cluster"])
             for r in rows:
-                w.writerow([datetime.fromtimestamp(r.at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S"), r.duration, r.gpus, r.vc])
+                at = datetime.fromtimestamp(r.at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+                w.writerow([at, r.duration, r.gpus, r.vc])
         traces.append(path)
     machines = out / "machines-16.csv"
     with packaged("philly", "revised_machine_list.csv").open() as src, machines.open("w", newline="") as dst:

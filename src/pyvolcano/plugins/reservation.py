@@ -6,9 +6,9 @@ configured. Slurm's EASY backfill carried over to Volcano's session model (docs/
 Design. At session open the plugin takes the *blocked gangs*: jobs whose PodGroup is
 ``Inqueue``, with ``minAvailable`` of at least ``reservation.minMembers`` (default 2) and fewer
 ready pods than that, whose queue is within its quota (proportion's deserved share, capacity's
-capability: ``Session.queue_quotas``) and whose pods still needed fit in that quota alone. They are ordered by the session's job
-order (``job_order_compare``: priority, gang, drf share, creation time), then creation time and
-key, so a gang that was preempted or reclaimed keeps its place. The first
+capability: ``Session.queue_quotas``) and whose pods still needed fit in that quota alone.
+They are ordered by the session's job order (``job_order_compare``: priority, gang, drf share,
+creation time), then creation time and key, so a gang that was preempted or reclaimed keeps its place. The first
 ``reservation.maxReservations`` (default 1, EASY) of them that can be planned get a
 :class:`~pyvolcano.api.reservation.Reservation`:
 
