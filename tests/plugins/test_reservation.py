@@ -125,3 +125,27 @@ def test_bad_argument_is_refused_with_its_key(key: str, value: Any) -> None:
 def test_unknown_argument_is_refused() -> None:
     with pytest.raises(ArgumentError, match=r"reservation\.maxReservation"):
         ReservationPlugin({"reservation.maxReservation": 2})
+
+
+def test_job_why_names_the_reservation_and_the_pod_it_holds_off() -> None:
+    from pyvolcano.conf import load_scheduler_conf
+    from pyvolcano.runtime.registry import default_registry
+    from pyvolcano.simulator.runtime import Simulation
+    from pyvolcano.simulator.workload import Submission
+
+    sim = Simulation(config=load_scheduler_conf(_conf(True)), registry=default_registry())
+    sim.submit([Submission(at, i, "test", o) for i, (at, o) in enumerate(_scenario())])
+    reasons: dict[str, set[str]] = {}
+    hints: dict[str, str] = {}
+
+    def watch(_t: float, result: Any) -> None:
+        for key, diag in result.diagnoses.items():
+            reasons.setdefault(key.partition("/")[2].split("-uid-")[0], set()).add(str(diag.reason))
+            hints[str(diag.reason)] = diag.hint
+
+    sim.on_session = watch
+    sim.run()
+    assert "Reservation.Held" in reasons["gang"]
+    assert "Reservation.Backfill" in reasons["small-long"]
+    assert "n1, n2 are held for it" in hints["Reservation.Held"]
+    assert "reserved for gang default/gang" in hints["Reservation.Backfill"]

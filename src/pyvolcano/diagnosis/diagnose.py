@@ -172,7 +172,8 @@ class _Context:
     # ------------------------------------------------------------------ the stage walk
     def diagnose(self, job: JobInfo) -> Diagnosis:
         diag = self._walk(job)
-        if self.ssn.memo.reservations.held and diag.stage in _RESERVABLE_STAGES:
+        held = self.ssn.memo.reservations.held
+        if held and (diag.stage in _RESERVABLE_STAGES or (job.uid in held and diag.stage == Stage.QUEUE_DESERVED)):
             return self._reservation(job, diag)
         return diag
 
