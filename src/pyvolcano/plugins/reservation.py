@@ -247,8 +247,7 @@ class ReservationPlugin:
         if runtime is None:
             return math.inf
         started = task.pod.start_time
-        # Object timestamps are Unix seconds; the session's clock counts from the store's EPOCH.
-        start = started - _EPOCH_UNIX if started is not None else now
+        start = started - _clock_offset(now) if started is not None else now
         return max(start + runtime, now)
 
     def _end(self, ssn: Session, task: TaskInfo) -> float:
@@ -415,6 +414,16 @@ class ReservationPlugin:
             for d, v in ssn.node_table.task_vector(task):
                 if d < h.slack.shape[0]:
                     h.slack[d, j] += sign * v
+
+
+def _clock_offset(now: float) -> float:
+    """What to subtract from an object's timestamp (Unix seconds) to get the session's clock.
+
+    Sessions of the scheduler and the simulator count seconds after the store's EPOCH
+    (runtime/clock.py); ``pyvolcano schedule`` and the one-session views built on it open theirs
+    at the snapshot's newest creation timestamp, in Unix seconds. A session clock past half the
+    EPOCH's Unix time (27 years of virtual time) can only be the latter."""
+    return 0.0 if now > _EPOCH_UNIX / 2 else _EPOCH_UNIX
 
 
 def _first_fit(free: np.ndarray, pods: list[np.ndarray], usable: np.ndarray) -> list[int] | None:
