@@ -8,9 +8,9 @@ session (as placements raise a queue's share, proportion may interleave them lat
 
 Each job carries the reason code of the diagnosis of one session on the state (as
 ``job why`` shows it; none when the session would place it) and the estimate of
-:mod:`pyvolcano.forecast.eta`; a job the ``reservation`` plugin holds nodes for after that
-session also carries its ``reservation`` (nodes, start at the latest). The running jobs' runtime assumptions are listed too, and the
-jobs still to come from JobFlows and CronJobs (``upcoming``: a flow's next steps once their
+:mod:`pyvolcano.forecast.eta`; a job the ``reservation`` plugin holds nodes for after
+that session also carries its ``reservation`` (nodes, start at the latest). The running
+jobs' runtime assumptions are listed too, and the jobs still to come from JobFlows and CronJobs (``upcoming``: a flow's next steps once their
 targets complete, a CronJob's next runs), with when the forecast creates and starts them; the
 pending jobs' estimates already count them.
 """
@@ -110,11 +110,12 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
             "phase": o.phase, "reason": None if d is None else d["reason"], "hint": None if d is None else d["hint"],
             "start": None if e.start is None else to_rfc3339(e.start), **e.to_dict(state.now),
         })
-        r = reserved.get(o.job)
-        if r is not None:
+        held = reserved.get(o.job)
+        if held is not None:
             # schedule_objects' session counts Unix seconds; the state's clock counts from EPOCH.
-            r = dataclasses.replace(r, start=r.start - _UNIX_EPOCH if r.start > _UNIX_EPOCH / 2 else r.start)
-            pending[-1]["reservation"] = {**r.to_dict(state.now), "start": to_rfc3339(max(r.start, state.now))}
+            shifted = held.start - _UNIX_EPOCH if held.start > _UNIX_EPOCH / 2 else held.start
+            held = dataclasses.replace(held, start=shifted)
+            pending[-1]["reservation"] = {**held.to_dict(state.now), "start": to_rfc3339(max(shifted, state.now))}
     running: dict[str, dict[str, Any]] = {}
     on_nodes = {p.key for p in state.objects.pods if p.phase == "Running" and p.node_name}
     for a in assumptions(state.docs, policy, state.now):
