@@ -121,3 +121,21 @@ def test_a_shared_gpu_shows_its_fraction(tmp_path: Path) -> None:
 
 def test_dump_round_trip_keeps_the_html_name() -> None:
     assert HTML_NAME in dump(*documents())
+
+
+def test_gpu_map_and_job_page_show_the_reservation_a_gang_holds(tmp_path: Path) -> None:
+    from pyvolcano.conf import load_scheduler_conf
+
+    base = analysis_of(write(tmp_path / "c.yaml"))
+    conf = load_scheduler_conf("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n"
+                               "  - name: proportion\n  - name: reservation\n    arguments:\n"
+                               "      reservation.defaultRuntime: 2h\n")
+    analysis = Analysis(base.state, conf, base.registry, events=base.events)
+    nodes = {n["name"]: n for n in nodes_view(analysis)["nodes"]}
+    held = {name for name, n in nodes.items() if n["reserved_for"]}
+    assert len(held) == 3
+    assert all(r["job"] == "train/big" for n in held for r in nodes[n]["reserved_for"])
+    page = job_detail(analysis, "train/big")
+    assert page is not None and sorted(page["reservation"]["nodes"]) == sorted(held)
+    assert page["reservation"]["start_in_seconds"] == 3600.0
+    assert job_detail(base, "train/big")["reservation"] is None  # type: ignore[index]

@@ -4,7 +4,9 @@ Per node: its GPUs one by one (``used`` milli-GPUs, GPU memory used, how many po
 the GPU plugins' ledger accounts them (:func:`pyvolcano.plugins.gpu_session.build_ledger`: a pod's
 GPU-index annotation, else the default choice), whole-GPU ``allocated`` and ``free`` counts,
 ``shared`` when a GPU is held by GPU memory, by a fraction or by several pods, and cpu / memory allocatable
-and used. Nodes without GPUs are listed too (``gpu_count`` 0).
+and used. Nodes without GPUs are listed too (``gpu_count`` 0). ``reserved_for`` lists the
+reservations that hold part of the node (job, start at the latest, the resources claimed on it),
+from the ``reservation`` plugin (:meth:`Analysis.reservations`); empty without it.
 
 With HyperNodes in the cluster, ``groups`` holds one entry per HyperNode of the lowest tier
 (its ``path`` of ancestors, lowest first, the virtual root left out) with its nodes; nodes in
@@ -57,6 +59,10 @@ def nodes_view(analysis: Analysis) -> dict[str, Any]:
     ledger = build_ledger(nodes, _demand)
     tree = cache.hypernode_tree
     topology = has_topology(tree)
+    reserved: dict[str, list[dict[str, Any]]] = {}
+    for key, r in analysis.reservations().items():
+        for name in r["nodes"]:
+            reserved.setdefault(name, []).append({"job": key, "start": r["start"], "claims": r["claims"][name]})
     rows: list[dict[str, Any]] = []
     paths: dict[str, list[str]] = {}
     tiers: dict[str, int] = {}
@@ -78,7 +84,7 @@ def nodes_view(analysis: Analysis) -> dict[str, Any]:
             "cpu": {"allocatable": user_amount("cpu", alloc.milli_cpu), "used": user_amount("cpu", busy.milli_cpu)},
             "memory": {"allocatable": alloc.memory, "used": busy.memory},
             "pods": len(n.tasks), "unschedulable": bool(n.unschedulable),
-            "hypernodes": paths.get(n.name, []),
+            "hypernodes": paths.get(n.name, []), "reserved_for": reserved.get(n.name, []),
         })
     frag: dict[str, Any] = {
         "gpu_capacity": round(ledger.capacity_milli / MILLI, 3),

@@ -10,8 +10,8 @@ Each job carries the reason code of the diagnosis of one session on the state (a
 ``job why`` shows it; none when the session would place it) and the estimate of
 :mod:`pyvolcano.forecast.eta`; a job the ``reservation`` plugin holds nodes for after
 that session also carries its ``reservation`` (nodes, start at the latest). The running
-jobs' runtime assumptions are listed too, and the jobs still to come from JobFlows and CronJobs (``upcoming``: a flow's next steps once their
-targets complete, a CronJob's next runs), with when the forecast creates and starts them; the
+jobs' runtime assumptions are listed too, and the jobs still to come from JobFlows and
+CronJobs (``upcoming``: a flow's next steps once their targets complete, a CronJob's next runs), with when the forecast creates and starts them; the
 pending jobs' estimates already count them.
 """
 

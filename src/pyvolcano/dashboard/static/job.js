@@ -1,6 +1,6 @@
 // The Job page: job why's diagnosis (stage, reason, message, hint, per-resource figures, the
 // claims and their PVs of a volume diagnosis, the nodes' predicate failures, preemption), the pods and their nodes, the PodGroup's conditions
-// and recent Events; with --allow-actions on a live cluster, the vcctl job actions.
+// and recent Events, the nodes and start the reservation plugin holds for it; with --allow-actions on a live cluster, the vcctl job actions.
 
 import { h, s, amount, table, section, route } from "./dom.js";
 import { actionButtons } from "./actions.js";
@@ -76,6 +76,11 @@ export async function renderJob(app, [namespace, name]) {
                ["job", row.job], ["position", row.position === null ? null : String(row.position)],
                ["estimated start", row.start || row.start_message]]),
     actions,
+    page.reservation ? section("Reservation", h("div", { id: "reservation" }, keyValues([
+      ["nodes", page.reservation.nodes.join(", ")], ["starts by", page.reservation.start],
+      ["rank", String(page.reservation.rank + 1)],
+      ["runtime", page.reservation.runtime_seconds === null ? "unknown" : `${page.reservation.runtime_seconds}s`],
+    ]))) : null,
     diagnosis(page.diagnosis),
     section("Pods", table(["pod", "status", "node", "requests"], page.pods.map((p) => h("tr", {},
       h("td", {}, p.name), h("td", {}, p.status), h("td", {}, p.node || "-"),

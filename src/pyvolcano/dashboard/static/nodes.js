@@ -1,8 +1,9 @@
 // The Nodes view: a GPU map. Every node is a card with one cell per GPU, filled by the share
 // of it in use (memory-shared GPUs show their fraction), grouped by HyperNode when the cluster
-// has them, under the fragmentation figures the simulator reports.
+// has them, under the fragmentation figures the simulator reports; a node the reservation
+// plugin holds for a gang is outlined and names the gang and its start.
 
-import { h, s, amount, round, section } from "./dom.js";
+import { h, s, amount, round, section, route } from "./dom.js";
 
 const CELL = 16;
 
@@ -28,10 +29,21 @@ function gpuCells(node) {
                     "aria-label": `${node.gpu_allocated} of ${node.gpu_count} GPUs allocated` }, cells);
 }
 
+function reservedFor(node) {
+  const held = node.reserved_for || [];
+  if (!held.length) return null;
+  return h("div", { class: "reserved", title: "held by the reservation plugin: other pods use it only if they end " +
+                                             "before the start or fit beside the reservation" },
+    held.map((r) => h("a", { href: route("job", ...r.job.split("/")), "data-reserved-for": r.job },
+      `reserved for ${r.job}`, r.start ? ` from ${r.start}` : "")));
+}
+
 function card(node) {
-  return h("div", { class: `node${node.unschedulable ? " cordoned" : ""}`, "data-node": node.name },
+  const reserved = (node.reserved_for || []).length ? " reserved" : "";
+  return h("div", { class: `node${node.unschedulable ? " cordoned" : ""}${reserved}`, "data-node": node.name },
     h("div", { class: "node-name" }, node.name, node.gpu_model ? h("span", { class: "muted" }, ` ${node.gpu_model}`) : null),
     gpuCells(node),
+    reservedFor(node),
     h("div", { class: "node-figures" },
       node.gpu_count ? h("span", { class: "gpu-figure" }, `${round(node.gpu_allocated)}/${node.gpu_count} GPU`) : null,
       node.shared ? h("span", { class: "shared" }, " shared") : null,
