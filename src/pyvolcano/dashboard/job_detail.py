@@ -6,8 +6,8 @@ json`` prints under ``diagnosis``: stage, reason code, message, hint, per-resour
 the nodes' predicate-failure histogram, the preemption analysis), None when nothing of the
 job is pending. ``row`` is the job's line of the Jobs view (queue position, estimate).
 ``reservation`` is the nodes and start time the ``reservation`` plugin holds for the job
-(:meth:`Analysis.reservations`), None without one. ``events`` are the Events about the PodGroup, its pods or its Volcano Job, newest first, at
-most :data:`MAX_EVENTS`; both ``v1`` Events (``involvedObject``, ``message``) and
+(:meth:`Analysis.reservations`), None without one. ``events`` are the Events about the
+PodGroup, its pods or its Volcano Job, newest first, at most :data:`MAX_EVENTS`; both ``v1`` Events (``involvedObject``, ``message``) and
 ``events.k8s.io/v1`` Events (``regarding``, ``note``) are read.
 """
 

@@ -11,8 +11,9 @@ Each job carries the reason code of the diagnosis of one session on the state (a
 :mod:`pyvolcano.forecast.eta`; a job the ``reservation`` plugin holds nodes for after
 that session also carries its ``reservation`` (nodes, start at the latest). The running
 jobs' runtime assumptions are listed too, and the jobs still to come from JobFlows and
-CronJobs (``upcoming``: a flow's next steps once their targets complete, a CronJob's next runs), with when the forecast creates and starts them; the
-pending jobs' estimates already count them.
+CronJobs (``upcoming``: a flow's next steps once their targets complete, a CronJob's next
+runs), with when the forecast creates and starts them; the pending jobs' estimates already
+count them.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import Code, Status
 from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import ArgumentError, Arguments
-from pyvolcano.framework.interfaces import Event, EventHandler
+from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 from pyvolcano.store.base import EPOCH
 
 if TYPE_CHECKING:
@@ -131,6 +131,8 @@ class ReservationPlugin:
                                     "a positive duration such as 4h")
         self._held: list[_Held] = []
         self._reserved_jobs: set[str] = set()
+        self._ssn: Session | None = None
+        self._ready = False
 
     # ------------------------------------------------------------------ session
     def on_session_open(self, ssn: Session) -> None:
@@ -138,37 +140,57 @@ class ReservationPlugin:
         if self.max_reservations == 0:
             book.clear()
             return
+        self._ssn = ssn
+        self._ready = False
+
+        def predicate(task: TaskInfo, idx: np.ndarray) -> list[tuple[Status, np.ndarray]]:
+            self._ensure()
+            refused = self._refused(ssn, task, idx)
+            return [(_HELD, refused)] if refused is not None else []
+
+        def cache_key(task: TaskInfo) -> tuple[Any, ...]:
+            self._ensure()
+            generation = book.generation
+            if task.job in self._reserved_jobs:
+                return ("reserved", generation, task.job)
+            end = self._end(ssn, task)
+            return ("other", generation, tuple(end > h.reservation.start + _EPS for h in self._held))
+
+        def enqueueable(job: JobInfo) -> int:
+            # The gang's nodes are free by the plan: admit it whatever the idle-resource votes say,
+            # so that the pods the job controller creates now take them.
+            self._ensure()
+            r = book.held.get(job.uid)
+            return Vote.PERMIT if r is not None and r.start <= ssn.now + _EPS else Vote.ABSTAIN
+
+        def allocate_many(tasks: list[TaskInfo]) -> None:
+            for t in tasks:
+                self._take(ssn, Event(t), -1.0)
+
+        ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key)
+        ssn.add_job_enqueueable_fn(NAME, enqueueable)
+        ssn.add_event_handler(EventHandler(
+            allocate=lambda ev: self._take(ssn, ev, -1.0), deallocate=lambda ev: self._take(ssn, ev, 1.0),
+            allocate_many=allocate_many))
+
+    def _ensure(self) -> None:
+        """Plan (when the inputs moved) and prepare the session's enforcement, once per session,
+        at the first callback: by then every plugin of every tier has registered its predicates."""
+        if self._ready:
+            return
+        self._ready = True
+        ssn = self._ssn
+        assert ssn is not None
+        book = ssn.memo.reservations
         gangs = self._blocked_gangs(ssn)
         cache = ssn.cache
         inputs = (ssn.node_table.change_position, cache.capacity_epoch, cache.node_generation,
                   tuple((j.uid, j.version) for j in gangs))
         if inputs != book.inputs:
             book.replace(self._plan(ssn, gangs), inputs)
-        if not book.held:
-            return
         self._held = [self._enforced(ssn, r, book.held.values())
                       for r in sorted(book.held.values(), key=lambda r: r.rank)]
         self._reserved_jobs = set(book.held)
-        generation = book.generation
-
-        def predicate(task: TaskInfo, idx: np.ndarray) -> list[tuple[Status, np.ndarray]]:
-            refused = self._refused(ssn, task, idx)
-            return [(_HELD, refused)] if refused is not None else []
-
-        def cache_key(task: TaskInfo) -> tuple[Any, ...]:
-            if task.job in self._reserved_jobs:
-                return ("reserved", generation, task.job)
-            end = self._end(ssn, task)
-            return ("other", generation, tuple(end > h.reservation.start + _EPS for h in self._held))
-
-        ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key)
-        def allocate_many(tasks: list[TaskInfo]) -> None:
-            for t in tasks:
-                self._take(ssn, Event(t), -1.0)
-
-        ssn.add_event_handler(EventHandler(
-            allocate=lambda ev: self._take(ssn, ev, -1.0), deallocate=lambda ev: self._take(ssn, ev, 1.0),
-            allocate_many=allocate_many))
 
     def on_session_close(self, ssn: Session) -> None:
         book = ssn.memo.reservations
@@ -179,7 +201,9 @@ class ReservationPlugin:
             job = ssn.jobs.get(key)
             if job is None or job.ready_task_num() >= job.min_available:
                 continue
-            if r.start <= ssn.now + _EPS and not job.tasks_in(TaskStatus.Pipelined):
+            if (r.start <= ssn.now + _EPS and self._needed(job) is not None
+                    and not job.tasks_in(TaskStatus.Pipelined)):
+                # Due, its pods exist, and still not started: the plan does not work.
                 book.stalled[key] = ssn.cache.capacity_epoch
                 continue
             kept[key] = r
@@ -192,7 +216,7 @@ class ReservationPlugin:
 
         def wanted(job: JobInfo) -> bool:
             pg = job.podgroup
-            return (pg is not None and pg.phase == "Inqueue" and job.min_available >= min_members
+            return (pg is not None and pg.phase in ("Pending", "Inqueue") and job.min_available >= min_members
                     and job.ready_task_num() < job.min_available)
 
         book = ssn.memo.reservations
@@ -204,15 +228,11 @@ class ReservationPlugin:
         for job in ssn.memo.select("reservation/gangs", wanted, ssn.jobs):
             if not wanted(job) or job.uid in book.stalled:
                 continue
-            needed = self._needed(job)
-            if needed is None:
+            asked = self._asked(job)
+            if asked is None:
                 continue
             quota = quotas.get(job.queue)
             if quota is not None:
-                asked: dict[str, float] = {}
-                for t in needed:
-                    for name, v in t.resreq.items():
-                        asked[name] = asked.get(name, 0.0) + v
                 limit = quota.allocate_limit
                 # The queue must be within its share, and the gang must fit in it alone (it starts
                 # when the queue's running pods have ended or not at all).
@@ -230,6 +250,41 @@ class ReservationPlugin:
 
         out.sort(key=functools.cmp_to_key(compare))
         return out
+
+    def _asked(self, job: JobInfo) -> dict[str, float] | None:
+        """What the gang still needs in all (None: it cannot be planned)."""
+        needed = self._needed(job)
+        if needed is not None:
+            asked: dict[str, float] = {}
+            for t in needed:
+                for name, v in t.resreq.items():
+                    asked[name] = asked.get(name, 0.0) + v
+            return asked
+        if job.podgroup is None or job.podgroup.phase != "Pending" or not job.has_min_resources() \
+                or job.ready_task_num():
+            return None
+        return {name: v for name, v in job.min_resources().items() if v > 0} or None
+
+    def _shapes(self, ssn: Session, job: JobInfo, dims: int) -> tuple[list[np.ndarray], TaskInfo | None,
+                                                                      float | None] | None:
+        """The gang's pods still needed as dense vectors, a pod to run its predicates (None for a
+        PodGroup whose pods do not exist yet: an equal share of minResources each, as a Volcano
+        Job's controller creates them) and its runtime."""
+        table = ssn.node_table
+        needed = self._needed(job)
+        if needed is not None:
+            runtimes = [expected_runtime(t, self.default_runtime) for t in needed]
+            runtime = None if any(r is None for r in runtimes) else max(r for r in runtimes if r is not None)
+            return [self._dense(table, t, dims) for t in needed], needed[0], runtime
+        asked = self._asked(job)
+        if asked is None or job.min_available < 1:
+            return None
+        pod = np.zeros(dims)
+        for name, v in asked.items():
+            d = table.dim_index.get(name)
+            if d is not None and d < dims:
+                pod[d] = v / job.min_available
+        return [pod] * job.min_available, None, self.default_runtime
 
     @staticmethod
     def _needed(job: JobInfo) -> list[TaskInfo] | None:
@@ -279,16 +334,15 @@ class ReservationPlugin:
         for job in gangs:
             if len(out) >= self.max_reservations:
                 break
-            needed = self._needed(job)
-            assert needed is not None
-            pods = [self._dense(table, t, dims) for t in needed]
-            usable = usable_base & self._static_fit(ssn, needed[0], pods[0], n)
+            shapes = self._shapes(ssn, job, dims)
+            if shapes is None:
+                continue
+            pods, probe, runtime = shapes
+            usable = usable_base & self._static_fit(ssn, probe, pods[0], n)
             found = self._earliest(free, events, deltas, pods, usable, now)
             if found is None:
                 continue
             start, rows = found
-            runtimes = [expected_runtime(t, self.default_runtime) for t in needed]
-            runtime = None if any(r is None for r in runtimes) else max(r for r in runtimes if r is not None)
             per_row: dict[int, np.ndarray] = {}
             for row, pod in zip(rows, pods, strict=True):
                 per_row[row] = per_row.get(row, 0.0) + pod
@@ -315,14 +369,14 @@ class ReservationPlugin:
         return vec
 
     @staticmethod
-    def _static_fit(ssn: Session, task: TaskInfo, pod: np.ndarray, n: int) -> np.ndarray:
+    def _static_fit(ssn: Session, task: TaskInfo | None, pod: np.ndarray, n: int) -> np.ndarray:
         """Nodes large enough for the pod that pass its predicates whatever runs on them."""
         table = ssn.node_table
         big = np.ones(n, dtype=bool)
         for d in np.flatnonzero(pod):
             big &= table.allocatable[d][:n] + _EPS >= pod[d]
         idx = np.flatnonzero(big)
-        if len(idx):
+        if len(idx) and task is not None:
             ok, _ = ssn.preempt_predicate(task, idx)
             big[idx[~ok]] = False
         return big
