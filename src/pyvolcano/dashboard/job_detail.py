@@ -7,8 +7,9 @@ the nodes' predicate-failure histogram, the preemption analysis), None when noth
 job is pending. ``row`` is the job's line of the Jobs view (queue position, estimate).
 ``reservation`` is the nodes and start time the ``reservation`` plugin holds for the job
 (:meth:`Analysis.reservations`), None without one. ``events`` are the Events about the
-PodGroup, its pods or its Volcano Job, newest first, at most :data:`MAX_EVENTS`; both ``v1`` Events (``involvedObject``, ``message``) and
-``events.k8s.io/v1`` Events (``regarding``, ``note``) are read.
+PodGroup, its pods or its Volcano Job, newest first, at most :data:`MAX_EVENTS`; both ``v1``
+Events (``involvedObject``, ``message``) and ``events.k8s.io/v1`` Events (``regarding``,
+``note``) are read.
 """
 
 from __future__ import annotations
