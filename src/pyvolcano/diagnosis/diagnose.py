@@ -173,7 +173,8 @@ class _Context:
     def diagnose(self, job: JobInfo) -> Diagnosis:
         diag = self._walk(job)
         held = self.ssn.memo.reservations.held
-        if held and (diag.stage in _RESERVABLE_STAGES or (job.uid in held and diag.stage == Stage.QUEUE_DESERVED)):
+        if held and (diag.stage in _RESERVABLE_STAGES
+                     or (job.uid in held and diag.stage in (Stage.QUEUE_DESERVED, Stage.ENQUEUE))):
             return self._reservation(job, diag)
         return diag
 
