@@ -62,6 +62,44 @@ def pod(name: str, group: str, *, ns: str = "ns", cpu: str | None = "1", memory:
     return d
 
 
+def pdb(name: str, match_labels: dict[str, str], allowed: int, *, ns: str = "ns",
+        disrupted: list[str] | None = None) -> dict[str, Any]:
+    """A PodDisruptionBudget as the disruption controller has written its status."""
+    status: dict[str, Any] = {"disruptionsAllowed": allowed}
+    if disrupted:
+        status["disruptedPods"] = dict.fromkeys(disrupted, "2025-01-01T00:00:00Z")
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": ns},
+            "spec": {"selector": {"matchLabels": match_labels}}, "status": status}
+
+
+def resource_quota(name: str, hard: dict[str, str], used: dict[str, str] | None = None, *,
+                   ns: str = "ns") -> dict[str, Any]:
+    """A ResourceQuota as the quota controller has written its status (``spec.hard`` = ``status.hard``)."""
+    status: dict[str, Any] = {"hard": dict(hard)}
+    if used is not None:
+        status["used"] = dict(used)
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": ns},
+            "spec": {"hard": dict(hard)}, "status": status}
+def numatopology(name: str, policy: str = "single-numa-node", free: str = "0-7", *, cpu_policy: str = "static",
+                 numa_nodes: int = 2, cpus_per_numa: int = 4, **spec: Any) -> dict[str, Any]:
+    """A Numatopology for node ``name``: NUMA node k holds cpus k*cpus_per_numa.. (socket k, two
+    hyperthreads per core), ``free`` the exporter's allocatable cpu list."""
+    detail = {str(c): {"numa": c // cpus_per_numa, "socket": c // cpus_per_numa, "core": c // 2}
+              for c in range(numa_nodes * cpus_per_numa)}
+    return {"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology", "metadata": {"name": name},
+            "spec": {"policies": {"CPUManagerPolicy": cpu_policy, "TopologyManagerPolicy": policy},
+                     "numares": {"cpu": {"allocatable": free, "capacity": len(detail)}}, "cpuDetail": detail, **spec}}
+
+
+def guaranteed(pod_doc: dict[str, Any], policy: str | None = None) -> dict[str, Any]:
+    """``pod_doc`` with limits equal to its requests (a Guaranteed pod), annotated with ``policy``."""
+    for c in pod_doc["spec"]["containers"]:
+        c["resources"]["limits"] = dict(c["resources"]["requests"])
+    if policy is not None:
+        pod_doc["metadata"]["annotations"]["volcano.sh/numa-topology-policy"] = policy
+    return pod_doc
+
+
 def plugin_conf(name: str, arguments: dict[str, Any], actions: str = "allocate") -> str:
     """A scheduler configuration with one plugin, ``name``, given ``arguments``."""
     return yaml.safe_dump({"actions": actions, "tiers": [{"plugins": [{"name": name, "arguments": arguments}]}]})

@@ -98,7 +98,8 @@ def layers() -> list[tuple[str, tuple[str, ...]]]:
 
 def picture() -> dict[str, tuple[list[str], set[tuple[str, str]]]]:
     """docs/architecture.md's picture of the layers: per layer, the packages it shows and its
-    ``a → b`` arrows (a row continues on the lines below it that start with spaces)."""
+    ``a → b`` arrows (a row continues on the lines below it that start with spaces; a package
+    may be named twice in a row to draw another arrow)."""
     text = DOC.read_text(encoding="utf-8")
     block = text.split("<!-- layers picture")[1].split("<!-- end of layers picture -->")[0]
     names = sorted((name for name, _packages in layers()), key=len, reverse=True)
@@ -121,7 +122,8 @@ def picture() -> dict[str, tuple[list[str], set[tuple[str, str]]]]:
                 i += 1
                 while True:
                     target = tokens[i]
-                    packages.append(target)
+                    if target not in packages:  # named again to draw one more arrow
+                        packages.append(target)
                     arrows.add((last, target) if tok == "→" else (target, last))
                     if i + 1 < len(tokens) and tokens[i + 1] == ",":
                         i += 2
@@ -129,7 +131,8 @@ def picture() -> dict[str, tuple[list[str], set[tuple[str, str]]]]:
                     break
                 last = target if tok == "→" else last
             elif tok != ",":
-                packages.append(tok)
+                if tok not in packages:
+                    packages.append(tok)
                 last = tok
             i += 1
     return rows

@@ -192,3 +192,12 @@ def test_a_node_with_a_billion_gpus_is_refused_naming_the_field() -> None:
     with pytest.raises(ManifestError, match=r"^c.yaml: document 0 \(Node n1\): status.capacity.nvidia.com/gpu: got "
                                             r"'1000000000' \(str\); expected at most 1024 GPUs on one node$"):
         load_manifest_text(text, "c.yaml")
+
+
+def test_timestamps_are_read_on_the_stores_clock() -> None:
+    from pyvolcano.api.manifest import parse_time
+    from pyvolcano.store.base import EPOCH, from_rfc3339, to_rfc3339
+
+    assert parse_time(to_rfc3339(0.0)) == 0.0 == from_rfc3339(EPOCH.isoformat())
+    assert parse_time("2025-01-01T00:00:00Z") == from_rfc3339("2025-01-01T00:00:00Z") == 366 * 86400.0
+    assert parse_time(12.5) == 12.5

@@ -53,9 +53,10 @@ def test_label_value(text: str, valid: bool) -> None:
 
 
 def test_the_scheduler_watches_its_kinds_in_upstreams_informer_order_then_storage_then_dra() -> None:
-    assert SCHEDULER_KINDS == ("Node", "Pod", "PriorityClass", "PodGroup", "Queue", "HyperNode",
-                               "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
-                               "CSIStorageCapacity", "DeviceClass", "ResourceSlice", "ResourceClaim")
+    assert SCHEDULER_KINDS == ("PodDisruptionBudget", "Node", "Pod", "PriorityClass", "ResourceQuota", "PodGroup",
+                               "Queue", "Numatopology", "HyperNode", "PersistentVolumeClaim", "PersistentVolume",
+                               "StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity", "DeviceClass",
+                               "ResourceSlice", "ResourceClaim")
 
 
 def test_a_snapshot_lists_every_kind_the_scheduler_watches_and_the_kinds_that_make_jobs() -> None:

@@ -147,13 +147,13 @@ def test_the_charts_admission_paths_are_all_served(capsys: pytest.CaptureFixture
     assert "error: --ca-cert-file is required" in err
 
 
-def test_an_admission_conf_with_resource_groups_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_admission_conf_with_an_unknown_field_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     conf = tmp_path / "admission.conf"
-    conf.write_text("resourceGroups:\n- resourceGroup: gpu\n  schedulerName: volcano\n")
+    conf.write_text("resourceGroups:\n- resourceGroup: gpu\n  schedulerNmae: volcano\n")
     assert admission_cli.run_admission(admission_cli.AdmissionOptions(admission_conf=str(conf))) == 2
     assert capsys.readouterr().err == (
-        f"error: --admission-conf {conf}: resourceGroups: pod mutation by resource group is not implemented in "
-        "pyvolcano yet; expected none (comment them out, as upstream's chart ships)\n")
+        f"error: --admission-conf: {conf}: resourceGroups[0].schedulerNmae: unknown field; expected one of "
+        "resourceGroup, object, schedulerName, tolerations, labels, affinity\n")
 
 
 # ---------------------------------------------------------------------------- pflag's syntax

@@ -138,6 +138,20 @@ def test_a_broken_scheduler_config_map_falls_back_to_the_default_with_a_note() -
     assert len(state.notes) == 1 and "no-such-action" in state.notes[0] and "upstream's default" in state.notes[0]
 
 
+def test_job_why_shows_the_limit_a_plugin_holds_the_job_to(tmp_path: Path) -> None:
+    from builders import resource_quota
+
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(dump(queue("q"), node("n1"), resource_quota("rq", {"cpu": "4"}, {"cpu": "3"}),
+                            podgroup("pg", phase="Pending", minResources={"cpu": "2"}), pod("p-0", "pg", cpu="2")))
+    conf = tmp_path / "sched.conf"
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: resourcequota\n')
+    proc = run("pg", "-n", "ns", "--cluster", str(cluster), "--config", str(conf), "-o", "table")
+    assert proc.returncode == 0, proc.stderr
+    assert "REASON    Enqueue.ResourceQuotaExceeded" in proc.stdout
+    assert "resourcequota  ResourceQuota ns/rq  cpu   4      3     2" in proc.stdout
+
+
 def test_a_queue_affinity_nothing_acts_on_is_a_note_of_the_jobs_in_that_queue() -> None:
     q = queue("q", affinity={"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": ["a"]}})
     zoned = pod("p-0", "pg", cpu="2", labels={"volcano.sh/revocable-zone": "rz1"})

@@ -327,8 +327,40 @@ def test_a_queue_named_by_a_list_is_an_error_not_a_crash(tmp_path: Path, capsys:
     assert code == 2 and len(lines) == 1 and "metadata.name" in lines[0]
 
 
-def test_storage_objects_are_checked_as_the_scheduler_reads_them(tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def _configmap(key: str, text: str) -> str:
+    import yaml
+
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
+                           "data": {key: text}})
+
+
+def test_a_scheduler_configuration_in_a_configmap_is_checked_with_its_plugins(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]
+                                                                             ) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(_configmap("volcano-scheduler.conf", "actions: allocate\ntiers:\n- plugins:\n  - name: tdm\n"
+                               "    arguments: {tdm.revocable-zone.rz1: '10:00-21:00'}\n"))
+    assert run_validate([good]) == 0
+    assert "OK ConfigMap volcano-system/volcano-scheduler-configmap (volcano-scheduler.conf)" in capsys.readouterr().out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(_configmap("volcano-scheduler.conf", "actions: allocate\ntiers:\n- plugins:\n  - name: usage\n"
+                              "metrics: {type: prometheus}\n"))
+    assert run_validate([bad]) == 2
+    assert "data.volcano-scheduler.conf: metrics.address: metrics address is empty" in capsys.readouterr().out
+
+
+def test_an_admission_configuration_in_a_configmap_is_checked(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(_configmap("volcano-admission.conf", "resourceGroups:\n- resourceGroup: x\n"
+                              "  object: {key: label, value: [a]}\n"))
+    assert run_validate([bad]) == 2
+    assert "resourceGroups[0].object.key" in capsys.readouterr().out
+
+
+def test_storage_objects_are_checked_as_the_api_server_checks_them(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "s.yaml",
                  "\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local}\n"
                  "provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n",
@@ -340,10 +372,10 @@ def test_storage_objects_are_checked_as_the_scheduler_reads_them(tmp_path: Path,
     assert code == 2
     assert lines == [
         "OK StorageClass local",
-        f"{path}: document 1: PersistentVolumeClaim team/data: spec.accessModes[0]: got 'ReadWriteOne' (str); "
-        "expected one of ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod",
-        f"{path}: document 2: StorageClass odd: volumeBindingMode: got 'Later'; expected Immediate or "
-        "WaitForFirstConsumer",
+        f"{path}: document 1: PersistentVolumeClaim team/data: spec.accessModes: Unsupported value: "
+        '"ReadWriteOne": supported values: "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"',
+        f"{path}: document 2: StorageClass odd: volumeBindingMode: Unsupported value: \"Later\": supported values: "
+        '"Immediate", "WaitForFirstConsumer"',
     ]
 
 
@@ -364,7 +396,8 @@ def test_a_jobs_fields_only_a_plugin_acts_on_are_warned_about_at_their_path_in_t
     numa = job("j").replace("      replicas: 2\n", "      replicas: 2\n      topologyPolicy: single-numa-node\n")
     numa = numa.replace("metadata: {name: j, namespace: team}",
                         "metadata: {name: j, namespace: team, annotations: {volcano.sh/cooldown-time: 10m}}")
-    numa = numa.replace("        spec:\n", "        spec:\n          resources: {requests: {cpu: '2'}}\n")
+    inline = "          volumes: [{name: s, csi: {driver: inline.csi.io}}]\n"
+    numa = numa.replace("        spec:\n", "        spec:\n" + inline)
     path = write(tmp_path, "j.yaml", numa)
     assert run_validate([path]) == 0
     err = capsys.readouterr().err.splitlines()
@@ -373,6 +406,53 @@ def test_a_jobs_fields_only_a_plugin_acts_on_are_warned_about_at_their_path_in_t
         "preemption) is honoured only by the cdp plugin",
         f"warning: {path}: document 0: Job team/j: spec.tasks[0].topologyPolicy (a NUMA topology policy) is honoured "
         "only by the numa-aware plugin",
-        f"warning: {path}: document 0: Job team/j: spec.tasks[0].template.spec.resources (pod-level resource "
-        "requests) is not acted on by pyvolcano yet; the job is placed as if it were absent",
+        f"warning: {path}: document 0: Job team/j: spec.tasks[0].template.spec.volumes[].csi (an inline CSI "
+        "volume) is not acted on by pyvolcano yet; it is not counted against the node's CSI attach limit",
     ]
+
+
+DRA = """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: two, namespace: team}
+spec:
+  devices:
+    requests:
+    - name: gpus
+      exactly: {deviceClassName: gpu, count: 2}
+    - name: nic
+      exactly: {deviceClassName: nic, capacity: {requests: {bandwidth: 10G}}}
+    constraints: [{requests: [gpus, nic], matchAttribute: gpu.example.com/numa}]
+"""
+
+
+def test_dra_objects_are_checked_and_unacted_fields_warned_about(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "dra.yaml", DRA)
+    assert run_validate([path]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["OK DeviceClass gpu", "OK ResourceClaim team/two"]
+    assert err.splitlines() == [
+        f"warning: {path}: document 1: ResourceClaim team/two: spec.devices.requests[].exactly.capacity (a "
+        "consumable-capacity request) is not acted on by pyvolcano yet; devices are allocated whole, as if it were "
+        "absent"]
+
+
+def test_a_dra_object_with_an_unknown_field_or_an_older_version_is_named(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    typo = DRA.replace("deviceClassName: gpu, count: 2", "deviceClass: gpu, count: 2")
+    beta = "apiVersion: resource.k8s.io/v1beta2\nkind: DeviceClass\nmetadata: {name: old}\n"
+    path = write(tmp_path, "dra.yaml", typo, beta)
+    code, lines = run(capsys, path)
+    assert code == 2
+    assert lines[1] == (f'{path}: document 1: ResourceClaim team/two: spec.devices.requests[0].exactly.deviceClass: '
+                        'unknown field "deviceClass"; did you mean "deviceClassName"?')
+    assert lines[2] == ("NOT CHECKED DeviceClass old (resource.k8s.io/v1beta2): pyvolcano checks dynamic resource "
+                        "allocation's objects in resource.k8s.io/v1, the version Kubernetes serves by default since "
+                        "1.34")

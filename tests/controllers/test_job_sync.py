@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from ctrl_harness import Harness, task, vcjob
 
+from builders import pvc
 from pyvolcano.controllers._resources import format_list
 from pyvolcano.controllers.job import podgroup as podgroup_module
 from pyvolcano.controllers.job.actions import canonical
@@ -311,8 +312,7 @@ def test_status_timestamps_follow_the_clock() -> None:
 
 def test_job_volumes_get_claims_and_mounts() -> None:
     h = Harness()
-    h.store.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                    "metadata": {"name": "data", "namespace": "default"}, "spec": {}})
+    h.store.create(pvc("data", ns="default"))
     h.create(vcjob("j", task("worker", 1), volumes=[
         {"mountPath": "/data", "volumeClaimName": "data"},
         {"mountPath": "/scratch", "volumeClaim": {"accessModes": ["ReadWriteOnce"],
@@ -334,8 +334,7 @@ def test_missing_claim_keeps_job_pending_and_is_retried() -> None:
     h.create(vcjob("j", task("worker", 1), volumes=[{"mountPath": "/data", "volumeClaimName": "nope"}]))
     assert h.phase("j") == "Pending"
     assert h.store.list("PodGroup") == []
-    h.store.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                    "metadata": {"name": "nope", "namespace": "default"}, "spec": {}})
+    h.store.create(pvc("nope", ns="default"))
     h.advance(1)
     assert len(h.store.list("PodGroup")) == 1
 

@@ -151,3 +151,105 @@ def test_topology_annotations_of_the_owner_are_not_a_topology_constraint() -> No
                                     "uid": rs["metadata"]["uid"], "controller": True}))
     pg = h.get("PodGroup", "default", f"podgroup-{rs['metadata']['uid']}")
     assert "networkTopology" not in pg["spec"] and pg["metadata"]["annotations"][MODE] == "soft"
+
+
+# --------------------------------------------------------------------------- ReplicaSets and StatefulSets
+
+
+def replica_set(name: str, replicas: int, *, min_member: str | None = None, kind: str = "ReplicaSet",
+                revision: str = "") -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name, "namespace": "default"}
+    if min_member is not None:
+        md["annotations"] = {"scheduling.volcano.sh/group-min-member": min_member}
+    out: dict[str, Any] = {"apiVersion": "apps/v1", "kind": kind, "metadata": md,
+                           "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}}}
+    if revision:
+        out["status"] = {"updateRevision": revision}
+    return out
+
+
+def owned_pod(name: str, owner: dict[str, Any], **labels: str) -> dict[str, Any]:
+    pod = plain_pod(name, owner={"apiVersion": "apps/v1", "kind": owner["kind"], "name": owner["metadata"]["name"],
+                                 "uid": owner["metadata"]["uid"], "controller": True})
+    pod["metadata"]["labels"] = {"app": owner["metadata"]["name"], **labels}
+    return pod
+
+
+def test_a_replica_set_scaled_to_zero_loses_its_podgroup() -> None:
+    h = Harness()
+    rs = h.create(replica_set("web", 2))
+    h.create(owned_pod("web-a", rs))
+    h.create(owned_pod("web-b", rs))
+    pg_name = f"podgroup-{rs['metadata']['uid']}"
+    assert [p["metadata"]["name"] for p in h.store.list("PodGroup")] == [pg_name]
+    h.store.update({**h.get("ReplicaSet", "default", "web"), "spec": {**rs["spec"], "replicas": 0}})
+    h.settle()
+    assert h.store.list("PodGroup") == []
+
+
+def test_a_replica_sets_new_min_member_reaches_its_podgroup_with_the_next_pod() -> None:
+    h = Harness()
+    rs = h.create(replica_set("web", 2, min_member="2"))
+    h.create(owned_pod("web-a", rs))
+    pg_name = f"podgroup-{rs['metadata']['uid']}"
+    assert h.get("PodGroup", "default", pg_name)["spec"]["minMember"] == 2
+    # The workload is scaled and its min member raised; a new pod comes with the update.
+    current = h.get("ReplicaSet", "default", "web")
+    current["metadata"]["annotations"]["scheduling.volcano.sh/group-min-member"] = "3"
+    current["spec"]["replicas"] = 3
+    h.store.update(current)
+    pod = owned_pod("web-0", rs)
+    h.store.create(pod)
+    h.settle()
+    pg = h.get("PodGroup", "default", pg_name)
+    assert pg["spec"]["minMember"] == 3
+    assert pg["spec"]["minResources"]["cpu"] == "1500m"
+    assert pg["status"] == {"phase": "Pending"}  # the status is kept
+    assert h.get("Pod", "default", "web-0")["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == pg_name
+
+
+def test_a_replica_set_update_leaves_a_podgroup_whose_pods_are_annotated_alone() -> None:
+    h = Harness()
+    rs = h.create(replica_set("web", 1, min_member="1"))
+    h.create(owned_pod("web-a", rs))
+    before = h.get("PodGroup", "default", f"podgroup-{rs['metadata']['uid']}")
+    current = h.get("ReplicaSet", "default", "web")
+    current["metadata"]["annotations"]["scheduling.volcano.sh/group-min-member"] = "5"
+    h.store.update(current)
+    h.settle()
+    assert h.get("PodGroup", "default", f"podgroup-{rs['metadata']['uid']}") == before
+
+
+def test_a_stateful_set_acts_on_the_pods_of_its_update_revision() -> None:
+    h = Harness()
+    sts = h.create(replica_set("db", 2, kind="StatefulSet", revision="db-v2", min_member="2"))
+    old = owned_pod("db-0", sts, **{"controller-revision-hash": "db-v1"})
+    old["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "elsewhere"}
+    h.store.create(old)
+    new = owned_pod("db-1", sts, **{"controller-revision-hash": "db-v2"})
+    h.store.create(new)
+    h.settle()
+    pg = h.get("PodGroup", "default", f"podgroup-{sts['metadata']['uid']}")
+    assert pg["spec"]["minMember"] == 2
+    current = h.get("StatefulSet", "default", "db")
+    h.store.update({**current, "spec": {**current["spec"], "replicas": 0}})
+    h.settle()
+    assert [p["metadata"]["name"] for p in h.store.list("PodGroup")] == []
+
+
+def test_without_inherit_owner_annotations_every_pod_is_a_gang_of_one() -> None:
+    h = Harness()
+    h.podgroups.inherit_owner_annotations = False
+    rs = h.create(replica_set("web", 3, min_member="3"))
+    h.create(owned_pod("web-a", rs))
+    pg = h.get("PodGroup", "default", f"podgroup-{rs['metadata']['uid']}")
+    assert pg["spec"]["minMember"] == 1 and "annotations" not in pg["metadata"]
+
+
+def test_the_controller_manager_option_reaches_the_podgroup_controller() -> None:
+    from pyvolcano.runtime.controller_manager import CONTROLLER_KINDS, build_controllers
+    from pyvolcano.store.memory import InMemoryStore
+
+    (ctrl,) = build_controllers(InMemoryStore(), ["pg-controller"], inherit_owner_annotations=False)
+    assert ctrl.inherit_owner_annotations is False
+    assert {"ReplicaSet", "StatefulSet"} <= set(CONTROLLER_KINDS)

@@ -136,3 +136,21 @@ def test_a_job_page_lists_the_claims_and_pvs_of_a_volume_diagnosis(page: Any, tm
         row = page.locator('#claims tr[data-pv="small"] td')
         assert row.nth(4).text_content() == "on n1"
         assert row.nth(5).text_content() == "too small (1Gi)"
+
+
+def test_a_job_page_lists_the_resource_claims_and_devices_of_a_dra_diagnosis(page: Any, tmp_path: Path) -> None:
+    import yaml
+
+    from builders import device_class, gpu_slice, hostnode, pod, podgroup, queue, resource_claim, with_claims
+
+    docs = [queue("q"), hostnode("n1"), hostnode("n2"), device_class(), gpu_slice("n1", 2), gpu_slice("n2", 1),
+            resource_claim("four", count=4), podgroup("g"), with_claims(pod("p", "g"), "four")]
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    with serving(SnapshotSource(path, default_registry())) as url:
+        _open(page, url, "job/ns/g")
+        assert page.locator('dd[data-field="reason"]').text_content() == "NodeFit.NoDevices"
+        claim = page.locator('#device-claims tr[data-device-claim="ns/four"] td')
+        assert claim.nth(1).text_content() == "not allocated"
+        row = page.locator('#device-claims tr[data-request="gpus"] td')
+        assert [row.nth(i).text_content() for i in range(1, 6)] == ["gpu", "4", "3", "3", "n1 (2)"]

@@ -49,7 +49,7 @@ def test_install_prints_one_yaml_stream_of_the_expected_objects() -> None:
     docs = _docs(out)
     kinds = Counter(d["kind"] for d in docs)
     assert kinds == Counter({
-        "Namespace": 1, "CustomResourceDefinition": 8, "ServiceAccount": 3, "ClusterRole": 3,
+        "Namespace": 1, "CustomResourceDefinition": 9, "ServiceAccount": 3, "ClusterRole": 3,
         "ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 2, "ConfigMap": 1, "Service": 3, "Deployment": 3,
     })
     assert [d["metadata"]["name"] for d in docs if d["kind"] == "Deployment"] == [

@@ -44,6 +44,8 @@ UPSTREAM = {
         ("NodeCount", "integer", ".status.nodeCount", None),
         ("Age", "date", ".metadata.creationTimestamp", None),
     ]),
+    "numatopologies.nodeinfo.volcano.sh": ("Numatopology", "numatopologies", "numatopology", ["numatopo"], "Cluster",
+                                           "v1alpha1", {}, None),
     "cronjobs.batch.volcano.sh": ("CronJob", "cronjobs", "cronjob", ["cronvcjob", "cronvj"], "Namespaced", "v1alpha1",
                                   {"status": {}}, None),
     "jobflows.flow.volcano.sh": ("JobFlow", "jobflows", "jobflow", ["jf"], "Namespaced", "v1alpha1", {"status": {}}, [
@@ -80,7 +82,7 @@ def test_crd_has_upstreams_names_scope_version_subresources_and_printer_columns(
     assert got == columns
 
 
-def test_crds_are_exactly_the_eight_volcano_kinds() -> None:
+def test_crds_are_exactly_the_nine_volcano_kinds() -> None:
     assert sorted(_crds()) == sorted(UPSTREAM)
 
 

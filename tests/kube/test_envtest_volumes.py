@@ -4,11 +4,13 @@ The same scenario runs twice on one control plane, each in its own namespace wit
 StorageClasses and local PersistentVolumes (pinned to nodes by hostname): once scheduled by
 kube-scheduler, once by pyvolcano's scheduler (its own process, with the bundle's
 ServiceAccount and RBAC). kube-controller-manager runs only its PV binder, which completes the
-bindings both schedulers ask for. In each run
+bindings both schedulers ask for, and its ephemeral volume controller. In each run
 
 * a pod whose WaitForFirstConsumer claim matches only the PV on ``n2`` lands on ``n2``,
 * a pod whose claim matches only the PV on ``n3`` lands on ``n3``,
 * a pod whose claim no PV can hold (too large, no provisioner) waits, saying why,
+* a pod with a generic ephemeral volume, whose claim kube-controller-manager's ephemeral volume
+  controller creates from the pod's template and only the PV on ``n1`` can hold, lands on ``n1``,
 
 and the two runs must give the same outcome: the same nodes, the same claim phases, the same
 pending pod. pyvolcano's pending pod also carries its diagnosis (``Volume.NoMatchingPV``).
@@ -121,7 +123,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         assert KCM is not None
         c.start("kube-controller-manager", [KCM, "--kubeconfig", str(cp.kubeconfig), "--leader-elect=false",
-                                            "--controllers=persistentvolume-binder-controller", "--secure-port=0"])
+                                            "--controllers=persistentvolume-binder-controller,"
+                                            "ephemeral-volume-controller", "--secure-port=0"])
         c.apply([_node(n) for n in ("n1", "n2", "n3")])
         try:
             yield c
@@ -142,7 +145,7 @@ def _scenario(ns: str, scheduler: str) -> list[dict[str, Any]]:
     if scheduler == "volcano":  # the queue controller would create it; it does not run here
         docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
                      "spec": {"weight": 1, "reclaimable": True}})
-    for cls, node in (("a", "n2"), ("b", "n3")):
+    for cls, node in (("a", "n2"), ("b", "n3"), ("e", "n1")):
         docs.append({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": f"{ns}-{cls}"},
                      "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"})
         docs.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{ns}-pv-{cls}"},
@@ -167,6 +170,18 @@ def _scenario(ns: str, scheduler: str) -> list[dict[str, Any]]:
                          "metadata": {"name": f"pg-{claim}", "namespace": ns},
                          "spec": {"minMember": 1, "queue": "default"}})
         docs.append(pod)
+    eph: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-eph", "namespace": ns},
+        "spec": {"schedulerName": scheduler,
+                 "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+                 "volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {
+                     "accessModes": ["ReadWriteOnce"], "storageClassName": f"{ns}-e",
+                     "resources": {"requests": {"storage": "1Gi"}}}}}}]}}
+    if scheduler == "volcano":
+        eph["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "pg-eph"}
+        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                     "metadata": {"name": "pg-eph", "namespace": ns}, "spec": {"minMember": 1, "queue": "default"}})
+    docs.append(eph)
     return docs
 
 
@@ -188,8 +203,8 @@ def _outcome(c: Cluster, ns: str) -> dict[str, Any]:
 def _settled(c: Cluster, ns: str) -> dict[str, Any] | None:
     out = _outcome(c, ns)
     bound = [n for n, node in out["nodes"].items() if node]
-    if len(bound) == 2 and "p-big" in out["waiting"] and all(
-            out["claims"][f"data-{x}"][0] == "Bound" for x in ("a", "b")):
+    if len(bound) == 3 and "p-big" in out["waiting"] and all(
+            out["claims"].get(c, ("",))[0] == "Bound" for c in ("data-a", "data-b", "p-eph-scratch")):
         return out
     return None
 
@@ -209,8 +224,9 @@ def test_kube_scheduler_and_pyvolcano_bind_the_same_volumes_to_the_same_nodes(cl
     c.apply(_scenario("vc", "volcano"))
     vc = _wait(lambda: _settled(c, "vc"), 90, "pyvolcano's outcome")
 
-    expected = {"nodes": {"p-a": "n2", "p-b": "n3", "p-big": None},
-                "claims": {"data-a": ("Bound", "pv-a"), "data-b": ("Bound", "pv-b"), "data-big": ("Pending", "")},
+    expected = {"nodes": {"p-a": "n2", "p-b": "n3", "p-big": None, "p-eph": "n1"},
+                "claims": {"data-a": ("Bound", "pv-a"), "data-b": ("Bound", "pv-b"), "data-big": ("Pending", ""),
+                           "p-eph-scratch": ("Bound", "pv-e")},
                 "waiting": {"p-big": True}}
     assert kube == expected, c.log("kube-scheduler")[-3000:]
     assert vc == kube, c.log("pyvolcano-scheduler")[-3000:]

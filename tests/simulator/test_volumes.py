@@ -100,3 +100,18 @@ def test_the_volumes_example_places_provisions_and_explains() -> None:
     assert (jobs["default/dyn-job"]["phase"], jobs["default/dyn-job"]["started"]) == ("Completed", 31.0)
     assert jobs["default/no-room"]["started"] is None
     assert jobs["default/no-room"]["why"]["reason"] == "Volume.NoMatchingPV"
+
+
+def test_a_generic_ephemeral_volume_gets_its_claim_and_the_pod_starts_once_it_is_provisioned() -> None:
+    dyn = storage_class("dyn", provisioner="rancher.io/local-path")
+    dyn["metadata"]["annotations"] = {"pyvolcano.io/provisioning-delay": "20s"}
+    job = vcjob("j", replicas=2)
+    job["spec"]["tasks"][0]["template"]["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {
+        "volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "dyn",
+                                         "resources": {"requests": {"storage": "1Gi"}}}}}}]
+    res, sim = simulate([(0, hostnode("n1")), (0, dyn), (0, job)])
+    rec = res.jobs["default/j"]
+    assert rec.phase == "Completed" and rec.started == 21.0
+    claims = sorted(c["metadata"]["name"] for c in sim.store.list("PersistentVolumeClaim", "default"))
+    # The pods finished but were not deleted: their claims stay, as the garbage collector would leave them.
+    assert claims == ["j-t-0-scratch", "j-t-1-scratch"]

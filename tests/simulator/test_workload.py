@@ -58,3 +58,16 @@ def test_kinds_pyvolcano_passes_through_are_still_accepted(tmp_path: Path) -> No
 def test_a_kind_that_is_not_a_string_is_an_error(tmp_path: Path) -> None:
     fails(write(tmp_path, "apiVersion: v1\nkind: [Pod]\nmetadata: {name: p}\n"), "kind ['Pod'] is not allowed",
           cluster=False)
+
+
+def test_dra_objects_in_a_workload_have_their_fields_checked(tmp_path: Path) -> None:
+    template = ("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\n"
+                "spec: {spec: {devices: {requests: [{name: g, exactly: {deviceClassName: gpu, cuont: 2}}]}}}\n")
+    fails(write(tmp_path, template), "spec.spec.devices.requests[0].exactly.cuont: unknown field \"cuont\"; did you "
+                                     'mean "count"?', cluster=False)
+
+
+def test_a_runtime_class_belongs_in_a_cluster_file(tmp_path: Path) -> None:
+    rc = "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gvisor}\nhandler: runsc\n"
+    subs, _ = load_workload(write(tmp_path, rc), cluster=True)
+    assert [s.key for s in subs] == ["gvisor"]

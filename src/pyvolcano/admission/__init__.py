@@ -3,8 +3,9 @@
 :class:`VolcanoAdmission` implements :class:`~pyvolcano.store.base.Admission`. For every kind it
 applies the API server's object-metadata validation; for Job, Queue, PodGroup and Pod it then
 applies upstream's mutating webhook (CREATE only) and validating webhook, for HyperNode (which
-has no mutating webhook) its CRD's rules and validating webhook (:mod:`.hypernodes`), for CronJob and
-JobFlow their CRDs' defaults and rules and their validating webhooks (:mod:`.cronjobs`,
+has no mutating webhook) its CRD's rules and validating webhook (:mod:`.hypernodes`), for
+Numatopology the CRD's rules and what the scheduler reads (:mod:`.numatopologies`), for CronJob
+and JobFlow their CRDs' defaults and rules and their validating webhooks (:mod:`.cronjobs`,
 :mod:`.jobflows`), for JobTemplate (which has no webhook) its CRD's. Order per request:
 type checks → mutation → metadata validation → kind validation; all problems of one object are
 reported together in a single :class:`~pyvolcano.store.base.Invalid` (field of the first one,
@@ -15,11 +16,17 @@ reported together in a single :class:`~pyvolcano.store.base.Invalid` (field of t
 (:mod:`pyvolcano.webhooks`) can serve the mutating and the validating webhooks separately, as
 the API server calls them.
 
-Pods get what the API server does before any webhook: the defaulting of
+Pods get the resource groups of ``--admission-conf`` on CREATE (:mod:`.resource_groups`, when
+:attr:`VolcanoAdmission.resource_groups` is set) and what the API server does before any webhook: the defaulting of
 :mod:`pyvolcano.api.defaults` (requests from limits), the Priority admission plugin
-(:mod:`.priority`: a missing PriorityClass is Forbidden; the priority is written into the pod)
-and, on CREATE, the pod-spec validation of ``ValidatePodCreate`` (:func:`.k8s.validate_pod_spec`).
-PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule.
+(:mod:`.priority`: a missing PriorityClass is Forbidden; the priority is written into the pod),
+the RuntimeClass admission plugin (:mod:`.runtimeclass`: the class's overhead, node selector
+and tolerations written into the pod) and, on CREATE, the pod-spec validation of
+``ValidatePodCreate`` (:func:`.k8s.validate_pod_spec`). RuntimeClasses get
+``ValidateRuntimeClass``. PriorityClasses get ``ValidatePriorityClass`` and the single-global-default rule;
+PodDisruptionBudgets and ResourceQuotas the API server's validation (:mod:`.policy`). The storage
+kinds and the ``resource.k8s.io/v1`` kinds get the API server's defaults and validation
+(:mod:`.storage`, :mod:`.resource`), then must read as the scheduler reads them.
 """
 
 from __future__ import annotations
@@ -27,9 +34,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from pyvolcano.admission import cronjobs, hypernodes, jobflows, jobs, podgroups, pods, priority, queues
+from pyvolcano.admission import (
+    cronjobs,
+    hypernodes,
+    jobflows,
+    jobs,
+    numatopologies,
+    podgroups,
+    pods,
+    policy,
+    priority,
+    queues,
+    runtimeclass,
+)
 from pyvolcano.admission._common import DEFAULT_JOB_PLUGINS, AdmissionConfig, Problems, ShapeChecker
 from pyvolcano.admission.k8s import validate_object_meta, validate_pod_spec
+from pyvolcano.admission.resource import validate_resource_object
+from pyvolcano.admission.resource_groups import AdmissionConfiguration, apply_resource_groups
+from pyvolcano.admission.storage import ephemeral_volume_problems, validate_storage_object
 from pyvolcano.api.defaults import default_pod
 from pyvolcano.api.manifest import ManifestError, parse_object
 from pyvolcano.api.names import STORAGE_KINDS
@@ -38,6 +60,7 @@ from pyvolcano.store.base import Store
 __all__ = ["DEFAULT_JOB_PLUGINS", "AdmissionConfig", "VolcanoAdmission"]
 
 _Check = Callable[[Any, Problems], None]
+RESOURCE_KINDS: Final = frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
 _CRD_DEFAULTED: Final[dict[str, tuple[_Check, Callable[[dict[str, Any]], None]]]] = {
     "CronJob": (cronjobs.check_shape, cronjobs.default_cronjob),
     "JobFlow": (jobflows.check_jobflow_shape, jobflows.default_jobflow),
@@ -71,6 +94,9 @@ class VolcanoAdmission:
             enable_root_queue_protection=enable_root_queue_protection,
             job_plugins=DEFAULT_JOB_PLUGINS if job_plugins is None else frozenset(job_plugins),
         )
+        # The /pods/mutate resource groups of --admission-conf (replaced whole when the file is
+        # read again); None: no configuration, pods are not mutated.
+        self.resource_groups: AdmissionConfiguration | None = None
 
     def admit(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store) -> dict[str, Any]:
         self.mutate(op, obj, store)
@@ -105,6 +131,10 @@ class VolcanoAdmission:
             podgroups.check_shape(obj, p)
             p.raise_if_any()
             podgroups.mutate_podgroup(obj, store)
+        elif kind == "Pod":
+            groups = self.resource_groups
+            if groups is not None:
+                apply_resource_groups(groups, obj)
         return obj
 
     def validate(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None, store: Store) -> None:
@@ -125,6 +155,9 @@ class VolcanoAdmission:
             self._podgroup(op, obj, store, p)
         elif kind == "HyperNode":
             self._hypernode(obj, p)
+        elif kind == "Numatopology":
+            validate_object_meta(obj, p)
+            numatopologies.validate_numatopology(obj, p)
         elif kind == "CronJob":
             self._crd_kind(obj, p, cronjobs.check_shape, cronjobs.validate_schema, cronjobs.validate_cronjob)
         elif kind == "JobFlow":
@@ -140,9 +173,23 @@ class VolcanoAdmission:
                 priority.validate_priority_class(op, obj, store, p)
         elif kind == "Pod":
             self._pod(op, obj, old, store, p)
+        elif kind == "PodDisruptionBudget" and self.api_server_checks:
+            policy.validate_pod_disruption_budget(obj, p)
+        elif kind == "ResourceQuota" and self.api_server_checks:
+            policy.validate_resource_quota(obj, p)
         elif kind in STORAGE_KINDS and self.api_server_checks:
             validate_object_meta(obj, p)
-            _storage_object(obj, p)
+            validate_storage_object(obj, p)
+            if not p:
+                _as_scheduler_reads_it(obj, p)
+        elif kind == "RuntimeClass" and self.api_server_checks:
+            validate_object_meta(obj, p)
+            runtimeclass.validate_runtime_class(obj, p)
+        elif kind in RESOURCE_KINDS and self.api_server_checks:
+            validate_object_meta(obj, p)
+            validate_resource_object(obj, p)
+            if not p:
+                _as_scheduler_reads_it(obj, p)
         else:
             validate_object_meta(obj, p)
         p.raise_if_any()
@@ -178,9 +225,11 @@ class VolcanoAdmission:
                 ShapeChecker(p).integer(spec, "priority", "spec.priority")
                 p.raise_if_any()
         priority.admit_pod_priority(op, obj, old, store)
+        runtimeclass.admit_pod_runtime_class(op, obj, store)
         validate_object_meta(obj, p)
         if op == "CREATE" and not p:
             validate_pod_spec(obj.get("spec"), "spec", p)
+            ephemeral_volume_problems(obj.get("spec"), "spec", p)
             if not p:
                 pods.validate_pod(obj, self.config, p)
 
@@ -230,9 +279,9 @@ class VolcanoAdmission:
         hypernodes.validate_hypernode(obj, p)
 
 
-def _storage_object(obj: dict[str, Any], p: Problems) -> None:
-    """The API server's checks of a storage object, as far as the scheduler reads it: the
-    manifest reader's (access and volume modes, quantities, selectors, node affinity, binding mode)."""
+def _as_scheduler_reads_it(obj: dict[str, Any], p: Problems) -> None:
+    """A storage or resource object the API server's rules accept must also read as the
+    scheduler reads it (the manifest reader: quantities, selectors, node affinity, modes)."""
     try:
         parse_object(obj, "")
     except ManifestError as e:

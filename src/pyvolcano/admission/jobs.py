@@ -30,6 +30,7 @@ from pyvolcano.admission.k8s import (
     validate_pod_template,
 )
 from pyvolcano.admission.network_topology import default_mode, validate_bounds
+from pyvolcano.admission.storage import ephemeral_volume_problems
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.store.base import NotFound, Store
 
@@ -294,6 +295,9 @@ def validate_job_create(job: Mapping[str, Any], store: Store, cfg: AdmissionConf
         if errs:
             p.add(f"{tp}.name", f"create pod with name {pod_name} validate failed {go_list(errs)}")
         validate_pod_template(task.get("template"), f"{tp}.template", p)
+        template = task.get("template")
+        ephemeral_volume_problems(sub(template, "spec") if isinstance(template, Mapping) else {},
+                                  f"{tp}.template.spec", p)
         _validate_topology_policy(task, index, tp, p)
         _validate_partition_policy(task, job_name, tp, p)
 

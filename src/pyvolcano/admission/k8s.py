@@ -13,12 +13,14 @@ probes, security contexts, the extended-resource limit rules, per-volume-source 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any, Final
 
 from pyvolcano.admission._common import Problems, ShapeChecker, quote, sub
 from pyvolcano.api import matching
+from pyvolcano.api.defaults import aggregate_container_resources
 from pyvolcano.api.names import (
     DNS1035_LABEL_FMT,
     DNS1123_LABEL_FMT,
@@ -319,11 +321,13 @@ def _validate_pod_spec(spec: Mapping[str, Any], path: str, p: Problems) -> None:
     containers = s.mappings(spec, "containers", f"{path}.containers")
     if raw_containers is None or (isinstance(raw_containers, list) and not raw_containers):
         p.add(f"{path}.containers", "Required value")
+    claim_names = _validate_pod_resource_claims(s, spec, f"{path}.resourceClaims", p)
     seen: set[str] = set()
-    for group in ("initContainers", "containers"):
-        items = containers if group == "containers" else s.mappings(spec, group, f"{path}.{group}")
+    init_items = s.mappings(spec, "initContainers", f"{path}.initContainers")
+    for group, items in (("initContainers", init_items), ("containers", containers)):
         for i, c in enumerate(items):
-            _validate_container(c, f"{path}.{group}[{i}]", volume_names, seen, p)
+            _validate_container(c, f"{path}.{group}[{i}]", volume_names, seen, p, claim_names)
+    _validate_pod_resources(s, spec, containers, init_items, f"{path}.resources", p)
 
     rp = spec.get("restartPolicy")
     if rp not in (None, "") and rp not in _RESTART_POLICIES:
@@ -361,8 +365,84 @@ def _validate_pod_spec(spec: Mapping[str, Any], path: str, p: Problems) -> None:
             p.add(where if msg else f"{path}.{key}", msg or text)
 
 
+def _validate_pod_resource_claims(s: ShapeChecker, spec: Mapping[str, Any], path: str, p: Problems) -> set[str]:
+    """``validatePodResourceClaims``: unique DNS-label names, one source each; the names."""
+    names: set[str] = set()
+    for i, claim in enumerate(s.mappings(spec, "resourceClaims", path)):
+        cp = f"{path}[{i}]"
+        name = s.string(claim, "name", f"{cp}.name")
+        if name is not None or claim.get("name") is None:
+            for e in dns1123_label_errors(name or ""):
+                p.add(f"{cp}.name", f"Invalid value: {quote(name or '')}: {e}")
+            if name and name in names:
+                p.add(f"{cp}.name", f"Duplicate value: {quote(name)}")
+            if name:
+                names.add(name)
+        direct = s.string(claim, "resourceClaimName", f"{cp}.resourceClaimName")
+        template = s.string(claim, "resourceClaimTemplateName", f"{cp}.resourceClaimTemplateName")
+        # Upstream prints the Go struct as the value.
+        shown = json.dumps({"Name": name, "ResourceClaimName": direct, "ResourceClaimTemplateName": template},
+                           separators=(",", ":"))
+        if direct and template:
+            p.add(cp, f"Invalid value: {shown}: at most one of `resourceClaimName` or `resourceClaimTemplateName` may "
+                      "be specified")
+        elif not direct and not template:
+            p.add(cp, f"Invalid value: {shown}: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`")
+        for key, value in (("resourceClaimName", direct), ("resourceClaimTemplateName", template)):
+            for e in dns1123_subdomain_errors(value) if value else ():
+                p.add(f"{cp}.{key}", f"Invalid value: {quote(value)}: {e}")
+    return names
+
+
+def _pod_level_supported(name: str) -> bool:
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
+def _validate_pod_resources(s: ShapeChecker, spec: Mapping[str, Any], containers: list[dict[str, Any]],
+                            init: list[dict[str, Any]], path: str, p: Problems) -> None:
+    """``validatePodResources`` (``PodLevelResources``): cpu, memory and hugepages only, no
+    claims, requests within limits, and within them the containers' requests and limits."""
+    res = s.mapping(spec, "resources", path)
+    if res is None:
+        return
+    if res.get("claims") is not None:
+        p.add(f"{path}.claims", "Forbidden: claims may not be set for Resources at pod-level")
+    lists: dict[str, dict[str, Fraction]] = {}
+    for which in ("limits", "requests"):
+        rl = s.mapping(res, which, f"{path}.{which}")
+        for name in rl or {}:
+            if not _pod_level_supported(str(name)):
+                p.add(f"{path}.{which}[{name}]", f'Unsupported value: {quote(name)}: supported values: "cpu", '
+                                                 '"hugepages-", "memory"')
+        lists[which] = validate_resource_list({k: v for k, v in (rl or {}).items()
+                                               if _pod_level_supported(str(k))}, f"{path}.{which}", p)
+    limits, requests = lists["limits"], lists["requests"]
+    for name, req in requests.items():
+        if name in limits and req > limits[name]:
+            p.add(f"{path}.requests", f"Invalid value: {quote(str(sub(res, 'requests')[name]))}: must be "
+                                      f"less than or equal to {name} limit of {sub(res, 'limits')[name]}")
+    container_requests = aggregate_container_resources(
+        (sub(sub(c, "resources"), "requests") for c in containers),
+        ((sub(sub(c, "resources"), "requests"), c.get("restartPolicy") == "Always") for c in init))
+    for name, amount in requests.items():
+        total = container_requests.get(name)
+        if total is not None and total > amount:
+            p.add(f"{path}.requests[{name}]", f"Invalid value: {quote(str(sub(res, 'requests')[name]))}: must be "
+                                              f"greater than or equal to aggregate container requests of {total}")
+    for name, amount in limits.items():
+        for group, items in (("initContainers", init), ("containers", containers)):
+            for i, c in enumerate(items):
+                raw = sub(sub(c, "resources"), "limits").get(name)
+                lim = parse_quantity_or_none(raw) if raw is not None else None
+                if lim is not None and lim > amount:
+                    # Upstream's path: under spec.resources, keyed by the resource, then "limits".
+                    p.add(f"{path}.{group}[{i}][{name}].limits",
+                          f"Invalid value: {quote(str(raw))}: must be less than or equal to pod limits of "
+                          f"{sub(res, 'limits')[name]}")
+
+
 def _validate_container(c: Mapping[str, Any], cp: str, volume_names: set[str], seen: set[str],
-                        p: Problems) -> None:
+                        p: Problems, claim_names: set[str] | None = None) -> None:
     s = ShapeChecker(p)
     name = c.get("name")
     if not isinstance(name, str) or not name:
@@ -422,3 +502,17 @@ def _validate_container(c: Mapping[str, Any], cp: str, volume_names: set[str], s
                 shown = quote(str(sub(res, "requests")[rname]))
                 p.add(f"{cp}.resources.requests.{rname}",
                       f"Invalid value: {shown}: must be less than or equal to {rname} limit of {raw_limits[rname]}")
+        used: set[str] = set()
+        for j, claim in enumerate(s.mappings(res, "claims", f"{cp}.resources.claims")):
+            jp = f"{cp}.resources.claims[{j}]"
+            cname = claim.get("name")
+            if not isinstance(cname, str) or not cname:
+                p.add(f"{jp}.name", "Required value")
+                continue
+            if cname in used:
+                p.add(f"{jp}.name", f"Duplicate value: {quote(cname)}")
+            used.add(cname)
+            known = claim_names or set()
+            if cname not in known:
+                which = ": " + ", ".join(sorted(known)) if known else " which is empty"
+                p.add(jp, f"Not found: {quote(cname)}: must be one of the names in pod.spec.resourceClaims{which}")

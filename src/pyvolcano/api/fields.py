@@ -24,7 +24,7 @@ import yaml
 
 __all__ = ["FieldTree", "field_tree", "unknown_fields"]
 
-TypeRef = str | list[str] | None
+TypeRef = str | list[str] | dict[None, str] | None
 
 
 class FieldTree:
@@ -35,7 +35,7 @@ class FieldTree:
         self.types: dict[str, dict[str, TypeRef]] = {name: dict(fields) for name, fields in data["types"].items()}
         for name, fields in self.types.items():
             for fname, ref in fields.items():
-                target = ref[0] if isinstance(ref, list) else ref
+                target = ref[0] if isinstance(ref, list) else ref[None] if isinstance(ref, dict) else ref
                 if target is not None and target not in self.types:
                     raise ValueError(f"fields.yaml: {name}.{fname} refers to unknown type {target!r}")
 
@@ -75,6 +75,11 @@ def _walk(tree: FieldTree, value: Any, type_name: str, path: str, out: list[tupl
             if isinstance(sub, list):
                 for i, item in enumerate(sub):
                     _walk(tree, item, ref[0], f"{fp}[{i}]", out)
+            continue
+        if isinstance(ref, dict):
+            if isinstance(sub, Mapping):
+                for k, item in sub.items():
+                    _walk(tree, item, ref[None], f"{fp}.{k}", out)
             continue
         _walk(tree, sub, ref, fp, out)
 

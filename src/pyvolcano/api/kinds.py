@@ -9,8 +9,12 @@ not a Volcano Job. :func:`resolve` gives one of three answers for an object's ty
 * ``NOT_CHECKED`` — a real kind pyvolcano does not model (a ConfigMap, a Deployment, a
   ``batch/v1`` CronJob, an Argo Workflow, anything of an API group it does not know);
 * ``UNKNOWN`` — a kind or version that does not exist in an API group whose kinds pyvolcano
-  knows completely (:data:`KNOWN_GROUPS`: the core group, ``scheduling.k8s.io`` and every Volcano
-  group), with a "did you mean" when a known name is close.
+  knows completely (:data:`KNOWN_GROUPS`: the core group, ``scheduling.k8s.io``, ``policy``,
+  ``storage.k8s.io``, ``node.k8s.io``, ``resource.k8s.io`` and every Volcano group), with a "did you mean" when a
+  known name is close.
+
+Older versions of a known group that an API server may still serve (``resource.k8s.io/v1beta2``)
+are ``NOT_CHECKED`` with the version to use.
 """
 
 from __future__ import annotations
@@ -42,12 +46,20 @@ CHECKED_KINDS: Final[frozenset[tuple[str, str]]] = frozenset({
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("bus.volcano.sh/v1alpha1", "Command"),
     ("topology.volcano.sh/v1alpha1", "HyperNode"),
+    ("nodeinfo.volcano.sh/v1alpha1", "Numatopology"),
+    ("v1", "ResourceQuota"),
+    ("policy/v1", "PodDisruptionBudget"),
     ("storage.k8s.io/v1", "StorageClass"),
     ("v1", "PersistentVolume"),
     ("v1", "PersistentVolumeClaim"),
     ("storage.k8s.io/v1", "CSINode"),
     ("storage.k8s.io/v1", "CSIDriver"),
     ("storage.k8s.io/v1", "CSIStorageCapacity"),
+    ("node.k8s.io/v1", "RuntimeClass"),
+    ("resource.k8s.io/v1", "DeviceClass"),
+    ("resource.k8s.io/v1", "ResourceSlice"),
+    ("resource.k8s.io/v1", "ResourceClaim"),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"),
 })
 """``(apiVersion, kind)`` of the kinds pyvolcano validates (fields, defaults, admission)."""
 
@@ -58,8 +70,11 @@ KNOWN_GROUPS: Final[Mapping[str, Mapping[str, frozenset[str]]]] = {
         "ResourceQuota", "Secret", "Service", "ServiceAccount",
     })},
     "scheduling.k8s.io": {"v1": frozenset({"PriorityClass"})},
+    "policy": {"v1": frozenset({"PodDisruptionBudget", "Eviction"})},
     "storage.k8s.io": {"v1": frozenset({"StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity",
                                         "VolumeAttachment", "VolumeAttributesClass"})},
+    "node.k8s.io": {"v1": frozenset({"RuntimeClass"})},
+    "resource.k8s.io": {"v1": frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})},
     "batch.volcano.sh": {"v1alpha1": frozenset({"Job", "CronJob"})},
     "scheduling.volcano.sh": {"v1beta1": frozenset({"PodGroup", "Queue"})},
     "bus.volcano.sh": {"v1alpha1": frozenset({"Command"})},
@@ -72,7 +87,12 @@ KNOWN_GROUPS: Final[Mapping[str, Mapping[str, frozenset[str]]]] = {
 """API groups whose served versions and kinds are known completely (Kubernetes' core and
 scheduling groups; Volcano's CRDs)."""
 
+_RESOURCE_BETA: Final = ("pyvolcano checks dynamic resource allocation's objects in resource.k8s.io/v1, the version "
+                          "Kubernetes serves by default since 1.34")
 _REMOVED_VERSIONS: Final[Mapping[str, str]] = {
+    "resource.k8s.io/v1beta1": _RESOURCE_BETA,
+    "resource.k8s.io/v1beta2": _RESOURCE_BETA,
+    "resource.k8s.io/v1alpha3": _RESOURCE_BETA,
     "scheduling.k8s.io/v1beta1": "scheduling.k8s.io/v1beta1 is no longer served (removed in Kubernetes 1.22); "
                                  "use scheduling.k8s.io/v1",
     "scheduling.k8s.io/v1alpha1": "scheduling.k8s.io/v1alpha1 is no longer served (removed in Kubernetes 1.22); "

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyvolcano.api import matching
-from pyvolcano.api.defaults import requests_with_limit_defaults
+from pyvolcano.api.defaults import host_network_ports, pod_level_requests, requests_with_limit_defaults
 from pyvolcano.api.dra import manifest as dra_manifest
 from pyvolcano.api.dra.types import (
     RESOURCE_API_VERSION,
@@ -46,17 +46,23 @@ from pyvolcano.api.hypernode import (
 )
 from pyvolcano.api.names import TOPOLOGY_API_VERSION
 from pyvolcano.api.network_topology import NETWORK_TOPOLOGY_MODES, NetworkTopology, SubGroupPolicy
+from pyvolcano.api.numatopology import NODEINFO_API_VERSION, Numatopology, read_spec
 from pyvolcano.api.objects import (
     Container,
     Node,
+    NodeGroupAffinity,
     OwnerReference,
     Pod,
+    PodDisruptionBudget,
     PodGroup,
     PodGroupCondition,
     PriorityClass,
     Queue,
+    QueueAffinity,
+    ResourceQuota,
     unschedulable_condition,
 )
+from pyvolcano.api.plugin_fields import unmodelled_paths
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 from pyvolcano.api.storage import (
     ANN_BETA_STORAGE_CLASS,
@@ -81,9 +87,15 @@ __all__ = [
     "one_line",
     "parse_object",
     "parse_objects",
+    "parse_time",
     "pod_uid",
     "read_manifest_text",
 ]
+
+# The store's epoch (pyvolcano.store.base.EPOCH, 2024-01-01T00:00:00Z) in Unix seconds: timestamps
+# are read as seconds after it, the clock of every scheduling loop. (The store layer sits above
+# this one, so the instant is written out here; tests/api/test_manifest.py checks they agree.)
+_EPOCH_UNIX = _dt.datetime(2024, 1, 1, tzinfo=_dt.UTC).timestamp()
 
 MAX_NODE_GPUS = 1024
 """The most GPUs one Node may advertise: GPU placement keeps a row of per-device state for each
@@ -123,6 +135,9 @@ class ClusterObjects:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     hypernodes: list[HyperNode] = field(default_factory=list)
+    numatopologies: list[Numatopology] = field(default_factory=list)
+    pod_disruption_budgets: list[PodDisruptionBudget] = field(default_factory=list)
+    resource_quotas: list[ResourceQuota] = field(default_factory=list)
     device_classes: list[DeviceClass] = field(default_factory=list)
     resource_slices: list[ResourceSlice] = field(default_factory=list)
     resource_claims: list[ResourceClaim] = field(default_factory=list)
@@ -275,18 +290,26 @@ class _Doc:
 
 
 def _seconds(v: Any) -> float | None:
-    """Seconds since the epoch of a time value (RFC 3339 text, a number, a datetime); None if not one."""
+    """A time value (RFC 3339 text, a datetime, or a number already in the store's seconds) in the
+    store's seconds after :data:`~pyvolcano.store.base.EPOCH`, the clock every component runs on
+    (:mod:`pyvolcano.runtime.clock`); None if it is not one."""
     if isinstance(v, _dt.datetime):
         dt = v if v.tzinfo else v.replace(tzinfo=_dt.UTC)
-        return dt.timestamp()
+        return dt.timestamp() - _EPOCH_UNIX
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v)
     if isinstance(v, str):
         try:
-            return _dt.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+            return _dt.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp() - _EPOCH_UNIX
         except ValueError:
             pass
     return None
+
+
+def parse_time(v: Any) -> float | None:
+    """A time value as a manifest holds it (RFC 3339 text, a datetime, a number) in the store's
+    seconds after its epoch, the clock sessions run on; None when it is not one."""
+    return _seconds(v)
 
 
 def _show(v: Any) -> str:
@@ -358,6 +381,9 @@ def _pod(d: _Doc) -> Pod:
                                      str(o.get("uid", "")), bool(o.get("controller", False))))
     containers = _containers(d, "spec.containers")
     init_containers = _containers(d, "spec.initContainers")
+    if d.bool_("spec.hostNetwork", False):
+        for c in (*containers, *init_containers):
+            c.ports = host_network_ports(c.ports)
     phase = d.str_("status.phase", "Pending") or "Pending"
     if phase not in POD_PHASES:
         raise d.fail("status.phase", f"got {phase!r}; expected one of {', '.join(POD_PHASES)}")
@@ -391,14 +417,26 @@ def _pod(d: _Doc) -> Pod:
         tolerations=[dict(t) for t in d.list_("spec.tolerations")],
         topology_spread_constraints=[dict(t) for t in d.list_("spec.topologySpreadConstraints")],
         scheduling_gates=gates, phase=phase, conditions=conditions,
-        nominated_node_name=d.str_("status.nominatedNodeName", ""),
+        nominated_node_name=d.str_("status.nominatedNodeName", ""), start_time=d.timestamp("status.startTime"),
         stored_unschedulable=unschedulable_condition(conditions),
         resource_claims=resource_claims, resource_claim_statuses=claim_statuses,
         claims=claims, ephemeral_claims=ephemeral,
-        resources=_mapping_or_none(d.get("spec.resources")),
-        start_time=d.timestamp("status.startTime"),
+        pod_requests=_pod_requests(d, containers, init_containers),
+        unmodelled=unmodelled_paths("Pod", {"spec": d.get("spec")}),
         active_deadline_seconds=_positive_number(d.get("spec.activeDeadlineSeconds")),
     )
+
+
+def _pod_requests(d: _Doc, containers: list[Container], init_containers: list[Container]) -> dict[str, Any] | None:
+    """``spec.resources``'s requests after the API server's pod-level defaulting (None: none)."""
+    if d.get("spec.resources") is None:
+        return None
+    requests = d.resources("spec.resources.requests")
+    limits = d.resources("spec.resources.limits")
+    out = pod_level_requests({"requests": requests or {}, "limits": limits or {}},
+                             [(c.requests, c.limits, False) for c in containers],
+                             [(c.requests, c.limits, c.restart_policy == "Always") for c in init_containers])
+    return out or None
 
 
 def _pod_claims(d: _Doc, pod_name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -538,8 +576,8 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         status = {}
     if type(md) is not dict or type(spec) is not dict or type(status) is not dict:
         raise _Uncommon
-    if "resourceClaims" in spec or "resourceClaimStatuses" in status:
-        raise _Uncommon  # the general reader reads dynamic resource allocation
+    if "resourceClaims" in spec or "resourceClaimStatuses" in status or "resources" in spec or "hostNetwork" in spec:
+        raise _Uncommon  # the general reader reads DRA, pod-level resources and host networking
     name = md.get("name")
     if type(name) is not str or not name:
         raise _Uncommon
@@ -590,8 +628,9 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         for v in volumes:
             if type(v) is not dict:
                 raise _Uncommon
-            if "persistentVolumeClaim" in v or "ephemeral" in v:
-                # Pods with claims are few: the general reader reads them (and words any error).
+            if "persistentVolumeClaim" in v or "ephemeral" in v or "csi" in v:
+                # Pods with claims (or inline CSI volumes) are few: the general reader reads them
+                # (and words any error).
                 raise _Uncommon
     return Pod(
         namespace=ns, name=name, uid=uid, labels=labels, annotations=annotations, owner_references=owners,
@@ -606,10 +645,9 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         topology_spread_constraints=[dict(t) for t in _list_or_empty(spread)],
         scheduling_gates=gates, phase=phase, conditions=conditions,
         nominated_node_name=_str_or(status.get("nominatedNodeName")),
+        start_time=_time_or_none(status.get("startTime")),
         stored_unschedulable=unschedulable_condition(conditions),
         claims=claims, ephemeral_claims=ephemeral,
-        resources=_mapping_or_none(spec.get("resources")),
-        start_time=_time_or_none(status.get("startTime")),
         active_deadline_seconds=_positive_number(spec.get("activeDeadlineSeconds")),
     )
 
@@ -791,6 +829,17 @@ def _member_selector(d: _Doc, value: Any, path: str) -> MemberSelector:
     return MemberSelector(kind, label_selector=dict(inner))
 
 
+def _numatopology(d: _Doc) -> Numatopology:
+    """A Numatopology as the resource exporter writes it (:func:`pyvolcano.api.numatopology.read_spec`)."""
+    name, labels, annotations, created = _meta_common(d)
+    spec, problems = read_spec(d.get("spec"))
+    if problems:
+        path, message = problems[0]
+        raise d.fail(path, message)
+    return Numatopology(name=name, uid=d.str_("metadata.uid", "") or name, labels=labels, annotations=annotations,
+                        creation_timestamp=created, **spec)
+
+
 def _queue(d: _Doc) -> Queue:
     name, labels, annotations, created = _meta_common(d)
     weight = d.int_("spec.weight", 1, int32=True)
@@ -805,6 +854,75 @@ def _queue(d: _Doc) -> Queue:
         deserved=d.resources("spec.deserved"), guarantee=d.resources("spec.guarantee.resource"),
         reclaimable=d.bool_("spec.reclaimable", True), priority=d.int_("spec.priority", 0, int32=True) or 0,
         parent=d.str_("spec.parent", ""), state=state, affinity=_mapping_or_none(d.get("spec.affinity")),
+        node_groups=_queue_affinity(d),
+    )
+
+
+def _queue_affinity(d: _Doc) -> QueueAffinity | None:
+    """``spec.affinity``: lists of node-group names under ``nodeGroup(Anti)Affinity``."""
+    if _mapping_field(d, d.get("spec.affinity"), "spec.affinity") is None:
+        return None
+
+    def rules(path: str) -> NodeGroupAffinity | None:
+        if _mapping_field(d, d.get(path), path) is None:
+            return None
+        groups = []
+        for when in ("required", "preferred"):
+            field_path = f"{path}.{when}DuringSchedulingIgnoredDuringExecution"
+            names = d.list_(field_path)
+            for i, name in enumerate(names):
+                if not isinstance(name, str):
+                    raise d.fail(f"{field_path}[{i}]", f"got {_show(name)}; expected a node group name")
+            groups.append(tuple(names))
+        return NodeGroupAffinity(required=groups[0], preferred=groups[1])
+
+    return QueueAffinity(node_group_affinity=rules("spec.affinity.nodeGroupAffinity"),
+                         node_group_anti_affinity=rules("spec.affinity.nodeGroupAntiAffinity"))
+
+
+def _int_or_percent(d: _Doc, path: str) -> int | str | None:
+    """An IntOrString count: a non-negative integer or a percentage such as ``"50%"``."""
+    v = d.get(path)
+    if v is None:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return v
+    if isinstance(v, str) and v.endswith("%") and v[:-1].isascii() and v[:-1].isdigit():
+        return v
+    raise d.fail(path, f"got {_show(v)}; expected a non-negative integer or a percentage such as '50%'")
+
+
+def _pod_disruption_budget(d: _Doc) -> PodDisruptionBudget:
+    name, _labels, _annotations, _created = _meta_common(d)
+    ns = d.str_("metadata.namespace", "default") or "default"
+    try:
+        selector = matching.compile_label_selector(d.get("spec.selector"), "spec.selector")
+    except matching.SelectorError as e:
+        raise ManifestError(f"{d.where}: {e}") from None
+    min_available = _int_or_percent(d, "spec.minAvailable")
+    max_unavailable = _int_or_percent(d, "spec.maxUnavailable")
+    if min_available is not None and max_unavailable is not None:
+        raise d.fail("spec", "minAvailable and maxUnavailable cannot be both set")
+    allowed = d.int_("status.disruptionsAllowed", 0, int32=True) or 0
+    if allowed < 0:
+        raise d.fail("status.disruptionsAllowed", f"got {allowed}; expected a non-negative integer")
+    disrupted = d.get("status.disruptedPods")
+    if disrupted is not None and not isinstance(disrupted, Mapping):
+        raise d.fail("status.disruptedPods", f"got {_show(disrupted)}; expected a mapping of pod name to time")
+    return PodDisruptionBudget(
+        namespace=ns, name=name, uid=d.str_("metadata.uid", "") or f"{ns}/{name}", selector=selector,
+        disruptions_allowed=allowed, disrupted_pods=frozenset(str(k) for k in (disrupted or {})),
+        min_available=min_available, max_unavailable=max_unavailable,
+    )
+
+
+def _resource_quota(d: _Doc) -> ResourceQuota:
+    name, _labels, _annotations, _created = _meta_common(d)
+    ns = d.str_("metadata.namespace", "default") or "default"
+    return ResourceQuota(
+        namespace=ns, name=name, uid=d.str_("metadata.uid", "") or f"{ns}/{name}",
+        hard=d.resources("status.hard") or {}, used=d.resources("status.used") or {},
+        spec_hard=d.resources("spec.hard") or {},
     )
 
 
@@ -1014,6 +1132,9 @@ _KINDS: dict[tuple[str, str], tuple[str, Callable[[_Doc], Any]]] = {
     ("scheduling.volcano.sh/v1beta1", "Queue"): ("queues", _queue),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("priority_classes", _priority_class),
     (TOPOLOGY_API_VERSION, "HyperNode"): ("hypernodes", _hypernode),
+    (NODEINFO_API_VERSION, "Numatopology"): ("numatopologies", _numatopology),
+    ("policy/v1", "PodDisruptionBudget"): ("pod_disruption_budgets", _pod_disruption_budget),
+    ("v1", "ResourceQuota"): ("resource_quotas", _resource_quota),
     (RESOURCE_API_VERSION, "DeviceClass"): ("device_classes", dra_manifest.device_class),
     (RESOURCE_API_VERSION, "ResourceSlice"): ("resource_slices", dra_manifest.resource_slice),
     (RESOURCE_API_VERSION, "ResourceClaim"): ("resource_claims", dra_manifest.resource_claim),
@@ -1039,7 +1160,7 @@ def _describe(doc: Mapping[str, Any]) -> str:
         ns = md.get("namespace")
         if isinstance(name, str):
             if kind in ("Pod", "PodGroup", "PersistentVolumeClaim", "CSIStorageCapacity", "ResourceClaim",
-                        "ResourceClaimTemplate"):
+                        "ResourceClaimTemplate", "PodDisruptionBudget", "ResourceQuota"):
                 return f"{kind} {ns if isinstance(ns, str) and ns else 'default'}/{name}"
             return f"{kind} {name}"
     return str(kind)

@@ -45,6 +45,8 @@ __all__ = [
     "NETWORK_TOPOLOGY_MODE_KEY",
     "NETWORK_TOPOLOGY_SOURCE_KEY",
     "NETWORK_TOPOLOGY_TIER_KEY",
+    "NODEGROUP_NAME_KEY",
+    "NODEGROUP_RESOURCE_LIMITS_KEY",
     "NUMA_POLICY_KEY",
     "OUT_OF_SYNC_KEY",
     "PARTITION_ID_KEY",
@@ -61,6 +63,9 @@ __all__ = [
     "TASK_INDEX_KEY",
     "TASK_PRIORITY_KEY",
     "TASK_SPEC_KEY",
+    "TASK_TOPOLOGY_AFFINITY_KEY",
+    "TASK_TOPOLOGY_ANTI_AFFINITY_KEY",
+    "TASK_TOPOLOGY_TASK_ORDER_KEY",
     "TEMPLATE_UID_KEY",
     "TOPOLOGY_API_VERSION",
     "dns1035_label_matches",
@@ -90,11 +95,13 @@ STORAGE_KINDS: Final = ("PersistentVolumeClaim", "PersistentVolume", "StorageCla
 DRA_KINDS: Final = ("DeviceClass", "ResourceSlice", "ResourceClaim")
 """The ``resource.k8s.io/v1`` objects dynamic resource allocation reads (:mod:`pyvolcano.cache.dra`)."""
 
-SCHEDULER_KINDS: Final = ("Node", "Pod", "PriorityClass", "PodGroup", "Queue", "HyperNode", *STORAGE_KINDS, *DRA_KINDS)
+SCHEDULER_KINDS: Final = ("PodDisruptionBudget", "Node", "Pod", "PriorityClass", "ResourceQuota", "PodGroup", "Queue",
+                          "Numatopology", "HyperNode", *STORAGE_KINDS, *DRA_KINDS)
 """What vc-scheduler's cache watches: in the order upstream's ``SchedulerCache`` registers its
-informers (``pkg/scheduler/cache/cache.go``: nodes, pods, priority classes, then the Volcano
-informers for PodGroups, Queues and HyperNodes), then the storage informers volume binding
-reads and the DRA manager's. A cluster without the HyperNode CRD has no HyperNodes, and one
+informers (``pkg/scheduler/cache/cache.go``: PodDisruptionBudgets for the pdb plugin, nodes,
+pods, priority classes, resource quotas, then the Volcano informers for PodGroups, Queues,
+Numatopologies and HyperNodes), then the storage informers volume binding reads and the DRA
+manager's. A cluster without the HyperNode or the Numatopology CRD has none of them, and one
 without the resource API no DRA objects: their informers list none
 (:mod:`pyvolcano.kube.store`)."""
 
@@ -140,6 +147,10 @@ NETWORK_TOPOLOGY_TIER_KEY: Final = "volcano.sh/network-topology-highest-tier"
 POD_DURATION_KEY: Final = "pyvolcano.io/duration"
 """How long a pod runs (a Go duration): the simulated kubelets end it then, and the reservation
 plugin counts on it as the pod's expected runtime."""
+TASK_TOPOLOGY_AFFINITY_KEY: Final = "volcano.sh/task-topology-affinity"
+TASK_TOPOLOGY_ANTI_AFFINITY_KEY: Final = "volcano.sh/task-topology-anti-affinity"
+TASK_TOPOLOGY_TASK_ORDER_KEY: Final = "volcano.sh/task-topology-task-order"
+"""PodGroup annotations of the task-topology plugin: ``;``-separated groups of ``,``-separated task names."""
 NETWORK_TOPOLOGY_SOURCE_KEY: Final = "volcano.sh/network-topology-source"
 """The label a discovered HyperNode carries: the discovery source that manages it (``label``)."""
 
@@ -148,6 +159,10 @@ NETWORK_TOPOLOGY_SOURCE_KEY: Final = "volcano.sh/network-topology-source"
 HIERARCHY_KEY: Final = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS_KEY: Final = "volcano.sh/hierarchy-weights"
 CLOSED_BY_PARENT_KEY: Final = "volcano.sh/closed-by-parent"
+NODEGROUP_NAME_KEY: Final = "volcano.sh/nodegroup-name"
+"""The node label naming a node's node group (Queue ``spec.affinity``, the nodegroup plugin)."""
+NODEGROUP_RESOURCE_LIMITS_KEY: Final = "volcano.sh/nodegroup-resource-limits"
+"""A Queue annotation: JSON map of node group to ResourceList, the most the queue may use there."""
 
 # ----------------------------------------------------------------------------- name grammars
 

@@ -20,18 +20,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyvolcano.api.dra.types import PodResourceClaim
+from pyvolcano.api.matching import NOTHING, LabelSelector
 from pyvolcano.api.names import GROUP_NAME_KEY
 from pyvolcano.api.network_topology import NetworkTopology, SubGroupPolicy
 
 __all__ = [
     "Container",
     "Node",
+    "NodeGroupAffinity",
     "OwnerReference",
     "Pod",
+    "PodDisruptionBudget",
     "PodGroup",
     "PodGroupCondition",
     "PriorityClass",
     "Queue",
+    "QueueAffinity",
+    "ResourceQuota",
     "unschedulable_condition",
 ]
 
@@ -90,6 +95,8 @@ class Pod:
     phase: str = "Pending"
     conditions: list[dict[str, Any]] = field(default_factory=list)
     nominated_node_name: str = ""
+    # status.startTime (seconds since the epoch, as creation_timestamp), or None.
+    start_time: float | None = None
     # (reason, message) of the stored PodScheduled=False condition, as read; session close
     # rewrites ``conditions``, never this.
     stored_unschedulable: tuple[str, str] | None = None
@@ -101,12 +108,14 @@ class Pod:
     # volume's is "<pod>-<volume>"), and those of ephemeral volumes; () for most pods.
     claims: tuple[str, ...] = ()
     ephemeral_claims: tuple[str, ...] = ()
-    # ``spec.resources`` (pod-level requests and limits) as given: kept so that ``job why`` can
-    # say it is not acted on (api/plugin_fields.py); requests come from the containers.
-    resources: dict[str, Any] | None = None
-    # ``status.startTime`` and ``spec.activeDeadlineSeconds``: when the pod started and its
-    # declared runtime limit, read by the reservation plugin's runtime estimate.
-    start_time: float | None = None
+    # Pod-level requests (``spec.resources.requests`` after the API server's defaulting from
+    # pod-level limits), None for the pods that set none: cpu, memory and hugepages here
+    # replace the containers' sum in the pod's request (api/task.py).
+    pod_requests: dict[str, Any] | None = None
+    # Paths of fields set that the scheduler does not act on (api/plugin_fields.py), () for most.
+    unmodelled: tuple[str, ...] = ()
+    # ``spec.activeDeadlineSeconds``: the pod's declared runtime limit, read by the reservation
+    # plugin's runtime estimate (with ``start_time``).
     active_deadline_seconds: float | None = None
 
     @property
@@ -182,6 +191,23 @@ class PodGroup:
         return f"{self.namespace}/{self.name}"
 
 
+@dataclass(frozen=True, slots=True)
+class NodeGroupAffinity:
+    """One of a Queue's ``spec.affinity.nodeGroup(Anti)Affinity``: node-group names, as written."""
+
+    required: tuple[str, ...] = ()
+    preferred: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class QueueAffinity:
+    """A Queue's ``spec.affinity``: the node groups (label ``volcano.sh/nodegroup-name``) its
+    jobs may or should run on (read by the nodegroup plugin)."""
+
+    node_group_affinity: NodeGroupAffinity | None = None
+    node_group_anti_affinity: NodeGroupAffinity | None = None
+
+
 @dataclass(slots=True)
 class Queue:
     name: str
@@ -200,6 +226,8 @@ class Queue:
     allocated: dict[str, float] = field(default_factory=dict)
     # ``spec.affinity`` (node-group affinity) as given: only the nodegroup plugin acts on it.
     affinity: dict[str, Any] | None = None
+    # The same, read for the nodegroup plugin (None without ``spec.affinity``).
+    node_groups: QueueAffinity | None = None
 
 
 @dataclass(slots=True)
@@ -208,3 +236,45 @@ class PriorityClass:
     value: int
     global_default: bool = False
     preemption_policy: str = "PreemptLowerPriority"
+
+
+@dataclass(slots=True)
+class PodDisruptionBudget:
+    """A ``policy/v1`` PodDisruptionBudget: the parts the pdb plugin reads.
+
+    ``selector`` is ``spec.selector`` compiled (a missing one selects nothing);
+    ``disruptions_allowed`` and ``disrupted_pods`` (pod names) are the disruption controller's
+    ``status``. ``min_available`` / ``max_unavailable`` are kept as written (an integer or a
+    percentage) for the simulator's disruption controller; the scheduler does not read them.
+    """
+
+    namespace: str
+    name: str
+    uid: str = ""
+    selector: LabelSelector = NOTHING
+    disruptions_allowed: int = 0
+    disrupted_pods: frozenset[str] = frozenset()
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class ResourceQuota:
+    """A ``v1`` ResourceQuota: ``status.hard`` and ``status.used`` (quantities as written), which
+    the resourcequota plugin reads, and ``spec.hard``, which the quota controller copies into
+    ``status.hard``. Scopes are not modelled (upstream's plugin ignores them too)."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    hard: dict[str, Any] = field(default_factory=dict)
+    used: dict[str, Any] = field(default_factory=dict)
+    spec_hard: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

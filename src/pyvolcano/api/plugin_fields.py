@@ -3,17 +3,21 @@
 Upstream acts on some fields only through one plugin (a Queue's ``spec.affinity`` only through
 ``nodegroup``; a pod's ``volcano.sh/revocable-zone`` only through ``tdm``); a configuration
 without that plugin places the job as if the field were absent, upstream and here alike, and
-pyvolcano does not have every such plugin yet. Other fields pyvolcano does not act on at all yet
-(a pod's pod-level ``spec.resources``). Each is declared once in :data:`PLUGIN_FIELDS`: the kind,
-where the field is (a ``spec`` field, an annotation, a label), and the plugin that acts on it
-(``None``: pyvolcano does not act on it whatever the configuration). ``validate`` warns about
-every such field it admits (it has no configuration); ``job why`` adds one note per field of the
-job's queue, PodGroup and pods whose plugin the configuration in use does not enable.
+pyvolcano does not have every such plugin yet. Other fields pyvolcano does not act on at all
+(a pod's inline CSI volume against the node's attach limits; a ResourceClaim's
+consumable-capacity request). Each is declared once in :data:`PLUGIN_FIELDS`: the kind, where the
+field is (a ``spec`` field, an annotation, a label, or a ``path`` from the object's root in which
+``[]`` stands for every item of a list), and the plugin that acts on it (``None``: pyvolcano does
+not act on it whatever the configuration). ``validate`` warns about every such field it admits
+(it has no configuration); ``job why`` adds one note per field of the job's queue, PodGroup,
+pods and ResourceClaims whose plugin the configuration in use does not enable.
 
-A field is *present* when its value is a non-empty mapping or string (an annotation or label
-with any value). :meth:`PluginField.in_document` reads a manifest mapping; :meth:`PluginField.in_object`
-reads the typed objects of :mod:`pyvolcano.api.objects` (whose ``spec`` fields of interest are
-kept as given for this). Pure data and lookups: no I/O.
+A field is *present* when its value is a non-empty mapping, list or string, or ``true`` (an
+annotation or label with any value). :meth:`PluginField.in_document` reads a manifest mapping;
+:meth:`PluginField.in_object` reads the typed objects of :mod:`pyvolcano.api.objects` (whose
+``spec`` fields of interest are kept as given for this; a ``path`` field is looked up in the
+object's ``unmodelled`` paths, which its reader fills from this table). Pure data and lookups:
+no I/O.
 """
 
 from __future__ import annotations
@@ -22,32 +26,43 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from pyvolcano.api.names import COOLDOWN_KEY, NUMA_POLICY_KEY, REVOCABLE_ZONE_KEY
+from pyvolcano.api.names import (
+    COOLDOWN_KEY,
+    NODEGROUP_RESOURCE_LIMITS_KEY,
+    NUMA_POLICY_KEY,
+    REVOCABLE_ZONE_KEY,
+    TASK_TOPOLOGY_AFFINITY_KEY,
+    TASK_TOPOLOGY_ANTI_AFFINITY_KEY,
+    TASK_TOPOLOGY_TASK_ORDER_KEY,
+)
 
-__all__ = ["PLUGIN_FIELDS", "PluginField", "fields_of", "job_fields", "message", "placement_notes"]
+__all__ = ["PLUGIN_FIELDS", "PluginField", "fields_of", "job_fields", "message", "placement_notes",
+           "unmodelled_paths"]
 
-Where = Literal["spec", "annotation", "label"]
+Where = Literal["spec", "annotation", "label", "path"]
 
-NODEGROUP_RESOURCE_LIMITS_KEY: Final = "volcano.sh/nodegroup-resource-limits"
-TASK_TOPOLOGY_KEYS: Final = ("volcano.sh/task-topology-affinity", "volcano.sh/task-topology-anti-affinity",
-                             "volcano.sh/task-topology-task-order")
+TASK_TOPOLOGY_KEYS: Final = (TASK_TOPOLOGY_AFFINITY_KEY, TASK_TOPOLOGY_ANTI_AFFINITY_KEY, TASK_TOPOLOGY_TASK_ORDER_KEY)
 
 
 @dataclass(frozen=True, slots=True)
 class PluginField:
-    """One field: ``kind`` (``Queue``, ``PodGroup``, ``Pod``), where it is, ``key`` (the spec
-    field's name or the annotation's/label's key), what it does, and the plugin that acts on it."""
+    """One field: ``kind`` (``Queue``, ``PodGroup``, ``Pod``, a ``resource.k8s.io`` kind), where
+    it is, ``key`` (the spec field's name, the annotation's/label's key, or the path), what it
+    is, and the plugin that acts on it (or, for none, ``effect``: what pyvolcano does instead)."""
 
     kind: str
     where: Where
     key: str
     what: str
     plugin: str | None
+    effect: str = ""  # what pyvolcano does instead (plugin None); default: placed as if it were absent
 
     @property
     def path(self) -> str:
         if self.where == "spec":
             return f"spec.{self.key}"
+        if self.where == "path":
+            return self.key
         return f"metadata.{self.where}s[{self.key}]"
 
     def in_document(self, doc: Mapping[str, Any]) -> bool:
@@ -55,6 +70,8 @@ class PluginField:
         if self.where == "spec":
             spec = doc.get("spec")
             return isinstance(spec, Mapping) and _present(spec.get(self.key))
+        if self.where == "path":
+            return _found(doc, tuple(self.key.split(".")))
         md = doc.get("metadata")
         values = md.get(f"{self.where}s") if isinstance(md, Mapping) else None
         return isinstance(values, Mapping) and self.key in values
@@ -63,15 +80,36 @@ class PluginField:
         """Whether a typed object of this kind sets the field."""
         if self.where == "spec":
             return _present(getattr(obj, self.key, None))
+        if self.where == "path":
+            return self.key in (getattr(obj, "unmodelled", None) or ())
         values = getattr(obj, f"{self.where}s", None)
         return isinstance(values, Mapping) and self.key in values
 
 
 def _present(value: Any) -> bool:
-    return isinstance(value, Mapping | str | list) and bool(value)
+    return value is True or (isinstance(value, Mapping | str | list) and bool(value))
+
+
+def _found(value: Any, parts: tuple[str, ...]) -> bool:
+    if not parts:
+        return _present(value)
+    head, rest = parts[0], parts[1:]
+    if head.endswith("[]"):
+        items = value.get(head[:-2]) if isinstance(value, Mapping) else None
+        return isinstance(items, list) and any(_found(item, rest) for item in items)
+    return _found(value.get(head) if isinstance(value, Mapping) else None, rest)
+
+
+def unmodelled_paths(kind: str, doc: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``path`` fields of ``kind`` a manifest mapping sets (what a reader keeps as ``unmodelled``)."""
+    return tuple(f.key for f in PLUGIN_FIELDS if f.kind == kind and f.where == "path" and f.in_document(doc))
 
 
 _NODEGROUP: Final = "node-group affinity"
+_CAPACITY: Final = "a consumable-capacity request"
+_WHOLE: Final = "devices are allocated whole, as if it were absent"
+_DERIVED: Final = "derived attributes"
+_NO_DEVICE: Final = "a constraint naming one is met by no device"
 
 PLUGIN_FIELDS: Final[tuple[PluginField, ...]] = (
     PluginField("Queue", "spec", "affinity", _NODEGROUP, "nodegroup"),
@@ -83,7 +121,26 @@ PLUGIN_FIELDS: Final[tuple[PluginField, ...]] = (
     PluginField("Pod", "annotation", COOLDOWN_KEY, "a cooldown before preemption", "cdp"),
     PluginField("Pod", "label", COOLDOWN_KEY, "a cooldown before preemption", "cdp"),
     PluginField("Pod", "annotation", NUMA_POLICY_KEY, "a NUMA topology policy", "numa-aware"),
-    PluginField("Pod", "spec", "resources", "pod-level resource requests", None),
+    PluginField("Pod", "path", "spec.volumes[].csi", "an inline CSI volume", None,
+                "it is not counted against the node's CSI attach limit"),
+    *(PluginField(kind, "path", f"{root}.devices.requests[].{part}", what, None, effect)
+      for kind, root in (("ResourceClaim", "spec"), ("ResourceClaimTemplate", "spec.spec"))
+      for part, what, effect in (
+          ("exactly.capacity", _CAPACITY, _WHOLE), ("firstAvailable[].capacity", _CAPACITY, _WHOLE),
+          ("exactly.derivedAttributes", _DERIVED, _NO_DEVICE), ("firstAvailable[].derivedAttributes", _DERIVED,
+                                                                _NO_DEVICE))),
+    *(PluginField(kind, "path", f"{root}.devices.constraints[].distinctAttribute", "a distinctAttribute "
+                  "constraint", None, "the pod is refused when it is scheduled (NodeFit.ClaimInvalid)")
+      for kind, root in (("ResourceClaim", "spec"), ("ResourceClaimTemplate", "spec.spec"))),
+    PluginField("DeviceClass", "path", "spec.extendedResourceName", "an extended resource backed by the class's "
+                "devices", None, "pods that request it by name are not given these devices"),
+    PluginField("ResourceSlice", "path", "spec.perDeviceNodeSelection", "per-device node selection", None,
+                "the slice's devices are never picked"),
+    *(PluginField("ResourceSlice", "path", f"spec.devices[].{key}", what, None, effect) for key, what, effect in (
+        ("consumesCounters", "a partitionable device", "it is never picked"),
+        ("bindingConditions", "binding conditions", "the device is never picked"),
+        ("allowMultipleAllocations", "a device shared by several allocations",
+         "it is allocated to one claim at a time"))),
 )
 """Every such field, by kind. A Volcano Job's fields reach these through its PodGroup and pods
 (``spec.tasks[].topologyPolicy`` becomes the pods' NUMA policy annotation)."""
@@ -126,10 +183,11 @@ def job_fields(job: Mapping[str, Any]) -> Iterator[tuple[str, PluginField]]:
             yield path, f
 
 
-def placement_notes(queue: Any, podgroup: Any, pods: Iterable[Any], enabled: Collection[str]) -> list[str]:
-    """``job why``'s notes for one job: each field of its queue, PodGroup and pods (typed
-    objects; ``None`` for one it lacks) that the configuration's plugins (``enabled``) do not act
-    on, the pods' fields once each with how many pods set them."""
+def placement_notes(queue: Any, podgroup: Any, pods: Iterable[Any], enabled: Collection[str],
+                    claims: Iterable[Any] = ()) -> list[str]:
+    """``job why``'s notes for one job: each field of its queue, PodGroup, pods and their
+    ResourceClaims (typed objects; ``None`` for one it lacks) that the configuration's plugins
+    (``enabled``) do not act on, the pods' fields once each with how many pods set them."""
     notes: list[str] = []
     if queue is not None:
         notes += [f"Queue {queue.name}: {message(f, with_configuration=True)}"
@@ -145,6 +203,9 @@ def placement_notes(queue: Any, podgroup: Any, pods: Iterable[Any], enabled: Col
         first = with_it[0]
         more = f" and {len(with_it) - 1} more pods" if len(with_it) > 1 else ""
         notes.append(f"Pod {first.namespace}/{first.name}{more}: {message(f, with_configuration=True)}")
+    for claim in claims:
+        notes += [f"ResourceClaim {claim.namespace}/{claim.name}: {message(f, with_configuration=True)}"
+                  for f in fields_of("ResourceClaim", claim, enabled)]
     return notes
 
 
@@ -154,7 +215,7 @@ def message(f: PluginField, *, with_configuration: bool, path: str | None = None
     is not."""
     where = f"{path or f.path} ({f.what})"
     if f.plugin is None:
-        return f"{where} is not acted on by pyvolcano yet; the job is placed as if it were absent"
+        return f"{where} is not acted on by pyvolcano yet; {f.effect or 'the job is placed as if it were absent'}"
     if not with_configuration:
         return f"{where} is honoured only by the {f.plugin} plugin"
     return (f"{where} is honoured only by the {f.plugin} plugin, which the scheduler configuration does not "

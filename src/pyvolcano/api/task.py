@@ -76,8 +76,21 @@ def task_status_from_pod(pod: Pod) -> TaskStatus:
     return TaskStatus.Unknown
 
 
+def _apply_pod_level(result: Resource, requests: dict[str, Any]) -> None:
+    """Upstream ``amendResourceAccordingToPodFeatures`` (pkg/scheduler/api/pod_info.go): each
+    pod-level request of a supported resource (cpu, memory, hugepages) replaces the containers'."""
+    for name, q in requests.items():
+        if name == CPU:
+            result.milli_cpu = float(milli_value(q))
+        elif name == MEMORY:
+            result.memory = float(value(q))
+        elif name.startswith("hugepages-"):
+            result.scalars[name] = float(milli_value(q))
+
+
 def pod_resource_request(pod: Pod) -> Resource:
-    """Upstream ``GetPodResourceRequest``: containers + sidecars vs init max, overhead, ``pods = 1``."""
+    """Upstream ``GetPodResourceRequest``: containers + sidecars vs init max, the pod-level
+    requests in their place, overhead, ``pods = 1``."""
     containers = pod.containers
     if len(containers) == 1:
         result = Resource.from_list(containers[0].requests)  # the sum of one, without a copy
@@ -89,6 +102,8 @@ def pod_resource_request(pod: Pod) -> Resource:
         # The max with an empty init total below, without building it.
         result.milli_cpu = max(result.milli_cpu, 0.0)
         result.memory = max(result.memory, 0.0)
+        if pod.pod_requests:
+            _apply_pod_level(result, pod.pod_requests)
         if pod.overhead:
             result.add(Resource.from_list(pod.overhead))
         result.scalars[PODS] = result.scalars.get(PODS, 0.0) + 1
@@ -105,6 +120,8 @@ def pod_resource_request(pod: Pod) -> Resource:
             current = req.add(sidecars)
         init_max.set_max(current)
     result.set_max(init_max)
+    if pod.pod_requests:
+        _apply_pod_level(result, pod.pod_requests)
     if pod.overhead:
         result.add(Resource.from_list(pod.overhead))
     result.scalars[PODS] = result.scalars.get(PODS, 0.0) + 1
@@ -126,7 +143,8 @@ def pod_nonzero_request(pod: Pod, resreq: Resource) -> tuple[float, float]:
     """kube-scheduler's *non-zero* cpu/memory request of a pod (``PodRequests`` with
     ``NonMissingContainerRequests``): a container without a ``cpu`` (``memory``) request key
     counts as 100m (200Mi), an explicit 0 stays 0; init containers and sidecars combine as in
-    :func:`pod_resource_request`; overhead is added. Equals ``resreq`` when no key is missing.
+    :func:`pod_resource_request`; pod-level cpu and memory requests replace the containers'
+    (``applyPodLevelResources``); overhead is added. Equals ``resreq`` when no key is missing.
     """
     containers = (*pod.containers, *pod.init_containers)
     if all(CPU in c.requests and MEMORY in c.requests for c in containers):
@@ -147,6 +165,11 @@ def pod_nonzero_request(pod: Pod, resreq: Resource) -> tuple[float, float]:
             cur_cpu, cur_mem = c_cpu + side_cpu, c_mem + side_mem
         init_cpu, init_mem = max(init_cpu, cur_cpu), max(init_mem, cur_mem)
     cpu, mem = max(cpu, init_cpu), max(mem, init_mem)
+    if pod.pod_requests:
+        if CPU in pod.pod_requests:
+            cpu = milli_value(pod.pod_requests[CPU])
+        if MEMORY in pod.pod_requests:
+            mem = value(pod.pod_requests[MEMORY])
     if pod.overhead:
         over = Resource.from_list(pod.overhead)
         return cpu + over.milli_cpu, mem + over.memory

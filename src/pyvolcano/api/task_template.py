@@ -90,6 +90,7 @@ def same_content(a: TaskInfo, b: TaskInfo) -> bool:
         and pa.scheduling_gates == pb.scheduling_gates
         and pa.init_containers == pb.init_containers
         and pa.overhead == pb.overhead
+        and pa.pod_requests == pb.pod_requests
         and pa.node_selector == pb.node_selector
         and pa.affinity == pb.affinity
         and pa.tolerations == pb.tolerations
@@ -117,6 +118,7 @@ def template_signature(task: TaskInfo) -> Signature:
         _containers(pod.containers),
         _containers(pod.init_containers) if pod.init_containers else (),
         tuple(pod.overhead.items()) if pod.overhead else (),
+        tuple(pod.pod_requests.items()) if pod.pod_requests else (),
         tuple(pod.node_selector.items()) if pod.node_selector else (),
         _nested(pod.affinity),
         _nested(pod.tolerations),

@@ -16,6 +16,10 @@ Tracked pods follow upstream: a pod is scheduled by us if its ``schedulerName`` 
 ``scheduler_names``; any pod already assigned to a node consumes that node's resources.
 A pod's job is ``<namespace>/<scheduling.k8s.io/group-name>``; pods without the annotation are
 only counted on nodes.
+
+PodDisruptionBudgets and ResourceQuotas are kept as read (upstream's PDB lister and
+``NamespaceInfo``): by ``namespace/name``, and quotas by namespace, for the pdb and
+resourcequota plugins.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ from pyvolcano.api.hypernode_tree import HyperNodeTree
 from pyvolcano.api.job import JobChanges, JobInfo
 from pyvolcano.api.manifest import ClusterObjects
 from pyvolcano.api.node import NodeInfo, NodeTable
-from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
+from pyvolcano.api.node_usage import NodeUsage
+from pyvolcano.api.numatopology import NumaSchedulerInfo, Numatopology, PodMeta, ResNumaSets
+from pyvolcano.api.objects import Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass, Queue, ResourceQuota
 from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import COMPLETED_STATUS, TaskInfo, TaskStatus
@@ -80,6 +86,9 @@ class SchedulerOptions:
     # pyvolcano extension: a pending diagnosis for every job left short at session close
     # (pyvolcano.diagnosis), with its reason code and hint on the Unschedulable condition.
     diagnose: bool = True
+    # The scheduler's local time zone, which upstream reads from the process (tdm's daily
+    # windows): "UTC", an IANA name or "+HH:MM". The live scheduler passes its own.
+    time_zone: str = "UTC"
     # Upstream --ignored-provisioners: claims of classes with these provisioners are not counted
     # against the nodes' CSI attach limits (host-path provisioners, which publish no CSINode drivers).
     ignored_provisioners: tuple[str, ...] = ()
@@ -112,6 +121,18 @@ class SchedulerCache:
         # which keep their NodeInfo and row, are not in it).
         self.hypernodes: dict[str, HyperNode] = {}
         self.hypernode_tree = HyperNodeTree()
+        # PodDisruptionBudgets by "namespace/name"; ResourceQuotas by namespace, then name.
+        self.pod_disruption_budgets: dict[str, PodDisruptionBudget] = {}
+        self.resource_quotas: dict[str, dict[str, ResourceQuota]] = {}
+        # Numatopologies by node name (upstream NodeInfo.NumaInfo) and, per node, the CPUs the
+        # numa-aware plugin gave pods it placed there that the node's exporter has not reported
+        # yet (upstream NodeInfo.UnassignedNumaPods); see numa_scheduler_infos.
+        self.numatopologies: dict[str, Numatopology] = {}
+        self.unassigned_numa: dict[str, dict[PodMeta, ResNumaSets]] = {}
+        # Each node's measured load, as the metrics collector last set it (upstream
+        # NodeInfo.ResourceUsage), and a counter bumped by every collection.
+        self.node_usage: dict[str, NodeUsage] = {}
+        self.usage_version = 0
         # StorageClasses, PVs, PVCs and the CSI objects (cache/volumes.py), and how many of the
         # tracked pods mount claims (volume binding runs only when there are claims or such pods).
         self.volumes = VolumeState()
@@ -163,8 +184,13 @@ class SchedulerCache:
         for cap in objs.csi_storage_capacities:
             v.upsert_capacity(cap)
         cache.hypernodes = {hn.name: hn for hn in objs.hypernodes}
+        cache.numatopologies = {nt.name: nt for nt in objs.numatopologies}
         cache.hypernode_tree = HyperNodeTree.build(
             cache.hypernodes.values(), ((info.name, info.labels, info.index) for info in cache.node_list))
+        for pdb in objs.pod_disruption_budgets:
+            cache.pod_disruption_budgets[pdb.key] = pdb
+        for rq in objs.resource_quotas:
+            cache.resource_quotas.setdefault(rq.namespace, {})[rq.name] = rq
         for device_class in objs.device_classes:
             cache.dra.upsert_class(device_class)
         for rs in objs.resource_slices:
@@ -284,6 +310,8 @@ class SchedulerCache:
 
     def delete_pod(self, uid: str) -> None:
         task = self.tasks.get(uid)
+        if task is not None and self.unassigned_numa:
+            self._clear_unassigned_numa(task)
         # A finished pod holds nothing and is in no queue's request: removing it frees nothing.
         if task is None or not task.status & COMPLETED_STATUS:
             self.capacity_epoch += 1
@@ -395,6 +423,51 @@ class SchedulerCache:
         if self.hypernodes.pop(name, None) is not None:
             self.hypernode_tree.remove_hypernode(name)
 
+    def upsert_numatopology(self, nt: Numatopology) -> None:
+        self.capacity_epoch += 1  # CPUs freed or a policy changed can let a job fit
+        self.numatopologies[nt.name] = nt
+
+    def delete_numatopology(self, name: str) -> None:
+        if self.numatopologies.pop(name, None) is not None:
+            self.capacity_epoch += 1
+
+    def add_unassigned_numa(self, node_name: str, meta: PodMeta, sets: ResNumaSets) -> None:
+        """Upstream ``AddUnassignedNumaPods``: CPUs a session gave a pod it bound to ``node_name``."""
+        if node_name in self.nodes:
+            self.unassigned_numa.setdefault(node_name, {})[meta] = sets
+
+    def _clear_unassigned_numa(self, task: TaskInfo) -> None:
+        # Upstream clearUnassignedNumaTask: a deleted pod holds its CPUs no longer.
+        held = self.unassigned_numa.get(task.node_name)
+        if held is not None:
+            held.pop(PodMeta(task.uid, task.name, task.namespace), None)
+
+    def numa_scheduler_infos(self) -> dict[str, NumaSchedulerInfo]:
+        """Every node's NUMA state for a session (upstream ``RefreshNumaSchedulerInfoByCrd``,
+        run at each snapshot): the exporter's free CPUs less those of pods placed since that it
+        does not list yet; a node whose placements it all lists forgets them."""
+        out: dict[str, NumaSchedulerInfo] = {}
+        for name in sorted(self.numatopologies):
+            if name not in self.nodes:
+                continue
+            info, settled = self.numatopologies[name].scheduler_info(self.unassigned_numa.get(name, {}))
+            if settled:
+                self.unassigned_numa.pop(name, None)
+            out[name] = info
+        return out
+
+    def set_node_usage(self, usage: Mapping[str, NodeUsage]) -> None:
+        """Upstream ``setMetricsData``: the load of the nodes the collector measured (other nodes
+        keep what they had). A lower load can let a job fit, so the capacity epoch moves."""
+        changed = False
+        for name, u in usage.items():
+            if name in self.nodes and self.node_usage.get(name) != u:
+                self.node_usage[name] = u
+                changed = True
+        if changed:
+            self.usage_version += 1
+            self.capacity_epoch += 1
+
     def upsert_queue(self, q: Queue) -> None:
         self.capacity_epoch += 1
         self.add_queue(q)
@@ -412,6 +485,26 @@ class SchedulerCache:
 
     def upsert_priority_class(self, pc: PriorityClass) -> None:
         self.priority_classes[pc.name] = pc
+
+    def upsert_pod_disruption_budget(self, pdb: PodDisruptionBudget) -> None:
+        # A budget that allows more disruptions can let preemption make room.
+        self.capacity_epoch += 1
+        self.pod_disruption_budgets[pdb.key] = pdb
+
+    def delete_pod_disruption_budget(self, namespace: str, name: str) -> None:
+        if self.pod_disruption_budgets.pop(f"{namespace}/{name}", None) is not None:
+            self.capacity_epoch += 1
+
+    def upsert_resource_quota(self, rq: ResourceQuota) -> None:
+        self.capacity_epoch += 1
+        self.resource_quotas.setdefault(rq.namespace, {})[rq.name] = rq
+
+    def delete_resource_quota(self, namespace: str, name: str) -> None:
+        quotas = self.resource_quotas.get(namespace)
+        if quotas is not None and quotas.pop(name, None) is not None:
+            self.capacity_epoch += 1
+            if not quotas:
+                del self.resource_quotas[namespace]
 
     def delete_podgroup(self, namespace: str, name: str, *, releases: bool = True) -> None:
         """Forget a PodGroup; ``releases=False`` when nothing it held or summed goes with it."""

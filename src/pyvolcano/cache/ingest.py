@@ -15,7 +15,8 @@ from pyvolcano.api.hypernode import HyperNode
 from pyvolcano.api.job import podgroup_phase
 from pyvolcano.api.manifest import ManifestError, parse_object, pod_uid
 from pyvolcano.api.names import STORAGE_KINDS
-from pyvolcano.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
+from pyvolcano.api.numatopology import Numatopology
+from pyvolcano.api.objects import Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass, Queue, ResourceQuota
 from pyvolcano.api.storage import (
     CSIDriver,
     CSINode,
@@ -114,6 +115,16 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
             cache.priority_classes.pop(typed.name, None)
         else:
             cache.upsert_priority_class(typed)
+    elif isinstance(typed, PodDisruptionBudget):
+        if event_type == "DELETED":
+            cache.delete_pod_disruption_budget(typed.namespace, typed.name)
+        else:
+            cache.upsert_pod_disruption_budget(typed)
+    elif isinstance(typed, ResourceQuota):
+        if event_type == "DELETED":
+            cache.delete_resource_quota(typed.namespace, typed.name)
+        else:
+            cache.upsert_resource_quota(typed)
     elif isinstance(typed, (DeviceClass, ResourceSlice, ResourceClaim)):
         return _apply_dra(cache, event_type, typed)
     elif isinstance(typed, HyperNode):
@@ -124,11 +135,19 @@ def apply_event(cache: SchedulerCache, event_type: str, kind: str, obj: dict[str
             if cached is not None and _hypernode_spec(cached) == _hypernode_spec(typed):
                 return False  # e.g. the controller's status.nodeCount: nothing the tree reads
             cache.upsert_hypernode(typed)
+    elif isinstance(typed, Numatopology):
+        if event_type == "DELETED":
+            cache.delete_numatopology(typed.name)
+        else:
+            cached_nt = cache.numatopologies.get(typed.name)
+            if cached_nt is not None and cached_nt.spec_key() == typed.spec_key():
+                return False  # e.g. the exporter's refresh timestamp annotation
+            cache.upsert_numatopology(typed)
     return True
 
 
-_KINDS = frozenset(("Pod", "Node", "PodGroup", "Queue", "PriorityClass", "HyperNode", "DeviceClass", "ResourceSlice",
-                    "ResourceClaim"))
+_KINDS = frozenset(("Pod", "Node", "PodGroup", "Queue", "PriorityClass", "HyperNode", "Numatopology", "DeviceClass",
+                    "ResourceSlice", "ResourceClaim", "PodDisruptionBudget", "ResourceQuota"))
 
 
 def _apply_dra(cache: SchedulerCache, event_type: str, obj: DeviceClass | ResourceSlice | ResourceClaim) -> bool:

@@ -53,7 +53,9 @@ The shortcuts — what each is keyed on or invalidated by, and its from-scratch 
 Not a shortcut, kept here because it lives between sessions: the PodGroup status last handed
 back to the writer (:meth:`podgroup_status_changed`; a new PodGroup object resets it, primed
 at session open for the jobs the feed reported, or for every job), upstream's round-robin
-start of the node search (``last_processed_node_index``), the ``reservation`` plugin's
+start of the node search (``last_processed_node_index``), the plugins' own state that decisions
+depend on (``plugin_state``: tdm's last victim round, rescheduling's last run; the decision
+recorder records it with a session and restores it for the replay), the ``reservation`` plugin's
 reservations (:attr:`SessionMemo.reservations`, an :class:`~pyvolcano.api.reservation.ReservationBook`:
 the plugin replans them when its inputs move; the same either way), and the failure signature of
 ``SchedulerOptions.skip_unchanged_unschedulable`` (``JobMemo.unschedulable_at``; the option
@@ -173,7 +175,13 @@ VOLUME_AFFINITY_NODES: Kept[tuple[dict[str, list[str]], dict[str, frozenset[str]
     "the nodes by hostname label, and per PersistentVolume node affinity the nodes it reaches, filled during "
     "sessions; keyed on (node_generation, number of nodes)")
 
-KEPT_VALUES: tuple[Kept[Any], ...] = (NODE_SIGNATURES, STABLE_FAILURES, WATER_FILLING, VOLUME_AFFINITY_NODES)
+NODE_GROUPS: Kept[tuple[np.ndarray, list[str]]] = Kept(
+    "nodegroup/node-groups",
+    "each node's node group (label volcano.sh/nodegroup-name) as an index into the group names, -1 for none; "
+    "keyed on (node_generation, number of nodes)")
+
+KEPT_VALUES: tuple[Kept[Any], ...] = (NODE_SIGNATURES, STABLE_FAILURES, WATER_FILLING, VOLUME_AFFINITY_NODES,
+                                      NODE_GROUPS)
 """Every value :meth:`SessionMemo.kept` keeps."""
 
 JOB_SUMS: Mapping[str, str] = {
@@ -230,6 +238,10 @@ class SessionMemo:
         self.score_cache = RowMemo(np.float64)
         # Upstream's round-robin start of the feasible-node search (state, not a shortcut).
         self.last_processed_node_index = 0
+        # Plugins' state that decisions depend on (keyed by plugin): tdm's last victim round,
+        # rescheduling's last run (state, not a shortcut: recorded with a session and restored
+        # for its replay).
+        self.plugin_state: dict[str, dict[str, Any]] = {}
         self._job_changes = job_changes
         # The cache's jobs (with or without a PodGroup): the job filters evaluate them.
         self.jobs: Mapping[str, JobInfo] = jobs if jobs is not None else {}

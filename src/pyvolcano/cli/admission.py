@@ -3,9 +3,9 @@
 Flags and defaults are upstream's (``cmd/webhook-manager/app/options/options.go``). Boolean
 flags are switches with a ``--no-`` form; the arguments are read as upstream's pflag reads
 them, klog's and component-base's flags included (:mod:`pyvolcano.cli.go_flags`).
-``--enabled-admission`` may name every path upstream serves; ``--admission-conf``
-is read at start and refused when it sets ``resourceGroups`` (pod mutation by resource group is
-not implemented).
+``--enabled-admission`` may name every path upstream serves; ``--admission-conf`` holds the
+resource groups ``/pods/mutate`` applies (:mod:`pyvolcano.admission.resource_groups`): read at
+start (a file that does not read is exit 2) and again when it changes.
 
 Start-up: check the flags; read ``--ca-cert-file`` and the serving certificate; connect to the
 cluster (``pyvolcano.kube.connect``); start ``/healthz`` if enabled; serve HTTPS on
@@ -24,17 +24,21 @@ informer, :data:`ADMISSION_KINDS`) and waits until it has synced.
 
 from __future__ import annotations
 
+import os
 import signal
 import ssl
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 
 import typer
 
 if TYPE_CHECKING:
+    from pyvolcano.admission import VolcanoAdmission
+    from pyvolcano.admission.resource_groups import AdmissionConfiguration
     from pyvolcano.store.base import Store
     from pyvolcano.webhooks.registration import ClientTarget
     from pyvolcano.webhooks.router import AdmissionService
@@ -143,6 +147,7 @@ class _Prepared:
     context: ssl.SSLContext
     healthz: tuple[str, int] | None
     grace_seconds: float
+    resource_groups: AdmissionConfiguration | None
 
 
 def _prepare(opts: AdmissionOptions) -> _Prepared:
@@ -159,7 +164,14 @@ def _prepare(opts: AdmissionOptions) -> _Prepared:
         raise UsageError(f"--max-queue-depth {opts.max_queue_depth}: expected a positive integer")
     if opts.kube_api_qps <= 0 or opts.kube_api_burst < 1:
         raise UsageError("--kube-api-qps and --kube-api-burst must be positive")
-    check_admission_conf(opts.admission_conf)
+    groups = None
+    if opts.admission_conf:
+        from pyvolcano.admission.resource_groups import AdmissionConfError
+
+        try:
+            groups = read_admission_conf(opts.admission_conf)
+        except AdmissionConfError as e:
+            raise UsageError(f"--admission-conf: {e}") from None
     try:
         services = enabled_services(opts.enabled_admission)
         if not services:
@@ -182,31 +194,51 @@ def _prepare(opts: AdmissionOptions) -> _Prepared:
     except TLSConfigError as e:
         raise UsageError(str(e)) from None
     healthz = parse_address("--healthz-address", opts.healthz_address) if opts.enable_healthz else None
-    return _Prepared(services, target, ca_bundle, context, healthz, grace)
+    return _Prepared(services, target, ca_bundle, context, healthz, grace, groups)
 
 
-def check_admission_conf(path: str) -> None:
-    """``--admission-conf`` (upstream's ``AdmissionConfiguration``): readable YAML whose only key
-    is ``resourceGroups``, which must be empty: pod mutation by resource group (nodeSelector,
-    affinity, tolerations, schedulerName patched onto matching pods) is not implemented, and
-    admitting such pods unpatched would place them where the configuration forbids."""
-    if not path:
-        return
-    from pyvolcano.util import safe_yaml
+def read_admission_conf(path: str) -> AdmissionConfiguration:
+    """The resource groups of the ``--admission-conf`` file; raises AdmissionConfError."""
+    from pyvolcano.admission.resource_groups import AdmissionConfError, load_admission_conf
 
     try:
-        doc = safe_yaml.load(safe_yaml.read_text(path), path)
-    except safe_yaml.InputError as e:
-        raise UsageError(f"--admission-conf {e}") from None
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"--admission-conf {path}: {getattr(e, 'strerror', None) or e}") from None
-    if doc is None:
-        return
-    if not isinstance(doc, dict) or any(k != "resourceGroups" for k in doc):
-        raise UsageError(f"--admission-conf {path}: expected a mapping with only resourceGroups")
-    if doc.get("resourceGroups"):
-        raise UsageError(f"--admission-conf {path}: resourceGroups: pod mutation by resource group is not "
-                         "implemented in pyvolcano yet; expected none (comment them out, as upstream's chart ships)")
+        raise AdmissionConfError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    return load_admission_conf(text, path)
+
+
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _watch_admission_conf(path: str, admission: VolcanoAdmission, stop: threading.Event,
+                          every: float = 1.0) -> threading.Thread:
+    """Upstream's ``WatchAdmissionConf``: read the file again when it changes (also when a
+    ConfigMap volume swaps it); a file that no longer reads keeps the groups in force."""
+    from pyvolcano.admission.resource_groups import AdmissionConfError
+
+    def watch() -> None:
+        seen = _stamp(path)
+        while not stop.wait(every):
+            now = _stamp(path)
+            if now is None or now == seen:
+                continue
+            seen = now
+            try:
+                admission.resource_groups = read_admission_conf(path)
+            except AdmissionConfError as e:
+                print(f"error: --admission-conf not reloaded: {e}", file=sys.stderr)
+            else:
+                print(f"--admission-conf {path} reloaded", file=sys.stderr)
+
+    t = threading.Thread(target=watch, name="admission-conf", daemon=True)
+    t.start()
+    return t
 
 
 ADMISSION_KINDS: Final = ("Queue",)
@@ -255,6 +287,9 @@ def _serve(opts: AdmissionOptions, prepared: _Prepared, store: Store, stop: thre
         enable_queue_allocated_pods_check=opts.enable_queue_allocated_pods_check,
         enable_root_queue_protection=opts.enable_root_queue_protection, api_server_checks=False,
     )
+    admission.resource_groups = prepared.resource_groups
+    if opts.admission_conf:
+        _watch_admission_conf(opts.admission_conf, admission, stop)
     router = Router(prepared.services, admission, store)
     healthz = None
     if prepared.healthz is not None:
@@ -273,7 +308,7 @@ def _serve(opts: AdmissionOptions, prepared: _Prepared, store: Store, stop: thre
                   f"https://{opts.listen_address or '*'}:{server.port}", file=sys.stderr)
             registered = _register_until_accepted(
                 lambda: register(store, prepared.services, prepared.target, prepared.ca_bundle,
-                                 opts.scheduler_names), stop)
+                                 opts.scheduler_names, mutate_all_pods=bool(opts.admission_conf)), stop)
             for r in registered:
                 print(f"{r.kind} {r.name}: {r.action}", file=sys.stderr)
             if on_ready is not None:
@@ -365,8 +400,8 @@ def admission(
         "--enable-root-queue-protection/--no-enable-root-queue-protection",
         help="If true, root queue's resource attributes (capability, deserved, guarantee) cannot be modified.")]
     = True,
-    admission_conf: Annotated[str, typer.Option("--admission-conf", help="The configmap file of this webhook "
-                              "(resourceGroups are not implemented and refused)")] = "",
+    admission_conf: Annotated[str, typer.Option("--admission-conf", help="The configmap file of this webhook: "
+                              "the resource groups /pods/mutate applies (read again when it changes)")] = "",
     v: Annotated[int, typer.Option("--v", "-v", metavar="LEVEL", help="Log verbosity (klog levels)")] = 0,
     stderrthreshold: Annotated[str, typer.Option(
         "--stderrthreshold", metavar="SEVERITY", help="Log records at or above this severity go to stderr "

@@ -83,7 +83,7 @@ def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str |
     except LiveReadError as e:
         error(str(e))
         return 1
-    doc = why_document(cache, key, config, registry, sessions=sessions, seed=seed)
+    doc = why_document(cache, key, config, registry, sessions=sessions, seed=seed, now=state.now)
     if output in ("json", "yaml"):
         emit(doc, output)
     else:
@@ -94,21 +94,25 @@ def run_why(name: str, namespace: str, *, cluster: str | None, kubeconfig: str |
 
 
 def why_document(cache: SchedulerCache, key: str, config: SchedulerConfiguration, registry: Registry, *,
-                 sessions: int, seed: int) -> dict[str, Any]:
+                 sessions: int, seed: int, now: float | None = None) -> dict[str, Any]:
     """Run ``sessions`` sessions on ``cache`` and return ``job why``'s document for PodGroup ``key``:
     ``{"job", "phase", "queue", "diagnosis", "notes"}`` (``diagnosis`` null when nothing is
-    pending; ``notes``: the fields of the job's queue, PodGroup and pods that change placement
-    upstream and that nothing in this configuration acts on, :mod:`pyvolcano.api.plugin_fields`)."""
+    pending; ``notes``: the fields of the job's queue, PodGroup, pods and their ResourceClaims
+    that change placement upstream and that nothing in this configuration acts on,
+    :mod:`pyvolcano.api.plugin_fields`)."""
     from pyvolcano.api.plugin_fields import placement_notes
     from pyvolcano.runtime.cycle import schedule_objects
 
-    result = schedule_objects(cache, config, registry, sessions=sessions, seed=seed)
+    result = schedule_objects(cache, config, registry, sessions=sessions, seed=seed, now=now)
     job = cache.pg_jobs[key]
     assert job.podgroup is not None
     queue = cache.queues.get(job.queue)
-    notes = placement_notes(queue.queue if queue is not None else None, job.podgroup,
-                            sorted((t.pod for t in job.tasks.values()), key=lambda p: p.name),
-                            config.plugin_names())
+    pods = sorted((t.pod for t in job.tasks.values()), key=lambda p: p.name)
+    claim_keys = sorted({f"{p.namespace}/{c.resource_claim_name or p.resource_claim_statuses.get(c.name, '')}"
+                         for p in pods for c in p.resource_claims})
+    claims = [c for c in (cache.dra.claim(k) for k in claim_keys) if c is not None]
+    notes = placement_notes(queue.queue if queue is not None else None, job.podgroup, pods,
+                            config.plugin_names(), claims)
     return {"job": key, "phase": job.podgroup.phase, "queue": job.queue, "diagnosis": result["diagnoses"].get(key),
             "notes": notes}
 
@@ -165,6 +169,19 @@ def render_why(doc: dict[str, Any]) -> str:
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         lines.append("")
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    if diag.get("limits"):
+        limit_rows: list[tuple[str, ...]] = [("PLUGIN", "LIMITED", "NAME", "LIMIT", "USED", "REQUESTED")]
+        for f in diag["limits"]:
+            n = f["name"]
+            limit_rows.append((f["plugin"], f["object"], n, amount(n, f["limit"]), amount(n, f["used"]),
+                               amount(n, f["requested"])))
+        widths = [max(len(row[i]) for row in limit_rows) for i in range(len(limit_rows[0]))]
+        lines.append("")
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in limit_rows]
+    plugin = diag.get("plugin")
+    if plugin:
+        lines += ["", f"PLUGIN    {plugin['name']}"]
+        lines += [f"  {name}: {_figure(value)}" for name, value in plugin["figures"].items()]
     if diag.get("volumes"):
         lines += ["", "CLAIM / PV" + " " * 20 + "DETAIL"]
         for v in diag["volumes"]:
@@ -174,6 +191,15 @@ def render_why(doc: dict[str, Any]) -> str:
                          + (f", volume {v['volume']}" if v["volume"] else ""))
             lines += [f"    {p['name']:<26}{'on ' + p['nodes'] if p['nodes'] else 'any node'}: {p['state']}"
                       for p in v["pvs"]]
+    if diag.get("devices"):
+        lines += ["", "CLAIM / REQUEST" + " " * 15 + "DETAIL"]
+        for c in diag["devices"]:
+            lines.append(f"  {c['claim']:<28}{c['status']}")
+            for r in c["requests"]:
+                detail = r["note"] or (
+                    f"wants {r['wants']} of class {r['class']}: {r['matching']} match, {r['free']} free"
+                    + (f", {r['free_on_best_node']} on {r['best_node']}" if r["best_node"] else ""))
+                lines.append(f"    {r['request']:<26}{detail}")
     if diag["node_failures"]:
         lines += ["", f"NODES     {diag['nodes']['failed']}/{diag['nodes']['total']} failed:"]
         lines += [f"  {count:>5}  {reason}" for reason, count in diag["node_failures"].items()]
@@ -184,6 +210,17 @@ def render_why(doc: dict[str, Any]) -> str:
         if pre["victims"]:
             lines.append(f"  victims: {', '.join(pre['victims'])}")
     return "\n".join(lines) + "\n"
+
+
+def _figure(value: object) -> str:
+    """A plugin figure on one line: mappings and lists as compact JSON, ``-`` for none."""
+    import json
+
+    if value is None:
+        return "-"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
 
 
 def _register_run() -> None:

@@ -206,6 +206,7 @@ def scheduler(
     print_version_and_exit(version)
     from pyvolcano.api.names import SCHEDULER_KINDS
     from pyvolcano.cache.cache import SchedulerOptions
+    from pyvolcano.runtime.clock import local_time_zone
     from pyvolcano.runtime.component import Component, scheduler_work, setup_logging
 
     setup_logging(v, klog_severity(stderrthreshold))
@@ -235,6 +236,7 @@ def scheduler(
         min_percentage_of_nodes_to_find=minimum_percentage_nodes_to_find,
         percentage_of_nodes_to_find=percentage_nodes_to_find,
         skip_unchanged_unschedulable=skip_unchanged_unschedulable,
+        time_zone=local_time_zone(),
         ignored_provisioners=tuple(p for v in ignored_provisioners or () for p in v.split(",") if p),
     )
     metrics, registry = _scheduler_metrics(enable_metrics)
@@ -298,7 +300,8 @@ def controller_manager(
     ] = "1s",
     inherit_owner_annotations: Annotated[bool, typer.Option(
         "--inherit-owner-annotations/--no-inherit-owner-annotations",
-        help="A PodGroup created for a pod takes its owner's volcano.sh/ annotations")] = True,
+        help="PodGroups of plain pods take their owners' volcano.sh/* annotations and "
+             "scheduling.volcano.sh/group-min-member (upstream's default: true)")] = True,
     seed: Annotated[int | None, typer.Option(metavar="N", hidden=True,
                                              help="No longer used: keys and names come from the OS")] = None,
     v: Verbosity = 0,
@@ -394,6 +397,14 @@ def fake_nodes(
             help="Runtime of pods without a pyvolcano.io/duration annotation, e.g. 30s (default: until deleted)",
         ),
     ] = None,
+    numa_nodes: Annotated[int, typer.Option(
+        metavar="N", help="NUMA nodes of each node without a pyvolcano.io/numa-nodes annotation; 1 or more "
+        "writes a Numatopology per node (simulated resource exporter)")] = 0,
+    topology_manager_policy: Annotated[str, typer.Option(
+        metavar="POLICY", help="The nodes' topology manager policy: none, best-effort, restricted, single-numa-node"
+    )] = "best-effort",
+    cpu_manager_policy: Annotated[str, typer.Option(metavar="POLICY", help="The nodes' CPU manager policy")] = "static",
+    reserved_cpus: Annotated[int, typer.Option(metavar="N", help="CPUs each node's CPU manager reserves")] = 0,
     dra: Annotated[
         bool, typer.Option("--dra", help="Publish each GPU node's GPUs as a ResourceSlice (driver gpu.nvidia.com)")
     ] = False,
@@ -411,9 +422,14 @@ def fake_nodes(
         sync,
     )
     from pyvolcano.runtime.fake_nodes import FakeNodes, make_nodes
+    from pyvolcano.runtime.numa_exporter import NumaLayout, layout_error
 
     setup_logging(v)
+    layout = NumaLayout(numa_nodes, topology_manager_policy, cpu_manager_policy, reserved_cpus)
     try:
+        problem = layout_error(layout)
+        if problem is not None:
+            raise UsageError(f"--{problem.split(':')[0].replace(' ', '-')}:{problem.split(':', 1)[1]}")
         if not speed > 0 or speed == float("inf"):
             raise UsageError(f"--speed: got {speed}; expected a positive number")
         if default_duration is not None:
@@ -435,7 +451,7 @@ def fake_nodes(
         sync(store, "fake-nodes")
     except ComponentError as e:
         raise _start_failure(e) from None
-    fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration, dra=dra)
+    fake = FakeNodes(store, manifests, speed=speed, default_duration=default_duration, numa_layout=layout, dra=dra)
     fake.register()
     logger.info("fake-nodes: %d nodes registered", len(manifests))
     try:

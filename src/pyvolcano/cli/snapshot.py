@@ -3,11 +3,11 @@
 The objects are listed straight from the API server (no informers): ConfigMap (the
 scheduler configuration: ``--scheduler-conf FILE`` if given, else the
 ``volcano-system/volcano-scheduler-configmap`` ConfigMap when it can be read), then
-PriorityClasses, Queues, Nodes, HyperNodes, PodGroups, Pods, Jobs, JobTemplates, JobFlows and
-CronJobs (:mod:`pyvolcano.runtime.snapshot`). ``--kinds`` keeps some of them: ``--kinds
-Node,HyperNode,Queue,PriorityClass`` writes the CLUSTER file of ``simulate --cluster``. Jobs
-that cannot be listed (no CRD, no permission), HyperNodes and workflow kinds on a cluster without
-their CRDs and a
+PriorityClasses, Queues, Nodes, Numatopologies, HyperNodes, PodGroups, Pods, Jobs, JobTemplates,
+JobFlows and CronJobs (:mod:`pyvolcano.runtime.snapshot`). ``--kinds`` keeps some of them:
+``--kinds Node,HyperNode,Queue,PriorityClass`` writes the CLUSTER file of ``simulate --cluster``.
+Jobs that cannot be listed (no CRD, no permission), HyperNodes, Numatopologies and workflow kinds
+on a cluster without their CRDs and a
 configuration that cannot be read are left out with a note on stderr (a ConfigMap whose
 configuration does not load is recorded as it is, with a note; a bad ``--scheduler-conf`` is
 an error); a scheduler input
@@ -29,9 +29,10 @@ from pyvolcano.cli.output import error, note
 
 __all__ = ["SNAPSHOT_CHOICES", "SnapshotError", "snapshot", "take_snapshot", "write_text_atomically"]
 
-SNAPSHOT_CHOICES = ("ConfigMap", "PriorityClass", "Queue", "Node", "HyperNode", "StorageClass", "CSIDriver", "CSINode",
-                    "PersistentVolume", "PersistentVolumeClaim", "CSIStorageCapacity", "PodGroup", "Pod", "Job",
-                    "JobTemplate", "JobFlow", "CronJob")
+SNAPSHOT_CHOICES = ("ConfigMap", "PriorityClass", "Queue", "Node", "Numatopology", "HyperNode", "StorageClass",
+                    "CSIDriver", "CSINode", "PersistentVolume", "PersistentVolumeClaim", "CSIStorageCapacity",
+                    "PodDisruptionBudget", "ResourceQuota", "PodGroup", "Pod", "Job", "JobTemplate", "JobFlow",
+                    "CronJob")
 
 
 class SnapshotError(ValueError):
@@ -136,8 +137,8 @@ def snapshot(
         "--scheduler-conf", metavar="FILE",
         help="The scheduler configuration to record (default: the volcano-scheduler-configmap ConfigMap)")] = None,
     kinds: Annotated[str | None, typer.Option(
-        "--kinds", metavar="LIST", help="Comma list of ConfigMap, PriorityClass, Queue, Node, HyperNode, PodGroup, "
-        "Pod, Job, JobTemplate, JobFlow, CronJob (default: all)")] = None,
+        "--kinds", metavar="LIST", help="Comma list of ConfigMap, PriorityClass, Queue, Node, Numatopology, HyperNode, "
+        "PodGroup, Pod, Job, JobTemplate, JobFlow, CronJob (default: all)")] = None,
 ) -> None:
     """Write the live cluster's scheduler inputs as YAML that schedule reads."""
     from pyvolcano.kube import connect

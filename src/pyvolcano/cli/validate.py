@@ -13,6 +13,11 @@ kind pyvolcano does not model (a ConfigMap, a ``batch/v1`` Job, an Argo Workflow
 group) is reported as ``NOT CHECKED`` and not stored; a kind or version that does not exist in a
 known API group (``kind: Jobb``, ``kind: job``, ``v2`` Node) is an error.
 
+A ConfigMap holding a scheduler configuration (key ``volcano-scheduler.conf``) or an admission
+configuration (``volcano-admission.conf``) is checked as the scheduler and the webhook server
+read it: plugin names and arguments (each plugin's own checks), the ``metrics`` section, the
+resource groups; other ConfigMaps are ``NOT CHECKED``.
+
 Output (stdout), one line per object, in input order, then the warnings::
 
     OK Job default/test-job
@@ -143,6 +148,9 @@ def validate_documents(docs: Iterator[tuple[str, Any]], *,
         if res.status is KindStatus.UNKNOWN:
             yield f"{where}: {kind} {key}: {res.message}", False
             continue
+        if (api, kind) == ("v1", "ConfigMap") and _configuration_keys(doc):
+            yield from _check_configurations(where, key, doc)
+            continue
         if res.status is KindStatus.NOT_CHECKED:
             yield f"NOT CHECKED {kind} {key} ({api}): {res.message}", True
             continue
@@ -221,6 +229,42 @@ def _plugin_field_warnings(where: str, kind: str, key: str, obj: Mapping[str, An
         found = [(f.path, f) for f in fields_of(kind, obj)]
     return [f"warning: {where}: {kind} {key}: {message(f, with_configuration=False, path=path)}"
             for path, f in found]
+
+
+_SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
+_ADMISSION_CONF_KEY = "volcano-admission.conf"
+
+
+def _configuration_keys(doc: Mapping[str, Any]) -> list[str]:
+    data = doc.get("data")
+    if not isinstance(data, Mapping):
+        return []
+    return [k for k in (_SCHEDULER_CONF_KEY, _ADMISSION_CONF_KEY) if isinstance(data.get(k), str)]
+
+
+def _check_configurations(where: str, key: str, doc: Mapping[str, Any]) -> Iterator[tuple[str, bool]]:
+    """A ConfigMap holding a scheduler configuration (``volcano-scheduler.conf``: actions,
+    plugins and their arguments, the metrics section) or an admission one
+    (``volcano-admission.conf``: the resource groups) is checked as the component reads it."""
+    from pyvolcano.admission.resource_groups import AdmissionConfError, load_admission_conf
+    from pyvolcano.conf import ConfigError
+    from pyvolcano.runtime.configuration import load_configuration
+    from pyvolcano.runtime.registry import default_registry
+
+    data = doc["data"]
+    ok = True
+    for name in _configuration_keys(doc):
+        source = f"{where}: ConfigMap {key}: data.{name}"
+        try:
+            if name == _SCHEDULER_CONF_KEY:
+                load_configuration(default_registry(), text=data[name], source=source)
+            else:
+                load_admission_conf(data[name], source)
+        except (ConfigError, AdmissionConfError) as e:
+            ok = False
+            yield str(e), False
+    if ok:
+        yield f"OK ConfigMap {key} ({', '.join(_configuration_keys(doc))})", True
 
 
 def _type_problem(kind: Any, api: Any) -> str:

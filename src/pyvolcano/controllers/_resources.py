@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from pyvolcano.api.defaults import is_pod_level_resource
 from pyvolcano.api.quantity import parse_quantity
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "format_list",
     "lists_equal",
     "pod_quota_usage",
+    "pod_usage",
     "scale_list",
 ]
 
@@ -151,7 +153,7 @@ def _container_list(c: Mapping[str, Any], which: str) -> ResourceList:
 
 
 def _pod_totals(pod_spec: Mapping[str, Any], which: str) -> ResourceList:
-    """``resourcehelper.PodRequests`` / ``PodLimits`` (sidecar-aware, plus overhead)."""
+    """``resourcehelper.PodRequests`` / ``PodLimits`` (sidecar-aware, pod-level resources, plus overhead)."""
     total: ResourceList = {}
     for c in pod_spec.get("containers") or []:
         total = add_lists(total, _container_list(c, which))
@@ -167,6 +169,7 @@ def _pod_totals(pod_spec: Mapping[str, Any], which: str) -> ResourceList:
         else:
             init_max = _max_lists(init_max, add_lists(cl, restartable))
     total = _max_lists(total, init_max)
+    total = _with_pod_level(total, pod_spec, which)
     overhead = pod_spec.get("overhead")
     if isinstance(overhead, Mapping):
         ov = parse_list(overhead)
@@ -177,6 +180,25 @@ def _pod_totals(pod_spec: Mapping[str, Any], which: str) -> ResourceList:
     return total
 
 
+def _with_pod_level(total: ResourceList, pod_spec: Mapping[str, Any], which: str) -> ResourceList:
+    """``PodRequests`` / ``PodLimits`` with pod-level resources: the pod's ``spec.resources``
+    amounts of cpu, memory and hugepages replace the containers' (requests when the pod sets a
+    supported request, limits when it sets a supported request or limit)."""
+    res = pod_spec.get("resources")
+    if not isinstance(res, Mapping):
+        return total
+    own = {which: res.get(which), "other": res.get("limits" if which == "requests" else "requests")}
+    lists = {k: parse_list(v) if isinstance(v, Mapping) else {} for k, v in own.items()}
+    supported = [n for n in lists[which] if is_pod_level_resource(n)]
+    applies = bool(supported) or (which == "limits" and any(is_pod_level_resource(n) for n in lists["other"]))
+    if not applies:
+        return total
+    out = dict(total)
+    for name in supported:
+        out[name] = lists[which][name]
+    return out
+
+
 def _is_native(name: str) -> bool:
     return "/" not in name or name.startswith(_NATIVE_PREFIX)
 
@@ -185,8 +207,9 @@ def _is_extended(name: str) -> bool:
     return not _is_native(name) and not name.startswith(_REQUESTS_PREFIX)
 
 
-def pod_quota_usage(pod: Mapping[str, Any]) -> ResourceList:
-    """``GetPodQuotaUsage``: the quota evaluator's usage of one pod, extended names unmasked."""
+def pod_usage(pod: Mapping[str, Any]) -> ResourceList:
+    """The resource-quota pod evaluator's usage of one pod (``core.PodUsageFunc``): what a
+    ResourceQuota of its namespace counts for it."""
     one = (Fraction(1), DECIMAL_SI)
     usage: ResourceList = {"count/pods": one}
     phase = ((pod.get("status") or {}) if isinstance(pod.get("status"), Mapping) else {}).get("phase")
@@ -210,6 +233,12 @@ def pod_quota_usage(pod: Mapping[str, Any]) -> ResourceList:
             usage[f"requests.{name}"] = requests[name]
         if _is_extended(name):
             usage[f"requests.{name}"] = requests[name]
+    return usage
+
+
+def pod_quota_usage(pod: Mapping[str, Any]) -> ResourceList:
+    """``GetPodQuotaUsage``: the quota evaluator's usage of one pod, extended names unmasked."""
+    usage = pod_usage(pod)
     # pkg/controllers/util: "requests.<extended>" is also recorded as "<extended>".
     for name in sorted(usage):
         if name.startswith(_REQUESTS_PREFIX) and not _is_native(name):

@@ -17,9 +17,20 @@ from the pod's own ``volcano.sh/network-topology-mode`` and
 ``volcano.sh/network-topology-highest-tier`` annotations (an invalid value is logged and left
 out, the rest kept, as upstream's ``parseNetworkTopologyFromPod``); and ``status.phase: Pending``.
 
+Workloads (upstream ``addReplicaSet`` / ``addStatefulSet``, on add and on every update of an
+``apps/v1`` ReplicaSet or StatefulSet): with ``spec.replicas`` 0 the workload's PodGroup
+(``podgroup-<workload uid>``) is deleted; otherwise the first of its pods (a ReplicaSet's:
+``spec.selector.matchLabels`` in its namespace, in name order; a StatefulSet's: those labels
+and ``controller-revision-hash`` = ``status.updateRevision``, in every namespace, as upstream's
+pod lister is asked) that is ours and has no PodGroup yet gets one, or, when the PodGroup
+exists, its spec, labels and annotations are brought in line with what the pod would build
+now (e.g. a changed ``scheduling.volcano.sh/group-min-member`` on the workload), and the pod is
+annotated with it. ``inherit_owner_annotations`` (``--inherit-owner-annotations``, default
+true) is what lets the owner's ``scheduling.volcano.sh/group-min-member`` and ``volcano.sh/*``
+annotations reach the PodGroup; without it every PodGroup is a gang of one.
+
 Failures are retried with exponential back-off (5 ms doubling, at most 1000 s) without a
-limit, like upstream. Upstream's ReplicaSet / StatefulSet handlers (refreshing the PodGroup
-spec when a workload scales) are not implemented: the store has no workload controllers.
+limit, like upstream.
 """
 
 from __future__ import annotations
@@ -44,10 +55,10 @@ from pyvolcano.api.names import (
 )
 from pyvolcano.controllers._common import WorkQueue, annotations_of, controller_of, labels_of, meta, spec, uid_of
 from pyvolcano.controllers._resources import format_list, pod_quota_usage, scale_list
-from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, Unavailable, WatchEvent
+from pyvolcano.store.base import AlreadyExists, NotFound, Store, StoreError, Unavailable, WatchEvent, clone
 from pyvolcano.util.numbers import parse_int
 
-__all__ = ["PodGroupController", "pod_group_name_for"]
+__all__ = ["WORKLOAD_KINDS", "PodGroupController", "pod_group_name_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +83,17 @@ class _PodKey:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class _WorkloadKey:
+    kind: str  # ReplicaSet or StatefulSet
+    namespace: str
+    name: str
+
+
+WORKLOAD_KINDS = ("ReplicaSet", "StatefulSet")
+REVISION_HASH_LABEL = "controller-revision-hash"
+
+
 class PodGroupController:
     """Gives plain pods a PodGroup (see the module docstring).
 
@@ -94,18 +116,90 @@ class PodGroupController:
         self.scheduler_names = tuple(scheduler_names)
         self.inherit_owner_annotations = inherit_owner_annotations
         self.queue: WorkQueue[_PodKey] = WorkQueue(dedup=True, max_delay=1000.0)
+        self.workloads: WorkQueue[_WorkloadKey] = WorkQueue(dedup=True, max_delay=1000.0)
         self.now = 0.0
 
     def on_event(self, ev: WatchEvent) -> None:
         if ev.kind == "Pod" and ev.type == "ADDED":
             md = meta(ev.object)
             self.queue.add(_PodKey(str(md.get("namespace") or ""), str(md.get("name") or "")))
+        elif ev.kind in WORKLOAD_KINDS and ev.type in ("ADDED", "MODIFIED") and \
+                str(ev.object.get("apiVersion", "")).startswith("apps/"):
+            md = meta(ev.object)
+            self.workloads.add(_WorkloadKey(ev.kind, str(md.get("namespace") or ""), str(md.get("name") or "")))
 
     def run(self, now: float) -> float | None:
         self.now = now
+        # Upstream handles a workload in its informer's event handler and a pod on a worker,
+        # so a workload event is acted on before the pods queued with it.
+        for wkey in self.workloads.drain(now):
+            self._process_workload(wkey)
         for key in self.queue.drain(now):
             self._process(key)
-        return self.queue.next_wakeup()
+        wakes = [w for w in (self.queue.next_wakeup(), self.workloads.next_wakeup()) if w is not None]
+        return min(wakes, default=None)
+
+    # ------------------------------------------------------------------ ReplicaSets and StatefulSets
+    def _process_workload(self, key: _WorkloadKey) -> None:
+        try:
+            workload = self.store.get(key.kind, key.namespace, key.name)
+            if not str(workload.get("apiVersion", "")).startswith("apps/"):
+                return
+            self._sync_workload(key.kind, workload)
+        except NotFound:
+            return
+        except StoreError as e:
+            logger.error("failed to handle %s %s/%s: %s", key.kind, key.namespace, key.name, e)
+            if isinstance(e, Unavailable):
+                self.workloads.add_unavailable(key, self.now)
+            else:
+                self.workloads.add_rate_limited(key, self.now)
+            return
+        self.workloads.forget(key)
+
+    def _sync_workload(self, kind: str, workload: dict[str, Any]) -> None:
+        """Upstream ``addReplicaSet`` / ``addStatefulSet`` (see the module docstring)."""
+        ns = str(meta(workload).get("namespace") or "")
+        replicas = spec(workload).get("replicas")
+        replicas = 1 if replicas is None else replicas  # the API server's default
+        if not isinstance(replicas, int) or isinstance(replicas, bool):
+            return
+        if replicas == 0:
+            with contextlib.suppress(NotFound):
+                self.store.delete("PodGroup", ns, PODGROUP_PREFIX + uid_of(workload))
+            return
+        selector = (spec(workload).get("selector") or {}).get("matchLabels") or {}
+        labels = {str(k): str(v) for k, v in selector.items()} if isinstance(selector, dict) else {}
+        if kind == "StatefulSet":
+            labels[REVISION_HASH_LABEL] = str((workload.get("status") or {}).get("updateRevision") or "")
+            pods = self.store.list("Pod", None, label_selector=labels)
+            pods.sort(key=lambda p: (str(meta(p).get("namespace") or ""), str(meta(p).get("name") or "")))
+        else:
+            pods = sorted(self.store.list("Pod", ns, label_selector=labels), key=lambda p: str(meta(p).get("name")))
+        if not pods:
+            return
+        pod = pods[0]
+        if spec(pod).get("schedulerName") not in self.scheduler_names or annotations_of(pod).get(GROUP_NAME_KEY):
+            return
+        self._create_or_update_pod_group(pod)
+
+    def _create_or_update_pod_group(self, pod: dict[str, Any]) -> None:
+        """Upstream ``createOrUpdateNormalPodPG``."""
+        ns = str(meta(pod).get("namespace") or "")
+        pg_name = pod_group_name_for(pod)
+        try:
+            current = self.store.get("PodGroup", ns, pg_name)
+        except NotFound:
+            with contextlib.suppress(AlreadyExists):
+                self.store.create(self.build_pod_group(pod, pg_name))
+        else:
+            wanted = self.build_pod_group(pod, pg_name)
+            updated = _with_fields_of(current, wanted)
+            if updated is not None:
+                self.store.update(updated)
+        if not annotations_of(pod).get(GROUP_NAME_KEY):
+            patch = {"metadata": {"annotations": {GROUP_NAME_KEY: pg_name}}}
+            self.store.patch("Pod", ns, str(meta(pod).get("name")), patch)
 
     def _process(self, key: _PodKey) -> None:
         try:
@@ -220,6 +314,26 @@ class PodGroupController:
             "spec": pg_spec,
             "status": {"phase": "Pending"},
         }
+
+
+def _with_fields_of(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any] | None:
+    """``current`` with the spec, labels and annotations of ``wanted`` where they differ
+    (upstream ``shouldUpdateExistingPodGroup``; the status is kept), or None when nothing does.
+    Fields are compared as the Go structs are: an absent field equals its zero value."""
+    def spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in (obj.get("spec") or {}).items() if v not in (None, "", 0, {}, [])}
+
+    md_now, md_want = meta(current), meta(wanted)
+    out = clone(current)
+    changed = False
+    if spec_of(current) != spec_of(wanted):
+        out["spec"] = dict(wanted.get("spec") or {})
+        changed = True
+    for field in ("labels", "annotations"):
+        if (md_now.get(field) or {}) != (md_want.get(field) or {}):
+            out["metadata"][field] = dict(md_want.get(field) or {})
+            changed = True
+    return out if changed else None
 
 
 def _owner_references(pod: dict[str, Any]) -> list[dict[str, Any]]:

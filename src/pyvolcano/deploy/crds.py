@@ -1,5 +1,5 @@
 """CustomResourceDefinitions for Volcano's Job, CronJob, PodGroup, Queue, Command, HyperNode,
-JobFlow and JobTemplate.
+Numatopology, JobFlow and JobTemplate.
 
 Names, scope, versions, subresources and printer columns are upstream's
 (``config/crd/volcano/bases``, ``config/crd/jobflow/bases``), so ``kubectl get vcjob``/``pg``/``q``/
@@ -376,6 +376,21 @@ def _hypernode_schema() -> Schema:
     return _root(spec, status)
 
 
+def _numatopology_schema() -> Schema:
+    """Upstream's ``nodeinfo.volcano.sh_numatopologies`` (no status; the exporter owns the spec)."""
+    spec = _obj({
+        "policies": _map(_str()),
+        "resReserved": _map(_str()),
+        "numares": _map(_obj({"allocatable": _str(), "capacity": {"type": "integer"}})),
+        "cpuDetail": _map(_obj({f: {"type": "integer", "minimum": 0} for f in ("numa", "socket", "core")})),
+        "podAllocations": _list(_obj({
+            "uid": _str(), "name": _str(), "namespace": _str(),
+            "containerAllocations": _list(_obj({"name": _str(), "allocations": _map(_str())})),
+        })),
+    })
+    return _root(spec, None)
+
+
 def _command_schema() -> Schema:
     target = _obj({
         "apiVersion": _str(), "kind": _str(), "name": _str(), "uid": _str(),
@@ -445,6 +460,8 @@ CRD_SPECS: Final = (
         _column("NodeCount", ".status.nodeCount", "integer"),
         _column("Age", ".metadata.creationTimestamp", "date"),
     )),
+    CrdSpec("nodeinfo.volcano.sh", "v1alpha1", "Numatopology", "numatopologies", "numatopology", ("numatopo",),
+            "Cluster", False, ()),
     CrdSpec("batch.volcano.sh", "v1alpha1", "CronJob", "cronjobs", "cronjob", ("cronvcjob", "cronvj"), "Namespaced",
             True, ()),
     CrdSpec("flow.volcano.sh", "v1alpha1", "JobFlow", "jobflows", "jobflow", ("jf",), "Namespaced", True, (
@@ -456,7 +473,8 @@ CRD_SPECS: Final = (
 )
 
 _SCHEMAS: Final = {"Job": _job_schema, "PodGroup": _podgroup_schema, "Queue": _queue_schema,
-                   "Command": _command_schema, "HyperNode": _hypernode_schema, "CronJob": _cronjob_schema,
+                   "Command": _command_schema, "HyperNode": _hypernode_schema,
+                   "Numatopology": _numatopology_schema, "CronJob": _cronjob_schema,
                    "JobFlow": _jobflow_schema, "JobTemplate": _jobtemplate_schema}
 
 

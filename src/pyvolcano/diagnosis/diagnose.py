@@ -17,8 +17,9 @@ False``), the first session and a change of whether enqueue is configured walk e
 
 The stage is decided in pipeline order, first match wins:
 
-1. PodGroup still Pending with enqueue configured: queue closed, queue capability short
-   of minResources, or another plugin's JobEnqueueable vote (``Enqueue.Rejected``);
+1. PodGroup still Pending with enqueue configured: queue closed, a plugin that explains its
+   own rejection (``Session.enqueue_explainers``: resourcequota, extender), queue capability
+   short of minResources, or another plugin's JobEnqueueable vote (``Enqueue.Rejected``);
 2. the queue is not Open; JobValid fails (``Gang.MinAvailableNotMet``);
 3. every unplaced pod is scheduling-gated;
 4. pods pipelined onto resources still being released;
@@ -26,7 +27,10 @@ The stage is decided in pipeline order, first match wins:
    still needs fit in the cluster but in no HyperNode its ``highestTierAllowed`` allows (per
    tier, the HyperNode with the most room is reported);
 5. recorded node fit errors: resources short on every node that passes the predicates
-   (possibly curable by preemption or reclaim, which is then the stage), or predicates;
+   (possibly curable by preemption or reclaim, which is then the stage, unless a victim
+   filter the diagnosis replays keeps the victims: pdb, cdp, ``Session.victim_explainers``),
+   or predicates (explained by the first plugin in tier order that recognises its own
+   refusals: nodegroup, numa-aware, tdm, usage, extender, ``Session.predicate_explainers``);
 6. queue quota: the pods still needed exceed what the queue's allocate limit leaves;
 7. gated pods the gang needs; otherwise the session did not try the job.
 
@@ -51,10 +55,12 @@ from pyvolcano.api.reservation import HELD_REASON
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import DRA_CANNOT_ALLOCATE, DRA_NOT_AVAILABLE, DRA_PRE_PREDICATE, Code, FitErrors
+from pyvolcano.diagnosis.devices import device_diagnosis
 from pyvolcano.diagnosis.model import (
     UNLIMITED,
     Diagnosis,
     HyperNodeFigure,
+    LimitFigure,
     PreemptionInfo,
     QueueQuota,
     Reason,
@@ -65,9 +71,10 @@ from pyvolcano.diagnosis.model import (
 from pyvolcano.diagnosis.volumes import volume_diagnosis, volume_reason
 
 if TYPE_CHECKING:
+    from pyvolcano.framework.interfaces import VictimExplainer
     from pyvolcano.framework.session import Session
 
-__all__ = ["amend_condition", "diagnose_session", "format_amount"]
+__all__ = ["amend_condition", "diagnose_session", "format_amount", "user_amount"]
 
 _UNPLACED = TaskStatus.Pending | TaskStatus.Allocated | TaskStatus.Pipelined
 _PLACED = TaskStatus.Binding | TaskStatus.Bound | TaskStatus.Running | TaskStatus.Succeeded
@@ -137,6 +144,12 @@ def format_amount(name: str, amount: float) -> str:
     if name == "ephemeral-storage" or name.startswith("hugepages-"):
         return format_quantity(amount / 1000.0, binary=True)  # bytes, counted in milli-units
     return format_quantity(amount, milli=True)
+
+
+def user_amount(name: str, amount: float) -> float:
+    """An amount in the internal unit as the figures show it: memory in bytes, pods whole, cpu
+    in cores and every other resource in its own unit (internally milli-units)."""
+    return _user_unit(name, amount)
 
 
 def _user_unit(name: str, amount: float) -> float:
@@ -249,8 +262,9 @@ class _Context:
             if pre is not None and pre.could_help:
                 # preempt works inside the queue whatever its share: the queue's own
                 # lower-priority pods hold the room.
-                return mk(Reason.PREEMPTION_NOT_ALLOWED, msg, f"{pre.why_not}; {hint}", scope="gang",
-                          resources=figures, preemption=pre, task=ungated[0].key)
+                verdict, why, limits = _preemption_verdict(pre)
+                return mk(verdict, msg, f"{why}; {hint}", scope="gang", resources=figures, preemption=pre,
+                          task=ungated[0].key, limits=limits)
             return mk(reason, msg, hint, scope="gang", resources=figures, preemption=pre or _NO_PREEMPTION)
         if gated and placed + len(ungated) < job.min_available:
             return self._gated(job, mk, gated)
@@ -301,6 +315,12 @@ class _Context:
                 name, _user_unit(name, amount), _user_unit(name, free_c),
                 None if free_q is None else _user_unit(name, free_q), shortfall=_user_unit(name, shortfall)))
         events = "; ".join(self.ssn.podgroup_events.get(job.uid, []))
+        for explainer in self.ssn.enqueue_explainers():
+            explained = explainer.explain_enqueue(self.ssn, job)
+            if explained is not None:
+                return mk(explained.reason, explained.message, explained.hint, scope="minResources",
+                          resources=tuple(figures), limits=explained.limits, plugin=explained.plugin or None,
+                          figures=explained.figures)
         if short_dims and quota is not None:
             name = short_dims[0]
             fig = next(f for f in figures if f.name == name)
@@ -561,6 +581,11 @@ class _Context:
             ok, _groups = ssn.predicate_failures(task, insufficient)
             candidates = insufficient[ok]
         if not len(candidates) or not any(v > 0 for _d, v in table.task_vector(task)):
+            for explainer in ssn.predicate_explainers():
+                explained = explainer.explain_predicates(ssn, job, task, hist)
+                if explained is not None:
+                    return mk(explained.reason, fe.error(), explained.hint, limits=explained.limits,
+                              plugin=explained.plugin or None, figures=explained.figures, **common)
             top_reason, top_count = max(hist.items(), key=lambda kv: (kv[1], kv[0]))
             code = volume_reason(top_reason) if task.pod.claims else None
             if code is not None:
@@ -569,7 +594,7 @@ class _Context:
             if task.pod.resource_claims:
                 dra = self._dra_reason(task, top_reason, top_count, fe)
                 if dra is not None:
-                    return mk(dra[0], fe.error(), dra[1], **common)
+                    return mk(dra[0], fe.error(), dra[1], devices=device_diagnosis(ssn.cache.dra, task), **common)
             extra = (f"; the {len(insufficient)} node(s) short of resources fail them too"
                      if len(insufficient) else "")
             hint = (f"no node passes the predicates of {task.name} (most common: {top_count} {top_reason}){extra}: "
@@ -637,8 +662,9 @@ class _Context:
             hint += f"; the cluster has only {format_amount(name, cluster)} {name} free"
         pre = self._preemption(job, task, candidates, vec)
         if pre.could_help:
-            return mk(Reason.PREEMPTION_NOT_ALLOWED, fe.error(), f"{pre.why_not}; {hint}",
-                      resources=tuple(figures), preemption=pre, **common)
+            reason, why, limits = _preemption_verdict(pre)
+            return mk(reason, fe.error(), f"{why}; {hint}", resources=tuple(figures), preemption=pre, limits=limits,
+                      **common)
         return mk(Reason.NODE_FIT_INSUFFICIENT_RESOURCE, fe.error(), hint, resources=tuple(figures),
                   preemption=pre, **common)
 
@@ -705,11 +731,25 @@ class _Context:
                 kept = [(i, [(t, j) for t, j in ts if keep(t, j)]) for i, ts in kept]
                 if self._helps(kept, vec) is None:
                     return PreemptionInfo(True, action, enabled, why)
-            kept = _gang_surplus(kept)
+            kind = "preemptable" if action == "preempt" else "reclaimable"
+            if not enabled or "gang" in self.ssn.enabled_plugins(kind):
+                # gang's victim filter (its own flag; with the action absent, as the defaults have it)
+                kept = _gang_surplus(kept)
             node_i = self._helps(kept, vec)
             if node_i is None:
                 return PreemptionInfo(True, action, enabled,
                                       "evicting the candidate victims would break their gangs' minAvailable")
+            if enabled:
+                for plugin in self.ssn.victim_explainers(kind):
+                    filtered = [(i, self._kept_by(plugin, ts)) for i, ts in kept]
+                    if self._helps(filtered, vec) is None:
+                        on_node = next(ts for i, ts in kept if i == node_i)
+                        left = {id(t) for t, _j in next(ts for i, ts in filtered if i == node_i)}
+                        block = plugin.explain_victims(self.ssn, action, [t for t, _j in on_node if id(t) not in left])
+                        return PreemptionInfo(True, action, enabled, block.message, blocked_by=block)
+                    kept = filtered
+                node_i = self._helps(kept, vec)
+                assert node_i is not None
             victims = tuple(sorted(t.key for i, ts in kept if i == node_i for t, _j in ts))
             if not enabled:
                 why = (f"neither the {action} nor the gang{action} action is configured "
@@ -718,6 +758,14 @@ class _Context:
                 why = f"{' and '.join(configured)} ran but its plugins' votes did not select the victims"
             return PreemptionInfo(True, action, enabled, why, victims)
         return _NO_PREEMPTION
+
+    def _kept_by(self, plugin: VictimExplainer, victims: list[tuple[TaskInfo, JobInfo]]
+                 ) -> list[tuple[TaskInfo, JobInfo]]:
+        """``victims`` that ``plugin``'s victim filter keeps, as one node's call would."""
+        if not victims:
+            return victims
+        keep = {id(t) for t in plugin.keep_victims(self.ssn, [t for t, _j in victims])}
+        return [(t, j) for t, j in victims if id(t) in keep]
 
     def _occupants(self, i: int) -> list[tuple[TaskInfo, JobInfo]]:
         """The running or bound pods of jobs with a PodGroup on node ``i``, in UID order (cached)."""
@@ -757,6 +805,14 @@ class _Context:
             if all(float(table.idle[d][i]) + freed.get(table.dims[d]) + _EPS >= v for d, v in vec):
                 return i
         return None
+
+
+def _preemption_verdict(pre: PreemptionInfo) -> tuple[Reason, str, tuple[LimitFigure, ...]]:
+    """The reason code, the why-not text and the figures of a preemption that could have helped."""
+    block = pre.blocked_by
+    if block is None:
+        return Reason.PREEMPTION_NOT_ALLOWED, pre.why_not, ()
+    return block.reason, block.hint, block.limits
 
 
 _NO_PREEMPTION = PreemptionInfo(False, None, False,

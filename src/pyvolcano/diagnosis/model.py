@@ -22,7 +22,9 @@ condition. Its ``to_dict()`` form is the documented, stable JSON schema (docs/re
 Units: ``cpu`` in cores, ``memory`` in bytes, ``pods`` whole, every other resource in its
 own unit (``nvidia.com/gpu: 8.0``; the scheduler counts them in milli-units internally).
 ``free_in_queue`` is null when no quota plugin limits the queue on that dimension.
-Jobs held back by a network-topology constraint also carry ``"topology"``: per tier, the
+A job a plugin blocked in its own terms (numa-aware, tdm, usage, extender) also carries
+``"plugin": {"name", "figures"}``: the plugin's figures by name. Jobs held back by a
+network-topology constraint also carry ``"topology"``: per tier, the
 HyperNode with the most room for the pods still needed (``{"tier", "best", "room", "allowed",
 "hypernodes"}``); the key is absent for other diagnoses.
 Jobs held back by their PersistentVolumeClaims (the ``Volume.*`` reasons) also carry
@@ -30,6 +32,14 @@ Jobs held back by their PersistentVolumeClaims (the ``Volume.*`` reasons) also c
 PVs of its class with the nodes each is pinned to and why it is not usable (``{"claim",
 "class", "binding_mode", "requested", "status", "volume", "pvs": [{"name", "nodes",
 "state"}]}``); the key is absent for other diagnoses.
+Jobs a plugin's own limit holds back (a ResourceQuota, a node group's limit, a
+PodDisruptionBudget, a cooldown) carry ``"limits"``: ``[{"plugin", "object", "name", "limit",
+"used", "requested"}]`` (:class:`LimitFigure`).
+Jobs held back by their ResourceClaims (the DRA ``NodeFit.ClaimNotReady``, ``NodeFit.NoDevices``,
+``NodeFit.ClaimInvalid`` reasons) also carry ``"devices"``: per claim of the pod, its status and,
+per request, the devices of the cluster that match it, how many are free, and the node with the
+most of them (``{"claim", "status", "requests": [{"request", "class", "wants", "matching",
+"free", "best_node", "free_on_best_node", "note"}]}``); the key is absent for other diagnoses.
 ``scope`` says what ``requested`` counts: ``task`` (one pod, node fit), ``gang`` (the pods
 still needed to reach minAvailable, queue quota) or ``minResources`` (enqueue).
 
@@ -40,15 +50,19 @@ Invariants: exactly one reason per diagnosis, every reason belongs to one stage
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from pyvolcano.api.resource import Resource
 
 __all__ = [
     "STAGE_OF",
+    "DeviceClaimFigure",
+    "DeviceRequestFigure",
     "Diagnosis",
     "HyperNodeFigure",
+    "LimitFigure",
+    "PluginBlock",
     "PreemptionInfo",
     "QueueQuota",
     "Reason",
@@ -79,6 +93,7 @@ class Reason(enum.StrEnum):
     """The reason codes: stable tokens, documented in docs/reasons.md."""
 
     ENQUEUE_REJECTED = "Enqueue.Rejected"
+    ENQUEUE_RESOURCE_QUOTA_EXCEEDED = "Enqueue.ResourceQuotaExceeded"
     QUEUE_CLOSED = "Queue.Closed"
     QUEUE_OVER_CAPABILITY = "Queue.OverCapability"
     QUEUE_OVER_DESERVED = "Queue.OverDeserved"
@@ -89,12 +104,24 @@ class Reason(enum.StrEnum):
     TOPOLOGY_ALLOCATED_HYPERNODE_FULL = "Topology.AllocatedHyperNodeFull"
     NODE_FIT_INSUFFICIENT_RESOURCE = "NodeFit.InsufficientResource"
     NODE_FIT_PREDICATE_FAILED = "NodeFit.PredicateFailed"
+    NODE_GROUP_AFFINITY_UNSATISFIED = "NodeGroup.AffinityUnsatisfied"
+    NODE_GROUP_RESOURCE_LIMIT_EXCEEDED = "NodeGroup.ResourceLimitExceeded"
+    NODE_GROUP_RESOURCE_LIMITS_INVALID = "NodeGroup.InvalidResourceLimits"
     NODE_FIT_CLAIM_NOT_READY = "NodeFit.ClaimNotReady"
     NODE_FIT_NO_DEVICES = "NodeFit.NoDevices"
     NODE_FIT_CLAIM_INVALID = "NodeFit.ClaimInvalid"
     PREEMPTION_NOT_ALLOWED = "Preemption.NotAllowed"
+    PREEMPTION_DISRUPTION_BUDGET = "Preemption.DisruptionBudget"
+    PREEMPTION_COOLDOWN = "Preemption.CooldownProtected"
     PREEMPTION_WAITING_FOR_RELEASE = "Preemption.WaitingForRelease"
     NOT_ATTEMPTED = "Session.NotAttempted"
+    NUMA_POLICY_MISMATCH = "NUMA.PolicyMismatch"
+    NUMA_NOT_ALIGNED = "NUMA.NotAligned"
+    TDM_ZONE_CLOSED = "TDM.RevocableZoneClosed"
+    TDM_NOT_REVOCABLE = "TDM.NotRevocable"
+    USAGE_NODE_OVERLOADED = "Usage.NodeOverloaded"
+    EXTENDER_REJECTED = "Extender.Rejected"
+    EXTENDER_ENQUEUE_REJECTED = "Extender.EnqueueRejected"
     VOLUME_CLAIM_UNAVAILABLE = "Volume.ClaimUnavailable"
     VOLUME_UNBOUND_IMMEDIATE = "Volume.UnboundImmediate"
     VOLUME_NO_MATCHING_PV = "Volume.NoMatchingPV"
@@ -108,6 +135,7 @@ class Reason(enum.StrEnum):
 
 STAGE_OF: dict[Reason, Stage] = {
     Reason.ENQUEUE_REJECTED: Stage.ENQUEUE,
+    Reason.ENQUEUE_RESOURCE_QUOTA_EXCEEDED: Stage.ENQUEUE,
     Reason.QUEUE_CLOSED: Stage.QUEUE_STATE,
     Reason.QUEUE_OVER_CAPABILITY: Stage.QUEUE_CAPABILITY,
     Reason.QUEUE_OVER_DESERVED: Stage.QUEUE_DESERVED,
@@ -118,12 +146,24 @@ STAGE_OF: dict[Reason, Stage] = {
     Reason.TOPOLOGY_ALLOCATED_HYPERNODE_FULL: Stage.TOPOLOGY,
     Reason.NODE_FIT_INSUFFICIENT_RESOURCE: Stage.NODE_FIT,
     Reason.NODE_FIT_PREDICATE_FAILED: Stage.NODE_FIT,
+    Reason.NODE_GROUP_AFFINITY_UNSATISFIED: Stage.NODE_FIT,
+    Reason.NODE_GROUP_RESOURCE_LIMIT_EXCEEDED: Stage.NODE_FIT,
+    Reason.NODE_GROUP_RESOURCE_LIMITS_INVALID: Stage.NODE_FIT,
     Reason.NODE_FIT_CLAIM_NOT_READY: Stage.NODE_FIT,
     Reason.NODE_FIT_NO_DEVICES: Stage.NODE_FIT,
     Reason.NODE_FIT_CLAIM_INVALID: Stage.NODE_FIT,
     Reason.PREEMPTION_NOT_ALLOWED: Stage.PREEMPTION,
+    Reason.PREEMPTION_DISRUPTION_BUDGET: Stage.PREEMPTION,
+    Reason.PREEMPTION_COOLDOWN: Stage.PREEMPTION,
     Reason.PREEMPTION_WAITING_FOR_RELEASE: Stage.PREEMPTION,
     Reason.NOT_ATTEMPTED: Stage.SESSION,
+    Reason.NUMA_POLICY_MISMATCH: Stage.NODE_FIT,
+    Reason.NUMA_NOT_ALIGNED: Stage.NODE_FIT,
+    Reason.TDM_ZONE_CLOSED: Stage.NODE_FIT,
+    Reason.TDM_NOT_REVOCABLE: Stage.NODE_FIT,
+    Reason.USAGE_NODE_OVERLOADED: Stage.NODE_FIT,
+    Reason.EXTENDER_REJECTED: Stage.NODE_FIT,
+    Reason.EXTENDER_ENQUEUE_REJECTED: Stage.ENQUEUE,
     Reason.VOLUME_CLAIM_UNAVAILABLE: Stage.NODE_FIT,
     Reason.VOLUME_UNBOUND_IMMEDIATE: Stage.NODE_FIT,
     Reason.VOLUME_NO_MATCHING_PV: Stage.NODE_FIT,
@@ -183,6 +223,41 @@ class ResourceFigure:
 
 
 @dataclass(frozen=True, slots=True)
+class LimitFigure:
+    """One limit a plugin enforces and how the job stands against it: a ResourceQuota's
+    ``status.hard`` on one resource, a node group's limit for a queue, a PodDisruptionBudget's
+    ``disruptionsAllowed``, a pod's cooldown. Amounts in user units (cpu cores, memory bytes,
+    pods, seconds); ``used`` is None where the plugin keeps no usage."""
+
+    plugin: str
+    object: str  # e.g. "ResourceQuota ns/quota", "Queue q: node group g", "Pod ns/p"
+    name: str  # the resource, or what is limited ("disruptionsAllowed", "cooldown seconds")
+    limit: float
+    used: float | None
+    requested: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"plugin": self.plugin, "object": self.object, "name": self.name, "limit": self.limit,
+                "used": self.used, "requested": self.requested}
+
+
+@dataclass(frozen=True, slots=True)
+class PluginBlock:
+    """A plugin's own account of how it holds a job back: its reason code, the message, the
+    smallest change that would let the job through, and the figures: the limits it enforces
+    (``limits``, pdb, cdp, resourcequota, nodegroup) or its own figures by name (``plugin``,
+    ``figures``, JSON-able: numa-aware, tdm, usage, extender)."""
+
+    reason: Reason
+    message: str
+    hint: str
+    _: KW_ONLY
+    limits: tuple[LimitFigure, ...] = ()
+    plugin: str = ""
+    figures: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PreemptionInfo:
     """Whether evicting other pods (preempt or reclaim) could have made room, and why it did not."""
 
@@ -191,6 +266,8 @@ class PreemptionInfo:
     enabled: bool = False  # whether that action is in the configured actions
     why_not: str = ""
     victims: tuple[str, ...] = ()  # pods whose eviction would make room on the best node
+    # A plugin that keeps the victims (pdb, cdp): its reason code and figures.
+    blocked_by: PluginBlock | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -238,6 +315,37 @@ class VolumeFigure:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceRequestFigure:
+    """One request (or ``firstAvailable`` alternative) of a claim a DRA diagnosis is about."""
+
+    request: str  # "gpus", or "gpus/h100" for an alternative
+    device_class: str
+    wants: str  # the device count, or "all"
+    matching: int  # devices in the cluster passing the class's and the request's selectors
+    free: int  # of them, not allocated to any claim
+    best_node: str | None  # the node with the most free matching devices
+    free_on_best_node: int
+    note: str = ""  # what stops it whatever the devices (no such class, a selector error)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"request": self.request, "class": self.device_class, "wants": self.wants,
+                "matching": self.matching, "free": self.free, "best_node": self.best_node,
+                "free_on_best_node": self.free_on_best_node, "note": self.note}
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClaimFigure:
+    """One ResourceClaim of the pod a DRA diagnosis is about."""
+
+    claim: str  # namespace/name, or "<pod claim> (from template <t>)" before it is created
+    status: str  # "not allocated", "allocated on n1", "does not exist yet", "being deleted", ...
+    requests: tuple[DeviceRequestFigure, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "status": self.status, "requests": [r.to_dict() for r in self.requests]}
+
+
+@dataclass(frozen=True, slots=True)
 class TaskCounts:
     total: int
     min_available: int
@@ -269,7 +377,12 @@ class Diagnosis:
     nodes_failed: int = 0
     preemption: PreemptionInfo = field(default_factory=lambda: PreemptionInfo(could_help=False))
     topology: tuple[HyperNodeFigure, ...] = ()
+    limits: tuple[LimitFigure, ...] = ()
+    # The plugin that blocked the job, with its own figures (plugins' reason codes only).
+    plugin: str | None = None
+    figures: tuple[tuple[str, Any], ...] = ()
     volumes: tuple[VolumeFigure, ...] = ()
+    devices: tuple[DeviceClaimFigure, ...] = ()
 
     @property
     def stage(self) -> Stage:
@@ -298,6 +411,12 @@ class Diagnosis:
         })
         if self.topology:
             out["topology"] = [f.to_dict() for f in self.topology]
+        if self.limits:
+            out["limits"] = [f.to_dict() for f in self.limits]
+        if self.plugin is not None:
+            out["plugin"] = {"name": self.plugin, "figures": dict(self.figures)}
         if self.volumes:
             out["volumes"] = [f.to_dict() for f in self.volumes]
+        if self.devices:
+            out["devices"] = [f.to_dict() for f in self.devices]
         return out

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pyvolcano.api.resource import Resource
     from pyvolcano.api.sub_job import SubJobInfo
     from pyvolcano.api.task import TaskInfo
-    from pyvolcano.diagnosis.model import QueueQuota
+    from pyvolcano.diagnosis.model import PluginBlock, QueueQuota
     from pyvolcano.framework.session import Session
     from pyvolcano.plugins.capacity.attrs import QueueAttr as CapacityQueueAttr
     from pyvolcano.plugins.gpu_session import SessionGpus
@@ -33,6 +33,7 @@ __all__ = [
     "CapacityStateExporter",
     "DeservedExporter",
     "DraQuotaExporter",
+    "EnqueueExplainer",
     "EventHandler",
     "EvictionContext",
     "EvictionKind",
@@ -40,8 +41,11 @@ __all__ = [
     "HyperNodeScoreBounds",
     "Plugin",
     "PluginFactory",
+    "PredicateExplainer",
     "ProportionStateExporter",
     "QuotaExporter",
+    "TimedPlugin",
+    "VictimExplainer",
     "Vote",
 ]
 
@@ -126,6 +130,45 @@ class CapacityStateExporter(Protocol):
     the queue metrics); ``({}, False)`` outside a session."""
 
     def queue_attrs(self) -> tuple[Mapping[str, CapacityQueueAttr], bool]: ...
+
+
+@runtime_checkable
+class EnqueueExplainer(Protocol):
+    """A JobEnqueueable plugin that can say why it kept a PodGroup Pending this session (read by
+    the pending diagnosis; resourcequota, extender); None when its vote did not."""
+
+    def explain_enqueue(self, ssn: Session, job: JobInfo) -> PluginBlock | None: ...
+
+
+@runtime_checkable
+class PredicateExplainer(Protocol):
+    """A predicate plugin that refused the nodes of ``task`` and can say why in its own terms,
+    given the fit errors' histogram of reasons by node count (read by the pending diagnosis;
+    nodegroup, numa-aware, tdm, usage, extender); None when none of the reasons are its own."""
+
+    def explain_predicates(self, ssn: Session, job: JobInfo, task: TaskInfo,
+                           hist: Mapping[str, int]) -> PluginBlock | None: ...
+
+
+@runtime_checkable
+class VictimExplainer(Protocol):
+    """A Preemptable / Reclaimable plugin whose victim filter the pending diagnosis replays:
+    ``keep_victims`` is the filter for one node's candidates, ``explain_victims`` says why the
+    ones it dropped are protected (pdb, cdp)."""
+
+    def keep_victims(self, ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]: ...
+
+    def explain_victims(self, ssn: Session, action: str, dropped: list[TaskInfo]) -> PluginBlock: ...
+
+
+@runtime_checkable
+class TimedPlugin(Protocol):
+    """A plugin that acts on a clock of its own (tdm's daily windows and evict period,
+    rescheduling's interval): ``next_wakeup`` is the soonest time after ``ssn.now`` at which a
+    session could decide differently with nothing else changing, or None. The simulator makes a
+    session due then; the live scheduler runs every period anyway."""
+
+    def next_wakeup(self, ssn: Session) -> float | None: ...
 
 
 class Action(Protocol):

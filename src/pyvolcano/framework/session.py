@@ -36,7 +36,15 @@ from pyvolcano.api.task import ALLOCATED_STATUS, TaskInfo, TaskStatus
 from pyvolcano.conf.schema import PluginOption, SchedulerConfiguration
 from pyvolcano.diagnosis.diagnose import diagnose_session
 from pyvolcano.framework import job_updater
-from pyvolcano.framework.interfaces import DraQuotaExporter, Plugin, PluginFactory, QuotaExporter
+from pyvolcano.framework.interfaces import (
+    DraQuotaExporter,
+    EnqueueExplainer,
+    Plugin,
+    PluginFactory,
+    PredicateExplainer,
+    QuotaExporter,
+    VictimExplainer,
+)
 from pyvolcano.framework.observer import ON_SESSION_CLOSE, ON_SESSION_OPEN, SessionObserver
 from pyvolcano.framework.prebind import BindContexts, PreBinder
 from pyvolcano.framework.scheduler_helper import SchedulerHelper
@@ -80,6 +88,10 @@ class Session(SchedulerHelper):
         self.node_list: list[NodeInfo] = cache.node_list
         self.queues: dict[str, QueueInfo] = dict(cache.queues)
         self.priority_classes = cache.priority_classes
+        # The cache's PodDisruptionBudgets (by "namespace/name") and ResourceQuotas (by namespace),
+        # as upstream's PDB lister and ssn.NamespaceInfo: read by the pdb and resourcequota plugins.
+        self.pod_disruption_budgets = cache.pod_disruption_budgets
+        self.resource_quotas = cache.resource_quotas
         self.jobs: dict[str, JobInfo] = cache.session_jobs()  # with a PodGroup and an existing queue
         # The queues of those jobs, each once, in the order a walk over self.jobs meets them.
         self.job_queues: tuple[str, ...] = cache.session_job_queues()
@@ -116,6 +128,11 @@ class Session(SchedulerHelper):
         # Why each job left short is blocked (pyvolcano.diagnosis), by job key; filled at close.
         self.diagnoses: dict[str, Diagnosis] = {}
         self.skip_unchanged = cache.options.skip_unchanged_unschedulable
+        # The earliest later time at which a plugin's verdict changes with the clock alone
+        # (e.g. a cooldown ending): see revisit_at.
+        self.revisit: float | None = None
+        # The plugins that explain their blocks, by extension point and protocol (see explainers).
+        self._explainers: dict[tuple[str, type], list[object]] = {}
         self._reset_fit_errors()
         for tier in config.tiers:
             for opt in tier.plugins:
@@ -270,6 +287,12 @@ class Session(SchedulerHelper):
         else:
             self.fire_deallocate(task)
 
+    def revisit_at(self, when: float) -> None:
+        """A plugin's decision would change at ``when`` with nothing else changing (a pod's
+        cooldown ends): a loop that runs sessions only after a change runs one then too."""
+        if when > self.now and (self.revisit is None or when < self.revisit):
+            self.revisit = when
+
     # ------------------------------------------------------------------ unschedulable memo
     def _failure_signature(self, job: JobInfo) -> tuple[int, int, object]:
         return (self.cache.capacity_epoch, len(job.tasks_in(TaskStatus.Pending)), id(job.podgroup))
@@ -318,6 +341,36 @@ class Session(SchedulerHelper):
                 if got is not None:
                     return got
         return None
+
+    def enqueue_explainers(self) -> list[EnqueueExplainer]:
+        """The plugins enabled for JobEnqueueable that say why their vote kept a PodGroup Pending
+        (:class:`~pyvolcano.framework.interfaces.EnqueueExplainer`: resourcequota, extender), in
+        tier order."""
+        return self._explaining("job_enqueueable", EnqueueExplainer)  # type: ignore[return-value]
+
+    def predicate_explainers(self) -> list[PredicateExplainer]:
+        """The plugins enabled for Predicate that say why they refused a task's nodes
+        (:class:`~pyvolcano.framework.interfaces.PredicateExplainer`: nodegroup, numa-aware, tdm,
+        usage, extender), in tier order."""
+        return self._explaining("predicate", PredicateExplainer)  # type: ignore[return-value]
+
+    def victim_explainers(self, kind: str) -> list[VictimExplainer]:
+        """The plugins enabled for ``kind`` (``preemptable`` or ``reclaimable``) whose victim
+        filter the diagnosis replays (:class:`~pyvolcano.framework.interfaces.VictimExplainer`:
+        pdb, cdp), in tier order."""
+        return self._explaining(kind, VictimExplainer)  # type: ignore[return-value]
+
+    def _explaining(self, kind: str, protocol: type) -> list[object]:
+        """The plugins enabled for ``kind`` that implement ``protocol``, computed once per session."""
+        got = self._explainers.get((kind, protocol))
+        if got is None:
+            by_name: dict[str, object] = {}
+            for opt, plugin in self.plugins:
+                by_name.setdefault(opt.name, plugin)
+            got = self._explainers[(kind, protocol)] = [
+                p for name in dict.fromkeys(self.enabled_plugins(kind))
+                if (p := by_name.get(name)) is not None and isinstance(p, protocol)]
+        return got
 
     # ------------------------------------------------------------------ iteration helpers
     def queue_of(self, job: JobInfo) -> QueueInfo | None:

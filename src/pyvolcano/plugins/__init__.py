@@ -29,6 +29,16 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "bestfit": "pyvolcano.plugins.gpu_policies.bestfit",
     "fgd": "pyvolcano.plugins.gpu_policies.fgd",
     "network-topology-aware": "pyvolcano.plugins.network_topology_aware",
+    "tdm": "pyvolcano.plugins.tdm",
+    "task-topology": "pyvolcano.plugins.task_topology",
+    "numa-aware": "pyvolcano.plugins.numa_aware",
+    "cdp": "pyvolcano.plugins.cdp",
+    "rescheduling": "pyvolcano.plugins.rescheduling",
+    "usage": "pyvolcano.plugins.usage",
+    "pdb": "pyvolcano.plugins.pdb",
+    "nodegroup": "pyvolcano.plugins.nodegroup",
+    "extender": "pyvolcano.plugins.extender",
+    "resourcequota": "pyvolcano.plugins.resourcequota",
     # Not upstream's: reservations for blocked gangs with backfill around them (opt-in).
     "reservation": "pyvolcano.plugins.reservation",
 }

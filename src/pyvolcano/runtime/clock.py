@@ -11,14 +11,17 @@ in one minute).
 
 from __future__ import annotations
 
+import datetime as _dt
+import os
 import threading
 import time
+import zoneinfo
 from collections.abc import Callable
 
 from pyvolcano.runtime.event_loop import EventLoop, Timer
 from pyvolcano.store.base import EPOCH
 
-__all__ = ["WallLoop", "wall_seconds"]
+__all__ = ["WallLoop", "local_time_zone", "wall_seconds"]
 
 _EPOCH_UNIX = EPOCH.timestamp()
 
@@ -26,6 +29,23 @@ _EPOCH_UNIX = EPOCH.timestamp()
 def wall_seconds() -> float:
     """Now, in the store's seconds after EPOCH."""
     return time.time() - _EPOCH_UNIX
+
+
+def local_time_zone() -> str:
+    """The process's time zone as ``SchedulerOptions.time_zone`` takes it: the ``TZ`` environment
+    variable when it names a zone, else the current UTC offset (``+08:00``)."""
+    name = os.environ.get("TZ", "").lstrip(":")
+    if name:
+        try:
+            zoneinfo.ZoneInfo(name)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            pass
+        else:
+            return name
+    offset = _dt.datetime.now().astimezone().utcoffset() or _dt.timedelta()
+    minutes = int(offset.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 class WallLoop(EventLoop):

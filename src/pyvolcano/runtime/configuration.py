@@ -5,7 +5,8 @@ forecasts, ``schedule``, ``simulate``, ``replay`` and ``snapshot``. It parses th
 :func:`~pyvolcano.conf.loader.load_scheduler_conf` (plugin and action names checked against
 the registry's) and then builds every plugin of every tier and every configured action once
 with its arguments, as the scheduler does when it opens a session, so that a bad argument is
-reported before any session runs and names where it is::
+reported before any session runs and names where it is (the ``metrics`` section is checked
+too, :mod:`pyvolcano.conf.metrics`)::
 
     sched.conf: tiers[1].plugins[0].arguments.binpack.weight: got 'lots' (str); expected a number
 
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyvolcano.conf.defaults import default_configuration
 from pyvolcano.conf.loader import ConfigError, load_scheduler_conf, load_scheduler_conf_file
+from pyvolcano.conf.metrics import MetricsError, read_metrics
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.argument_keys import ArgumentKeys
 from pyvolcano.framework.arguments import ArgumentError
@@ -65,6 +67,10 @@ def load_configuration(registry: Registry, path: str | os.PathLike[str] | None =
         where = "<default configuration>"
         config = default_configuration()
     warnings = check_arguments(config, registry, where)
+    try:
+        read_metrics(config.metrics)
+    except MetricsError as e:
+        raise ConfigError(where, f"metrics.{e.field}", e.problem, e.expected) from None
     for line in warnings:
         logger.warning("%s", line)
     return dataclasses.replace(config, warnings=warnings) if warnings else config

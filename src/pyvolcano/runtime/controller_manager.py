@@ -30,10 +30,11 @@ __all__ = ["CONTROLLERS", "CONTROLLER_KINDS", "UPSTREAM_CONTROLLERS", "LiveContr
 logger = logging.getLogger(__name__)
 
 CONTROLLER_KINDS = ("Queue", "PriorityClass", "Job", "PodGroup", "Pod", "Command", "HyperNode", "Node", "ConfigMap",
-                    "JobFlow", "JobTemplate", "CronJob")
+                    "JobFlow", "JobTemplate", "CronJob", "ReplicaSet", "StatefulSet")
 """What vc-controller-manager's informers watch (HyperNode, Node and ConfigMap for the HyperNode
 controller: node counts and the discovery ConfigMap; JobFlow, JobTemplate and CronJob for the
-workflow controllers)."""
+workflow controllers; ReplicaSet and StatefulSet for the PodGroup controller, as upstream's
+WorkLoadSupport feature, on by default)."""
 
 CONTROLLERS = ("queue-controller", "job-controller", "pg-controller", "gc-controller", "hyperNode-controller",
                "jobflow-controller", "jobtemplate-controller", "cronjob-controller")
@@ -52,6 +53,7 @@ def build_controllers(store: Store, enabled: Collection[str] = CONTROLLERS,
                       job_sync_batch_period: float = 0.0) -> list[Any]:
     """The enabled controllers, in upstream's order. Their generated names and SSH keys come
     from the operating system's randomness (:class:`SystemEntropy`); nothing here is seeded.
+    ``inherit_owner_annotations`` is ``--inherit-owner-annotations`` (the PodGroup controller);
     ``job_sync_batch_period``: the job controller's ``sync_batch_period``."""
     from pyvolcano.controllers import (
         CronJobController,

@@ -26,19 +26,21 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
 
-from pyvolcano.api.objects import PodGroup
+from pyvolcano.api.manifest import parse_time
+from pyvolcano.api.names import COOLDOWN_KEY
+from pyvolcano.api.objects import Pod, PodGroup
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskStatus
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.diagnosis.model import Diagnosis
-from pyvolcano.framework.interfaces import ActionFactory, DeservedExporter, PluginFactory
+from pyvolcano.framework.interfaces import ActionFactory, DeservedExporter, PluginFactory, TimedPlugin
 from pyvolcano.framework.observer import SessionObserver
 from pyvolcano.framework.prebind import BindTarget, PreBindStep
 from pyvolcano.framework.session import Session, open_session
@@ -74,6 +76,17 @@ class SessionResult:
     deserved: dict[str, Resource] = field(default_factory=dict)
     # Why each job left short is blocked, by job key (pyvolcano.diagnosis).
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
+    # The earliest time a plugin's verdict changes with the clock alone (Session.revisit_at):
+    # a loop that runs sessions only when something changed runs one then too.
+    revisit: float | None = None
+    # The soonest time a plugin on its own clock would act again (TimedPlugin), or None.
+    next_wakeup: float | None = None
+
+
+@functools.cache
+def _timed(cls: type) -> bool:
+    """``isinstance(plugin, TimedPlugin)`` decided once per plugin class."""
+    return issubclass(cls, TimedPlugin)
 
 
 @functools.cache
@@ -123,11 +136,16 @@ def run_once(
     for _opt, plugin in ssn.plugins:
         if not result.deserved and _exports_deserved(type(plugin)):
             result.deserved = cast(DeservedExporter, plugin).deserved_snapshot()
+        if _timed(type(plugin)):
+            wake = cast(TimedPlugin, plugin).next_wakeup(ssn)
+            if wake is not None and (result.next_wakeup is None or wake < result.next_wakeup):
+                result.next_wakeup = wake
     if observer is not None:
         observer.session_closing(ssn)
     ssn.close()
     result.nominated = dict(ssn.nominated)
     result.diagnoses = ssn.diagnoses
+    result.revisit = ssn.revisit
     _apply_binds(cache, ssn, result)
     for task, reason in ssn.evictions:
         result.evictions.append(task.key)
@@ -187,9 +205,23 @@ def _apply_binds(cache: SchedulerCache, ssn: Session, result: SessionResult) -> 
         result.bind_requests.append(BindRequest(task.namespace, task.name, node_name, dict(ann), task.uid, steps))
 
 
+def _cooldown_starts(pods: Iterable[Pod]) -> Iterator[float]:
+    """The ``PodScheduled`` transition times of the pods that carry ``volcano.sh/cooldown-time``."""
+    for pod in pods:
+        if COOLDOWN_KEY in pod.labels or COOLDOWN_KEY in pod.annotations:
+            for c in pod.conditions:
+                if c.get("type") == "PodScheduled":
+                    t = parse_time(c.get("lastTransitionTime"))
+                    if t is not None:
+                        yield t
+
+
 def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, registry: Registry, *,
-                     sessions: int, seed: int) -> dict[str, Any]:
+                     sessions: int, seed: int, now: float | None = None) -> dict[str, Any]:
     """Run ``sessions`` sessions and return the contract's JSON object (without timings).
+
+    ``now``: the time of the first session when it is known (a live cluster read at that
+    time); it is never earlier than the snapshot's newest time.
 
     ``diagnoses`` holds the last session's pending diagnosis of every job left short, by
     PodGroup key (the schema of :meth:`pyvolcano.diagnosis.Diagnosis.to_dict`).
@@ -197,10 +229,12 @@ def schedule_objects(cache: SchedulerCache, config: SchedulerConfiguration, regi
     plugins = registry.plugin_factories(config.plugin_names())
     actions = registry.action_factories(config.actions)
     rng = np.random.default_rng(seed)
-    # The snapshot is taken "now": no earlier than its newest object; each further session is
-    # one second later (upstream's default --schedule-period).
+    # The snapshot is taken "now": no earlier than its newest object, nor than the time a pod
+    # with a cooldown was scheduled (the one condition time a decision reads: plugins/cdp.py);
+    # each further session is one second later (upstream's default --schedule-period).
     base = max([0.0, *(p.creation_timestamp for p in cache.pods.values()),
-                *(pg.creation_timestamp for pg in cache.podgroups())])
+                *(pg.creation_timestamp for pg in cache.podgroups()), *_cooldown_starts(cache.pods.values()),
+                *(() if now is None else (now,))])
     binds: dict[str, str] = {}
     evictions: list[str] = []
     pipelined: dict[str, str] = {}

@@ -7,7 +7,7 @@ every Node with ``nvidia.com/gpu`` capacity, the slice NVIDIA's DRA driver would
 
 * attributes ``type`` (``gpu``), ``index`` (int), ``productName`` (the node's
   ``nvidia.com/gpu.product`` label, as GPU feature discovery sets it, else ``unknown``) and
-  ``uuid`` (``GPU-<node>-<i>``);
+  ``uuid`` (``GPU-<node>-<i>``, the node name hashed when that would exceed 64 characters);
 * capacity ``memory``, from the node's ``nvidia.com/gpu.memory`` label (MiB, GPU feature
   discovery's), when it has one.
 
@@ -21,6 +21,7 @@ capacity: a pod asking for GPUs both ways would be counted twice (docs/dra.md).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
@@ -42,6 +43,14 @@ def slice_name(node: str) -> str:
     return f"{node}-{DRIVER}"
 
 
+def _uuid(node: str, index: int) -> str:
+    """``GPU-<node>-<i>``; a node name too long for an attribute value (64 bytes) is hashed."""
+    text = f"GPU-{node}-{index}"
+    if len(text) <= 64:
+        return text
+    return f"GPU-{hashlib.sha256(node.encode()).hexdigest()[:40]}-{index}"
+
+
 def gpu_slice(node: Mapping[str, Any]) -> dict[str, Any] | None:
     """The ResourceSlice of ``node`` (a Node object), or None when it has no GPUs."""
     md, status = node.get("metadata") or {}, node.get("status") or {}
@@ -60,7 +69,7 @@ def gpu_slice(node: Mapping[str, Any]) -> dict[str, Any] | None:
     for i in range(gpus):
         device: dict[str, Any] = {"name": f"gpu-{i}", "attributes": {
             "type": {"string": "gpu"}, "index": {"int": i}, "productName": {"string": product},
-            "uuid": {"string": f"GPU-{name}-{i}"}}}
+            "uuid": {"string": _uuid(name, i)}}}
         if isinstance(memory, str) and memory.isdigit():
             device["capacity"] = {"memory": {"value": f"{memory}Mi"}}
         devices.append(device)

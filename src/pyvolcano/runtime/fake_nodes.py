@@ -8,6 +8,8 @@ pods bound to them through Pending → Running → Succeeded/Failed with the sim
 ``pyvolcano.io/exit-code``, ``pyvolcano.io/failing-attempts``), on a wall clock scaled by
 ``speed``. A pod being deleted terminates after its own grace period (also scaled) and is
 then removed (a delete with grace 0, as the kubelet does). Pods on other nodes are ignored.
+Nodes with a NUMA layout (``numa_layout``, or their ``pyvolcano.io/numa-nodes`` annotation) get
+a Numatopology from a simulated resource exporter (:mod:`pyvolcano.runtime.numa_exporter`).
 With ``dra`` (``--dra``) each GPU node's devices are published as a ResourceSlice
 (:mod:`pyvolcano.runtime.dra_driver`) when it is registered.
 """
@@ -24,6 +26,7 @@ from pyvolcano.api.duration import parse_duration
 from pyvolcano.runtime.clock import WallLoop, wall_seconds
 from pyvolcano.runtime.dra_driver import GpuDriver
 from pyvolcano.runtime.kubelet import DURATION, Kubelets, retry_delay
+from pyvolcano.runtime.numa_exporter import NumaExporter, NumaLayout
 from pyvolcano.store.base import (
     AlreadyExists,
     Compactable,
@@ -118,12 +121,14 @@ class FakeKubelets(Kubelets):
 class FakeNodes:
     def __init__(self, store: Store, nodes: list[dict[str, Any]], *, speed: float = 1.0,
                  lease_duration: int = 40, lease_renew: float = 10.0, clock: Callable[[], float] = wall_seconds,
-                 default_duration: str | None = None, dra: bool = False):
+                 default_duration: str | None = None, numa_layout: NumaLayout | None = None, dra: bool = False):
         self.store = store
         self.manifests = nodes
         self.names = [str(n["metadata"]["name"]) for n in nodes]
         self.loop = WallLoop(speed=speed, clock=clock)
         self.kubelets = FakeKubelets(store, self.loop, self.names, default_duration=default_duration)
+        mine = set(self.names)
+        self.numa = NumaExporter(store, default=numa_layout, nodes=mine.__contains__)
         # --dra: each GPU node's ResourceSlice, as a DRA driver would publish it.
         self.dra = GpuDriver(store=store) if dra else None
         self.lease_duration = lease_duration
@@ -144,6 +149,7 @@ class FakeNodes:
             except AlreadyExists:
                 logger.info("node %s exists; adopting it", name)
             self._write_node_status(name, manifest)
+            self.numa.add_node(manifest)
         self.heartbeat(force=True)
 
     def _ready_status(self, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -205,6 +211,7 @@ class FakeNodes:
         for ev in self.store.watch(self.revision, ("Pod",), copy=False):
             self.revision = ev.revision
             self.kubelets.on_event(ev)
+            self.numa.on_event(ev)
         if isinstance(self.store, Compactable):
             self.store.compact(self.revision)
         self.loop.fire_due()

@@ -169,7 +169,7 @@ class Kubelets:
         status.update({
             "phase": "Running",
             "startTime": now,
-            "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+            "conditions": [_scheduled_condition(status), {"type": "Ready", "status": "True"}],
             "containerStatuses": [
                 {"name": c.get("name", f"c{i}"), "ready": True, "restartCount": 0,
                  "state": {"running": {"startedAt": now}}}
@@ -217,7 +217,7 @@ class Kubelets:
              "state": {"terminated": {"exitCode": code, "reason": reason, "finishedAt": now}}}
             for i, c in enumerate(containers)
         ]
-        status["conditions"] = [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "False"}]
+        status["conditions"] = [_scheduled_condition(status), {"type": "Ready", "status": "False"}]
         pod["status"] = status
         self._write_status(pod)
         self.finished_pods += 1
@@ -318,3 +318,12 @@ def _int(text: object, default: int) -> int:
         return parse_int(str(text).strip())
     except ValueError:
         return default
+
+
+def _scheduled_condition(status: dict[str, Any]) -> dict[str, Any]:
+    """The pod's ``PodScheduled=True`` condition as the binding wrote it (with the time the pod was
+    bound, which the cdp plugin reads), kept as a kubelet keeps it."""
+    for c in status.get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == "PodScheduled" and c.get("status") == "True":
+            return dict(c)
+    return {"type": "PodScheduled", "status": "True"}

@@ -46,14 +46,16 @@ from pyvolcano.api.names import SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.cache.ingest import apply_event, resync_object, resync_pod
 from pyvolcano.conf import ConfigError, default_configuration
+from pyvolcano.conf.metrics import read_metrics
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework.interfaces import ActionFactory, PluginFactory
+from pyvolcano.metrics.source import UsageCollector
 from pyvolcano.runtime.clock import wall_seconds
 from pyvolcano.runtime.configuration import load_configuration
 from pyvolcano.runtime.cycle import SessionResult, run_once
 from pyvolcano.runtime.registry import Registry, default_registry
 from pyvolcano.runtime.writer import DecisionWriter, EventSink, Write
-from pyvolcano.store.base import Compactable, Store
+from pyvolcano.store.base import Compactable, Store, StoreError
 
 if TYPE_CHECKING:
     from pyvolcano.metrics.scheduler import SchedulerMetrics, SessionMetricsObserver
@@ -108,6 +110,8 @@ class LiveScheduler:
         self.config_text: str | None = None  # the text self.config was loaded from (None: the default)
         self._plugins: dict[str, PluginFactory] = {}
         self._actions: dict[str, ActionFactory] = {}
+        # Node load from the configuration's metrics source (metrics/source.py), or None.
+        self._usage: UsageCollector | None = None
         self._load_config(initial=True)
         self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
         self._status_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="status")
@@ -147,6 +151,19 @@ class LiveScheduler:
             logger.info("scheduler configuration %s reloaded: actions %s", self.conf_path, ", ".join(config.actions))
         self.config, self._plugins, self._actions, self._conf_stamp = config, plugins, actions, stamp
         self.config_text = text
+        self._sync_usage_collector()
+
+    def _sync_usage_collector(self) -> None:
+        """Start, restart or stop collecting node load as the configuration's metrics section says."""
+        wanted = read_metrics(self.config.metrics)
+        current = self._usage
+        if current is not None and current.conf == wanted:
+            return
+        if current is not None:
+            current.stop()
+            self._usage = None
+        if wanted.enabled:
+            self._usage = UsageCollector(wanted, clock=self.clock).start()
 
     # ------------------------------------------------------------------ one session
     def ingest(self) -> int:
@@ -156,11 +173,22 @@ class LiveScheduler:
                 continue  # upstream's nodeCanAddCache: ignored on add, update and delete
             if self.recorder is not None:
                 self.recorder.observe(ev.type, ev.kind, ev.object)
+            if ev.kind == "Node" and ev.type == "DELETED":
+                self._delete_numatopology(str((ev.object.get("metadata") or {}).get("name", "")))
             apply_event(self.cache, ev.type, ev.kind, ev.object)
         self.revision = max(self.revision, self.store.revision if not events else events[-1].revision)
         if isinstance(self.store, Compactable):
             self.store.compact(self.revision)
         return len(events)
+
+    def _delete_numatopology(self, node: str) -> None:
+        """Upstream's cache deletes a deleted node's Numatopology (``deleteNode``)."""
+        if node not in self.cache.numatopologies:
+            return
+        try:
+            self.store.delete("Numatopology", None, node)
+        except StoreError as e:
+            logger.error("delete numatopo %s failed: %s", node, e)
 
     def _selected(self, node: Mapping[str, Any]) -> bool:
         labels = (node.get("metadata") or {}).get("labels") or {}
@@ -186,6 +214,11 @@ class LiveScheduler:
     def run_once(self) -> SessionReport:
         self._load_config()
         self.ingest()
+        if self._usage is not None:
+            self._usage.set_nodes([info.name for info in self.cache.node_list])
+            usage = self._usage.take()
+            if usage is not None:
+                self.cache.set_node_usage(usage)
         failures = self._drop_failed_assumptions()
         now = self.clock()
         capture = None if self.recorder is None else self.recorder.capture(
@@ -251,5 +284,7 @@ class LiveScheduler:
             stop.wait(delay)
 
     def close(self, wait: bool = True) -> None:
+        if self._usage is not None:
+            self._usage.stop()
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
         self._status_pool.shutdown(wait=wait, cancel_futures=not wait)

@@ -2,13 +2,14 @@
 
 A snapshot holds, in this order, the scheduler configuration (upstream's
 ``volcano-system/volcano-scheduler-configmap`` ConfigMap with its ``volcano-scheduler.conf``
-key), PriorityClasses, Queues, Nodes, HyperNodes, the storage objects (StorageClasses, CSIDrivers,
-CSINodes, PersistentVolumes, PersistentVolumeClaims, CSIStorageCapacities), DeviceClasses,
-ResourceSlices, PodGroups, ResourceClaims, Pods, Volcano Jobs, JobTemplates, JobFlows and
-CronJobs; each kind sorted by namespace and name, so the same cluster state gives the same bytes.
-Jobs and the workflow kinds are not scheduler inputs (their pods and PodGroups are); they are kept
-for ``vcctl --cluster``, the forecasts (which create the jobs a flow or a CronJob has still to
-make) and the dashboard, and ``schedule`` skips them.
+key), PriorityClasses, Queues, Nodes, Numatopologies, HyperNodes, the storage objects
+(StorageClasses, CSIDrivers, CSINodes, PersistentVolumes, PersistentVolumeClaims,
+CSIStorageCapacities), DeviceClasses, ResourceSlices, PodDisruptionBudgets, ResourceQuotas,
+PodGroups, ResourceClaims, Pods, Volcano Jobs, JobTemplates, JobFlows and CronJobs; each kind
+sorted by namespace and name, so the same cluster state gives the same bytes. Jobs and the
+workflow kinds are not scheduler inputs (their pods and PodGroups are); they are kept for
+``vcctl --cluster``, the forecasts (which create the jobs a flow or a CronJob has still to make)
+and the dashboard, and ``schedule`` skips them.
 
 Reading (:func:`load_snapshot_and_config`) takes files, directories and ``-``
 (:mod:`pyvolcano.api.inputs`) and merges their objects in order; an object defined twice, in
@@ -52,10 +53,10 @@ CONFIG_NAMESPACE: Final = "volcano-system"
 CONFIG_MAP: Final = "volcano-scheduler-configmap"
 CONFIG_KEY: Final = "volcano-scheduler.conf"
 
-SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "HyperNode", "StorageClass", "CSIDriver", "CSINode",
-                         "PersistentVolume", "PersistentVolumeClaim", "CSIStorageCapacity", "DeviceClass",
-                         "ResourceSlice", "PodGroup", "ResourceClaim", "Pod", "Job", "JobTemplate", "JobFlow",
-                         "CronJob")
+SNAPSHOT_KINDS: Final = ("PriorityClass", "Queue", "Node", "Numatopology", "HyperNode", "StorageClass", "CSIDriver",
+                         "CSINode", "PersistentVolume", "PersistentVolumeClaim", "CSIStorageCapacity", "DeviceClass",
+                         "ResourceSlice", "PodDisruptionBudget", "ResourceQuota", "PodGroup", "ResourceClaim", "Pod",
+                         "Job", "JobTemplate", "JobFlow", "CronJob")
 """The kinds a snapshot lists, in its document order: every kind of
 :data:`pyvolcano.api.names.SCHEDULER_KINDS`, the cluster-scoped ones first, then Volcano Jobs and
 the workflow kinds."""
@@ -67,10 +68,11 @@ _SKIPPED_KINDS = {(JOB_API_VERSION, "Job"), (BUS_API_VERSION, "Command"), ("v1",
                   (FLOW_API_VERSION, "JobFlow")}
 _SCHEDULER_KINDS_TEXT = ("v1 Pod, v1 Node, scheduling.volcano.sh/v1beta1 PodGroup, "
                          "scheduling.volcano.sh/v1beta1 Queue, scheduling.k8s.io/v1 PriorityClass, "
-                         "topology.volcano.sh/v1alpha1 HyperNode, storage.k8s.io/v1 StorageClass, v1 PersistentVolume, "
+                         "topology.volcano.sh/v1alpha1 HyperNode, nodeinfo.volcano.sh/v1alpha1 Numatopology, "
+                         "storage.k8s.io/v1 StorageClass, v1 PersistentVolume, "
                          "v1 PersistentVolumeClaim, storage.k8s.io/v1 CSINode, storage.k8s.io/v1 CSIDriver, "
                          "storage.k8s.io/v1 CSIStorageCapacity, resource.k8s.io/v1 DeviceClass, ResourceSlice, "
-                         "ResourceClaim, ResourceClaimTemplate")
+                         "ResourceClaim, ResourceClaimTemplate, policy/v1 PodDisruptionBudget, v1 ResourceQuota")
 
 # Every typed object list of ClusterObjects (all but the untyped documents and the index).
 _OBJECT_LISTS: Final = tuple(f.name for f in dataclasses.fields(ClusterObjects) if f.name not in ("other", "documents"))

@@ -34,6 +34,7 @@ from typing import Any
 
 from pyvolcano.api.duration import DurationError, parse_duration_strict
 from pyvolcano.api.manifest import ManifestError, parse_object
+from pyvolcano.api.names import is_dns1123_subdomain
 from pyvolcano.api.storage import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -225,8 +226,11 @@ class PersistentVolumeController:
             spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
                 {"key": _HOSTNAME, "operator": "In", "values": [hostname]}]}]}}
             spec["local"] = {"path": f"/provisioned/{name}"}
-        else:
+        elif is_dns1123_subdomain(sc.provisioner.lower()) and len(sc.provisioner) <= 63:
             spec["csi"] = {"driver": sc.provisioner, "volumeHandle": name}
+        else:
+            # Not a CSI driver's name (``rancher.io/local-path``): such provisioners make host paths.
+            spec["hostPath"] = {"path": f"/provisioned/{name}"}
         pv = {"apiVersion": "v1", "kind": "PersistentVolume",
               "metadata": {"name": name, "annotations": {_PROVISIONED_BY: sc.provisioner}}, "spec": spec}
         try:

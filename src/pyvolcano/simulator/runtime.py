@@ -49,6 +49,7 @@ from pyvolcano.api.duration import MAX_DURATION_SECONDS
 from pyvolcano.api.names import GROUP_NAME_KEY, JOB_NAME_KEY, SCHEDULER_KINDS
 from pyvolcano.cache.cache import SchedulerCache, SchedulerOptions
 from pyvolcano.cache.ingest import apply_event, resync_object, resync_pod
+from pyvolcano.conf.metrics import read_metrics
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.controllers import watching
 from pyvolcano.controllers.entropy import Entropy
@@ -57,10 +58,12 @@ from pyvolcano.kube.events import EventRecorder
 from pyvolcano.runtime.cycle import SessionResult, run_once
 from pyvolcano.runtime.event_loop import EventLoop
 from pyvolcano.runtime.kubelet import DURATION, Kubelets
+from pyvolcano.runtime.numa_exporter import NumaExporter, NumaLayout
 from pyvolcano.runtime.registry import Registry
 from pyvolcano.runtime.writer import DecisionWriter
 from pyvolcano.simulator.collector import MetricsCollector
 from pyvolcano.simulator.metrics import ENDLESS, RunMetrics
+from pyvolcano.simulator.node_load import derived_usage
 from pyvolcano.simulator.pv_controller import PersistentVolumeController
 from pyvolcano.simulator.seeded_entropy import SeededEntropy
 from pyvolcano.simulator.workflows import JobRun, Workflow, group_of, workflows_of
@@ -76,6 +79,9 @@ FINAL_JOBFLOW_PHASES = frozenset({"Succeed", "Failed", "Terminating"})
 # HyperNodes too: the cache keeps the HyperNode tree the topology-aware scheduler and the
 # collector's topology figures read.
 _SCHEDULER_KIND_SET = frozenset((*SCHEDULER_KINDS, "HyperNode"))
+# Sessions in a row that a plugin's wake-up made due and that decided nothing, before its
+# wake-ups are no longer followed until something else changes.
+_IDLE_WAKEUPS = 16
 MAX_SEED = 2**64 - 1  # numpy's default_rng takes any non-negative int; keep seeds printable and portable
 
 
@@ -168,13 +174,19 @@ class Simulation:
         progress: Callable[[float, int, int], None] | None = None,
         skip_unchanged_unschedulable: bool = True,
         default_duration: float | None = None,
+        numa_layout: NumaLayout | None = None,
     ):
         from pyvolcano.admission import VolcanoAdmission
+        from pyvolcano.simulator.disruption import DisruptionController
+        from pyvolcano.simulator.quota import QuotaAdmission, ResourceQuotas
         from pyvolcano.store.memory import InMemoryStore
 
         check_run_parameters(seed=seed, schedule_period=schedule_period)
         self.loop = EventLoop()
-        self.store = InMemoryStore(clock=lambda: self.loop.now, admission=VolcanoAdmission())
+        # kube-controller-manager's quota controller and the API server's quota admission.
+        quotas = ResourceQuotas()
+        self.store = InMemoryStore(clock=lambda: self.loop.now, admission=QuotaAdmission(VolcanoAdmission(), quotas))
+        quotas.store = self.store
         self.config = config
         self.registry = registry
         self.plugins = registry.plugin_factories(config.plugin_names())
@@ -193,10 +205,24 @@ class Simulation:
         self._own_condition_writes = (0, 0)
         self.kubelets = Kubelets(self.store, self.loop, termination_seconds=termination_seconds,
                                  default_duration=default_duration)
+        # Each node with a NUMA layout gets a Numatopology, kept as pods take exclusive CPUs.
+        self.numa = NumaExporter(self.store, default=numa_layout)
+        # Node load for the usage and rescheduling plugins (simulator/node_load.py), and the
+        # time of its last collection.
+        self.metrics_conf = read_metrics(config.metrics)
+        self._usage_collected: float | None = None
+        self._usage_due: float | None = None
+        self._usage_checked = -1
+        # When a plugin on its own clock (tdm, rescheduling) would act next (TimedPlugin).
+        self._plugin_wakeup: float | None = None
+        self._woken = False
+        self._idle_wakeups = 0
         factory = controllers_factory or _default_controllers
         self.controllers = factory(store=self.store, entropy=SeededEntropy(random.Random(seed)))
-        # kube-controller-manager's PV binder and the classes' provisioners (the cluster's, not Volcano's)
+        # kube-controller-manager's PV binder and the classes' provisioners (the cluster's, not Volcano's),
+        # and its resource quota and disruption controllers, whose status the scheduler reads.
         self.controllers.append(PersistentVolumeController(store=self.store))
+        self.controllers += [quotas, DisruptionController(self.store)]
         self._controllers_of: dict[str, list[Any]] = {}  # by kind: the controllers its events go to
         self.revision = 0
         self.dirty = True
@@ -287,10 +313,12 @@ class Simulation:
 
     # ------------------------------------------------------------------ the loop
     def _dispatch(self, ev: WatchEvent) -> None:
+        self._idle_wakeups = 0
         if ev.kind in _SCHEDULER_KIND_SET and apply_event(self.cache, ev.type, ev.kind, ev.object) and not (
                 ev.kind == "Pod" and self._own_condition_writes[0] < ev.revision <= self._own_condition_writes[1]):
             self.dirty = True
         self.kubelets.on_event(ev)
+        self.numa.on_event(ev)
         self.collector.on_event(ev, self.loop.now)
         interested = self._controllers_of.get(ev.kind)
         if interested is None:
@@ -301,6 +329,29 @@ class Simulation:
             self._track_job(ev)
         elif ev.kind in ("JobFlow", "CronJob"):
             self._track_workflow(ev)
+
+    def _collect_usage(self) -> None:
+        """A collection of node load, as the collector running every ``metrics.interval`` would
+        make it (before a session, once an interval has passed since the last one)."""
+        last = self._usage_collected
+        if last is not None and self.loop.now - last < self.metrics_conf.interval:
+            return
+        self._usage_collected = self.loop.now
+        self._usage_due = None
+        self.cache.set_node_usage(derived_usage(self.cache, self.loop.now))
+
+    def _usage_changed(self) -> None:
+        """When pods started or ended since the last collection, the next collection (one
+        interval after it) would see another load: make it a time a session is due. Load that
+        no longer changes makes nothing due, so a simulation with nothing left to do can end."""
+        if self._usage_due is not None or self._usage_checked == self.store.revision:
+            return
+        self._usage_checked = self.store.revision
+        seen = self.cache.node_usage
+        now = derived_usage(self.cache, self.loop.now)
+        if any(seen.get(n) is None or (seen[n].cpu, seen[n].memory) != (u.cpu, u.memory) for n, u in now.items()):
+            last = self._usage_collected
+            self._usage_due = self.loop.now if last is None else last + self.metrics_conf.interval
 
     def _settle(self) -> None:
         for _ in range(10_000):
@@ -331,16 +382,28 @@ class Simulation:
             self.store.compact(self.revision)
 
     def _schedule(self) -> None:
+        if self.metrics_conf.enabled:
+            self._collect_usage()
         t0 = time.perf_counter()
         result = run_once(self.cache, self.config, self.plugins, self.actions, now=self.loop.now, rng=self.rng)
         self.session_seconds.append(time.perf_counter() - t0)
         self.sessions += 1
         self.last_session = self.loop.now
         self.dirty = False
+        # A plugin's wake-up that keeps deciding nothing is not followed for ever: after
+        # _IDLE_WAKEUPS sessions in a row without a bind or an eviction, only a change does.
+        if self._woken:
+            self._idle_wakeups = 0 if (result.binds or result.evictions) else self._idle_wakeups + 1
+        self._woken = False
+        wake = result.next_wakeup
+        useful = wake is not None and wake > self.loop.now and self._idle_wakeups < _IDLE_WAKEUPS
+        self._plugin_wakeup = wake if useful else None
         for ns, name, reason in result.evict_requests:
             self.collector.on_eviction(ns, name)
             self.timeline.append((self.loop.now, f"evict {ns}/{name} ({reason})"))
         self.writer.write_decisions(result)
+        if result.revisit is not None:  # a verdict changes with the clock alone (a cooldown ends)
+            self.loop.at(result.revisit, self._revisit, "revisit")
         # The pending pods' PodScheduled conditions are only what the session just derived: the
         # watch events of these writes do not make the scheduler due again.
         first = self.store.revision
@@ -359,6 +422,9 @@ class Simulation:
 
     def _resync_pod(self, ns: str, name: str) -> None:
         resync_pod(self.cache, self.store, ns, name)
+
+    def _revisit(self) -> None:
+        self.dirty = True
 
     def _track_workflow(self, ev: WatchEvent) -> None:
         md = ev.object.get("metadata") or {}
@@ -449,6 +515,19 @@ class Simulation:
             next_times = [t for t in (self.loop.next_time(), *self._wakeups.values()) if t is not None]
             if not self.dirty and self.cache.take_status_changes():
                 self.dirty = True
+            if self.metrics_conf.enabled:
+                self._usage_changed()
+            for due in ("_plugin_wakeup", "_usage_due"):
+                at = getattr(self, due)
+                if at is None:
+                    continue
+                if at <= self.loop.now + 1e-9:
+                    if due == "_plugin_wakeup":
+                        self._plugin_wakeup = None
+                        self._woken = not self.dirty
+                    self.dirty = True
+                else:
+                    next_times.append(at)
             if self.dirty:
                 tick = self._next_tick()
                 if tick <= self.loop.now + 1e-9:
@@ -607,11 +686,13 @@ def _bind(fn: Callable[[Any], None], arg: Any) -> Callable[[], None]:
 
 def _default_controllers(*, store: Any, entropy: Entropy) -> list[Any]:
     from pyvolcano.controllers import default_controllers
+    from pyvolcano.controllers.ephemeral_volume import EphemeralVolumeController
     from pyvolcano.controllers.resourceclaim import ResourceClaimController
     from pyvolcano.runtime.dra_driver import GpuDriver
 
-    # kube-controller-manager's ResourceClaim controller and a GPU driver's ResourceSlices (once
-    # the cluster has a DeviceClass): the simulated cluster has no others.
+    # kube-controller-manager's ResourceClaim and ephemeral volume controllers and a GPU
+    # driver's ResourceSlices (once the cluster has a DeviceClass): the simulated cluster has no
+    # others.
     return [*default_controllers(store=store, entropy=entropy), ResourceClaimController(store=store, entropy=entropy),
-            GpuDriver(store=store, gated=True)]
+            EphemeralVolumeController(store=store), GpuDriver(store=store, gated=True)]
 

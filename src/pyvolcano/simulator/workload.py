@@ -1,9 +1,11 @@
 """Workload and cluster files for ``pyvolcano simulate``.
 
-A CLUSTER file holds Nodes (and optionally Queues, PriorityClasses, HyperNodes and the storage
-objects: StorageClasses, PersistentVolumes, PersistentVolumeClaims, CSINodes, CSIDrivers,
-CSIStorageCapacities). A WORKLOAD file holds any of Job, CronJob, JobTemplate, JobFlow, Queue,
-PodGroup, Pod, Command, PriorityClass, the storage objects, plus
+A CLUSTER file holds Nodes (and optionally Queues, PriorityClasses, HyperNodes, RuntimeClasses,
+ResourceQuotas, PodDisruptionBudgets, the storage objects: StorageClasses, PersistentVolumes,
+PersistentVolumeClaims, CSINodes, CSIDrivers, CSIStorageCapacities, and DeviceClasses and
+ResourceSlices). A WORKLOAD file holds any of Job, CronJob, JobTemplate, JobFlow, Queue, PodGroup,
+Pod, Command, PriorityClass, RuntimeClass, ResourceQuota, PodDisruptionBudget, the storage objects,
+the dynamic resource allocation objects, plus
 ``apiVersion: pyvolcano.io/v1alpha1, kind: ClusterEvent`` documents
 (``spec: {at: 10m, action: NodeDown|NodeUp, node: NAME}``). An object's
 ``metadata.annotations["pyvolcano.io/submit-at"]`` (a duration such as ``5m``) delays its
@@ -30,14 +32,14 @@ SUBMIT_AT = "pyvolcano.io/submit-at"
 STORAGE_KINDS = {"StorageClass", "PersistentVolume", "PersistentVolumeClaim", "CSINode", "CSIDriver",
                  "CSIStorageCapacity"}
 DRA_KINDS = {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"}
-CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode", *STORAGE_KINDS, "DeviceClass", "ResourceSlice"}
+CLUSTER_KINDS = {"Node", "Queue", "PriorityClass", "HyperNode", *STORAGE_KINDS, "DeviceClass", "ResourceSlice",
+                 "ResourceQuota", "PodDisruptionBudget", "RuntimeClass"}
 CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "Namespace", "HyperNode", "StorageClass", "PersistentVolume",
-                  "CSINode", "CSIDriver", "DeviceClass", "ResourceSlice"}
+                  "CSINode", "CSIDriver", "DeviceClass", "ResourceSlice", "RuntimeClass"}
 WORKLOAD_KINDS = {"Job", "Queue", "PodGroup", "Pod", "Command", "PriorityClass", "Namespace", "Service",
                   "ConfigMap", "Secret", "Node", "HyperNode", "CronJob", "JobTemplate", "JobFlow", *STORAGE_KINDS,
-                  *DRA_KINDS}
-PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret"),
-                *(("resource.k8s.io/v1", kind) for kind in DRA_KINDS)}
+                  *DRA_KINDS, "RuntimeClass", "ResourceQuota", "PodDisruptionBudget"}
+PASS_THROUGH = {("v1", "Namespace"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret")}
 """Kinds pyvolcano does not model that a workload may still create (job plugins read them)."""
 
 

@@ -69,9 +69,10 @@ __all__ = [
 EPOCH: Final = _dt.datetime(2024, 1, 1, tzinfo=_dt.UTC)
 """Virtual time 0.0 as wall-clock time in every timestamp the store writes."""
 
-CLUSTER_SCOPED_KINDS: Final = frozenset({"Node", "Queue", "PriorityClass", "Namespace", "HyperNode",
+CLUSTER_SCOPED_KINDS: Final = frozenset({"Node", "Queue", "PriorityClass", "Namespace", "HyperNode", "Numatopology",
                                          "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-                                         "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"})
+                                         "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
+                                         "DeviceClass", "ResourceSlice", "RuntimeClass"})
 """Kinds without a namespace; every other kind is namespaced."""
 
 STATUS_SUBRESOURCE_KINDS: Final = frozenset({"Pod", "Node", "PodGroup", "Queue", "Job", "PersistentVolume",

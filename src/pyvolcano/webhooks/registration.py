@@ -13,7 +13,9 @@ carry a ``matchConditions`` CEL expression, ``object.spec.schedulerName in ['vol
 ``--scheduler-name`` values): the API server does not call them for other pods, so with
 ``failurePolicy: Fail`` only Volcano's own pods wait for the webhook. ``matchConditions`` are GA
 in Kubernetes 1.30 (beta, on by default, since 1.28); an ``objectSelector`` cannot select on
-``spec``. Job, Queue and PodGroup are Volcano's own kinds and need no further scope.
+``spec``. Job, Queue and PodGroup are Volcano's own kinds and need no further scope. With
+``--admission-conf`` the pod *mutating* webhook has no such condition: its resource groups are
+meant for every pod (a Deployment's pods may be given ``schedulerName: volcano``), as upstream's.
 
 ``clientConfig`` is ``url: <--webhook-url><path>`` or ``service: {namespace, name, path, port:
 443}``, with ``caBundle`` the PEM bytes of ``--ca-cert-file``. Upstream's current
@@ -82,8 +84,9 @@ def _cel_string(value: str) -> str:
 
 
 def webhook_configuration(service: AdmissionService, target: ClientTarget, ca_bundle: bytes,
-                          scheduler_names: Sequence[str]) -> dict[str, Any]:
-    """The configuration object registering ``service``."""
+                          scheduler_names: Sequence[str], *, mutate_all_pods: bool = False) -> dict[str, Any]:
+    """The configuration object registering ``service`` (``mutate_all_pods``: the pod mutating
+    webhook sees every pod, for the resource groups of ``--admission-conf``)."""
     excluded = ["kube-system"] if not target.namespace else [target.namespace, "kube-system"]
     webhook: dict[str, Any] = {
         "name": service.webhook_name,
@@ -105,7 +108,7 @@ def webhook_configuration(service: AdmissionService, target: ClientTarget, ca_bu
         "sideEffects": "None",
         "timeoutSeconds": _TIMEOUT_SECONDS,
     }
-    if service.kind == "Pod":
+    if service.kind == "Pod" and not (service.mutating and mutate_all_pods):
         names = ", ".join(_cel_string(n) for n in scheduler_names)
         webhook["matchConditions"] = [
             {"name": "volcano-scheduled-pods", "expression": f"object.spec.schedulerName in [{names}]"},
@@ -157,6 +160,7 @@ def _apply(store: Store, desired: dict[str, Any]) -> Registration:
 
 
 def register(store: Store, services: Sequence[AdmissionService], target: ClientTarget, ca_bundle: bytes,
-             scheduler_names: Sequence[str]) -> list[Registration]:
+             scheduler_names: Sequence[str], *, mutate_all_pods: bool = False) -> list[Registration]:
     """Create or update the configuration of every service, in order."""
-    return [_apply(store, webhook_configuration(s, target, ca_bundle, scheduler_names)) for s in services]
+    return [_apply(store, webhook_configuration(s, target, ca_bundle, scheduler_names,
+                                                mutate_all_pods=mutate_all_pods)) for s in services]

@@ -40,8 +40,8 @@ status:
     ("""apiVersion: resource.k8s.io/v1
 kind: ResourceClaim
 metadata: {name: c}
-spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu, count: 0}}]}}""",
-     r"document 0 \(ResourceClaim default/c\): spec.devices.requests\[0\].exactly.count: got 0"),
+spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu, count: -2}}]}}""",
+     r"document 0 \(ResourceClaim default/c\): spec.devices.requests\[0\].exactly.count: got -2"),
     ("""apiVersion: resource.k8s.io/v1
 kind: ResourceClaim
 metadata: {name: c}

@@ -340,7 +340,8 @@ class SelectorCache:
             return CelError("compilation failed: " + " ".join(text.split()))
         rtype = program.return_type()
         if rtype != env.bool_type and rtype != env.dyn_type:
-            return CelError(f"must evaluate to bool or the unknown type, not {rtype}")
+            # cel-go names types in lower case ("not int"); the C++ runtime's names are upper case.
+            return CelError(f"must evaluate to bool or the unknown type, not {str(rtype).lower()}")
         return CompiledSelector(env, expression, program)
 
     def check(self, expressions: Iterable[str]) -> list[str]:

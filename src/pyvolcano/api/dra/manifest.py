@@ -33,6 +33,7 @@ from pyvolcano.api.dra.types import (
     ResourceSlice,
 )
 from pyvolcano.api.matching import SelectorError, compile_node_selector_term, validate_tolerations
+from pyvolcano.api.plugin_fields import unmodelled_paths
 from pyvolcano.api.quantity import QuantityError, parse_quantity
 
 __all__ = ["Doc", "device_class", "pod_resource_claims", "resource_claim", "resource_claim_template",
@@ -210,8 +211,8 @@ def _sub_request(d: Doc, path: str, value: Any, name: str | None = None) -> Devi
         if count is not None:
             raise r.fail("count", "must not be set with allocationMode All")
         count = 0
-    elif count is None:
-        count = 1
+    elif not count:
+        count = 1  # SetDefaults_ExactDeviceRequest: an ExactCount request without a count asks for one
     elif count < 1:
         raise r.fail("count", f"got {count}; expected a positive integer")
     admin = r.get("adminAccess")
@@ -283,6 +284,7 @@ def resource_claim(d: Doc) -> ResourceClaim:
         deletion_timestamp=d.timestamp("metadata.deletionTimestamp"), finalizers=_strings(d, "metadata.finalizers"),
         annotations=d.str_map("metadata.annotations"), resource_version=d.str_("metadata.resourceVersion", ""),
         creation_timestamp=d.timestamp("metadata.creationTimestamp") or 0.0,
+        unmodelled=unmodelled_paths("ResourceClaim", {"spec": d.get("spec")}),
     )
 
 

@@ -209,6 +209,8 @@ class ResourceClaim:
     annotations: Mapping[str, str] = field(default_factory=dict)
     resource_version: str = ""
     creation_timestamp: float = 0.0
+    # Paths of fields set that the allocator does not act on (api/plugin_fields.py).
+    unmodelled: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

@@ -1,6 +1,8 @@
 // The Job page: job why's diagnosis (stage, reason, message, hint, per-resource figures, the
-// claims and their PVs of a volume diagnosis, the nodes' predicate failures, preemption), the pods and their nodes, the PodGroup's conditions
-// and recent Events, the nodes and start the reservation plugin holds for it; with --allow-actions on a live cluster, the vcctl job actions.
+// claims and their PVs of a volume diagnosis, the ResourceClaims and their devices of a DRA
+// diagnosis, the nodes' predicate failures, preemption), the pods and their nodes, the PodGroup's conditions
+// and recent Events, the nodes and start the reservation plugin holds for it; with --allow-actions on a
+// live cluster, the vcctl job actions.
 
 import { h, s, amount, table, section, route } from "./dom.js";
 import { actionButtons } from "./actions.js";
@@ -51,6 +53,18 @@ function diagnosis(d) {
         ...v.pvs.map((p) => h("tr", { "data-pv": p.name }, h("td", {}, `  ${p.name}`), h("td", {}), h("td", {}),
           h("td", {}), h("td", {}, p.nodes ? `on ${p.nodes}` : "any node"), h("td", {}, p.state))),
       ]), { class: "figures", id: "claims" }));
+  }
+  if (d.devices && d.devices.length) {
+    parts.push(h("h3", {}, "ResourceClaims"), table(["claim / request", "status or class", "wants", "matching",
+                                                     "free", "most free on"],
+      d.devices.flatMap((c) => [
+        h("tr", { "data-device-claim": c.claim }, h("td", {}, c.claim), h("td", {}, c.status), h("td", {}),
+          h("td", {}), h("td", {}), h("td", {})),
+        ...c.requests.map((r) => h("tr", { "data-request": r.request }, h("td", {}, `  ${r.request}`),
+          h("td", {}, r.note || r.class), h("td", { class: "num" }, r.wants),
+          h("td", { class: "num" }, String(r.matching)), h("td", { class: "num" }, String(r.free)),
+          h("td", {}, r.best_node ? `${r.best_node} (${r.free_on_best_node})` : "-"))),
+      ]), { class: "figures", id: "device-claims" }));
   }
   if (d.node_failures && Object.keys(d.node_failures).length) {
     parts.push(h("h3", {}, `Nodes: ${d.nodes.failed}/${d.nodes.total} failed`), histogram(d.node_failures));
