@@ -36,6 +36,7 @@ from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.runtime.registry import Registry
 from pyvolcano.simulator.restore import RuntimePolicy
 from pyvolcano.simulator.state import ClusterState
+from pyvolcano.store.base import to_rfc3339
 
 if TYPE_CHECKING:
     from pyvolcano.diagnosis.model import QueueQuota
@@ -127,8 +128,8 @@ class Analysis:
             diagnoses: dict[str, dict[str, Any]] = doc["diagnoses"]
             held: dict[str, dict[str, Any]] = {}
             for key, r in sorted(cache.memo.reservations.held.items()):
-                # Planned in that one session, whose clock counts Unix seconds (schedule_objects).
-                held[key] = {**r.to_dict(r.planned_at), "start": object_time(r.start)}
+                # Planned in that one session: start_in_seconds counts from its clock.
+                held[key] = {**r.to_dict(r.planned_at), "start": to_rfc3339(r.start)}
             return diagnoses, held
 
         return self._once("session", compute)

@@ -18,7 +18,6 @@ count them.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from pyvolcano.forecast.eta import DEFAULT_HORIZON, estimate_starts
 from pyvolcano.runtime.registry import Registry
 from pyvolcano.simulator.restore import RuntimePolicy, assumptions
 from pyvolcano.simulator.state import ClusterState
-from pyvolcano.store.base import EPOCH, to_rfc3339
+from pyvolcano.store.base import to_rfc3339
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["OrderedJob", "pending_order", "queue_top_document"]
 
 T = TypeVar("T")
-_UNIX_EPOCH = EPOCH.timestamp()
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +111,7 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
         })
         held = reserved.get(o.job)
         if held is not None:
-            # schedule_objects' session counts Unix seconds; the state's clock counts from EPOCH.
-            shifted = held.start - _UNIX_EPOCH if held.start > _UNIX_EPOCH / 2 else held.start
-            held = dataclasses.replace(held, start=shifted)
-            pending[-1]["reservation"] = {**held.to_dict(state.now), "start": to_rfc3339(max(shifted, state.now))}
+            pending[-1]["reservation"] = {**held.to_dict(state.now), "start": to_rfc3339(max(held.start, state.now))}
     running: dict[str, dict[str, Any]] = {}
     on_nodes = {p.key for p in state.objects.pods if p.phase == "Running" and p.node_name}
     for a in assumptions(state.docs, policy, state.now):

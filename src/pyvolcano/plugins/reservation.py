@@ -67,7 +67,6 @@ from pyvolcano.api.unschedule import Code, Status
 from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
-from pyvolcano.store.base import EPOCH
 
 if TYPE_CHECKING:
     from pyvolcano.framework.session import Session
@@ -85,7 +84,6 @@ ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (
 ))
 
 _EPS = 1e-6
-_EPOCH_UNIX = EPOCH.timestamp()
 _HELD = Status(Code.UnschedulableAndUnresolvable, HELD_REASON)
 
 
@@ -167,7 +165,13 @@ class ReservationPlugin:
             for t in tasks:
                 self._take(ssn, Event(t), -1.0)
 
+        def valid(_job: JobInfo) -> None:
+            # No verdict: asked by allocate and backfill for every job they consider, it plans the
+            # session's reservations before any of them is placed.
+            self._ensure()
+
         ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key)
+        ssn.add_job_valid_fn(NAME, valid)
         ssn.add_job_enqueueable_fn(NAME, enqueueable)
         ssn.add_event_handler(EventHandler(
             allocate=lambda ev: self._take(ssn, ev, -1.0), deallocate=lambda ev: self._take(ssn, ev, 1.0),
@@ -301,8 +305,7 @@ class ReservationPlugin:
         runtime = expected_runtime(task, self.default_runtime)
         if runtime is None:
             return math.inf
-        started = task.pod.start_time
-        start = started - _clock_offset(now) if started is not None else now
+        start = task.pod.start_time if task.pod.start_time is not None else now
         return max(start + runtime, now)
 
     def _end(self, ssn: Session, task: TaskInfo) -> float:
@@ -468,16 +471,6 @@ class ReservationPlugin:
             for d, v in ssn.node_table.task_vector(task):
                 if d < h.slack.shape[0]:
                     h.slack[d, j] += sign * v
-
-
-def _clock_offset(now: float) -> float:
-    """What to subtract from an object's timestamp (Unix seconds) to get the session's clock.
-
-    Sessions of the scheduler and the simulator count seconds after the store's EPOCH
-    (runtime/clock.py); ``pyvolcano schedule`` and the one-session views built on it open theirs
-    at the snapshot's newest creation timestamp, in Unix seconds. A session clock past half the
-    EPOCH's Unix time (27 years of virtual time) can only be the latter."""
-    return 0.0 if now > _EPOCH_UNIX / 2 else _EPOCH_UNIX
 
 
 def _first_fit(free: np.ndarray, pods: list[np.ndarray], usable: np.ndarray) -> list[int] | None:
