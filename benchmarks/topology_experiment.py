@@ -25,6 +25,17 @@ queue, so that only placement makes a job wait (the traces' queues would add fai
 Scheduler: upstream's chart configuration (:data:`CONFIG`), plus the ``network-topology-aware``
 plugin when the scheduler has it.
 
+A fourth run, ``soft, fragmentation-aware``, is soft mode with network-topology-aware's
+``hypernode.fragmentation-aware.enable`` (docs/network-topology.md): among equal-score nodes a
+gang takes the racks already in use first, so whole racks stay whole.
+
+``--scenario burst`` asks the question that option answers: the first ``--jobs`` (default 40)
+gangs of 2 to 32 pods of each trace (80 gangs) all arrive at once; every gang that fits a rack
+(up to 8 pods) is rack-bound (``mode: hard, highestTierAllowed: 1``), the larger ones run under
+no constraint, soft mode, or soft mode with the option. It prints, per seed, how many gangs are
+placed in the first ``--horizon`` seconds (30: before any job ends, so this is pure packing),
+how many of them rack-bound, and the idle GPUs stranded in racks no pending gang can use then.
+
 Prints one Markdown table (per mode, for all jobs and per trace: jobs, never started, mean and p95 wait, mean
 JCT, GPU allocation over the busy window, multi-node jobs inside one rack, mean racks per job,
 topology fragmentation) and writes the figure ``--figure`` (default
@@ -60,6 +71,23 @@ MODES: dict[str, dict[str, Any] | None] = {
     "soft": {"mode": "soft"},
     "hard": {"mode": "hard", "highestTierAllowed": 1},
 }
+FRAGMENTATION_AWARE = "hypernode.fragmentation-aware.enable"
+SOFT_FA = "soft, fragmentation-aware"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One run: the constraint (a key of :data:`MODES`) and whether network-topology-aware keeps racks whole."""
+
+    constraint: str
+    fragmentation_aware: bool = False
+
+
+VARIANTS: dict[str, Variant] = {"none": Variant("none"), "soft": Variant("soft"), SOFT_FA: Variant("soft", True),
+                                "hard": Variant("hard")}
+BURST_VARIANTS = ("none", "soft", SOFT_FA)
+RACK_PODS = 8  # the largest Lingjun rack: a gang of more pods never fits one
+BURST_MAX_PODS = 32
 WORKLOADS = ("philly", "kalos")
 TOPOLOGY_PLUGIN = "network-topology-aware"
 GPU = "nvidia.com/gpu"
@@ -90,7 +118,8 @@ def _offered(facts: list[tuple[int, float]], window: float, capacity: int) -> fl
     return sum(g * min(d, window) for g, d in facts) / (window * capacity)
 
 
-def workload(formats: list[str], *, load: float, capacity_gpus: int, limit: int | None) -> Workload:
+def workload(formats: list[str], *, load: float, capacity_gpus: int, limit: int | None,
+             max_pods: int = MAX_PODS) -> Workload:
     """The 2-8-pod gangs of each trace, every trace's arrivals spread over one window chosen so
     that the offered load is ``load`` (the traces interleave in that window)."""
     picked: list[tuple[dict[str, Any], tuple[int, int, float, float], float, float]] = []
@@ -99,13 +128,13 @@ def workload(formats: list[str], *, load: float, capacity_gpus: int, limit: int 
     for fmt in formats:
         trace = load_trace(fmt)
         traces.append(trace)
-        gangs = [j for j in trace.jobs if MIN_PODS <= sum(t["replicas"] for t in j["spec"]["tasks"]) <= MAX_PODS]
+        gangs = [j for j in trace.jobs if MIN_PODS <= sum(t["replicas"] for t in j["spec"]["tasks"]) <= max_pods]
         jobs = [(j, _pods_and_gpus(j)) for j in gangs]
         if limit is not None:
             jobs = jobs[:limit]
         first, last = jobs[0][1][3], jobs[-1][1][3]
         picked += [(j, f, first, max(last - first, 1.0)) for j, f in jobs]
-        notes.append(f"{fmt}: {len(jobs)} gangs of {MIN_PODS}-{MAX_PODS} pods ({sum(f[1] for _j, f in jobs):,} GPUs) "
+        notes.append(f"{fmt}: {len(jobs)} gangs of {MIN_PODS}-{max_pods} pods ({sum(f[1] for _j, f in jobs):,} GPUs) "
                      f"of {len(trace.jobs):,} jobs, arriving over {(last - first) / 86400:.1f} days")
     facts = [(f[1], f[2]) for _j, f, _first, _span in picked]
     lo, hi = 60.0, 365 * 86400.0
@@ -179,11 +208,13 @@ tiers:
 """Upstream's shipped chart configuration (installer/helm/chart/volcano/config/volcano-scheduler.conf)."""
 
 
-def scheduler_conf(registry: Any) -> tuple[Any, bool]:
+def scheduler_conf(registry: Any, *, fragmentation_aware: bool = False) -> tuple[Any, bool]:
     text = CONFIG
     has_plugin = TOPOLOGY_PLUGIN in registry.plugin_names
     if has_plugin:
         text += f"  - name: {TOPOLOGY_PLUGIN}\n"
+        if fragmentation_aware:
+            text += f"    arguments:\n      {FRAGMENTATION_AWARE}: true\n"
     return load_configuration(registry, text=text, source="topology experiment"), has_plugin
 
 
@@ -202,11 +233,11 @@ def _subset(jobs: list[JobMetrics], prefix: str | None) -> dict[str, Any]:
 
 def run_one(wl: Workload, mode: str, hosts: list[dict[str, Any]], hypernodes: list[dict[str, Any]],
             conf: Any, registry: Any, seed: int) -> list[dict[str, Any]]:
-    """One simulation; rows for all jobs, then per trace."""
+    """One simulation of the variant ``mode``; rows for all jobs, then per trace."""
     sim = Simulation(config=conf, registry=registry, seed=seed)
     cluster = [*hosts, *hypernodes]
     sim.submit([Submission(0.0, i, "cluster", o) for i, o in enumerate(cluster)])
-    jobs = with_constraint(wl.jobs, MODES[mode])
+    jobs = with_constraint(wl.jobs, MODES[VARIANTS[mode].constraint])
     sim.submit([Submission(parse_duration_strict(j["metadata"]["annotations"][SUBMIT_AT]), i, "jobs", j)
                 for i, j in enumerate(jobs)])
     t0 = time.perf_counter()
@@ -264,8 +295,8 @@ def figure(rows: list[dict[str, Any]], path: Path, subtitle: str) -> None:
     axes = fig.subplots(2, 3).ravel()
     workloads = list(dict.fromkeys(r["workload"] for r in rows))
     rows_all = [r for r in rows if r["workload"] == "all"]
-    modes = list(MODES)
-    colours = {"none": "tab:gray", "soft": "tab:blue", "hard": "tab:orange"}
+    modes = list(dict.fromkeys(r["mode"] for r in rows))
+    colours = {"none": "tab:gray", "soft": "tab:blue", SOFT_FA: "tab:green", "hard": "tab:orange"}
     x = np.arange(len(workloads))
     width = 0.8 / len(modes)
     by = {(r["workload"], r["mode"]): r for r in rows}
@@ -275,7 +306,7 @@ def figure(rows: list[dict[str, Any]], path: Path, subtitle: str) -> None:
         for k, mode in enumerate(modes):
             vals = [value(by[(w, mode)]) if (w, mode) in by else 0.0 for w in shown]
             bars = ax.bar(x + (k - (len(modes) - 1) / 2) * width, vals, width, color=colours[mode], label=mode)
-            ax.bar_label(bars, labels=[f"{v:.1%}" if pct else f"{v:.2f}" for v in vals], fontsize=8, padding=2)
+            ax.bar_label(bars, labels=[f"{v:.1%}" if pct else f"{v:.2f}" for v in vals], fontsize=7, padding=2)
         ax.set_xticks(x, shown)
         ax.set_title(title, fontsize=11)
         ax.grid(True, axis="y", alpha=0.3)
@@ -285,11 +316,87 @@ def figure(rows: list[dict[str, Any]], path: Path, subtitle: str) -> None:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, [f"networkTopology: {m}" for m in labels], loc="outside lower center", ncol=len(modes),
                frameon=False)
-    fig.suptitle(f"Multi-node gangs of Philly and Acme Kalos: no, soft and hard (highestTierAllowed 1) topology "
+    fig.suptitle(f"Multi-node gangs of Philly and Acme Kalos: no, soft (also fragmentation-aware) and hard "
+                 f"(highestTierAllowed 1) topology "
                  f"constraint\n{subtitle}", fontsize=11)
     del rows_all
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100, facecolor="white")
+
+
+def burst_jobs(wl: Workload, mode: str) -> list[dict[str, Any]]:
+    """The burst's jobs under the variant ``mode``: rack-bound up to a rack's size, the rest ``mode``'s constraint."""
+    out = []
+    large = MODES[VARIANTS[mode].constraint]
+    for job in wl.jobs:
+        job = copy.deepcopy(job)
+        constraint = MODES["hard"] if _pods_and_gpus(job)[0] <= RACK_PODS else large
+        if constraint is not None:
+            job["spec"]["networkTopology"] = dict(constraint)
+        out.append(job)
+    return out
+
+
+def run_burst(wl: Workload, mode: str, hosts: list[dict[str, Any]], hypernodes: list[dict[str, Any]],
+              registry: Any, seed: int, horizon: float) -> dict[str, Any]:
+    """One burst run: the gangs placed by ``horizon``, the rack-bound ones among them, and the
+    stranded GPUs (the topology-fragmentation figure of the last sample)."""
+    conf, _ = scheduler_conf(registry, fragmentation_aware=VARIANTS[mode].fragmentation_aware)
+    sim = Simulation(config=conf, registry=registry, seed=seed)
+    sim.submit([Submission(0.0, i, "cluster", o) for i, o in enumerate([*hosts, *hypernodes])])
+    jobs = burst_jobs(wl, mode)
+    sim.submit([Submission(0.0, i, "jobs", j) for i, j in enumerate(jobs)])
+    sim.run(until=horizon)
+    rack_bound = {f"default/{j['metadata']['name']}" for j in jobs
+                  if (j["spec"].get("networkTopology") or {}).get("mode") == "hard"}
+    started = [j for j in sim.metrics.jobs if j.wait is not None]
+    ended = sum(1 for j in sim.metrics.jobs if j.jct is not None)
+    samples = sim.metrics.samples
+    stranded = samples[-1].topology_fragmentation if samples else None
+    large = [j for j in started if j.key not in rack_bound]
+    return {"mode": mode, "seed": seed, "jobs": len(jobs), "rack_bound": len(rack_bound), "placed": len(started),
+            "placed_rack_bound": sum(1 for j in started if j.key in rack_bound), "ended": ended,
+            "stranded_gpus": stranded,
+            "large_racks": float(np.mean([j.span_domains for j in large])) if large else None}
+
+
+def burst_table(rows: list[dict[str, Any]]) -> str:
+    head = ("| larger gangs | seed | gangs placed | rack-bound placed | larger placed | racks per larger gang (mean) "
+            "| idle GPUs stranded in racks |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        lines.append(f"| {r['mode']} | {r['seed']} | {r['placed']} of {r['jobs']} "
+                     f"| {r['placed_rack_bound']} of {r['rack_bound']} "
+                     f"| {r['placed'] - r['placed_rack_bound']} of {r['jobs'] - r['rack_bound']} "
+                     f"| {r['large_racks'] or 0:.2f} "
+                     f"| {'-' if r['stranded_gpus'] is None else round(r['stranded_gpus'])} |")
+    return "\n".join(lines)
+
+
+def main_burst(args: argparse.Namespace) -> None:
+    hosts, hypernodes, fabric_note = fabric(args.fabric)
+    registry = default_registry()
+    per = 40 if args.jobs is None else args.jobs
+    wl = workload([w.strip() for w in args.workloads.split(",")], load=0.01, capacity_gpus=8 * len(hosts),
+                  limit=per, max_pods=BURST_MAX_PODS)
+    rows = []
+    for seed in range(args.seed, args.seed + args.seeds):
+        for mode in BURST_VARIANTS:
+            row = run_burst(wl, mode, hosts, hypernodes, registry, seed, args.horizon)
+            if row["ended"]:
+                raise SystemExit(f"a job ended before --horizon {args.horizon:g}s: lower it")
+            rows.append(row)
+            print(f"# {mode}, seed {seed}: {row['placed']} of {row['jobs']} placed", flush=True)
+    print()
+    print(burst_table(rows))
+    print()
+    sizes = [_pods_and_gpus(j)[0] for j in wl.jobs]
+    print(f"* {fabric_note} (8 GPUs, 128 cores, 2 TiB each)")
+    print(f"* {len(wl.jobs)} gangs ({sum(sizes)} pods) arriving at once: the first {per} gangs of {MIN_PODS}-"
+          f"{BURST_MAX_PODS} pods of {args.workloads}; {sum(1 for n in sizes if n <= RACK_PODS)} of up to "
+          f"{RACK_PODS} pods are rack-bound (hard, tier 1), the {sum(1 for n in sizes if n > RACK_PODS)} larger "
+          f"ones run under the constraint of the first column")
+    print(f"* placed: started within {args.horizon:g} s, before any job ends")
 
 
 def main() -> None:
@@ -301,7 +408,15 @@ def main() -> None:
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="philly,kalos")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--figure", type=Path, default=Path("docs/img/topology-experiment.png"))
+    ap.add_argument("--scenario", choices=("stream", "burst"), default="stream",
+                    help="stream: the table of docs/traces.md (default); burst: rack-bound gangs and larger ones "
+                         "arriving at once")
+    ap.add_argument("--seeds", type=int, default=3, help="burst: seeds from --seed on (3)")
+    ap.add_argument("--horizon", type=float, default=30.0, help="burst: count the gangs placed by then (30 s)")
     args = ap.parse_args()
+    if args.scenario == "burst":
+        main_burst(args)
+        return
     hosts, hypernodes, fabric_note = fabric(args.fabric)
     capacity = 8 * len(hosts)
     registry = default_registry()
@@ -311,8 +426,11 @@ def main() -> None:
     wl = workload([w.strip() for w in args.workloads.split(",")], load=args.load, capacity_gpus=capacity,
                   limit=args.jobs)
     rows = []
-    for mode in MODES:
-        got = run_one(wl, mode, hosts, hypernodes, conf, registry, args.seed)
+    for mode, variant in VARIANTS.items():
+        if variant.fragmentation_aware and not has_plugin:
+            continue
+        run_conf = scheduler_conf(registry, fragmentation_aware=True)[0] if variant.fragmentation_aware else conf
+        got = run_one(wl, mode, hosts, hypernodes, run_conf, registry, args.seed)
         rows += got
         print(f"# {mode}: {got[0]['jobs']} jobs, {got[0]['wall_s']:.1f}s wall", flush=True)
     rows.sort(key=lambda r: (r["workload"] != "all", r["workload"]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 from dashboard_cluster import HTML_NAME, write
@@ -107,6 +108,8 @@ def test_the_time_slider_moves_the_views_through_the_run(page: Any, report_url: 
     assert page.locator("#timeline-view svg.chart").count() == 3
     page.click("#nav-jobs")
     _wait_view(page, "jobs")
+    assert page.locator("table.jobs tbody tr").count() == 3  # the busiest moment (61 s): three jobs submitted
+    _slide(page, 700)
     assert page.locator("table.jobs tbody tr").count() == 5  # the end of the run: all five jobs
     _slide(page, 50)
     keys = {r.get_attribute("data-key") for r in page.locator("table.jobs tbody tr").all()}
@@ -136,6 +139,84 @@ def test_a_job_page_lists_the_claims_and_pvs_of_a_volume_diagnosis(page: Any, tm
         row = page.locator('#claims tr[data-pv="small"] td')
         assert row.nth(4).text_content() == "on n1"
         assert row.nth(5).text_content() == "too small (1Gi)"
+
+
+def _time_in_url(page: Any) -> float:
+    return float(parse_qs(urlparse(page.url).query)["t"][0])
+
+
+def _job_keys(page: Any) -> set[str | None]:
+    return {r.get_attribute("data-key") for r in page.locator("table.jobs tbody tr").all()}
+
+
+def test_a_run_opens_at_its_busiest_moment_and_puts_it_in_the_url(page: Any, report_url: str,
+                                                                  example_run: tuple[Path, dict]) -> None:
+    busiest = ReportSource(example_run[0]).busiest
+    _open(page, report_url, "nodes")
+    assert _time_in_url(page) == busiest.t
+    assert page.locator("#gpu-allocated").text_content().startswith(f"{busiest.value:g} of ")
+    assert page.locator("#time").input_value() == f"{busiest.t:g}"
+    _slide(page, 700)  # the end of the run: the cluster is empty
+    assert page.locator("#gpu-allocated").text_content().startswith("0 of ")
+    page.click("#busiest")
+    page.wait_for_selector(f'#gpu-allocated:text-matches("^{busiest.value:g} of ")')
+    assert _time_in_url(page) == busiest.t
+
+
+def test_the_page_honours_t_from_the_url_and_a_reload_keeps_it(page: Any, report_url: str) -> None:
+    page.goto(f"{report_url}/?t=50#/jobs")
+    _wait_view(page, "jobs")
+    assert _job_keys(page) == {"default/test-job", "default/lm-mpi-job"}
+    assert page.locator("#time").input_value() == "50"
+    page.reload()
+    _wait_view(page, "jobs")
+    assert _job_keys(page) == {"default/test-job", "default/lm-mpi-job"}
+    assert _time_in_url(page) == 50
+
+
+def test_a_t_out_of_the_run_is_clamped_and_one_that_is_no_number_opens_the_busiest_moment(
+        page: Any, report_url: str, example_run: tuple[Path, dict]) -> None:
+    source = ReportSource(example_run[0])
+    page.goto(f"{report_url}/?t=1e9#/jobs")
+    _wait_view(page, "jobs")
+    assert _time_in_url(page) == source.end and len(_job_keys(page)) == 5
+    page.goto(f"{report_url}/?t=soon#/jobs")
+    _wait_view(page, "jobs")
+    assert _time_in_url(page) == source.busiest.t
+
+
+def test_moving_the_slider_replaces_t_in_the_url_without_adding_history(page: Any, report_url: str) -> None:
+    page.goto(f"{report_url}/?t=50#/nodes")
+    _wait_view(page, "nodes")
+    depth = page.evaluate("history.length")
+    _slide(page, 100)
+    assert _time_in_url(page) == 100 and page.evaluate("history.length") == depth
+    page.reload()
+    _wait_view(page, "nodes")
+    assert page.locator('[data-node="gpu-2"] .gpu-figure').text_content() == "2/4 GPU"
+    page.click("#nav-jobs")  # moving between views keeps the instant
+    _wait_view(page, "jobs")
+    assert _time_in_url(page) == 100
+
+
+def test_reservations_in_the_view_models_are_drawn_on_the_gpu_map_and_the_job_page(page: Any, report_url: str) -> None:
+    def with_reservation(route: Any) -> None:
+        response = route.fetch()
+        body = response.json()
+        if "/api/nodes" in route.request.url:
+            body["reservations"] = [{"job": "default/big", "nodes": ["gpu-2"], "start": "2026-01-01T01:00:00Z"}]
+        else:
+            body["reservation"] = {"nodes": ["gpu-1", "gpu-2"], "start": "2026-01-01T01:00:00Z", "reason": None}
+        route.fulfill(response=response, json=body)
+
+    page.route("**/api/nodes?*", with_reservation)
+    page.route("**/api/job?*", with_reservation)
+    _open(page, report_url, "nodes")
+    assert page.locator('[data-node="gpu-2"]').get_attribute("data-reserved-for") == "default/big"
+    assert page.locator('[data-node="gpu-1"]').get_attribute("data-reserved-for") is None
+    assert "reserves 1 node(s)" in page.locator('#reservations li[data-job="default/big"]').text_content()
+    _open(page, report_url, "job/default/test-job")
+    assert page.locator('#reservation dd[data-field="nodes"]').text_content() == "gpu-1, gpu-2"
 
 
 def test_a_job_page_lists_the_resource_claims_and_devices_of_a_dra_diagnosis(page: Any, tmp_path: Path) -> None:

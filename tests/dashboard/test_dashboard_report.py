@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from pyvolcano.cli.app import app
-from pyvolcano.dashboard.run_views import ReportSource
+from pyvolcano.dashboard.run_views import BusiestMoment, ReportSource, busiest_moment
 from pyvolcano.dashboard.server import create_app
 
 GPU = "nvidia.com/gpu"
@@ -73,6 +73,34 @@ def test_the_timeline_endpoint_serves_the_runs_series(run: tuple[Path, dict]) ->
     assert len(series["t"]) == len(series["pending_jobs"]) == len(series["queue_share"]["default"])
     early = client.get("/api/jobs", params={"t": 50}).json()
     assert {j["key"] for j in early["jobs"]} == {"default/test-job", "default/lm-mpi-job"}
+
+
+def samples(**series: list[float]) -> dict[str, list[float]]:
+    return {"t": [0.0, 10.0, 20.0, 30.0], "gpu_allocated": [0.0] * 4, "cpu_allocated": [0.0] * 4,
+            "running_jobs": [0.0] * 4, **series}
+
+
+def test_the_busiest_moment_is_the_first_sample_with_the_most_gpus_allocated() -> None:
+    got = busiest_moment(samples(gpu_allocated=[0.0, 8.0, 2.0, 8.0], cpu_allocated=[0.0, 1.0, 64.0, 1.0]), 40.0)
+    assert got == BusiestMoment(10.0, "gpu_allocated", 8.0)
+
+
+def test_without_gpus_the_busiest_moment_is_the_most_cores_then_the_most_running_jobs_then_the_end() -> None:
+    assert busiest_moment(samples(cpu_allocated=[1.0, 3.0, 3.0, 2.0]), 40.0) == BusiestMoment(10.0, "cpu_allocated",
+                                                                                                3.0)
+    assert busiest_moment(samples(running_jobs=[0, 0, 2, 1]), 40.0) == BusiestMoment(20.0, "running_jobs", 2.0)
+    assert busiest_moment(samples(), 40.0) == BusiestMoment(40.0, "end", 0.0)
+    assert busiest_moment({"t": []}, 0.0) == BusiestMoment(0.0, "end", 0.0)
+
+
+def test_the_meta_of_a_run_names_its_busiest_moment_not_its_empty_end(run: tuple[Path, dict]) -> None:
+    out, _doc = run
+    data = json.loads((out / "run.json").read_text())
+    gpus = data["samples"]["gpu_allocated"]
+    first_max = data["samples"]["t"][gpus.index(max(gpus))]
+    meta = TestClient(create_app(ReportSource(out)), base_url="http://localhost").get("/api/meta").json()
+    assert meta["busiest"] == {"t": first_max, "measure": "gpu_allocated", "value": max(gpus)}
+    assert 0 < meta["busiest"]["t"] < meta["end"] and gpus[-1] < max(gpus)
 
 
 def _error(*args: str) -> str:

@@ -131,11 +131,12 @@ def test_gpu_map_and_job_page_show_the_reservation_a_gang_holds(tmp_path: Path) 
                                "  - name: proportion\n  - name: reservation\n    arguments:\n"
                                "      reservation.defaultRuntime: 2h\n")
     analysis = Analysis(base.state, conf, base.registry, events=base.events)
-    nodes = {n["name"]: n for n in nodes_view(analysis)["nodes"]}
-    held = {name for name, n in nodes.items() if n["reserved_for"]}
-    assert len(held) == 3
-    assert all(r["job"] == "train/big" for n in held for r in nodes[n]["reserved_for"])
+    view = nodes_view(analysis)
+    [reservation] = view["reservations"]
+    held = set(reservation["nodes"])
+    assert reservation["job"] == "train/big" and len(held) == 3
+    assert "reservations" not in nodes_view(base)
     page = job_detail(analysis, "train/big")
     assert page is not None and sorted(page["reservation"]["nodes"]) == sorted(held)
     assert page["reservation"]["start_in_seconds"] == 3600.0
-    assert job_detail(base, "train/big")["reservation"] is None  # type: ignore[index]
+    assert "reservation" not in job_detail(base, "train/big")  # type: ignore[operator]

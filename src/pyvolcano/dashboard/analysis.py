@@ -129,7 +129,8 @@ class Analysis:
             held: dict[str, dict[str, Any]] = {}
             for key, r in sorted(cache.memo.reservations.held.items()):
                 # Planned in that one session: start_in_seconds counts from its clock.
-                held[key] = {**r.to_dict(r.planned_at), "start": to_rfc3339(r.start)}
+                held[key] = {**r.to_dict(r.planned_at), "start": to_rfc3339(r.start),
+                             "reason": "Reservation.Held"}
             return diagnoses, held
 
         return self._once("session", compute)

@@ -20,7 +20,10 @@ from it, in the shapes of the cluster views (:mod:`.queues`, :mod:`.jobs`, :mod:
 * workflows — the run's JobFlows and CronJobs with each step's phase at ``t``
   (:func:`~pyvolcano.dashboard.workflows.run_workflows_view`).
 
-``t`` defaults to the end of the run; values outside ``[0, end]`` are clamped.
+``t`` defaults to the end of the run; values outside ``[0, end]`` are clamped. The page opens
+at :func:`busiest_moment` instead (the end of a run that drained is an empty cluster): the first
+sample with the most GPUs allocated; without GPUs, the most cores, else the most running jobs.
+It is a function of the samples alone, so the same run always opens at the same instant.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +41,43 @@ from pyvolcano.dashboard.workflows import run_workflows_view
 from pyvolcano.simulator.report.run_data import RUN_DATA_FILE, RUN_DATA_VERSION
 from pyvolcano.store.base import Store, to_rfc3339
 
-__all__ = ["MAX_TIMELINE_POINTS", "ReportSource", "RunViews"]
+__all__ = ["MAX_TIMELINE_POINTS", "BusiestMoment", "ReportSource", "RunViews", "busiest_moment"]
 
 MAX_TIMELINE_POINTS = 2000
 GPU = "nvidia.com/gpu"
 FINAL = {"Completed", "Failed", "Terminated", "Aborted"}
+
+
+@dataclass(frozen=True, slots=True)
+class BusiestMoment:
+    """Where a run is busiest: the instant ``t``, the sampled series it was judged by
+    (``gpu_allocated``, ``cpu_allocated`` or ``running_jobs``; ``end`` for a run with no sample
+    where anything ran) and that series' value there."""
+
+    t: float
+    measure: str
+    value: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": self.t, "measure": self.measure, "value": self.value}
+
+
+_BUSY_MEASURES = ("gpu_allocated", "cpu_allocated", "running_jobs")
+
+
+def busiest_moment(samples: dict[str, Any], end: float) -> BusiestMoment:
+    """The first sample with the highest value of the first measure that is ever above zero
+    (:data:`_BUSY_MEASURES` in order); ``end`` when none is."""
+    times = samples.get("t") or []
+    for measure in _BUSY_MEASURES:
+        values = samples.get(measure) or []
+        best_i, best = -1, 0.0
+        for i, v in enumerate(values[:len(times)]):
+            if v is not None and v > best:  # strictly greater: ties keep the earliest
+                best_i, best = i, float(v)
+        if best_i >= 0:
+            return BusiestMoment(float(times[best_i]), measure, best)
+    return BusiestMoment(end, "end", 0.0)
 
 
 def _rows(columns: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -253,6 +289,7 @@ class ReportSource(Unchanging):
         self.data = data
         self.name = f"{d.name or d} ({data.get('name')}, {data.get('config')}, seed {data.get('seed')})"
         self.end = float(data.get("end") or 0.0)
+        self.busiest = busiest_moment(data["samples"], self.end)
 
     def views(self, t: float | None = None) -> RunViews:
         at = self.end if t is None or not math.isfinite(t) else min(max(t, 0.0), self.end)
@@ -282,7 +319,7 @@ class ReportSource(Unchanging):
 
     def meta(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "notes": [], "start": 0.0, "end": self.end,
-                "end_reason": self.data.get("end_reason")}
+                "end_reason": self.data.get("end_reason"), "busiest": self.busiest.to_json()}
 
     def writer(self) -> Store | None:
         return None

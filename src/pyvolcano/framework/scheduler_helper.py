@@ -6,7 +6,8 @@ upstream's ``numFeasibleNodesToFind``, recording fit errors only for the nodes i
 ``feasible_nodes`` is its fast path for tasks with a predicate cache key, over a feasibility
 mask kept across sessions (a :class:`~pyvolcano.cache.memo.RowMemo`, re-evaluated only on
 rows the node table changed); ``select_best_node`` and ``sort_nodes_by_score`` rank by the
-summed node-order scores, breaking ties with the session's seeded generator. The allocate and
+summed node-order scores, breaking ties with the session's seeded generator (``select_best_node``
+asks the best-node plugins first, as upstream's allocate does). The allocate and
 preempt predicates (``allocate_predicate``, ``preempt_predicate``) combine the resource fit
 with the plugins' predicates.
 
@@ -178,10 +179,15 @@ class SchedulerHelper(SessionPlugins):
         return ok, fe
 
     def select_best_node(self, task: TaskInfo, idx: np.ndarray) -> int:
-        """Score candidates and pick the best, breaking ties uniformly at random."""
+        """Score candidates and pick the best: a best-node plugin's choice (upstream
+        ``BestNodeFn``), else the best score, ties broken uniformly at random."""
         if len(idx) == 1:
             return int(idx[0])
         scores = self.node_order_scores(task, idx)
+        if self.has("best_node"):
+            chosen = self.best_node(task, idx, scores)
+            if chosen is not None:
+                return chosen
         best = scores.max()
         ties = np.flatnonzero(scores == best)
         pick = ties[0] if len(ties) == 1 else ties[int(self.rng.integers(len(ties)))]

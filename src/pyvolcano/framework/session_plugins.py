@@ -37,11 +37,12 @@ from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext,
 if TYPE_CHECKING:
     from pyvolcano.cache.memo import SessionMemo
 
-__all__ = ["NodeFailures", "NodeOrderFn", "PredicateFn", "SessionPlugins", "compare_task"]
+__all__ = ["BestNodeFn", "NodeFailures", "NodeOrderFn", "PredicateFn", "SessionPlugins", "compare_task"]
 
 NodeFailures = list[tuple[Status, np.ndarray]]
 PredicateFn = Callable[[TaskInfo, np.ndarray], NodeFailures]
 NodeOrderFn = Callable[[TaskInfo, np.ndarray], np.ndarray]
+BestNodeFn = Callable[[TaskInfo, np.ndarray, np.ndarray], "int | None"]
 
 # Which enable flag gates which callback family (upstream session_plugins.go).
 _FLAGS: dict[str, str | None] = {
@@ -69,6 +70,8 @@ _FLAGS: dict[str, str | None] = {
     "sub_job_pipelined": "enabledSubJobPipelined",
     "sub_job_order": "enabledSubJobOrder",
     "hypernode_order": "enabledHyperNodeOrder",
+    # pyvolcano's own: a tie-break among HyperNodes of equal HyperNodeOrder score.
+    "hypernode_tie_break": "enabledHyperNodeOrder",
     "hypernode_gradient_for_job": "enabledHyperNodeGradient",
     "hypernode_gradient_for_sub_job": "enabledHyperNodeGradient",
     # Upstream (framework/session_plugins.go UnifiedEvictable) checks no enable flag.
@@ -159,6 +162,14 @@ class SessionPlugins:
 
     def add_pre_predicate_fn(self, name: str, fn: Callable[[TaskInfo], Status | None]) -> None:
         self._add("pre_predicate", name, fn)
+
+    def add_best_node_fn(self, name: str, fn: BestNodeFn) -> None:
+        """Register a best-node chooser (upstream ``AddBestNodeFn``): ``fn(task, idx, scores)``
+        gets the scored candidate rows and their summed scores and returns the row to place
+        ``task`` on, or None to leave the choice to the next plugin and then to the random
+        pick among the best scores. It must return None for every task the replica batch may
+        place (those are chosen without it)."""
+        self._add("best_node", name, fn)
 
     def add_node_order_fn(
         self, name: str, fn: NodeOrderFn, *, cache_key: Callable[[TaskInfo], Hashable | None] | None = None,
@@ -288,6 +299,14 @@ class SessionPlugins:
             self._hypernode_order_bounds[name] = bounds
         else:
             self._hypernode_order_bounds.pop(name, None)
+
+    def add_hypernode_tie_break_fn(
+        self, name: str, fn: Callable[[JobInfo, list[str]], dict[str, float] | None]
+    ) -> None:
+        """Register a tie-break among candidate HyperNodes of equal score (pyvolcano's own, no
+        upstream counterpart): ``fn(job, candidates)`` → a key per candidate, lower preferred,
+        consulted only between equal scores; None when it cannot tell them apart."""
+        self._add("hypernode_tie_break", name, fn)
 
     def add_hypernode_gradient_for_job_fn(self, name: str, fn: Callable[[JobInfo, str, str], list[list[str]]]) -> None:
         """``fn(job, hypernode, purpose)`` → candidate HyperNodes grouped by tier, tried in order."""
@@ -436,6 +455,15 @@ class SessionPlugins:
                         total[hn] += score
         return total
 
+    def hypernode_tie_keys(self, job: JobInfo, candidates: list[str]) -> dict[str, float] | None:
+        """The first enabled tie-break's keys for ``candidates`` (lower preferred); None: none."""
+        for tier in self._tiers("hypernode_tie_break"):
+            for _name, fn in tier:
+                keys: dict[str, float] | None = fn(job, candidates)
+                if keys is not None:
+                    return keys
+        return None
+
     def hypernode_order_bounds(self) -> HyperNodeScoreBounds | None:
         """The declared scores of the HyperNodeOrder scorer when it is the only one enabled and
         declared them (``bounds`` of :meth:`add_hypernode_order_fn`); None otherwise."""
@@ -559,6 +587,15 @@ class SessionPlugins:
                         failed_any |= mask
                 ok[live[failed_any]] = False
         return ok, groups
+
+    def best_node(self, task: TaskInfo, idx: np.ndarray, scores: np.ndarray) -> int | None:
+        """Upstream ``BestNodeFn``: the first enabled chooser's row that is not None."""
+        for tier in self._tiers("best_node"):
+            for _name, fn in tier:
+                row = fn(task, idx, scores)
+                if row is not None:
+                    return int(row)
+        return None
 
     def node_order_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         scores = np.zeros(len(idx), dtype=np.float64)

@@ -31,11 +31,32 @@ The per-HyperNode sums (allocatable, used, idle, future idle) are taken once at 
 deallocate events move ``used`` of every HyperNode holding the task's node. As upstream, idle
 and future idle are not updated during the session.
 
+**Fragmentation-aware placement** (``hypernode.fragmentation-aware.enable``, off by default;
+beyond upstream): a best-node chooser (upstream's BestNodeFn extension point) for the tasks of a
+sub-job with a network topology. Among the nodes sharing the top score (where upstream picks at
+random) it prefers, by the lowest-tier HyperNode (the rack) holding the node, with ``f`` the
+copies of the task the rack's idle resources hold and ``r`` the sub-job's pending tasks:
+
+1. the smallest ``max(f − r, 0)``: a rack the sub-job will fill leaves no remnant, otherwise the
+   tightest fit (FGD's idea at rack level: the free capacity left stays in whole racks);
+2. a rack already in use over a rack entirely free, so that whole racks stay whole for the
+   rack-bound jobs that need them;
+3. the smaller ``f``: the fullest rack first (bin packing at rack level: the remnants are used
+   up and the larger free blocks stay; the sub-job may span more racks than at random).
+
+Equal keys are broken at random as before; nodes in no rack rank as a rack the sub-job fills.
+The same option orders candidate HyperNodes of equal HyperNodeOrder score
+(:meth:`NetworkTopologyAware.hypernode_tie_keys`, through ``Session.add_hypernode_tie_break_fn``):
+among racks the tightest fit, among wider HyperNodes the one whose racks in use hold the most of
+the job.
+Scores are not changed, so every decision that was not a tie stays as upstream makes it.
+
 Arguments (upstream keys and defaults): ``weight`` (1), ``hypernode.binpack.cpu`` (1),
 ``hypernode.binpack.memory`` (1), ``hypernode.binpack.resources`` (comma-separated extra names),
 ``hypernode.binpack.resources.<name>`` (1), ``hypernode.binpack.normal-pod.enable`` (true),
 ``hypernode.binpack.normal-pod.fading`` (0.8), ``hypernode.gradient.evict.max-hypernodes`` (8).
 Negative weights, fading or a non-positive maximum fall back to the default, as upstream.
+``hypernode.fragmentation-aware.enable`` (false) is pyvolcano's own.
 
 Differences: candidates of a tier are returned sorted by name (upstream: map order, which only
 shows in random tie-breaks). When the cluster has no HyperNode, the normal-pod score is the same
@@ -54,7 +75,7 @@ import numpy as np
 from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.resource import CPU, MEMORY, MIN_RESOURCE, Resource
 from pyvolcano.api.sub_job import SubJobInfo
-from pyvolcano.api.task import TaskInfo
+from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
 from pyvolcano.framework.arguments import Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler
@@ -65,7 +86,7 @@ if TYPE_CHECKING:
     from pyvolcano.api.job import JobInfo
     from pyvolcano.framework.session import Session
 
-__all__ = ["ARGUMENTS", "NAME", "NetworkTopologyAware", "new"]
+__all__ = ["ARGUMENTS", "FRAGMENTATION_AWARE", "NAME", "NetworkTopologyAware", "new"]
 
 NAME: Final = "network-topology-aware"
 _WEIGHT: Final = "weight"
@@ -75,10 +96,12 @@ _RESOURCES: Final = "hypernode.binpack.resources"
 _NORMAL_POD_ENABLE: Final = "hypernode.binpack.normal-pod.enable"
 _NORMAL_POD_FADING: Final = "hypernode.binpack.normal-pod.fading"
 _EVICT_MAX_HYPERNODES: Final = "hypernode.gradient.evict.max-hypernodes"
+FRAGMENTATION_AWARE: Final = "hypernode.fragmentation-aware.enable"
 ARGUMENTS: Final = ArgumentKeys(f"plugin {NAME}", (
     honoured(_WEIGHT), honoured(_CPU), honoured(_MEMORY), honoured(_RESOURCES),
     honoured(f"{_RESOURCES}.", prefix=True), honoured(_NORMAL_POD_ENABLE), honoured(_NORMAL_POD_FADING),
     honoured(_EVICT_MAX_HYPERNODES),
+    honoured(FRAGMENTATION_AWARE, note="pyvolcano's own: among equal-score nodes, keep racks whole (off by default)"),
 ))
 _ZERO_KEY: Final = ("network-topology-aware", "none")
 
@@ -104,6 +127,7 @@ class NetworkTopologyAware:
         self.fading = 0.8 if fading < 0 else fading
         max_evict = args.get_int(_EVICT_MAX_HYPERNODES, 8)
         self.max_evict = 8 if max_evict <= 0 else max_evict
+        self.fragmentation_aware = args.get_bool(FRAGMENTATION_AWARE, False)
         self.ssn: Session | None = None
 
     # ------------------------------------------------------------------ session
@@ -151,6 +175,9 @@ class NetworkTopologyAware:
         ssn.add_node_order_fn(NAME, self.batch_node_order, cache_key=self._cache_key,
                               projectable=lambda t: self._cache_key(t) is not None)
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+        if self.fragmentation_aware and topo.min_tier in self.tier_rows:
+            ssn.add_best_node_fn(NAME, self.best_node)
+            ssn.add_hypernode_tie_break_fn(NAME, self.hypernode_tie_keys)
 
     def on_session_close(self, ssn: Session) -> None:
         self.ssn = None
@@ -446,6 +473,90 @@ class NetworkTopologyAware:
                         frac[hi] = self._task_fraction(self.names[hi], sj) if hi >= 0 else 0.0
                     scores[b] += frac[hi]
         return scores
+
+    # ------------------------------------------------------------------ best node
+    def best_node(self, task: TaskInfo, idx: np.ndarray, scores: np.ndarray) -> int | None:
+        """The fragmentation-aware choice among the nodes sharing the top score (module doc);
+        None for a task without a network topology or when no rack tells the ties apart."""
+        sj = self._sub_job(task)
+        if sj is None or not sj.with_network_topology or len(idx) < 2:
+            return None
+        ties = idx[scores == scores.max()]
+        if len(ties) < 2:
+            return None
+        state = self._rack_state(task)
+        if state is None:
+            return None
+        _free, racks, rack_free, rack_whole = state
+        remaining = sum(1 for t in sj.tasks.values() if t.status == TaskStatus.Pending)
+        own = racks[ties]
+        in_rack = own >= 0
+        f = np.where(in_rack, rack_free[np.maximum(own, 0)], 0.0)
+        leftover = np.where(in_rack, np.maximum(f - remaining, 0.0), 0.0)
+        untouched = in_rack & (f >= rack_whole[np.maximum(own, 0)])
+        order = np.lexsort((f, untouched, leftover))
+        first = order[0]
+        best = order[(leftover[order] == leftover[first]) & (untouched[order] == untouched[first])
+                     & (f[order] == f[first])]
+        if len(best) == len(ties):
+            return None  # the racks do not tell the ties apart: upstream's random pick
+        assert self.ssn is not None
+        pick = best[0] if len(best) == 1 else best[int(self.ssn.rng.integers(len(best)))]
+        return int(ties[pick])
+
+    def _rack_state(self, task: TaskInfo) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Per node, the copies of ``task`` its idle resources hold and its rack (the index of its
+        lowest-tier HyperNode, -1 for none); per HyperNode index, the copies its nodes hold idle
+        and empty. None for a task that requests nothing."""
+        assert self.ssn is not None
+        table = self.ssn.node_table
+        n = table.n
+        free = np.full(n, np.inf)
+        whole = np.full(n, np.inf)
+        for d, v in table.task_vector(task):
+            if v < MIN_RESOURCE:
+                continue
+            free = np.minimum(free, np.floor((table.idle[d][:n] + MIN_RESOURCE) / v))
+            whole = np.minimum(whole, np.floor((table.allocatable[d][:n] + MIN_RESOURCE) / v))
+        if not np.isfinite(free).any():
+            return None  # a request of nothing: every node holds any number of copies
+        free = np.maximum(free, 0.0)
+        whole = np.maximum(whole, 0.0)
+        racks = self.tier_rows[self.ssn.topology.min_tier][:n]
+        inside = racks >= 0
+        size = len(self.names)
+        rack_free = np.bincount(racks[inside], weights=free[inside], minlength=size)
+        rack_whole = np.bincount(racks[inside], weights=whole[inside], minlength=size)
+        return free, racks, rack_free, rack_whole
+
+    def hypernode_tie_keys(self, job: JobInfo, candidates: list[str]) -> dict[str, float] | None:
+        """For candidate HyperNodes of equal score, lower is better: for a rack (a lowest-tier
+        HyperNode), the room it has left once the job's pending pods are in it (the tightest fit
+        keeps the larger free racks); for a wider HyperNode, how many of those pods the room in
+        its racks already in use (and on its nodes in no rack) cannot hold, the pods that would
+        break a whole rack. None when it cannot tell."""
+        pending = sorted((t for t in job.tasks_in(TaskStatus.Pending).values() if not t.resreq.is_empty()),
+                         key=lambda t: t.uid)
+        if not pending or len(candidates) < 2:
+            return None
+        state = self._rack_state(pending[0])
+        if state is None:
+            return None
+        free, racks, rack_free, rack_whole = state
+        assert self.ssn is not None
+        topo = self.ssn.topology
+        need = float(len(pending))
+        lowest = topo.min_tier
+        remnant = np.where(racks >= 0, rack_free[np.maximum(racks, 0)] < rack_whole[np.maximum(racks, 0)], True)
+        keys: dict[str, float] = {}
+        for hn in candidates:
+            i = self.index.get(hn)
+            if i is not None and topo.tier(hn) == lowest:
+                keys[hn] = max(float(rack_free[i]) - need, 0.0)
+            else:
+                rows = topo.rows(hn)
+                keys[hn] = max(need - float(free[rows][remnant[rows]].sum()), 0.0)
+        return keys
 
     def _normal_pod_scores(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         assert self.ssn is not None

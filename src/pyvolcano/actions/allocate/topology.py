@@ -47,6 +47,10 @@ the best score found. The HyperNode chosen
 is the exhaustive search's, up to random tie-breaks; only the candidates tried (and so the random
 draws and the fit errors left on the job) differ.
 
+HyperNode tie-break (``Session.hypernode_tie_keys``, registered by network-topology-aware's
+``hypernode.fragmentation-aware.enable``; none by default): candidates of equal score are tried,
+and picked among, lowest tie key first; without one, every draw is as described above.
+
 Invariant: outside the replayed statement, every dry run leaves the session as it found it.
 """
 
@@ -131,12 +135,28 @@ def organize_worksheet(ssn: Session, job: JobInfo) -> JobWorksheet:
     return ws
 
 
-def _pick(ssn: Session, scores: dict[str, float]) -> tuple[str, float]:
-    """The best-scoring name, uniformly at random among ties (names sorted first)."""
+def _pick(ssn: Session, scores: dict[str, float], job: JobInfo | None = None) -> tuple[str, float]:
+    """The best-scoring name, uniformly at random among ties (names sorted first); with a
+    HyperNode tie-break registered (``Session.hypernode_tie_keys`` for ``job``), only the ties
+    with the lowest key are drawn from."""
     top = max(scores.values())
     best = sorted(n for n, s in scores.items() if s == top)
+    if len(best) > 1 and job is not None:
+        keys = ssn.hypernode_tie_keys(job, best)
+        if keys is not None:
+            low = min(keys[n] for n in best)
+            best = [n for n in best if keys[n] == low]
     choice = best[0] if len(best) == 1 else best[int(ssn.rng.integers(len(best)))]
     return choice, top
+
+
+def _with_tie_keys(ssn: Session, job: JobInfo, keys: dict[str, tuple[float, ...]]) -> dict[str, tuple[float, ...]]:
+    """``keys`` (compared descending) extended with the negated HyperNode tie-break keys, when a
+    tie-break is registered: equal scores are then tried lowest tie key first."""
+    ties = ssn.hypernode_tie_keys(job, sorted(keys)) if len(keys) > 1 else None
+    if ties is None:
+        return keys
+    return {h: (*k, -ties[h]) for h, k in keys.items()}
 
 
 class TopologyPlacement:
@@ -262,7 +282,8 @@ class TopologyPlacement:
             order = gradient
             if found is not None:
                 bounds, exact = found
-                order = self._shuffled_best_first(gradient, {h: (b,) for h, b in bounds.items()})
+                order = self._shuffled_best_first(gradient,
+                                                  _with_tie_keys(ssn, job, {h: (b,) for h, b in bounds.items()}))
             solutions: dict[str, tuple[list[SavedOperation], JobWorksheet, float]] = {}
             best_score: float | None = None
             for hn in order:
@@ -301,7 +322,7 @@ class TopologyPlacement:
             if len(solutions) == 1:
                 best = next(iter(solutions))
             else:
-                best, _ = _pick(ssn, {hn: sol[2] for hn, sol in solutions.items()})
+                best, _ = _pick(ssn, {hn: sol[2] for hn, sol in solutions.items()}, job)
             ops, copy, _ = solutions[best]
             final = ssn.statement()
             if not final.recover_operations(ops):
@@ -343,7 +364,7 @@ class TopologyPlacement:
                         stmt.discard()
                 if not solutions:
                     continue
-                best, score = _pick(ssn, ssn.hypernode_order_scores(sj, sorted(solutions)))
+                best, score = _pick(ssn, ssn.hypernode_order_scores(sj, sorted(solutions)), job)
                 ops, copy = solutions[best]
             final = ssn.statement()
             if not final.recover_operations(ops):
@@ -372,7 +393,8 @@ class TopologyPlacement:
         sub_need = self._bound[1] if self._bound is not None and topo is not None and not topo.has_policies else 1
         base = scorer.base_scores(sj, gradient)
         bonus = {h: scorer.tie_bonus(sj, h) for h in gradient}
-        order = self._shuffled_best_first(gradient, {h: (base[h], bonus[h]) for h in gradient})
+        order = self._shuffled_best_first(gradient, _with_tie_keys(self.ssn, job,
+                                                                   {h: (base[h], bonus[h]) for h in gradient}))
         winner: tuple[str, list[SavedOperation], TaskQueue] | None = None
         tied = False
         for hn in order:

@@ -1,6 +1,12 @@
 // The dashboard's shell: routing (#/queues, #/jobs, #/job/NS/NAME, #/nodes, #/workflows, #/timeline),
 // fetching the JSON view models, the time slider of a simulation run and live updates from
 // the server's event stream (a change re-renders the current view; the page never reloads).
+//
+// A simulation run's instant is part of the URL, as the query parameter t (seconds into the
+// run: /?t=5400#/nodes), so that a view can be shared and a reload keeps it. Without one the
+// page opens at the run's busiest moment (meta.busiest, computed by the server) and writes it
+// there; every move of the slider or click on a chart replaces it (history.replaceState: the
+// back button does not step through the slider's positions).
 
 import { h, duration } from "./dom.js";
 import { renderQueues } from "./queues.js";
@@ -61,11 +67,30 @@ async function render() {
   document.body.dataset.rendered = String(ticket);
 }
 
-function setTime(t) {
-  app.t = t;
+/** The t of the URL's query (seconds into the run), or null when absent or not a number. */
+export function timeFromURL(search = location.search) {
+  const text = new URLSearchParams(search).get("t");
+  if (text === null || text.trim() === "") return null;
+  const t = Number(text);
+  return Number.isFinite(t) ? t : null;
+}
+
+function writeTimeToURL(t) {
+  const url = new URL(location.href);
+  url.searchParams.set("t", String(t));
+  history.replaceState(history.state, "", url);
+}
+
+function showTime(t) {
   const slider = document.getElementById("time");
   slider.value = String(t);
   document.getElementById("time-label").textContent = duration(t - Number(slider.min));
+}
+
+function setTime(t) {
+  app.t = t;
+  showTime(t);
+  writeTimeToURL(t);
   render();
 }
 
@@ -76,13 +101,16 @@ function setupSlider(meta) {
   slider.min = String(meta.start);
   slider.max = String(meta.end);
   slider.step = String(Math.max(1, Math.round((meta.end - meta.start) / 1000)));
-  app.t = meta.end;
-  slider.value = String(meta.end);
-  document.getElementById("time-label").textContent = duration(meta.end - meta.start);
+  const asked = timeFromURL();
+  const busiest = meta.busiest ? meta.busiest.t : meta.end;
+  app.t = asked === null ? busiest : Math.min(Math.max(asked, meta.start), meta.end);
+  showTime(app.t);
+  writeTimeToURL(app.t);
   slider.addEventListener("input", () => {
     document.getElementById("time-label").textContent = duration(Number(slider.value) - meta.start);
   });
   slider.addEventListener("change", () => setTime(Number(slider.value)));
+  document.getElementById("busiest").addEventListener("click", () => setTime(busiest));
 }
 
 function listen() {

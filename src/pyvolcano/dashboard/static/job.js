@@ -1,8 +1,7 @@
 // The Job page: job why's diagnosis (stage, reason, message, hint, per-resource figures, the
 // claims and their PVs of a volume diagnosis, the ResourceClaims and their devices of a DRA
 // diagnosis, the nodes' predicate failures, preemption), the pods and their nodes, the PodGroup's conditions
-// and recent Events, the nodes and start the reservation plugin holds for it; with --allow-actions on a
-// live cluster, the vcctl job actions.
+// and recent Events; with --allow-actions on a live cluster, the vcctl job actions.
 
 import { h, s, amount, table, section, route } from "./dom.js";
 import { actionButtons } from "./actions.js";
@@ -78,6 +77,14 @@ function diagnosis(d) {
   return section("Diagnosis", parts);
 }
 
+// The reservation hook: a job page may carry `reservation`, {nodes: [names], start: RFC 3339 or
+// null, reason: text or null}, when the scheduler holds nodes for the job; absent otherwise.
+function reservation(r) {
+  if (!r) return null;
+  return section("Reservation", h("div", { id: "reservation" }, keyValues([
+    ["nodes", (r.nodes || []).join(", ")], ["expected start", r.start], ["reason", r.reason]])));
+}
+
 export async function renderJob(app, [namespace, name]) {
   const page = await app.fetchJSON("/api/job", { key: `${namespace}/${name}`, ...(app.t !== null ? { t: app.t } : {}) });
   const row = page.row;
@@ -90,11 +97,7 @@ export async function renderJob(app, [namespace, name]) {
                ["job", row.job], ["position", row.position === null ? null : String(row.position)],
                ["estimated start", row.start || row.start_message]]),
     actions,
-    page.reservation ? section("Reservation", h("div", { id: "reservation" }, keyValues([
-      ["nodes", page.reservation.nodes.join(", ")], ["starts by", page.reservation.start],
-      ["rank", String(page.reservation.rank + 1)],
-      ["runtime", page.reservation.runtime_seconds === null ? "unknown" : `${page.reservation.runtime_seconds}s`],
-    ]))) : null,
+    reservation(page.reservation),
     diagnosis(page.diagnosis),
     section("Pods", table(["pod", "status", "node", "requests"], page.pods.map((p) => h("tr", {},
       h("td", {}, p.name), h("td", {}, p.status), h("td", {}, p.node || "-"),

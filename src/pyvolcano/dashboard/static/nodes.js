@@ -1,9 +1,8 @@
 // The Nodes view: a GPU map. Every node is a card with one cell per GPU, filled by the share
 // of it in use (memory-shared GPUs show their fraction), grouped by HyperNode when the cluster
-// has them, under the fragmentation figures the simulator reports; a node the reservation
-// plugin holds for a gang is outlined and names the gang and its start.
+// has them, under the fragmentation figures the simulator reports.
 
-import { h, s, amount, round, section, route } from "./dom.js";
+import { h, s, amount, round, route, section } from "./dom.js";
 
 const CELL = 16;
 
@@ -29,21 +28,30 @@ function gpuCells(node) {
                     "aria-label": `${node.gpu_allocated} of ${node.gpu_count} GPUs allocated` }, cells);
 }
 
-function reservedFor(node) {
-  const held = node.reserved_for || [];
-  if (!held.length) return null;
-  return h("div", { class: "reserved", title: "held by the reservation plugin: other pods use it only if they end " +
-                                             "before the start or fit beside the reservation" },
-    held.map((r) => h("a", { href: route("job", ...r.job.split("/")), "data-reserved-for": r.job },
-      `reserved for ${r.job}`, r.start ? ` from ${r.start}` : "")));
+// Reservations (the hook for a scheduler that keeps them): the nodes view model may carry
+// `reservations`, a list of {job: "NS/NAME", nodes: [names], start: RFC 3339 or null}, the nodes
+// a blocked gang has reserved and when it is expected to start. Each reserved node's card is
+// marked (class "reserved", data-reserved-for the job) and the list is shown above the map.
+// A source without reservations leaves the field out and nothing is drawn.
+function reservedBy(data) {
+  const out = new Map();
+  for (const r of data.reservations || []) for (const n of r.nodes || []) out.set(n, r);
+  return out;
 }
 
-function card(node) {
-  const reserved = (node.reserved_for || []).length ? " reserved" : "";
-  return h("div", { class: `node${node.unschedulable ? " cordoned" : ""}${reserved}`, "data-node": node.name },
+function reservationList(data) {
+  if (!data.reservations || !data.reservations.length) return null;
+  return h("ul", { id: "reservations", class: "reservations" }, data.reservations.map((r) =>
+    h("li", { "data-job": r.job }, h("a", { href: route("job", ...r.job.split("/")) }, r.job),
+      ` reserves ${(r.nodes || []).length} node(s)`, r.start ? ` from ${r.start}` : "")));
+}
+
+function card(node, reservation) {
+  return h("div", { class: `node${node.unschedulable ? " cordoned" : ""}${reservation ? " reserved" : ""}`,
+                    "data-node": node.name, "data-reserved-for": reservation ? reservation.job : null,
+                    title: reservation ? `reserved for ${reservation.job}` : null },
     h("div", { class: "node-name" }, node.name, node.gpu_model ? h("span", { class: "muted" }, ` ${node.gpu_model}`) : null),
     gpuCells(node),
-    reservedFor(node),
     h("div", { class: "node-figures" },
       node.gpu_count ? h("span", { class: "gpu-figure" }, `${round(node.gpu_allocated)}/${node.gpu_count} GPU`) : null,
       node.shared ? h("span", { class: "shared" }, " shared") : null,
@@ -65,10 +73,11 @@ export async function renderNodes(app) {
       h("dd", { id: "topology-fragmentation" }, `${round(f.topology_fragmentation)} GPUs in ${f.fragmented_domains} domain(s)`),
     ] : null);
   const byName = new Map(data.nodes.map((n) => [n.name, n]));
+  const reserved = reservedBy(data);
   const groups = data.groups.length ? data.groups : [{ name: null, path: [], nodes: data.nodes.map((n) => n.name) }];
-  return h("div", { id: "nodes-view" }, figures,
+  return h("div", { id: "nodes-view" }, figures, reservationList(data),
     groups.map((g) => h("section", { class: "group", "data-group": g.name || "" },
       data.groups.length ? h("h2", {}, g.name === null ? "in no HyperNode" : g.path.join(" ‹ "),
         g.tier !== null && g.tier !== undefined ? h("span", { class: "muted" }, ` tier ${g.tier}`) : null) : null,
-      h("div", { class: "cards" }, g.nodes.map((n) => card(byName.get(n)))))));
+      h("div", { class: "cards" }, g.nodes.map((n) => card(byName.get(n), reserved.get(n)))))));
 }
