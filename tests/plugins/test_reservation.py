@@ -149,3 +149,28 @@ def test_job_why_names_the_reservation_and_the_pod_it_holds_off() -> None:
     assert "Reservation.Backfill" in reasons["small-long"]
     assert "n1, n2 are held for it" in hints["Reservation.Held"]
     assert "reserved for gang default/gang" in hints["Reservation.Backfill"]
+
+
+def test_gang_whose_pods_were_recreated_keeps_its_place_for_the_reservation() -> None:
+    # "old" was created first; its pods were evicted (reclaimed) and created again later than
+    # "new"'s. The reservation goes by the job's place in the scheduling order, not its pods' age.
+    from builders import node as plain_node
+    from builders import open_session, pod, podgroup, queue
+    from pyvolcano.store.base import to_rfc3339
+
+    def created(doc: dict[str, Any], at: float) -> dict[str, Any]:
+        doc["metadata"]["creationTimestamp"] = to_rfc3339(at)
+        return doc
+
+    running = pod("r-0", "r", cpu="4", node_name="n1", phase="Running")
+    running["status"]["startTime"] = to_rfc3339(500.0)
+    running["metadata"]["annotations"]["pyvolcano.io/duration"] = "100s"
+    docs = [queue("q"), plain_node("n1", cpu="4"), plain_node("n2", cpu="4"),
+            created(podgroup("r", phase="Running"), 400.0), running,
+            created(podgroup("old", min_member=2), 10.0), created(podgroup("new", min_member=2), 100.0)]
+    docs += [created(pod(f"old-{i}", "old", cpu="4"), 550.0) for i in range(2)]
+    docs += [created(pod(f"new-{i}", "new", cpu="4"), 100.0) for i in range(2)]
+    ssn = open_session(*docs, conf=_conf(True), now=560.0)
+    ssn.job_valid(ssn.jobs["ns/new"])
+    assert list(ssn.memo.reservations.held) == ["ns/old"]
+    assert ssn.memo.reservations.held["ns/old"].start == 600.0
