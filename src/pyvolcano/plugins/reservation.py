@@ -3,13 +3,15 @@
 Not an upstream plugin (upstream's ``backfill`` action places only BestEffort pods); off unless
 configured. Slurm's EASY backfill carried over to Volcano's session model (docs/recommended.md).
 
-Design. At session open the plugin takes the *blocked gangs*: jobs whose PodGroup is
-``Inqueue``, with ``minAvailable`` of at least ``reservation.minMembers`` (default 2) and fewer
-ready pods than that, whose queue is within its quota (proportion's deserved share, capacity's
-capability: ``Session.queue_quotas``) and whose pods still needed fit in that quota alone.
-They are ordered by the session's job order (``job_order_compare``: priority, gang, drf share,
-creation time), then creation time and key, so a gang that was preempted or reclaimed keeps its place. The first
-``reservation.maxReservations`` (default 1, EASY) of them that can be planned get a
+Design. Once per session, at its first ``JobValid``, ``JobEnqueueable`` or predicate call (by
+then every plugin of every tier has registered, so the plan sees their predicates), the plugin
+takes the *blocked gangs*: jobs whose PodGroup is ``Pending`` or ``Inqueue``, with
+``minAvailable`` of at least ``reservation.minMembers`` (default 2) and fewer ready pods than
+that, whose queue is within its quota (proportion's deserved share, capacity's capability:
+``Session.queue_quotas``) and whose pods still needed fit in that quota alone. They are ordered
+by the session's job order (``job_order_compare``: priority, gang, drf share, creation time),
+then creation time and key, so a gang that was preempted or reclaimed keeps its place. The
+first ``reservation.maxReservations`` (default 1, EASY) of them that can be planned get a
 :class:`~pyvolcano.api.reservation.Reservation`:
 
 * the plan releases the resources of every pod on the nodes at its *expected end* — its start
@@ -18,7 +20,8 @@ creation time), then creation time and key, so a gang that was preempted or recl
   with none never ends in the plan; a Releasing pod ends now) — and walks those ends in time
   order from now; the first moment the gang's needed pods fit (first fit in node order, on the
   nodes that pass its unresolvable predicates and are large enough) is the reservation's
-  ``start`` and the nodes it used are its ``claims``;
+  ``start`` and the nodes it used are its ``claims``; a ``Pending`` PodGroup without pods is
+  planned as ``minAvailable`` pods sharing its ``minResources`` equally;
 * a later reservation is planned with the earlier ones' claims taken from now until their end,
   so it can never delay them (conservative, like Slurm's conservative backfill for all but the
   first).
@@ -29,15 +32,17 @@ in the node's *slack* at that start (what is left there once the pods still runn
 the claims are counted); an allocate event handler takes what a placed pod uses past the start
 from the slack, deallocate gives it back. Refused nodes carry :data:`~pyvolcano.api.reservation.HELD_REASON`,
 which the diagnosis turns into ``Reservation.Backfill``; the reserved gang's own diagnosis is
-``Reservation.Held`` (docs/reasons.md).
+``Reservation.Held`` (docs/reasons.md). A ``JobEnqueueable`` vote permits a reserved gang once
+its start has come, so that a ``Pending`` gang is admitted onto the nodes held for it; listed in
+the first tier, the permit ends the vote before ``overcommit``'s idle-resource check.
 
 State. The reservations live in the cache memo's :class:`~pyvolcano.api.reservation.ReservationBook`
-(``SessionMemo.reservations``), the only state kept between sessions. They are replanned at
-session open when their inputs move — the node table's change position, the cache's capacity
+(``SessionMemo.reservations``), the only state kept between sessions. They are replanned in a
+session when their inputs move — the node table's change position, the cache's capacity
 epoch and node generation, the blocked gangs and their versions — so a pod that ends early (its
 job completes, its node frees) gives a new plan at the next session. At session close a
-reservation whose gang is ready or gone is dropped; one whose start has come and whose gang
-still did not start (an eviction not done yet, a quota the plan does not see) is *stalled*: its
+reservation whose gang is ready or gone is dropped; one whose start has come and whose gang,
+its pods created, still did not start (an eviction not done yet, a quota the plan does not see) is *stalled*: its
 gang gets none until the capacity epoch moves, so held nodes never stay idle on a plan that
 does not work.
 
