@@ -121,3 +121,22 @@ def test_a_shared_gpu_shows_its_fraction(tmp_path: Path) -> None:
 
 def test_dump_round_trip_keeps_the_html_name() -> None:
     assert HTML_NAME in dump(*documents())
+
+
+def test_gpu_map_and_job_page_show_the_reservation_a_gang_holds(tmp_path: Path) -> None:
+    from pyvolcano.conf import load_scheduler_conf
+
+    base = analysis_of(write(tmp_path / "c.yaml"))
+    conf = load_scheduler_conf("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n"
+                               "  - name: proportion\n  - name: reservation\n    arguments:\n"
+                               "      reservation.defaultRuntime: 2h\n")
+    analysis = Analysis(base.state, conf, base.registry, events=base.events)
+    view = nodes_view(analysis)
+    [reservation] = view["reservations"]
+    held = set(reservation["nodes"])
+    assert reservation["job"] == "train/big" and len(held) == 3
+    assert "reservations" not in nodes_view(base)
+    page = job_detail(analysis, "train/big")
+    assert page is not None and sorted(page["reservation"]["nodes"]) == sorted(held)
+    assert page["reservation"]["start_in_seconds"] == 3600.0
+    assert "reservation" not in job_detail(base, "train/big")  # type: ignore[operator]

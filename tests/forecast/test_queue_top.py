@@ -149,3 +149,24 @@ def test_a_job_waiting_for_a_volume_held_by_a_running_job_gets_a_volume_reason_a
     assert "pv (on n1: bound to ns/held)" in row["hint"]
     # The PV stays bound to its claim after r-0 ends (the claim outlives the pod): never.
     assert (row["start"], row["message"]) == (None, "never: the simulated cluster cannot start it")
+
+
+def test_document_shows_the_reservation_a_blocked_gang_holds() -> None:
+    from pyvolcano.conf import load_scheduler_conf
+
+    docs: list[dict[str, Any]] = [queue("q"), node("n1", cpu="8"), node("n2", cpu="8"),
+                                  _created(podgroup("r", queue="q", phase="Running"), 800.0)]
+    for name, where, runtime in (("r-0", "n1", "150s"), ("r-1", "n2", "300s")):
+        p = pod(name, "r", cpu="4", node_name=where, phase="Running", queue="q")
+        p["status"]["startTime"] = to_rfc3339(900.0)
+        p["metadata"]["annotations"]["pyvolcano.io/duration"] = runtime
+        docs.append(p)
+    docs += [_created(podgroup("gang", queue="q", min_member=2), 950.0),
+             pod("gang-0", "gang", cpu="8"), pod("gang-1", "gang", cpu="8")]
+    conf = load_scheduler_conf("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n"
+                               "  - name: reservation\n")
+    doc = queue_top_document(_state(*docs), conf, default_registry(), queue=None, policy=RuntimePolicy())
+    gang = next(e for e in doc["pending"] if e["job"] == "ns/gang")
+    assert gang["reason"] == "Reservation.Held"
+    assert gang["reservation"]["nodes"] == ["n1", "n2"]
+    assert 100 <= gang["reservation"]["start_in_seconds"] <= 200   # r-1 ends at 900 + 300 s

@@ -439,3 +439,49 @@ def test_live_components_only_read_the_watch_events_they_share_with_the_cache():
         sched.close()
         sched_store.stop()
         cm_store.stop()
+
+
+def test_reserved_gang_carries_reservation_held_on_its_podgroup_condition(tmp_path):
+    """Live path of the reservation plugin: a pod's declared runtime (activeDeadlineSeconds) plans
+    the reservation, and the PodGroup's Unschedulable condition names it."""
+    import datetime
+
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: reservation\n"
+                    "- plugins:\n  - name: predicates\n  - name: proportion\n")
+    api = FakeApiServer()
+    with api.lock:
+        _cluster(api, nodes=2, pods=2)  # a gang of two 2-CPU pods on two 2-CPU nodes
+        started = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=60)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        api.store.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                          "metadata": {"name": "pg-busy", "namespace": "ns"},
+                          "spec": {"minMember": 1, "queue": "default"}, "status": {"phase": "Running"}})
+        api.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "busy", "namespace": "ns", "annotations": {"scheduling.k8s.io/group-name": "pg-busy"}},
+            "spec": {"schedulerName": "volcano", "nodeName": "n0", "activeDeadlineSeconds": 600,
+                     "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"phase": "Running", "startTime": started}})
+        pg = api.store.get("PodGroup", "ns", "pg")
+        pg["status"]["phase"] = "Inqueue"
+        api.store.update(pg)
+    store = KubeStore(api.client(), SCHEDULER_KINDS).start()
+    assert store.wait_for_sync(5)
+    sched = LiveScheduler(store, seed=0, bind_workers=2, conf_path=conf)
+    try:
+        for _ in range(3):
+            sched.run_once()
+        wait_for(lambda: sched.inflight_binds == 0)
+
+        def condition() -> dict[str, Any] | None:
+            with api.lock:
+                conds = api.store.get("PodGroup", "ns", "pg").get("status", {}).get("conditions") or []
+            return next((c for c in conds if c["type"] == "Unschedulable"), None)
+
+        wait_for(lambda: (condition() or {}).get("reason") == "Reservation.Held")
+        message = condition()["message"]  # type: ignore[index]
+        assert "n0, n1 are held for it from in 8m" in message or "n0, n1 are held for it from in 9m" in message
+        assert _bound(api) == {"busy": "n0", "p0": "", "p1": ""}
+    finally:
+        sched.close()
+        store.stop()

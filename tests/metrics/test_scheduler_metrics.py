@@ -301,3 +301,23 @@ def test_capacity_plugin_declares_the_queue_attributes_the_metrics_read() -> Non
     plugin = Capacity({})
     assert isinstance(plugin, CapacityStateExporter)
     assert plugin.queue_attrs() == ({}, False)     # outside a session
+
+
+def test_reservation_gauges_follow_the_held_reservations() -> None:
+    from types import SimpleNamespace
+
+    from pyvolcano.api.reservation import Reservation, ReservationBook
+    from pyvolcano.metrics.scheduler import SchedulerMetrics
+
+    m = SchedulerMetrics()
+    book = ReservationBook()
+    book.replace({"ns/g": Reservation("ns/g", "q", 0, 150.0, 60.0, (("n1", (("cpu", 8000.0),)),
+                                                                      ("n2", (("cpu", 8000.0),))), 100.0)}, None)
+    ssn: Any = SimpleNamespace(memo=SimpleNamespace(reservations=book), now=100.0)
+    m._observe_reservations(ssn)
+    labels = {"job_ns": "ns", "job_id": "g", "queue_name": "q"}
+    assert m.registry.get_sample_value("volcano_reservation_start_seconds", labels) == 50.0
+    assert m.registry.get_sample_value("volcano_reservation_nodes", labels) == 2.0
+    book.clear()
+    m._observe_reservations(ssn)
+    assert m.registry.get_sample_value("volcano_reservation_nodes", labels) is None

@@ -423,6 +423,7 @@ def _pod(d: _Doc) -> Pod:
         claims=claims, ephemeral_claims=ephemeral,
         pod_requests=_pod_requests(d, containers, init_containers),
         unmodelled=unmodelled_paths("Pod", {"spec": d.get("spec")}),
+        active_deadline_seconds=_positive_number(d.get("spec.activeDeadlineSeconds")),
     )
 
 
@@ -496,6 +497,14 @@ def _list_or_empty(v: Any) -> list[Any]:
     if type(v) is not list:
         raise _Uncommon
     return v
+
+
+def _positive_number(v: Any) -> float | None:
+    """A positive number as a float (``activeDeadlineSeconds``); None for anything else (the
+    API server validates the field; a pod without one has no declared limit)."""
+    if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+        return float(v)
+    return None
 
 
 def _time_or_none(v: Any) -> float | None:
@@ -639,6 +648,7 @@ def _pod_common(doc: dict[str, Any]) -> Pod:
         start_time=_time_or_none(status.get("startTime")),
         stored_unschedulable=unschedulable_condition(conditions),
         claims=claims, ephemeral_claims=ephemeral,
+        active_deadline_seconds=_positive_number(spec.get("activeDeadlineSeconds")),
     )
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "NUMA_POLICY_KEY",
     "OUT_OF_SYNC_KEY",
     "PARTITION_ID_KEY",
+    "POD_DURATION_KEY",
     "PREEMPTABLE_KEY",
     "QUALIFIED_NAME_FMT",
     "QUALIFIED_NAME_MAX_LENGTH",
@@ -143,6 +144,9 @@ JDB_MIN_AVAILABLE_KEY: Final = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE_KEY: Final = "volcano.sh/jdb-max-unavailable"
 NETWORK_TOPOLOGY_MODE_KEY: Final = "volcano.sh/network-topology-mode"
 NETWORK_TOPOLOGY_TIER_KEY: Final = "volcano.sh/network-topology-highest-tier"
+POD_DURATION_KEY: Final = "pyvolcano.io/duration"
+"""How long a pod runs (a Go duration): the simulated kubelets end it then, and the reservation
+plugin counts on it as the pod's expected runtime."""
 TASK_TOPOLOGY_AFFINITY_KEY: Final = "volcano.sh/task-topology-affinity"
 TASK_TOPOLOGY_ANTI_AFFINITY_KEY: Final = "volcano.sh/task-topology-anti-affinity"
 TASK_TOPOLOGY_TASK_ORDER_KEY: Final = "volcano.sh/task-topology-task-order"

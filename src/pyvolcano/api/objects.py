@@ -114,6 +114,9 @@ class Pod:
     pod_requests: dict[str, Any] | None = None
     # Paths of fields set that the scheduler does not act on (api/plugin_fields.py), () for most.
     unmodelled: tuple[str, ...] = ()
+    # ``spec.activeDeadlineSeconds``: the pod's declared runtime limit, read by the reservation
+    # plugin's runtime estimate (with ``start_time``).
+    active_deadline_seconds: float | None = None
 
     @property
     def key(self) -> str:

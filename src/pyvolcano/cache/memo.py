@@ -55,7 +55,9 @@ back to the writer (:meth:`podgroup_status_changed`; a new PodGroup object reset
 at session open for the jobs the feed reported, or for every job), upstream's round-robin
 start of the node search (``last_processed_node_index``), the plugins' own state that decisions
 depend on (``plugin_state``: tdm's last victim round, rescheduling's last run; the decision
-recorder records it with a session and restores it for the replay), and the failure signature of
+recorder records it with a session and restores it for the replay), the ``reservation`` plugin's
+reservations (:attr:`SessionMemo.reservations`, an :class:`~pyvolcano.api.reservation.ReservationBook`:
+the plugin replans them when its inputs move; the same either way), and the failure signature of
 ``SchedulerOptions.skip_unchanged_unschedulable`` (``JobMemo.unschedulable_at``; the option
 changes decisions on purpose).
 
@@ -78,6 +80,7 @@ import numpy as np
 from pyvolcano.api.job import ChangedJobs, JobChanges, JobInfo
 from pyvolcano.api.node import NodeTable
 from pyvolcano.api.objects import PodGroup
+from pyvolcano.api.reservation import ReservationBook
 from pyvolcano.cache.job_filter import JobFilter
 from pyvolcano.cache.job_sums import Contribution, JobSums
 
@@ -255,6 +258,8 @@ class SessionMemo:
         self._filters: dict[str, JobFilter] = {}
         self._sums: dict[str, JobSums] = {}
         self._kept: dict[str, tuple[Hashable, Any]] = {}
+        # The reservation plugin's reservations (state, not a shortcut: api/reservation.py).
+        self.reservations = ReservationBook()
 
     # ------------------------------------------------------------------ per job
     def job(self, job: JobInfo) -> JobMemo:

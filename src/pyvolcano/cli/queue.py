@@ -208,6 +208,13 @@ def render_top(doc: dict[str, Any]) -> str:
         lines += table(rows)
     else:
         lines.append("no pending jobs")
+    reserved = [e for e in doc["pending"] if e.get("reservation")]
+    if reserved:
+        rows = [("RESERVED JOB", "NODES", "STARTS BY")]
+        rows += [(e["job"], ",".join(e["reservation"]["nodes"]),
+                  f"{e['reservation']['start']} (in {format_seconds(e['reservation']['start_in_seconds'])})")
+                 for e in reserved]
+        lines += ["", *table(rows)]
     if doc["running"]:
         rows = [("RUNNING JOB", "QUEUE", "PODS", "RUNTIME FROM", "ENDS")]
         rows += [(r["job"], r["queue"], str(r["pods"]), ", ".join(r["sources"]),

@@ -8,6 +8,8 @@ configuration to read it with, and computes on first use, each at most once:
   allocated, deserved, capability; no action runs, so nothing is decided;
 * ``diagnoses`` — ``job why``'s pending diagnosis of every job left short, by PodGroup key
   (:func:`~pyvolcano.runtime.cycle.schedule_objects`, one session, as ``job why`` runs it);
+* ``reservations`` — the ``reservation`` plugin's reservations after that session, by
+  PodGroup key (nodes held, start at the latest; empty without the plugin);
 * ``top`` — ``queue top``'s document (:func:`~pyvolcano.forecast.queue_top.queue_top_document`):
   the pending jobs' order, reason codes and estimated starts.
 
@@ -34,6 +36,7 @@ from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.runtime.registry import Registry
 from pyvolcano.simulator.restore import RuntimePolicy
 from pyvolcano.simulator.state import ClusterState
+from pyvolcano.store.base import to_rfc3339
 
 if TYPE_CHECKING:
     from pyvolcano.diagnosis.model import QueueQuota
@@ -107,15 +110,30 @@ class Analysis:
 
     def diagnoses(self) -> dict[str, dict[str, Any]]:
         """PodGroup key → ``job why``'s diagnosis (jobs left short only)."""
+        return self._session()[0]
+
+    def reservations(self) -> dict[str, dict[str, Any]]:
+        """PodGroup key → the ``reservation`` plugin's reservation after that same session
+        (``Reservation.to_dict`` with ``start``, RFC 3339); empty unless the plugin is configured."""
+        if "reservation" not in self.config.plugin_names():
+            return {}
+        return self._session()[1]
+
+    def _session(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
         from pyvolcano.runtime.cycle import schedule_objects
 
-        def compute() -> dict[str, dict[str, Any]]:
-            doc = schedule_objects(self.fresh_cache(), self.config, self.registry,
-                                   sessions=1, seed=self.seed)
+        def compute() -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+            cache = self.fresh_cache()
+            doc = schedule_objects(cache, self.config, self.registry, sessions=1, seed=self.seed)
             diagnoses: dict[str, dict[str, Any]] = doc["diagnoses"]
-            return diagnoses
+            held: dict[str, dict[str, Any]] = {}
+            for key, r in sorted(cache.memo.reservations.held.items()):
+                # Planned in that one session: start_in_seconds counts from its clock.
+                held[key] = {**r.to_dict(r.planned_at), "start": to_rfc3339(r.start),
+                             "reason": "Reservation.Held"}
+            return diagnoses, held
 
-        return self._once("diagnoses", compute)
+        return self._once("session", compute)
 
     def top(self) -> dict[str, Any]:
         """``queue top``'s document for every queue."""

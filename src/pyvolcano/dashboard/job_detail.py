@@ -5,9 +5,11 @@ recent Events.
 json`` prints under ``diagnosis``: stage, reason code, message, hint, per-resource figures,
 the nodes' predicate-failure histogram, the preemption analysis), None when nothing of the
 job is pending. ``row`` is the job's line of the Jobs view (queue position, estimate).
-``events`` are the Events about the PodGroup, its pods or its Volcano Job, newest first, at
-most :data:`MAX_EVENTS`; both ``v1`` Events (``involvedObject``, ``message``) and
-``events.k8s.io/v1`` Events (``regarding``, ``note``) are read.
+``reservation`` is the nodes and start time the ``reservation`` plugin holds for the job
+(:meth:`Analysis.reservations`), left out without one. ``events`` are the Events about the
+PodGroup, its pods or its Volcano Job, newest first, at most :data:`MAX_EVENTS`; both ``v1``
+Events (``involvedObject``, ``message``) and ``events.k8s.io/v1`` Events (``regarding``,
+``note``) are read.
 """
 
 from __future__ import annotations
@@ -73,10 +75,14 @@ def job_detail(analysis: Analysis, key: str) -> dict[str, Any] | None:
     conditions = [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message,
                    "time": object_time(c.last_transition_time)}
                   for c in pg.conditions]
-    return {
+    page: dict[str, Any] = {
         "key": key, "row": row, "min_member": pg.min_member, "phase": pg.phase, "queue": job.queue,
         "annotations": {k: v for k, v in sorted(pg.annotations.items()) if k != GROUP_NAME_KEY},
         "diagnosis": analysis.diagnoses().get(key), "pods": pods,
         "nodes": sorted({p["node"] for p in pods if p["node"]}), "conditions": conditions,
         "events": events[:MAX_EVENTS],
     }
+    reservation = analysis.reservations().get(key)
+    if reservation is not None:
+        page["reservation"] = reservation
+    return page

@@ -4,7 +4,10 @@ Per node: its GPUs one by one (``used`` milli-GPUs, GPU memory used, how many po
 the GPU plugins' ledger accounts them (:func:`pyvolcano.plugins.gpu_session.build_ledger`: a pod's
 GPU-index annotation, else the default choice), whole-GPU ``allocated`` and ``free`` counts,
 ``shared`` when a GPU is held by GPU memory, by a fraction or by several pods, and cpu / memory allocatable
-and used. Nodes without GPUs are listed too (``gpu_count`` 0).
+and used. Nodes without GPUs are listed too (``gpu_count`` 0). ``reservations`` (only when
+there are any) lists the ``reservation`` plugin's reservations (:meth:`Analysis.reservations`):
+the job, its nodes, the time it starts by and the resources claimed per node, which the GPU map
+marks.
 
 With HyperNodes in the cluster, ``groups`` holds one entry per HyperNode of the lowest tier
 (its ``path`` of ancestors, lowest first, the virtual root left out) with its nodes; nodes in
@@ -57,6 +60,8 @@ def nodes_view(analysis: Analysis) -> dict[str, Any]:
     ledger = build_ledger(nodes, _demand)
     tree = cache.hypernode_tree
     topology = has_topology(tree)
+    reservations = [{"job": key, "nodes": r["nodes"], "start": r["start"], "claims": r["claims"]}
+                    for key, r in analysis.reservations().items()]
     rows: list[dict[str, Any]] = []
     paths: dict[str, list[str]] = {}
     tiers: dict[str, int] = {}
@@ -91,4 +96,7 @@ def nodes_view(analysis: Analysis) -> dict[str, Any]:
         value, domains = TopologyFragmentation(cache).value()
         frag["topology_fragmentation"], frag["fragmented_domains"] = round(value, 3), domains
     groups = group_nodes([r["name"] for r in rows], paths, tiers) if topology else []
-    return {"nodes": rows, "groups": groups, "fragmentation": frag}
+    out: dict[str, Any] = {"nodes": rows, "groups": groups, "fragmentation": frag}
+    if reservations:
+        out["reservations"] = reservations
+    return out

@@ -40,6 +40,7 @@ Invariants: pure (reads the session, writes only the diagnoses the memo keeps), 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -50,6 +51,7 @@ from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.objects import PodGroupCondition
 from pyvolcano.api.quantity import format_quantity
+from pyvolcano.api.reservation import HELD_REASON
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import DRA_CANNOT_ALLOCATE, DRA_NOT_AVAILABLE, DRA_PRE_PREDICATE, Code, FitErrors
@@ -63,6 +65,7 @@ from pyvolcano.diagnosis.model import (
     QueueQuota,
     Reason,
     ResourceFigure,
+    Stage,
     TaskCounts,
 )
 from pyvolcano.diagnosis.volumes import volume_diagnosis, volume_reason
@@ -181,6 +184,34 @@ class _Context:
 
     # ------------------------------------------------------------------ the stage walk
     def diagnose(self, job: JobInfo) -> Diagnosis:
+        diag = self._walk(job)
+        held = self.ssn.memo.reservations.held
+        if held and (diag.stage in _RESERVABLE_STAGES
+                     or (job.uid in held and diag.stage in (Stage.QUEUE_DESERVED, Stage.ENQUEUE))):
+            return self._reservation(job, diag)
+        return diag
+
+    def _reservation(self, job: JobInfo, diag: Diagnosis) -> Diagnosis:
+        """A node-level verdict restated when a reservation explains it (plugins/reservation.py):
+        the job holds one (``Reservation.Held``), or reserved nodes refused its pod
+        (``Reservation.Backfill``)."""
+        held = self.ssn.memo.reservations.held
+        now = self.ssn.now
+        mine = held.get(job.uid)
+        if mine is not None:
+            hint = (f"reservation {mine.rank + 1} of {len(held)}: {', '.join(mine.nodes)} are held for it from "
+                    f"{_in(mine.start - now)}; other pods use them only if they end by then or fit beside it")
+            return dataclasses.replace(diag, reason=Reason.RESERVATION_HELD, hint=f"{hint}; now: {diag.hint}")
+        if not any(reason == HELD_REASON for reason, _count in diag.node_failures):
+            return diag
+        first = min(held.values(), key=lambda r: r.rank)
+        hint = (f"{sum(len(r.nodes) for r in held.values())} node(s) are reserved for gang {first.job} "
+                f"({', '.join(first.nodes)}) from {_in(first.start - now)}; its pod would run past that and does "
+                f"not fit beside the reservation: it starts when a node outside the reservation has room or the "
+                f"gang has started; {diag.hint}")
+        return dataclasses.replace(diag, reason=Reason.RESERVATION_BACKFILL, hint=hint)
+
+    def _walk(self, job: JobInfo) -> Diagnosis:
         ssn = self.ssn
         pg = job.podgroup
         assert pg is not None
@@ -808,6 +839,18 @@ def _gang_surplus(per_node: list[tuple[int, list[tuple[TaskInfo, JobInfo]]]]
                 keep.append((t, j))
         out.append((i, keep))
     return out
+
+
+_RESERVABLE_STAGES = frozenset({Stage.NODE_FIT, Stage.GANG, Stage.PREEMPTION, Stage.SESSION})
+
+
+def _in(seconds: float) -> str:
+    """``now`` or ``in 3h05m`` (whole minutes)."""
+    minutes = int(max(seconds, 0.0) // 60)
+    if minutes == 0:
+        return "now"
+    h, m = divmod(minutes, 60)
+    return f"in {h}h{m:02d}m" if h else f"in {m}m"
 
 
 def _nodes_of(arrays: Iterable[np.ndarray]) -> np.ndarray:

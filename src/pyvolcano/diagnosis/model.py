@@ -85,6 +85,7 @@ class Stage(enum.StrEnum):
     TOPOLOGY = "topology"
     NODE_FIT = "node-fit"
     PREEMPTION = "preemption"
+    RESERVATION = "reservation"
     SESSION = "session"
 
 
@@ -128,6 +129,8 @@ class Reason(enum.StrEnum):
     VOLUME_NOT_ENOUGH_STORAGE = "Volume.NotEnoughStorage"
     VOLUME_ZONE_CONFLICT = "Volume.ZoneConflict"
     VOLUME_ATTACH_LIMIT = "Volume.AttachLimit"
+    RESERVATION_HELD = "Reservation.Held"
+    RESERVATION_BACKFILL = "Reservation.Backfill"
 
 
 STAGE_OF: dict[Reason, Stage] = {
@@ -168,6 +171,8 @@ STAGE_OF: dict[Reason, Stage] = {
     Reason.VOLUME_NOT_ENOUGH_STORAGE: Stage.NODE_FIT,
     Reason.VOLUME_ZONE_CONFLICT: Stage.NODE_FIT,
     Reason.VOLUME_ATTACH_LIMIT: Stage.NODE_FIT,
+    Reason.RESERVATION_HELD: Stage.RESERVATION,
+    Reason.RESERVATION_BACKFILL: Stage.RESERVATION,
 }
 
 

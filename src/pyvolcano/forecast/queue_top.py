@@ -8,10 +8,12 @@ session (as placements raise a queue's share, proportion may interleave them lat
 
 Each job carries the reason code of the diagnosis of one session on the state (as
 ``job why`` shows it; none when the session would place it) and the estimate of
-:mod:`pyvolcano.forecast.eta`. The running jobs' runtime assumptions are listed too, and the
-jobs still to come from JobFlows and CronJobs (``upcoming``: a flow's next steps once their
-targets complete, a CronJob's next runs), with when the forecast creates and starts them; the
-pending jobs' estimates already count them.
+:mod:`pyvolcano.forecast.eta`; a job the ``reservation`` plugin holds nodes for after
+that session also carries its ``reservation`` (nodes, start at the latest). The running
+jobs' runtime assumptions are listed too, and the jobs still to come from JobFlows and
+CronJobs (``upcoming``: a flow's next steps once their targets complete, a CronJob's next
+runs), with when the forecast creates and starts them; the pending jobs' estimates already
+count them.
 """
 
 from __future__ import annotations
@@ -90,8 +92,11 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
     from pyvolcano.runtime.cycle import schedule_objects
 
     order = pending_order(state, config, registry, seed=seed)
-    diagnoses = schedule_objects(SchedulerCache.from_objects(state.objects), config, registry, sessions=1,
-                                 seed=seed)["diagnoses"]
+    cache = SchedulerCache.from_objects(state.objects)
+    diagnoses = schedule_objects(cache, config, registry, sessions=1, seed=seed)["diagnoses"]
+    # The reservation plugin's reservations after that session (plugins/reservation.py), by PodGroup key.
+    reserved = {f"{job.podgroup.namespace}/{job.podgroup.name}": r for key, r in cache.memo.reservations.held.items()
+                if (job := cache.jobs.get(key)) is not None and job.podgroup is not None}
     shown = [o for o in order if queue is None or o.queue == queue]
     estimates, fc = estimate_starts(state.docs, [o.job for o in shown], config, registry, now=state.now,
                                     policy=policy, seed=seed, horizon=horizon)
@@ -104,6 +109,9 @@ def queue_top_document(state: ClusterState, config: SchedulerConfiguration, regi
             "phase": o.phase, "reason": None if d is None else d["reason"], "hint": None if d is None else d["hint"],
             "start": None if e.start is None else to_rfc3339(e.start), **e.to_dict(state.now),
         })
+        held = reserved.get(o.job)
+        if held is not None:
+            pending[-1]["reservation"] = {**held.to_dict(state.now), "start": to_rfc3339(max(held.start, state.now))}
     running: dict[str, dict[str, Any]] = {}
     on_nodes = {p.key for p in state.objects.pods if p.phase == "Running" and p.node_name}
     for a in assumptions(state.docs, policy, state.now):

@@ -21,7 +21,9 @@ as an untyped metric: prometheus_client would add ``_total`` to a counter); gaug
 ``volcano_pod_preemption_victims``, ``volcano_job_share{job_ns, job_id}``, and per queue
 (``queue_name``; scalar resources also ``resource``) ``volcano_queue_{allocated,request,
 deserved,capacity,real_capacity,inqueue}_{milli_cpu,memory_bytes,scalar_resources}``,
-``volcano_queue_share``, ``volcano_queue_weight``, ``volcano_queue_overused``.
+``volcano_queue_share``, ``volcano_queue_weight``, ``volcano_queue_overused``; not upstream's, with the
+``reservation`` plugin: ``volcano_reservation_start_seconds`` and ``volcano_reservation_nodes``
+``{job_ns, job_id, queue_name}``.
 
 Where upstream's plugins and actions call the metrics package in the middle of a session,
 pyvolcano reads the same values once, from the session just before it closes
@@ -272,6 +274,14 @@ class SchedulerMetrics:
         self.queue_weight = Gauge("queue_weight", "Weight for one queue", ["queue_name"], namespace=ns, registry=reg)
         self.queue_overused = Gauge("queue_overused", "If one queue is overused", ["queue_name"], namespace=ns,
                                     registry=reg)
+        # Not upstream's: the reservation plugin's reservations (plugins/reservation.py).
+        self.reservation_start = Gauge(
+            "reservation_start_seconds", "Seconds until a reserved gang's start at the latest (reservation plugin)",
+            ["job_ns", "job_id", "queue_name"], namespace=ns, registry=reg)
+        self.reservation_nodes = Gauge(
+            "reservation_nodes", "Nodes held for a reserved gang (reservation plugin)",
+            ["job_ns", "job_id", "queue_name"], namespace=ns, registry=reg)
+        self._reserved: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
         self._queues: set[str] = set()
         self._job_memo: dict[str, _JobEntry] = {}  # job uid -> what its gauges were computed from
@@ -369,6 +379,23 @@ class SchedulerMetrics:
         for q in gone_queues:
             self.delete_queue_metrics(q)
         self._observe_jobs(ssn)
+        self._observe_reservations(ssn)
+
+    def _observe_reservations(self, ssn: Session) -> None:
+        held = ssn.memo.reservations.held
+        if not held and not self._reserved:
+            return
+        now: set[tuple[str, str, str]] = set()
+        for r in held.values():
+            ns, _, name = r.job.partition("/")
+            labels = (ns, name, r.queue)
+            now.add(labels)
+            self.reservation_start.labels(*labels).set(max(r.start - ssn.now, 0.0))
+            self.reservation_nodes.labels(*labels).set(len(r.nodes))
+        for labels in sorted(self._reserved - now):
+            _remove(self.reservation_start, *labels)
+            _remove(self.reservation_nodes, *labels)
+        self._reserved = now
 
     def _observe_jobs(self, ssn: Session) -> None:
         # A job's gauges are a function of its tasks, PodGroup and fit errors (close_key), the

@@ -39,6 +39,8 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "nodegroup": "pyvolcano.plugins.nodegroup",
     "extender": "pyvolcano.plugins.extender",
     "resourcequota": "pyvolcano.plugins.resourcequota",
+    # Not upstream's: reservations for blocked gangs with backfill around them (opt-in).
+    "reservation": "pyvolcano.plugins.reservation",
 }
 
 UPSTREAM_PLUGINS: tuple[str, ...] = (

@@ -1,0 +1,176 @@
+"""The reservation plugin: blocked gangs get nodes and a start time; backfill cannot delay them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from pyvolcano.framework.arguments import ArgumentError
+from pyvolcano.plugins.reservation import ReservationPlugin
+from sim_builders import node, simulate, vcjob
+
+
+def _conf(reservation: bool, **arguments: Any) -> str:
+    plugins: list[dict[str, Any]] = [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]
+    if reservation:
+        plugins.append({"name": "reservation", "arguments": arguments})
+    return yaml.safe_dump({"actions": "allocate, backfill",
+                           "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}]}, {"plugins": plugins}]})
+
+
+def _scenario(*, long_b: str | None = "200s") -> list[tuple[float, dict[str, Any]]]:
+    """Two 8-cpu nodes, each half taken (until 100 s and 200 s); a gang of two whole nodes at 1 s;
+    at 110 s a small pod that would run 1000 s and one that ends in 30 s."""
+    return [
+        (0, node("n1", cpu="8", memory="64Gi")), (0, node("n2", cpu="8", memory="64Gi")),
+        (0, vcjob("long-a", cpu="5", duration="100s")),
+        (0, vcjob("long-b", cpu="5", duration=long_b)),
+        (1, vcjob("gang", replicas=2, cpu="8")),
+        (110, vcjob("small-long", cpu="2", duration="1000s")),
+        (110, vcjob("small-short", cpu="2", duration="30s")),
+    ]
+
+
+def _started(result: Any, name: str) -> float:
+    started = result.jobs[f"default/{name}"].started
+    assert started is not None, name
+    return float(started)
+
+
+def test_blocked_gang_gets_reservation_on_the_nodes_that_free_first() -> None:
+    seen: list[tuple[float, float, tuple[str, ...]]] = []
+    result, sim = None, None
+
+    def watch(t: float, _res: Any) -> None:
+        for r in sim.cache.memo.reservations.held.values():  # type: ignore[union-attr]
+            seen.append((t, r.start, r.nodes))
+
+    from pyvolcano.conf import load_scheduler_conf
+    from pyvolcano.runtime.registry import default_registry
+    from pyvolcano.simulator.runtime import Simulation
+    from pyvolcano.simulator.workload import Submission
+
+    sim = Simulation(config=load_scheduler_conf(_conf(True)), registry=default_registry())
+    sim.submit([Submission(at, i, "test", o) for i, (at, o) in enumerate(_scenario())])
+    sim.on_session = watch
+    result = sim.run()
+    assert seen, "the gang never got a reservation"
+    _t, start, nodes = seen[0]
+    assert nodes == ("n1", "n2")
+    assert 195 <= start <= 205  # long-b ends 200 s after it started
+    assert all(r[2] == ("n1", "n2") for r in seen)
+    assert 195 <= _started(result, "gang") <= 210
+
+
+def test_small_job_that_would_delay_the_reservation_is_held_off() -> None:
+    result, _ = simulate(_scenario(), conf=_conf(True))
+    assert _started(result, "small-long") >= _started(result, "gang")
+    assert _started(result, "gang") <= 210
+
+
+def test_small_job_that_ends_before_the_reservation_backfills() -> None:
+    result, _ = simulate(_scenario(), conf=_conf(True))
+    assert 110 <= _started(result, "small-short") <= 115
+
+
+def test_without_the_plugin_the_small_job_delays_the_gang() -> None:
+    result, _ = simulate(_scenario(), conf=_conf(False))
+    assert _started(result, "small-long") <= 115
+    assert _started(result, "gang") >= 1100
+
+
+def test_reservation_is_replanned_when_a_pod_ends_before_its_expected_end() -> None:
+    # long-b declares no runtime: the plan assumes the default runtime (1000 s); it really runs 200 s.
+    from pyvolcano.conf import load_scheduler_conf
+    from pyvolcano.runtime.registry import default_registry
+    from pyvolcano.simulator.runtime import Simulation
+    from pyvolcano.simulator.workload import Submission
+
+    sim = Simulation(config=load_scheduler_conf(_conf(True, **{"reservation.defaultRuntime": "1000s"})),
+                     registry=default_registry(), default_duration=200.0)
+    sim.submit([Submission(at, i, "test", o) for i, (at, o) in enumerate(_scenario(long_b=None))])
+    starts: list[float] = []
+    sim.on_session = lambda t, _r: starts.extend(r.start for r in sim.cache.memo.reservations.held.values())
+    result = sim.run()
+    assert starts[0] >= 995            # planned from the declared default
+    assert 195 <= _started(result, "gang") <= 210   # replanned once long-b ended at 200 s
+    assert _started(result, "small-short") <= 115
+
+
+def test_reservation_survives_sessions_in_the_memo() -> None:
+    from pyvolcano.conf import load_scheduler_conf
+    from pyvolcano.runtime.registry import default_registry
+    from pyvolcano.simulator.runtime import Simulation
+    from pyvolcano.simulator.workload import Submission
+
+    sim = Simulation(config=load_scheduler_conf(_conf(True)), registry=default_registry())
+    sim.submit([Submission(at, i, "test", o) for i, (at, o) in enumerate(_scenario())])
+    generations: list[int] = []
+    sim.on_session = lambda t, _r: generations.append(sim.cache.memo.reservations.generation)
+    sim.run()
+    # Held across many sessions, replanned only when its inputs moved.
+    assert len(generations) > max(generations) >= 1
+
+
+@pytest.mark.parametrize(("key", "value"), [("reservation.maxReservations", -1), ("reservation.minMembers", 0),
+                                            ("reservation.defaultRuntime", "soon")])
+def test_bad_argument_is_refused_with_its_key(key: str, value: Any) -> None:
+    with pytest.raises(ArgumentError, match=re.escape(key)):
+        ReservationPlugin({key: value})
+
+
+def test_unknown_argument_is_refused() -> None:
+    with pytest.raises(ArgumentError, match=r"reservation\.maxReservation"):
+        ReservationPlugin({"reservation.maxReservation": 2})
+
+
+def test_job_why_names_the_reservation_and_the_pod_it_holds_off() -> None:
+    from pyvolcano.conf import load_scheduler_conf
+    from pyvolcano.runtime.registry import default_registry
+    from pyvolcano.simulator.runtime import Simulation
+    from pyvolcano.simulator.workload import Submission
+
+    sim = Simulation(config=load_scheduler_conf(_conf(True)), registry=default_registry())
+    sim.submit([Submission(at, i, "test", o) for i, (at, o) in enumerate(_scenario())])
+    reasons: dict[str, set[str]] = {}
+    hints: dict[str, str] = {}
+
+    def watch(_t: float, result: Any) -> None:
+        for key, diag in result.diagnoses.items():
+            reasons.setdefault(key.partition("/")[2].split("-uid-")[0], set()).add(str(diag.reason))
+            hints[str(diag.reason)] = diag.hint
+
+    sim.on_session = watch
+    sim.run()
+    assert "Reservation.Held" in reasons["gang"]
+    assert "Reservation.Backfill" in reasons["small-long"]
+    assert "n1, n2 are held for it" in hints["Reservation.Held"]
+    assert "reserved for gang default/gang" in hints["Reservation.Backfill"]
+
+
+def test_gang_whose_pods_were_recreated_keeps_its_place_for_the_reservation() -> None:
+    # "old" was created first; its pods were evicted (reclaimed) and created again later than
+    # "new"'s. The reservation goes by the job's place in the scheduling order, not its pods' age.
+    from builders import node as plain_node
+    from builders import open_session, pod, podgroup, queue
+    from pyvolcano.store.base import to_rfc3339
+
+    def created(doc: dict[str, Any], at: float) -> dict[str, Any]:
+        doc["metadata"]["creationTimestamp"] = to_rfc3339(at)
+        return doc
+
+    running = pod("r-0", "r", cpu="4", node_name="n1", phase="Running")
+    running["status"]["startTime"] = to_rfc3339(500.0)
+    running["metadata"]["annotations"]["pyvolcano.io/duration"] = "100s"
+    docs = [queue("q"), plain_node("n1", cpu="4"), plain_node("n2", cpu="4"),
+            created(podgroup("r", phase="Running"), 400.0), running,
+            created(podgroup("old", min_member=2), 10.0), created(podgroup("new", min_member=2), 100.0)]
+    docs += [created(pod(f"old-{i}", "old", cpu="4"), 550.0) for i in range(2)]
+    docs += [created(pod(f"new-{i}", "new", cpu="4"), 100.0) for i in range(2)]
+    ssn = open_session(*docs, conf=_conf(True), now=560.0)
+    ssn.job_valid(ssn.jobs["ns/new"])
+    assert list(ssn.memo.reservations.held) == ["ns/old"]
+    assert ssn.memo.reservations.held["ns/old"].start == 600.0
