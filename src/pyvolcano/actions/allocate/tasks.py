@@ -264,9 +264,10 @@ class TaskPlacement:
         selections (the round-robin index moved and the session's generator drawn as they
         move and draw it) from the batch's projected values, the job's status moves, the
         plugins' allocate and deallocate events (their accounts keep what an add and a
-        subtraction leave) and the tasks' last transactions as the undo leaves them; the nodes
-        and the node table's change log are left alone (the placements and their undo cancel
-        out), and the batch is put back as the sync after the undo would leave it.
+        subtraction leave), the tasks' last transactions and the node table's change log
+        (each row named as the placement and the undo name it) as the undo leaves them; the
+        nodes' accounting is left alone (the placements and their undo cancel out), and the
+        batch is put back to its saved state, from which its next catch-up syncs those rows.
 
         Returns False, with nothing changed, where the walk cannot know what the placements
         would do: a batch whose values are not all projectable, a selection that needs a sync
@@ -318,6 +319,15 @@ class TaskPlacement:
                 job.update_task_status(task, TaskStatus.Pending)
                 ssn.fire_deallocate(task)
                 task.node_name = ""
+        if ok:
+            # The node table's change log as the placements and their undo leave it (every
+            # row once, then again last first): what keys on its position (the batches' syncs,
+            # the kept feasibility verdicts, plugins' kept plans) moves as it would.
+            table = ssn.node_table
+            for row in rows:
+                table.bump(row)
+            for row in reversed(rows):
+                table.bump(row)
         batch.restore(saved)
         if not ok:
             memo.last_processed_node_index = rr
