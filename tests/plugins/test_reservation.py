@@ -174,3 +174,28 @@ def test_gang_whose_pods_were_recreated_keeps_its_place_for_the_reservation() ->
     ssn.job_valid(ssn.jobs["ns/new"])
     assert list(ssn.memo.reservations.held) == ["ns/old"]
     assert ssn.memo.reservations.held["ns/old"].start == 600.0
+
+
+def test_reservation_starts_when_its_queue_has_room_for_the_gang_not_when_nodes_free() -> None:
+    # n2 and n3 are free now, but queue q (deserved 8 cpu of 16, the other queue asking as much)
+    # already runs 4 cpu until 600 s: proportion refuses the gang's 8 cpu before then, so a
+    # reservation starting now would hold n2 and n3 for a gang that cannot take them.
+    from builders import node as plain_node
+    from builders import open_session, pod, podgroup, queue
+    from pyvolcano.store.base import to_rfc3339
+
+    def running(name: str, group: str, node_name: str, started: float, runtime: str) -> dict[str, Any]:
+        doc = pod(name, group, cpu="4", node_name=node_name, phase="Running")
+        doc["status"]["startTime"] = to_rfc3339(started)
+        doc["metadata"]["annotations"]["pyvolcano.io/duration"] = runtime
+        return doc
+
+    docs = [queue("q"), queue("other"), *(plain_node(f"n{i}", cpu="4") for i in range(1, 5)),
+            podgroup("r", phase="Running"), running("r-0", "r", "n1", 500.0, "100s"),
+            podgroup("o", queue="other", phase="Running"), running("o-0", "o", "n4", 500.0, "1000s"),
+            podgroup("o2", queue="other"), pod("o2-0", "o2", cpu="4"),
+            podgroup("gang", min_member=2), pod("gang-0", "gang", cpu="4"), pod("gang-1", "gang", cpu="4")]
+    ssn = open_session(*docs, conf=_conf(True), now=560.0)
+    ssn.job_valid(ssn.jobs["ns/gang"])
+    held = ssn.memo.reservations.held["ns/gang"]
+    assert held.start == 600.0

@@ -19,8 +19,10 @@ first ``reservation.maxReservations`` (default 1, EASY) of them that can be plan
   annotation, else ``spec.activeDeadlineSeconds``, else ``reservation.defaultRuntime`` (a pod
   with none never ends in the plan; a Releasing pod ends now) — and walks those ends in time
   order from now; the first moment the gang's needed pods fit (first fit in node order, on the
-  nodes that pass its unresolvable predicates and are large enough) is the reservation's
-  ``start`` and the nodes it used are its ``claims``; a ``Pending`` PodGroup without pods is
+  nodes that pass its unresolvable predicates and are large enough) and, for a gang whose pods
+  exist, its queue has room for them within its allocate limit as the queue's own pods end
+  (allocate refuses them before), is the reservation's ``start`` and the nodes it used are its
+  ``claims``; a ``Pending`` PodGroup without pods is
   planned as ``minAvailable`` pods sharing its ``minResources`` equally;
 * a later reservation is planned with the earlier ones' claims taken from now until their end,
   so it can never delay them (conservative, like Slurm's conservative backfill for all but the
@@ -339,6 +341,8 @@ class ReservationPlugin:
                 deltas.append(self._dense(table, task, dims))
         events.sort()
         usable_base = np.array([not node.unschedulable for node in ssn.node_list], dtype=bool)
+        quotas = ssn.queue_quotas()
+        queue_ends: dict[str, list[tuple[float, dict[str, float]]]] = {}
         for job in gangs:
             if len(out) >= self.max_reservations:
                 break
@@ -346,8 +350,16 @@ class ReservationPlugin:
             if shapes is None:
                 continue
             pods, probe, runtime = shapes
+            asked = self._asked(job) or {}
+            # Proportion counts a gang's pods in its queue's request, so the deserved share of a
+            # queue whose gang has no pods yet leaves the gang out: only a gang with its pods is
+            # planned against its queue's quota.
+            quota_at = (self._quota_time(ssn, job.queue, asked, quotas, queue_ends, now)
+                        if probe is not None else now)
+            if quota_at is None:
+                continue
             usable = usable_base & self._static_fit(ssn, probe, pods[0], n)
-            found = self._earliest(free, events, deltas, pods, usable, now)
+            found = self._earliest(free, events, deltas, pods, usable, now, quota_at)
             if found is None:
                 continue
             start, rows = found
@@ -364,9 +376,57 @@ class ReservationPlugin:
                     end = start + runtime
                     bisect.insort(events, (end, row, len(deltas)))
                     deltas.append(amounts)
+            # A later reservation of the same queue counts this gang in the queue's allocation
+            # from now until its end, as the claims above.
+            ends = queue_ends.get(job.queue)
+            if ends is not None:
+                ends.append((-math.inf, {k: -v for k, v in asked.items()}))
+                if runtime is not None:
+                    ends.append((start + runtime, dict(asked)))
+                ends.sort(key=lambda e: e[0])
             out[job.uid] = Reservation(job=job.uid, queue=job.queue, rank=len(out), start=start, runtime=runtime,
                                        claims=tuple(claims), planned_at=now)
         return out
+
+    def _quota_time(self, ssn: Session, queue: str, asked: Mapping[str, float], quotas: Mapping[str, Any],
+                    queue_ends: dict[str, list[tuple[float, dict[str, float]]]], now: float) -> float | None:
+        """The first time from ``now`` at which the queue's allocation leaves room for ``asked``
+        within its allocate limit (proportion's deserved share, capacity's capability), as its
+        running pods end (None: never in the plan). Allocate refuses the gang's pods before then
+        whatever nodes are free, so a start planned earlier would hold nodes for a gang that
+        cannot take them, and the reservation would stall."""
+        quota = quotas.get(queue)
+        if quota is None:
+            return now
+        limit = quota.allocate_limit
+        names = [k for k, v in asked.items() if v > 0 and limit.has(k)]
+        if not names:
+            return now
+        ends = queue_ends.get(queue)
+        if ends is None:
+            ends = []
+            for node in ssn.node_list:
+                for uid, task in node.tasks.items():
+                    status = node.task_status[uid]
+                    if status == TaskStatus.Pipelined:
+                        continue
+                    job = ssn.jobs.get(task.job)
+                    if job is None or job.queue != queue:
+                        continue
+                    ends.append((self._task_end(task, status, now), dict(task.resreq.items())))
+            ends.sort(key=lambda e: e[0])
+            queue_ends[queue] = ends
+        room = {k: limit.get(k) - quota.allocated.get(k) - asked[k] for k in names}
+        t = now
+        for end, released in ends:
+            if end > t + _EPS and all(v + _EPS >= 0 for v in room.values()):
+                return t
+            if end == math.inf:
+                return None
+            t = max(t, end)
+            for k in names:
+                room[k] += released.get(k, 0.0)
+        return t if all(v + _EPS >= 0 for v in room.values()) else None
 
     @staticmethod
     def _dense(table: Any, task: TaskInfo, dims: int) -> np.ndarray:
@@ -391,9 +451,10 @@ class ReservationPlugin:
 
     @staticmethod
     def _earliest(free: np.ndarray, events: list[tuple[float, int, int]], deltas: list[np.ndarray],
-                  pods: list[np.ndarray], usable: np.ndarray, now: float) -> tuple[float, list[int]] | None:
-        """The first time from ``now`` at which ``pods`` fit as the ends release resources, with
-        the row of each pod (first fit in node order, on rows already used first)."""
+                  pods: list[np.ndarray], usable: np.ndarray, now: float,
+                  not_before: float) -> tuple[float, list[int]] | None:
+        """The first time from ``not_before`` at which ``pods`` fit as the ends release resources,
+        with the row of each pod (first fit in node order, on rows already used first)."""
         cur = free.copy()
         total = np.sum(pods, axis=0)
         t, k = now, 0
@@ -402,13 +463,16 @@ class ReservationPlugin:
                 _, row, eid = events[k]
                 cur[:, row] += deltas[eid]
                 k += 1
-            if (cur[:, usable].clip(min=0).sum(axis=1) + _EPS >= total).all():
+            if t + _EPS >= not_before and (cur[:, usable].clip(min=0).sum(axis=1) + _EPS >= total).all():
                 rows = _first_fit(cur, pods, usable)
                 if rows is not None:
                     return t, rows
-            if k >= len(events):
+            nxt = events[k][0] if k < len(events) else math.inf
+            if t + _EPS < not_before:
+                nxt = min(nxt, not_before)
+            if nxt == math.inf:
                 return None
-            t = max(events[k][0], now)
+            t = max(nxt, now)
 
     # ------------------------------------------------------------------ enforcing
     def _enforced(self, ssn: Session, r: Reservation, held: Any) -> _Held:
