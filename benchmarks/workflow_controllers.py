@@ -4,8 +4,9 @@ Runs the first ``--limit`` jobs of the Philly trace (no CronJob, JobTemplate or 
 the simulator with every default controller, timing each controller's ``on_event`` and ``run``
 calls, and prints the three workflow controllers' share of the run's CPU time next to the other
 controllers' (less what timing the calls costs, measured on a controller that does nothing).
-Then runs upstream's JobFlow example (five jobs) and CronJob example (an hour of
-runs) to print what they cost when used. Not a test: it never fails on timing.
+Then runs the tests' training pipeline JobFlow (five jobs) and nightly CronJob (a virtual week
+of runs, ``tests/data/workflows``) to print what they cost when used. Not a test: it never fails
+on timing.
 
     python benchmarks/workflow_controllers.py [--limit 2000]
 """
@@ -88,10 +89,11 @@ def _report(title: str, cpu: float, spent: dict[str, float], jobs: int) -> None:
     print(f"  workflow controllers, less the timing: {ours * 1000:.1f} ms, {ours / cpu:.2%} of the run")
 
 
-def _upstream(name: str, duration: str) -> list[dict[str, Any]]:
+def _workflow(name: str, duration: str) -> list[dict[str, Any]]:
+    """The documents of ``tests/data/workflows/<name>`` with a duration on every task's pod template."""
     import yaml
 
-    root = Path(__file__).resolve().parents[1] / "tests" / "data" / "upstream_examples"
+    root = Path(__file__).resolve().parents[1] / "tests" / "data" / "workflows"
     docs = [d for d in yaml.safe_load_all((root / name).read_text(encoding="utf-8")) if d]
     for d in docs:
         spec = d["spec"]["jobTemplate"]["spec"] if d["kind"] == "CronJob" else d["spec"]
@@ -110,10 +112,10 @@ def main() -> None:
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
             "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
                        "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
-    docs = [node, *_upstream("jobflow/JobTemplate.yaml", "2m"), *_upstream("jobflow/JobFlow.yaml", "2m"),
-            *_upstream("cronjob/cronjob.yaml", "1m")]
+    docs = [node, *_workflow("jobtemplates.yaml", "2m"), *_workflow("jobflow.yaml", "2m"),
+            *_workflow("cronjob.yaml", "1m")]
     subs = [Submission(0.0, i, "bench", d) for i, d in enumerate(docs)]
-    _report("upstream's JobFlow and CronJob examples, 1 virtual hour", *_run(subs, until=3600.0))
+    _report("a five-step JobFlow and a nightly CronJob, 1 virtual week", *_run(subs, until=7 * 86400.0))
     sys.stdout.flush()
 
 

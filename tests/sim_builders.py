@@ -14,10 +14,7 @@ from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.runtime import Simulation, SimulationResult
 from pyvolcano.simulator.workload import Submission
 
-__all__ = ["UPSTREAM_EXAMPLES", "node", "simulate", "snapshot_at", "upstream_example", "vcjob", "volume_claim"]
-
-UPSTREAM_EXAMPLES = Path(__file__).resolve().parent / "data" / "upstream_examples"
-"""Upstream Volcano's example manifests (see its README for their origin)."""
+__all__ = ["node", "simulate", "snapshot_at", "vcjob", "volume_claim"]
 
 
 def vcjob(name: str, *, replicas: int = 1, cpu: str = "1", duration: str | None = "60s", queue: str | None = None,
@@ -63,19 +60,6 @@ def simulate(objs: list[tuple[float, dict[str, Any]]], *, conf: str | None = Non
                      default_duration=default_duration)
     sim.submit([Submission(at, i, "test", yaml.safe_load(yaml.safe_dump(o))) for i, (at, o) in enumerate(objs)])
     return sim.run(until=until), sim
-
-
-def upstream_example(name: str, duration: str) -> list[dict[str, Any]]:
-    """The manifests of upstream's example ``name`` (e.g. ``jobflow/JobFlow.yaml``) with a
-    ``pyvolcano.io/duration`` annotation on every task's pod template (a Job's, a JobTemplate's
-    or a CronJob's job template's): the only change a simulation needs."""
-    docs = [d for d in yaml.safe_load_all((UPSTREAM_EXAMPLES / name).read_text(encoding="utf-8")) if d]
-    for d in docs:
-        spec = d["spec"]["jobTemplate"]["spec"] if d["kind"] == "CronJob" else d["spec"]
-        for task in spec.get("tasks") or []:
-            annotations = task["template"].setdefault("metadata", {}).setdefault("annotations", {})
-            annotations["pyvolcano.io/duration"] = duration
-    return docs
 
 
 def snapshot_at(path: Path, docs: list[dict[str, Any]], until: float, *, cpu: str = "8") -> Path:

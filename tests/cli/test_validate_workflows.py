@@ -1,36 +1,48 @@
-"""``pyvolcano validate`` on CronJobs, JobTemplates and JobFlows: upstream's example manifests are
-OK as they are, and a workflow whose jobs could never be created is valid with a warning."""
+"""``pyvolcano validate`` on CronJobs, JobTemplates and JobFlows: our workflow manifests, and
+upstream's examples when ``VOLCANO_EXAMPLES_DIR`` names them, are OK as they are; a workflow whose
+jobs could never be created is valid with a warning."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pyvolcano.cli.validate import run_validate
+from workflow_examples import ORIGINS, OWN_WORKFLOWS, load, workflow_files
 
-UPSTREAM = Path(__file__).resolve().parents[1] / "data" / "upstream_examples"
 
-
-def test_upstreams_cronjob_example_is_ok(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_validate([UPSTREAM / "cronjob" / "cronjob.yaml"]) == 0
+def test_our_cronjob_is_ok(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_validate([OWN_WORKFLOWS.cronjob]) == 0
     out, err = capsys.readouterr()
-    assert out == "OK CronJob default/volcano-cronjob-example\n"
+    assert out == "OK CronJob default/nightly-retrain\n"
     assert err == ""
 
 
-def test_upstreams_jobflow_example_is_ok(capsys: pytest.CaptureFixture[str]) -> None:
-    # Applied as its README says: the JobTemplates first, then the JobFlow.
-    assert run_validate([UPSTREAM / "jobflow" / "JobTemplate.yaml", UPSTREAM / "jobflow" / "JobFlow.yaml"]) == 0
+def test_our_jobflow_and_its_templates_are_ok(capsys: pytest.CaptureFixture[str]) -> None:
+    # Applied in that order: the JobTemplates first, then the JobFlow.
+    assert run_validate([OWN_WORKFLOWS.templates, OWN_WORKFLOWS.flow]) == 0
     out, err = capsys.readouterr()
-    assert out.splitlines() == [*(f"OK JobTemplate default/{n}" for n in "abcde"), "OK JobFlow default/test"]
+    assert out.splitlines() == [*(f"OK JobTemplate default/{n}" for n in
+                                  ("prepare", "train", "evaluate", "quantize", "publish")),
+                                "OK JobFlow default/training-pipeline"]
+    assert err == ""
+
+
+@pytest.mark.parametrize("origin", ORIGINS)
+def test_the_example_workflows_are_ok(origin: str, capsys: pytest.CaptureFixture[str]) -> None:
+    files = workflow_files(origin)
+    paths = [files.cronjob, files.templates, files.flow]
+    assert run_validate(paths) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"OK {d['kind']} {d['metadata'].get('namespace', 'default')}/{d['metadata']['name']}"
+                                for p in paths for d in load(p)]
     assert err == ""
 
 
 def test_the_admitted_cronjob_carries_the_crds_defaults(capsys: pytest.CaptureFixture[str]) -> None:
-    import yaml
-
-    assert run_validate([UPSTREAM / "cronjob" / "cronjob.yaml"], output="yaml") == 0
+    assert run_validate([OWN_WORKFLOWS.cronjob], output="yaml") == 0
     spec = yaml.safe_load(capsys.readouterr().out)["spec"]
     assert spec["suspend"] is False and spec["concurrencyPolicy"] == "Forbid"
     assert spec["jobTemplate"]["spec"]["maxRetry"] == 3

@@ -1,9 +1,9 @@
-"""The CRDs of ``pyvolcano install``: upstream's identities, structural schemas that accept
-every upstream example and our own objects unchanged, and reject what upstream's reject."""
+"""The CRDs of ``pyvolcano install``: upstream's identities, structural schemas that accept our
+own objects and every upstream example (when ``VOLCANO_EXAMPLES_DIR`` names upstream's
+``example/`` directory) unchanged, and reject what upstream's reject."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import yaml
 
 from pyvolcano.deploy.crds import custom_resource_definitions, schema_for
 from pyvolcano.deploy.schema import validate
+from workflow_examples import ORIGINS, upstream_examples_dir, workflow_files
 
 DATA = Path(__file__).parents[1] / "data" / "deploy"
 REPO = Path(__file__).parents[2]
@@ -147,11 +148,9 @@ def test_repository_examples_are_accepted_unchanged() -> None:
 
 
 def test_upstream_examples_are_accepted_unchanged() -> None:
-    root = os.environ.get("VOLCANO_EXAMPLES_DIR")
-    if not root:
-        pytest.skip("VOLCANO_EXAMPLES_DIR is not set (point it at upstream Volcano's example/ directory)")
+    root = upstream_examples_dir()
     objs = []
-    for p in sorted(Path(root).rglob("*.y*ml")):
+    for p in sorted(root.rglob("*.y*ml")):
         try:
             objs.extend(_objects(p))
         except yaml.YAMLError:
@@ -250,8 +249,10 @@ def test_objects_the_controllers_write_in_a_simulation_fit_the_schemas() -> None
     assert all(seen.get(k) for k in ("Job", "PodGroup", "Queue")), seen
 
 
-def test_upstreams_workflow_examples_are_accepted_unchanged() -> None:
-    objs = [o for p in sorted((DATA.parent / "upstream_examples").rglob("*.yaml")) for o in _objects(p)]
+@pytest.mark.parametrize("origin", ORIGINS)
+def test_the_example_workflows_are_accepted_unchanged(origin: str) -> None:
+    files = workflow_files(origin)
+    objs = [o for p in (files.cronjob, files.templates, files.flow) for o in _objects(p)]
     assert sorted({d["kind"] for _, d in objs}) == ["CronJob", "JobFlow", "JobTemplate"]
     for where, doc in objs:
         assert _errors(doc) == [], where

