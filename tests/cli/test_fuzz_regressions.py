@@ -99,4 +99,4 @@ def test_workload_quantity_beyond_kubernetes_limit_is_rejected_at_submission(tmp
     proc = _run(tmp_path / name, argv)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rejected = {r["name"]: r["error"] for r in json.loads(proc.stdout)["rejected"]}
-    assert "nvidia.com/gpu" in rejected["default/tensorflow-dist-mnist"]
+    assert "nvidia.com/gpu" in rejected["default/ranker-tf"]

@@ -156,7 +156,7 @@ def test_validate_json_sends_errors_to_stderr(capsys: pytest.CaptureFixture[str]
     assert run(["validate", "-o", "json", str(EX / "jobs.yaml")]) == 2
     captured = capsys.readouterr()
     assert json.loads(captured.out)["kind"] == "List"
-    assert "duplicated task name 'task-1'" in captured.err
+    assert "duplicated task name 'shard'" in captured.err
     assert "duplicated" not in captured.out
 
 

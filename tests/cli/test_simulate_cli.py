@@ -13,16 +13,16 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pyvolcano", *args], capture_output=True, text=True, check=False)
 
 
-def test_upstream_example_jobs_run_to_completed_and_the_bad_one_is_rejected() -> None:
+def test_example_jobs_run_to_completed_and_the_bad_one_is_rejected() -> None:
     proc = run("simulate", "--cluster", str(EX / "cluster.yaml"), "--workload", str(EX / "jobs.yaml"), "-o", "json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert {k: v["phase"] for k, v in out["jobs"].items()} == {
-        "default/test-job": "Completed", "default/lm-mpi-job": "Completed", "default/pytorch-job": "Completed",
-        "default/tensorflow-dist-mnist": "Completed", "default/policy-job": "Completed",
+        "default/frame-render": "Completed", "default/stencil-mpi": "Completed", "default/resnet-ddp": "Completed",
+        "default/ranker-tf": "Completed", "default/nightly-etl": "Completed",
     }
-    assert out["jobs"]["default/policy-job"]["retryCount"] == 1
-    assert [r["name"] for r in out["rejected"]] == ["default/duplicated-task-name"]
+    assert out["jobs"]["default/nightly-etl"]["retryCount"] == 1
+    assert [r["name"] for r in out["rejected"]] == ["default/twin-tasks"]
     assert {"summary", "queues", "stats", "podgroups"} <= set(out)
 
 
@@ -45,5 +45,5 @@ def test_malformed_workload_names_file_document_and_field(tmp_path: Path) -> Non
 def test_validate_reports_each_object_and_exits_2_on_a_bad_one() -> None:
     proc = run("validate", str(EX / "jobs.yaml"))
     assert proc.returncode == 2
-    assert "OK Job default/test-job" in proc.stdout
-    assert "duplicated task name 'task-1'" in proc.stdout + proc.stderr
+    assert "OK Job default/frame-render" in proc.stdout
+    assert "duplicated task name 'shard'" in proc.stdout + proc.stderr

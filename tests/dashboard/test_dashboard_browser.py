@@ -113,8 +113,8 @@ def test_the_time_slider_moves_the_views_through_the_run(page: Any, report_url: 
     assert page.locator("table.jobs tbody tr").count() == 5  # the end of the run: all five jobs
     _slide(page, 50)
     keys = {r.get_attribute("data-key") for r in page.locator("table.jobs tbody tr").all()}
-    assert keys == {"default/test-job", "default/lm-mpi-job"}
-    assert page.locator('tr[data-key="default/lm-mpi-job"] td.phase').text_content() == "Running"
+    assert keys == {"default/frame-render", "default/stencil-mpi"}
+    assert page.locator('tr[data-key="default/stencil-mpi"] td.phase').text_content() == "Running"
     page.click("#nav-nodes")
     _wait_view(page, "nodes")
     _slide(page, 100)
@@ -166,11 +166,11 @@ def test_a_run_opens_at_its_busiest_moment_and_puts_it_in_the_url(page: Any, rep
 def test_the_page_honours_t_from_the_url_and_a_reload_keeps_it(page: Any, report_url: str) -> None:
     page.goto(f"{report_url}/?t=50#/jobs")
     _wait_view(page, "jobs")
-    assert _job_keys(page) == {"default/test-job", "default/lm-mpi-job"}
+    assert _job_keys(page) == {"default/frame-render", "default/stencil-mpi"}
     assert page.locator("#time").input_value() == "50"
     page.reload()
     _wait_view(page, "jobs")
-    assert _job_keys(page) == {"default/test-job", "default/lm-mpi-job"}
+    assert _job_keys(page) == {"default/frame-render", "default/stencil-mpi"}
     assert _time_in_url(page) == 50
 
 
@@ -215,7 +215,7 @@ def test_reservations_in_the_view_models_are_drawn_on_the_gpu_map_and_the_job_pa
     assert page.locator('[data-node="gpu-2"]').get_attribute("data-reserved-for") == "default/big"
     assert page.locator('[data-node="gpu-1"]').get_attribute("data-reserved-for") is None
     assert "reserves 1 node(s)" in page.locator('#reservations li[data-job="default/big"]').text_content()
-    _open(page, report_url, "job/default/test-job")
+    _open(page, report_url, "job/default/frame-render")
     assert page.locator('#reservation dd[data-field="nodes"]').text_content() == "gpu-1, gpu-2"
 
 

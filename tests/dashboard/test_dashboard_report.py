@@ -52,11 +52,11 @@ def test_jobs_at_time_t_are_pending_running_or_done_as_the_run_says(run: tuple[P
 
 def test_nodes_at_time_t_hold_the_gpus_of_the_pods_on_them(run: tuple[Path, dict]) -> None:
     out, _doc = run
-    views = ReportSource(out).views(100.0)  # pytorch-job: one GPU on gpu-1, two on gpu-2
+    views = ReportSource(out).views(100.0)  # resnet-ddp: one GPU on gpu-1, two on gpu-2
     nodes = {n["name"]: n for n in views.nodes()["nodes"]}
     assert (nodes["gpu-1"]["gpu_allocated"], nodes["gpu-2"]["gpu_allocated"]) == (1, 2)
     assert [g["used"] for g in nodes["gpu-2"]["gpus"]] == [1000, 1000, 0, 0]
-    page = views.job("default/pytorch-job")
+    page = views.job("default/resnet-ddp")
     assert page is not None and sorted(page["nodes"]) == ["gpu-1", "gpu-2"]
     queues = {q["name"]: q for q in views.queues()["queues"]}
     gpu = next(r for r in queues["default"]["resources"] if r["name"] == GPU)
@@ -72,7 +72,7 @@ def test_the_timeline_endpoint_serves_the_runs_series(run: tuple[Path, dict]) ->
     series = client.get("/api/timeline").json()
     assert len(series["t"]) == len(series["pending_jobs"]) == len(series["queue_share"]["default"])
     early = client.get("/api/jobs", params={"t": 50}).json()
-    assert {j["key"] for j in early["jobs"]} == {"default/test-job", "default/lm-mpi-job"}
+    assert {j["key"] for j in early["jobs"]} == {"default/frame-render", "default/stencil-mpi"}
 
 
 def samples(**series: list[float]) -> dict[str, list[float]]:

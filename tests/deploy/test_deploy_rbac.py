@@ -183,7 +183,7 @@ def test_every_api_call_the_components_make_in_a_simulation_is_granted(monkeypat
         "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: conformance\n"
         "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n  - name: nodeorder\n",
         source="preempt.conf")
-    # Upstream's example jobs (ssh/svc/env plugins, MPI, PyTorch, TensorFlow, a restart policy)
+    # The simulate example's jobs (ssh/svc/env plugins, MPI, PyTorch, TensorFlow, a restart policy)
     # under the default configuration; then preemption, a TTL clean-up and a plain pod; then a
     # JobFlow and CronJobs (replacing and deleting their jobs) for ten minutes.
     runs = ((default_configuration(), examples / "jobs.yaml", math.inf),

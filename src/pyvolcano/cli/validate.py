@@ -20,7 +20,7 @@ resource groups; other ConfigMaps are ``NOT CHECKED``.
 
 Output (stdout), one line per object, in input order, then the warnings::
 
-    OK Job default/test-job
+    OK Job default/frame-render
     jobs.yaml: document 2: Job default/bad: spec.tasks[1].name: duplicated task name 'worker'
     NOT CHECKED Deployment default/web (apps/v1): pyvolcano does not know the API group 'apps'
     warning: jobs.yaml: document 3: Job default/j: spec.priorityClassName: no PriorityClass with name ...
