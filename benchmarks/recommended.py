@@ -3,12 +3,18 @@
 Usage::
 
     python benchmarks/recommended.py OUT_DIR [--seeds 0-2] [--days 3] [--workers 2] [--kalos]
+    python benchmarks/recommended.py --summarise REPORT [--summarise REPORT ...]
 
 Writes into OUT_DIR the contended Philly days (the calendar days with the most GPUs in
 multi-node gangs after the built-in one, each a philly.csv slice), a machine list of the
 built-in scenario's 16 eight-GPU machines, runs ``pyvolcano sweep`` over {chart, recommended}
 × seeds on the built-in scenario and on those days (and on the Kalos trace with ``--kalos``),
 then prints a Markdown table per trace (means over seeds) and draws ``recommended.png``.
+
+``--summarise REPORT`` prints the same table for sweeps run by hand (such as the whole Philly
+trace, ``pyvolcano sweep --trace philly ... --report REPORT -o json > REPORT.json``): each
+REPORT is a sweep's ``--report`` directory with its ``-o json`` output beside it as
+``REPORT.json``; nothing is run or written.
 
 A slice of philly.csv gives each virtual cluster the weight of its share of the slice's
 GPU-time, as a user who cuts a day out of the file gets (the built-in scenario weighs by the
@@ -154,13 +160,23 @@ def figure(groups: dict[tuple[str, str], list[dict[str, float]]], path: Path) ->
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out", type=Path)
+    ap.add_argument("out", type=Path, nargs="?")
     ap.add_argument("--seeds", default="0-2")
     ap.add_argument("--days", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--kalos", action="store_true")
     ap.add_argument("--skip-runs", action="store_true", help="only summarise the sweeps already in OUT")
+    ap.add_argument("--summarise", type=Path, action="append", metavar="REPORT",
+                    help="only print the table of these sweep reports (REPORT.json beside each)")
     args = ap.parse_args(argv)
+    if args.summarise:
+        summary: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for rep in args.summarise:
+            summary.update(collect(rep))
+        print(table(summary))
+        return 0
+    if args.out is None:
+        ap.error("OUT is required unless --summarise is given")
     out: Path = args.out
     traces, machines = write_inputs(out, args.days)
     reports = [out / "builtin", out / "philly-days"] + ([out / "kalos"] if args.kalos else [])

@@ -23,7 +23,10 @@ to the PodGroup): ``none`` (no field), ``soft`` (``mode: soft``), ``hard`` (``mo
 highestTierAllowed: 1``: the whole gang inside one rack). Every job goes to the ``default``
 queue, so that only placement makes a job wait (the traces' queues would add fair-share waits).
 Scheduler: upstream's chart configuration (:data:`CONFIG`), plus the ``network-topology-aware``
-plugin when the scheduler has it.
+plugin when the scheduler has it. ``--reservation`` adds the ``reservation`` plugin with
+``reservation.maxReservations: 1`` to the first tier, after ``conformance``, as
+``examples/recommended.conf`` does (docs/recommended.md), to every run of either scenario; with it
+the ``soft, fragmentation-aware`` run's configuration is ``recommended.conf``'s plugins.
 
 A fourth run, ``soft, fragmentation-aware``, is soft mode with network-topology-aware's
 ``hypernode.fragmentation-aware.enable`` (docs/network-topology.md): among equal-score nodes a
@@ -144,16 +147,16 @@ def workload(formats: list[str], *, load: float, capacity_gpus: int, limit: int 
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _offered(facts, mid, capacity_gpus) > load else (lo, mid)
     window = hi
-    jobs = []
+    spread: list[dict[str, Any]] = []
     for job, f, first, span in sorted(picked, key=lambda p: ((p[1][3] - p[2]) / p[3], p[0]["metadata"]["name"])):
         job = copy.deepcopy(job)
         job["spec"]["queue"] = "default"
         job["metadata"]["annotations"][SUBMIT_AT] = go_duration((f[3] - first) / span * window)
-        jobs.append(job)
+        spread.append(job)
     notes.append(f"arrivals of each trace spread over the same {window / 3600:.1f} h, in their order and relative "
                  f"spacing: an offered load of {load:.0%} of {capacity_gpus:,} GPUs (GPU-time clipped to the window)")
-    notes.append(f"{len(jobs)} gangs arriving over {window / 3600:.1f} h, offered load {load:.0%}")
-    return Workload(traces, jobs, window, notes)
+    notes.append(f"{len(spread)} gangs arriving over {window / 3600:.1f} h, offered load {load:.0%}")
+    return Workload(traces, spread, window, notes)
 
 
 def fabric(block: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
@@ -207,9 +210,13 @@ tiers:
 """
 """Upstream's shipped chart configuration (installer/helm/chart/volcano/config/volcano-scheduler.conf)."""
 
+RESERVATION_AFTER = "  - name: conformance\n"
+RESERVATION = "  - name: reservation\n    arguments:\n      reservation.maxReservations: 1\n"
+"""examples/recommended.conf's reservation plugin, inserted after :data:`RESERVATION_AFTER` (first tier)."""
 
-def scheduler_conf(registry: Any, *, fragmentation_aware: bool = False) -> tuple[Any, bool]:
-    text = CONFIG
+
+def scheduler_conf(registry: Any, *, fragmentation_aware: bool = False, reservation: bool = False) -> tuple[Any, bool]:
+    text = CONFIG.replace(RESERVATION_AFTER, RESERVATION_AFTER + RESERVATION) if reservation else CONFIG
     has_plugin = TOPOLOGY_PLUGIN in registry.plugin_names
     if has_plugin:
         text += f"  - name: {TOPOLOGY_PLUGIN}\n"
@@ -338,10 +345,11 @@ def burst_jobs(wl: Workload, mode: str) -> list[dict[str, Any]]:
 
 
 def run_burst(wl: Workload, mode: str, hosts: list[dict[str, Any]], hypernodes: list[dict[str, Any]],
-              registry: Any, seed: int, horizon: float) -> dict[str, Any]:
+              registry: Any, seed: int, horizon: float, reservation: bool = False) -> dict[str, Any]:
     """One burst run: the gangs placed by ``horizon``, the rack-bound ones among them, and the
     stranded GPUs (the topology-fragmentation figure of the last sample)."""
-    conf, _ = scheduler_conf(registry, fragmentation_aware=VARIANTS[mode].fragmentation_aware)
+    conf, _ = scheduler_conf(registry, fragmentation_aware=VARIANTS[mode].fragmentation_aware,
+                             reservation=reservation)
     sim = Simulation(config=conf, registry=registry, seed=seed)
     sim.submit([Submission(0.0, i, "cluster", o) for i, o in enumerate([*hosts, *hypernodes])])
     jobs = burst_jobs(wl, mode)
@@ -382,7 +390,7 @@ def main_burst(args: argparse.Namespace) -> None:
     rows = []
     for seed in range(args.seed, args.seed + args.seeds):
         for mode in BURST_VARIANTS:
-            row = run_burst(wl, mode, hosts, hypernodes, registry, seed, args.horizon)
+            row = run_burst(wl, mode, hosts, hypernodes, registry, seed, args.horizon, args.reservation)
             if row["ended"]:
                 raise SystemExit(f"a job ended before --horizon {args.horizon:g}s: lower it")
             rows.append(row)
@@ -397,6 +405,8 @@ def main_burst(args: argparse.Namespace) -> None:
           f"{RACK_PODS} pods are rack-bound (hard, tier 1), the {sum(1 for n in sizes if n > RACK_PODS)} larger "
           f"ones run under the constraint of the first column")
     print(f"* placed: started within {args.horizon:g} s, before any job ends")
+    print(f"* scheduler: upstream's chart configuration + {TOPOLOGY_PLUGIN}"
+          + (" + reservation (maxReservations 1)" if args.reservation else ""))
 
 
 def main() -> None:
@@ -407,7 +417,11 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=None, help="keep the first N gangs of each trace (all)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="philly,kalos")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--figure", type=Path, default=Path("docs/img/topology-experiment.png"))
+    ap.add_argument("--figure", type=Path, default=None,
+                    help="stream: where to write the figure (docs/img/topology-experiment.png; with --reservation "
+                         "docs/img/topology-experiment-reservation.png)")
+    ap.add_argument("--reservation", action="store_true",
+                    help="add examples/recommended.conf's reservation plugin (maxReservations 1) to every run")
     ap.add_argument("--scenario", choices=("stream", "burst"), default="stream",
                     help="stream: the table of docs/traces.md (default); burst: rack-bound gangs and larger ones "
                          "arriving at once")
@@ -420,16 +434,19 @@ def main() -> None:
     hosts, hypernodes, fabric_note = fabric(args.fabric)
     capacity = 8 * len(hosts)
     registry = default_registry()
-    conf, has_plugin = scheduler_conf(registry)
-    plugin_note = (f"scheduler: upstream's chart configuration + {TOPOLOGY_PLUGIN}, one queue" if has_plugin else
-                   f"scheduler: upstream's chart configuration, one queue; no {TOPOLOGY_PLUGIN} plugin in this build")
+    conf, has_plugin = scheduler_conf(registry, reservation=args.reservation)
+    with_reservation = " + reservation (maxReservations 1)" if args.reservation else ""
+    plugin_note = (f"scheduler: upstream's chart configuration + {TOPOLOGY_PLUGIN}{with_reservation}, one queue"
+                   if has_plugin else f"scheduler: upstream's chart configuration{with_reservation}, one queue; "
+                                      f"no {TOPOLOGY_PLUGIN} plugin in this build")
     wl = workload([w.strip() for w in args.workloads.split(",")], load=args.load, capacity_gpus=capacity,
                   limit=args.jobs)
     rows = []
     for mode, variant in VARIANTS.items():
         if variant.fragmentation_aware and not has_plugin:
             continue
-        run_conf = scheduler_conf(registry, fragmentation_aware=True)[0] if variant.fragmentation_aware else conf
+        run_conf = (scheduler_conf(registry, fragmentation_aware=True, reservation=args.reservation)[0]
+                    if variant.fragmentation_aware else conf)
         got = run_one(wl, mode, hosts, hypernodes, run_conf, registry, args.seed)
         rows += got
         print(f"# {mode}: {got[0]['jobs']} jobs, {got[0]['wall_s']:.1f}s wall", flush=True)
@@ -440,8 +457,9 @@ def main() -> None:
     print()
     for n in notes:
         print(f"* {n}")
-    figure(rows, args.figure, f"{fabric_note}; {wl.notes[-1]}")
-    print(f"\nfigure written to {args.figure}")
+    path = args.figure or Path("docs/img/topology-experiment" + ("-reservation" if args.reservation else "") + ".png")
+    figure(rows, path, f"{fabric_note}; {wl.notes[-1]}{with_reservation}")
+    print(f"\nfigure written to {path}")
 
 
 if __name__ == "__main__":
