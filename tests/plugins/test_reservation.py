@@ -13,8 +13,10 @@ from pyvolcano.plugins.reservation import ReservationPlugin
 from sim_builders import node, simulate, vcjob
 
 
-def _conf(reservation: bool, **arguments: Any) -> str:
+def _conf(reservation: bool, *, topology_aware: bool = False, **arguments: Any) -> str:
     plugins: list[dict[str, Any]] = [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]
+    if topology_aware:
+        plugins.append({"name": "network-topology-aware"})
     if reservation:
         plugins.append({"name": "reservation", "arguments": arguments})
     return yaml.safe_dump({"actions": "allocate, backfill",
@@ -199,3 +201,73 @@ def test_reservation_starts_when_its_queue_has_room_for_the_gang_not_when_nodes_
     ssn.job_valid(ssn.jobs["ns/gang"])
     held = ssn.memo.reservations.held["ns/gang"]
     assert held.start == 600.0
+
+
+def _racks_scenario(gang_topology: dict[str, Any] | None, ends: dict[str, str]) -> list[tuple[float, dict[str, Any]]]:
+    """Racks s0 (s0-n1, s0-n2) and s1 (s1-n1, s1-n2) of 8-cpu nodes, each node half taken by a
+    pod pinned to it that ends after ``ends[node]``; a gang of two whole nodes at 10 s."""
+    from topology_builders import two_racks
+
+    objs: list[tuple[float, dict[str, Any]]] = [(0, d) for d in two_racks()]
+    for name in ("s0-n1", "s0-n2", "s1-n1", "s1-n2"):
+        objs.append((0, node(name, cpu="8", memory="64Gi", labels={"kubernetes.io/hostname": name})))
+    for name, duration in ends.items():
+        objs.append((0, vcjob(f"busy-{name}", cpu="5", duration=duration,
+                              node_selector={"kubernetes.io/hostname": name})))
+    gang = vcjob("gang", replicas=2, cpu="8")
+    if gang_topology is not None:
+        gang["spec"]["networkTopology"] = gang_topology
+    objs.append((10, gang))
+    return objs
+
+
+def _first_reservation(objs: list[tuple[float, dict[str, Any]]]) -> tuple[float, tuple[str, ...], Any]:
+    from pyvolcano.conf import load_scheduler_conf
+    from pyvolcano.runtime.registry import default_registry
+    from pyvolcano.simulator.runtime import Simulation
+    from pyvolcano.simulator.workload import Submission
+
+    sim = Simulation(config=load_scheduler_conf(_conf(True, topology_aware=True)), registry=default_registry())
+    sim.submit([Submission(at, i, "test", yaml.safe_load(yaml.safe_dump(o))) for i, (at, o) in enumerate(objs)])
+    seen: list[tuple[float, tuple[str, ...]]] = []
+    sim.on_session = lambda t, _r: seen.extend((r.start, r.nodes) for r in sim.cache.memo.reservations.held.values())
+    result = sim.run()
+    assert seen, "the gang never got a reservation"
+    return seen[0][0], seen[0][1], result
+
+
+_SAME_TIME = {"s0-n1": "100s", "s1-n1": "100s", "s1-n2": "100s", "s0-n2": "400s"}
+
+
+def test_gang_without_topology_is_reserved_first_fit_in_node_order() -> None:
+    start, nodes, _ = _first_reservation(_racks_scenario(None, _SAME_TIME))
+    assert nodes == ("s0-n1", "s1-n1")
+    assert 95 <= start <= 105
+
+
+def test_soft_topology_gang_is_reserved_inside_one_rack_when_one_holds_it_as_early() -> None:
+    from topology_builders import topology
+
+    start, nodes, result = _first_reservation(_racks_scenario(topology("soft"), _SAME_TIME))
+    assert nodes == ("s1-n1", "s1-n2")
+    assert 95 <= start <= 105
+    assert 95 <= _started(result, "gang") <= 110
+
+
+def test_soft_topology_gang_is_not_delayed_to_keep_it_in_one_rack() -> None:
+    from topology_builders import topology
+
+    ends = {"s0-n1": "100s", "s1-n1": "100s", "s0-n2": "200s", "s1-n2": "400s"}
+    start, nodes, _ = _first_reservation(_racks_scenario(topology("soft"), ends))
+    assert nodes == ("s0-n1", "s1-n1")  # no rack holds it at 100 s: spread, not later
+    assert 95 <= start <= 105
+
+
+def test_rack_bound_gang_is_reserved_where_a_rack_holds_it() -> None:
+    from topology_builders import topology
+
+    ends = {"s0-n1": "100s", "s1-n1": "100s", "s0-n2": "200s", "s1-n2": "400s"}
+    start, nodes, result = _first_reservation(_racks_scenario(topology("hard", 1), ends))
+    assert nodes == ("s0-n1", "s0-n2")
+    assert 195 <= start <= 205
+    assert 195 <= _started(result, "gang") <= 210

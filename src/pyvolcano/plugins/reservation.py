@@ -24,6 +24,12 @@ first ``reservation.maxReservations`` (default 1, EASY) of them that can be plan
   (allocate refuses them before), is the reservation's ``start`` and the nodes it used are its
   ``claims``; a ``Pending`` PodGroup without pods is
   planned as ``minAvailable`` pods sharing its ``minResources`` equally;
+* a gang with a network topology, on a cluster with HyperNodes, is planned inside one HyperNode
+  when one holds it: at that same first moment, the HyperNodes of each tier from the lowest (up
+  to its effective highest tier), the tightest first, before any nodes; a hard gang is never
+  planned across the HyperNodes its tier allows (it starts later instead), a soft one is never
+  planned later to stay in one (pyvolcano's own rule: first fit in node order spread gangs over
+  racks, which then ran spread or, hard, could not use their claims);
 * a later reservation is planned with the earlier ones' claims taken from now until their end,
   so it can never delay them (conservative, like Slurm's conservative backfill for all but the
   first).
@@ -359,7 +365,8 @@ class ReservationPlugin:
             if quota_at is None:
                 continue
             usable = usable_base & self._static_fit(ssn, probe, pods[0], n)
-            found = self._earliest(free, events, deltas, pods, usable, now, quota_at)
+            domains = _domains(ssn, job, usable)
+            found = self._earliest(free, events, deltas, pods, usable, now, quota_at, domains)
             if found is None:
                 continue
             start, rows = found
@@ -452,9 +459,11 @@ class ReservationPlugin:
     @staticmethod
     def _earliest(free: np.ndarray, events: list[tuple[float, int, int]], deltas: list[np.ndarray],
                   pods: list[np.ndarray], usable: np.ndarray, now: float,
-                  not_before: float) -> tuple[float, list[int]] | None:
+                  not_before: float, domains: list[_Domains] | None = None) -> tuple[float, list[int]] | None:
         """The first time from ``not_before`` at which ``pods`` fit as the ends release resources,
-        with the row of each pod (first fit in node order, on rows already used first)."""
+        with the row of each pod (first fit in node order, on rows already used first; for a gang
+        with a network topology, inside one HyperNode of the lowest tier that holds it, see
+        :func:`_domains`)."""
         cur = free.copy()
         total = np.sum(pods, axis=0)
         t, k = now, 0
@@ -464,7 +473,7 @@ class ReservationPlugin:
                 cur[:, row] += deltas[eid]
                 k += 1
             if t + _EPS >= not_before and (cur[:, usable].clip(min=0).sum(axis=1) + _EPS >= total).all():
-                rows = _first_fit(cur, pods, usable)
+                rows = _first_fit(cur, pods, usable) if domains is None else _fit_in_domains(cur, pods, total, domains)
                 if rows is not None:
                     return t, rows
             nxt = events[k][0] if k < len(events) else math.inf
@@ -540,6 +549,70 @@ class ReservationPlugin:
             for d, v in ssn.node_table.task_vector(task):
                 if d < h.slack.shape[0]:
                     h.slack[d, j] += sign * v
+
+
+@dataclass(frozen=True)
+class _Domains:
+    """The usable rows of each HyperNode of one tier (a row per HyperNode of ``members``, in name
+    order)."""
+
+    members: np.ndarray  # (HyperNodes, rows) 0/1
+    masks: list[np.ndarray]
+
+
+def _domains(ssn: Session, job: JobInfo, usable: np.ndarray) -> list[_Domains] | None:
+    """Where a gang with a network topology may be reserved, tried in this order: the HyperNodes
+    of each tier from the lowest, up to its effective highest tier (``JobTopology.hard_tier``; a
+    soft job's is the virtual root's), then every usable node when that tier is the root's. None:
+    the gang has no topology or the cluster no HyperNodes; first fit over every node.
+
+    A plan made with first fit in node order spreads a gang over racks whatever its topology,
+    and since the claimed nodes are kept for it, the gang then runs spread (soft) or cannot use
+    them (hard). Preferring one lower-tier HyperNode at the same moment never delays a soft
+    gang's start."""
+    topo = job.topology
+    st = ssn.topology
+    if topo is None or not st.ready or len(st.tiers) < 2:
+        return None
+    limit = topo.hard_tier if topo.hard_tier is not None else st.top_tier
+    out: list[_Domains] = []
+    n = len(usable)
+    for tier in st.tiers:
+        if tier >= st.top_tier or tier > limit:
+            continue
+        masks = []
+        for name in sorted(st.tree.hypernodes_at(tier)):
+            mask = np.zeros(n, dtype=bool)
+            rows = st.tree.rows(name)
+            mask[rows[rows < n]] = True
+            mask &= usable
+            if mask.any():
+                masks.append(mask)
+        if masks:
+            out.append(_Domains(np.array(masks, dtype=np.float64), masks))
+    if limit >= st.top_tier:
+        out.append(_Domains(usable[None, :].astype(np.float64), [usable]))
+    return out
+
+
+def _fit_in_domains(free: np.ndarray, pods: list[np.ndarray], total: np.ndarray,
+                    domains: list[_Domains]) -> list[int] | None:
+    """The pods' rows inside one domain: per tier from the lowest, the HyperNodes whose free
+    resources can hold the gang, the tightest first (least left over on the dimensions the gang
+    asks for; then name order), each tried with first fit."""
+    asked = total > 0
+    have_all = free.clip(min=0)
+    for dom in domains:
+        have = have_all @ dom.members.T  # (dims, HyperNodes)
+        fits = np.flatnonzero((have + _EPS >= total[:, None]).all(axis=0))
+        if not len(fits):
+            continue
+        spare = (have[:, fits] - total[:, None])[asked].sum(axis=0)
+        for i in fits[np.argsort(spare, kind="stable")]:
+            rows = _first_fit(free, pods, dom.masks[int(i)])
+            if rows is not None:
+                return rows
+    return None
 
 
 def _first_fit(free: np.ndarray, pods: list[np.ndarray], usable: np.ndarray) -> list[int] | None:
