@@ -89,18 +89,14 @@ def _report(title: str, cpu: float, spent: dict[str, float], jobs: int) -> None:
     print(f"  workflow controllers, less the timing: {ours * 1000:.1f} ms, {ours / cpu:.2%} of the run")
 
 
-def _workflow(name: str, duration: str) -> list[dict[str, Any]]:
-    """The documents of ``tests/data/workflows/<name>`` with a duration on every task's pod template."""
-    import yaml
+def _workflows() -> list[dict[str, Any]]:
+    """The tests' training pipeline (JobTemplates, then the JobFlow; 2 minutes a task) and
+    nightly CronJob (1 minute a task), read by the tests' own loader
+    (``tests/workflow_examples.py``, which gives every task's pod template its duration)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from workflow_examples import OWN_WORKFLOWS, load
 
-    root = Path(__file__).resolve().parents[1] / "tests" / "data" / "workflows"
-    docs = [d for d in yaml.safe_load_all((root / name).read_text(encoding="utf-8")) if d]
-    for d in docs:
-        spec = d["spec"]["jobTemplate"]["spec"] if d["kind"] == "CronJob" else d["spec"]
-        for task in spec.get("tasks") or []:
-            annotations = task["template"].setdefault("metadata", {}).setdefault("annotations", {})
-            annotations["pyvolcano.io/duration"] = duration
-    return docs
+    return [*load(OWN_WORKFLOWS.templates, "2m"), *load(OWN_WORKFLOWS.flow, "2m"), *load(OWN_WORKFLOWS.cronjob, "1m")]
 
 
 def main() -> None:
@@ -112,8 +108,7 @@ def main() -> None:
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
             "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
                        "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
-    docs = [node, *_workflow("jobtemplates.yaml", "2m"), *_workflow("jobflow.yaml", "2m"),
-            *_workflow("cronjob.yaml", "1m")]
+    docs = [node, *_workflows()]
     subs = [Submission(0.0, i, "bench", d) for i, d in enumerate(docs)]
     _report("a five-step JobFlow and a nightly CronJob, 1 virtual week", *_run(subs, until=7 * 86400.0))
     sys.stdout.flush()
