@@ -349,6 +349,7 @@ class ReservationPlugin:
         usable_base = np.array([not node.unschedulable for node in ssn.node_list], dtype=bool)
         quotas = ssn.queue_quotas()
         queue_ends: dict[str, list[tuple[float, dict[str, float]]]] = {}
+        tier_masks: dict[int, np.ndarray] = {}  # filled by _domains for the gangs with a topology
         for job in gangs:
             if len(out) >= self.max_reservations:
                 break
@@ -365,7 +366,7 @@ class ReservationPlugin:
             if quota_at is None:
                 continue
             usable = usable_base & self._static_fit(ssn, probe, pods[0], n)
-            domains = _domains(ssn, job, usable)
+            domains = _domains(ssn, job, usable, tier_masks)
             found = self._earliest(free, events, deltas, pods, usable, now, quota_at, domains)
             if found is None:
                 continue
@@ -459,7 +460,7 @@ class ReservationPlugin:
     @staticmethod
     def _earliest(free: np.ndarray, events: list[tuple[float, int, int]], deltas: list[np.ndarray],
                   pods: list[np.ndarray], usable: np.ndarray, now: float,
-                  not_before: float, domains: list[_Domains] | None = None) -> tuple[float, list[int]] | None:
+                  not_before: float, domains: list[np.ndarray] | None = None) -> tuple[float, list[int]] | None:
         """The first time from ``not_before`` at which ``pods`` fit as the ends release resources,
         with the row of each pod (first fit in node order, on rows already used first; for a gang
         with a network topology, inside one HyperNode of the lowest tier that holds it, see
@@ -551,20 +552,17 @@ class ReservationPlugin:
                     h.slack[d, j] += sign * v
 
 
-@dataclass(frozen=True)
-class _Domains:
-    """The usable rows of each HyperNode of one tier (a row per HyperNode of ``members``, in name
-    order)."""
-
-    members: np.ndarray  # (HyperNodes, rows) 0/1
-    masks: list[np.ndarray]
-
-
-def _domains(ssn: Session, job: JobInfo, usable: np.ndarray) -> list[_Domains] | None:
+def _domains(ssn: Session, job: JobInfo, usable: np.ndarray,
+             tier_masks: dict[int, np.ndarray]) -> list[np.ndarray] | None:
     """Where a gang with a network topology may be reserved, tried in this order: the HyperNodes
     of each tier from the lowest, up to its effective highest tier (``JobTopology.hard_tier``; a
-    soft job's is the virtual root's), then every usable node when that tier is the root's. None:
-    the gang has no topology or the cluster no HyperNodes; first fit over every node.
+    soft job's is the virtual root's), then every usable node when that tier is the root's. Each
+    entry is a (HyperNodes, rows) mask of the usable rows of one tier's HyperNodes (in name order,
+    those without a usable row left out). None: the gang has no topology or the cluster no
+    HyperNodes; first fit over every node.
+
+    ``tier_masks`` keeps each tier's HyperNode rows for the rest of the plan (the same for every
+    gang; only ``usable`` differs).
 
     A plan made with first fit in node order spreads a gang over racks whatever its topology,
     and since the claimed nodes are kept for it, the gang then runs spread (soft) or cannot use
@@ -575,41 +573,42 @@ def _domains(ssn: Session, job: JobInfo, usable: np.ndarray) -> list[_Domains] |
     if topo is None or not st.ready or len(st.tiers) < 2:
         return None
     limit = topo.hard_tier if topo.hard_tier is not None else st.top_tier
-    out: list[_Domains] = []
+    out: list[np.ndarray] = []
     n = len(usable)
     for tier in st.tiers:
         if tier >= st.top_tier or tier > limit:
             continue
-        masks = []
-        for name in sorted(st.tree.hypernodes_at(tier)):
-            mask = np.zeros(n, dtype=bool)
-            rows = st.tree.rows(name)
-            mask[rows[rows < n]] = True
-            mask &= usable
-            if mask.any():
-                masks.append(mask)
-        if masks:
-            out.append(_Domains(np.array(masks, dtype=np.float64), masks))
+        members = tier_masks.get(tier)
+        if members is None:
+            members = np.zeros((len(st.tree.hypernodes_at(tier)), n), dtype=bool)
+            for i, name in enumerate(sorted(st.tree.hypernodes_at(tier))):
+                rows = st.tree.rows(name)
+                members[i, rows[rows < n]] = True
+            tier_masks[tier] = members
+        masks = members & usable
+        masks = masks[masks.any(axis=1)]
+        if len(masks):
+            out.append(masks)
     if limit >= st.top_tier:
-        out.append(_Domains(usable[None, :].astype(np.float64), [usable]))
+        out.append(usable[None, :])
     return out
 
 
 def _fit_in_domains(free: np.ndarray, pods: list[np.ndarray], total: np.ndarray,
-                    domains: list[_Domains]) -> list[int] | None:
+                    domains: list[np.ndarray]) -> list[int] | None:
     """The pods' rows inside one domain: per tier from the lowest, the HyperNodes whose free
     resources can hold the gang, the tightest first (least left over on the dimensions the gang
     asks for; then name order), each tried with first fit."""
     asked = total > 0
     have_all = free.clip(min=0)
-    for dom in domains:
-        have = have_all @ dom.members.T  # (dims, HyperNodes)
+    for masks in domains:
+        have = have_all @ masks.T  # (dims, HyperNodes)
         fits = np.flatnonzero((have + _EPS >= total[:, None]).all(axis=0))
         if not len(fits):
             continue
         spare = (have[:, fits] - total[:, None])[asked].sum(axis=0)
         for i in fits[np.argsort(spare, kind="stable")]:
-            rows = _first_fit(free, pods, dom.masks[int(i)])
+            rows = _first_fit(free, pods, masks[int(i)])
             if rows is not None:
                 return rows
     return None
