@@ -213,6 +213,8 @@ tiers:
 RESERVATION_AFTER = "  - name: conformance\n"
 RESERVATION = "  - name: reservation\n    arguments:\n      reservation.maxReservations: 1\n"
 """examples/recommended.conf's reservation plugin, inserted after :data:`RESERVATION_AFTER` (first tier)."""
+RESERVATION_NOTE = " + reservation (maxReservations 1)"
+"""What the printed notes add to the scheduler's description with ``--reservation``."""
 
 
 def scheduler_conf(registry: Any, *, fragmentation_aware: bool = False, reservation: bool = False) -> tuple[Any, bool]:
@@ -406,7 +408,7 @@ def main_burst(args: argparse.Namespace) -> None:
           f"ones run under the constraint of the first column")
     print(f"* placed: started within {args.horizon:g} s, before any job ends")
     print(f"* scheduler: upstream's chart configuration + {TOPOLOGY_PLUGIN}"
-          + (" + reservation (maxReservations 1)" if args.reservation else ""))
+          + (RESERVATION_NOTE if args.reservation else ""))
 
 
 def main() -> None:
@@ -435,7 +437,7 @@ def main() -> None:
     capacity = 8 * len(hosts)
     registry = default_registry()
     conf, has_plugin = scheduler_conf(registry, reservation=args.reservation)
-    with_reservation = " + reservation (maxReservations 1)" if args.reservation else ""
+    with_reservation = RESERVATION_NOTE if args.reservation else ""
     plugin_note = (f"scheduler: upstream's chart configuration + {TOPOLOGY_PLUGIN}{with_reservation}, one queue"
                    if has_plugin else f"scheduler: upstream's chart configuration{with_reservation}, one queue; "
                                       f"no {TOPOLOGY_PLUGIN} plugin in this build")
