@@ -43,7 +43,16 @@ from typing import Any
 
 from pyvolcano.kube.client import ApiError, Expired, KubeClient
 from pyvolcano.kube.resources import Resource, resource_for
-from pyvolcano.store.base import Conflict, NotFound, StoreError, WatchEvent, call_each, clone, object_key
+from pyvolcano.store.base import (
+    Conflict,
+    NotFound,
+    StoreError,
+    WatchEvent,
+    call_each,
+    clone,
+    merge_patch_between,
+    object_key,
+)
 
 __all__ = ["KubeStore", "Reflector"]
 
@@ -333,12 +342,36 @@ class KubeStore:
                            _key_of(kind, obj))
 
     def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """A status update (upstream's ``UpdateStatus``). For a watched kind with a status
+        subresource whose cached object is the version ``obj`` was read at, it is sent as a
+        merge patch of the status that changed, with that resourceVersion as its
+        precondition: the same object results and a stale version is the same ``409``, for a
+        body of the changed fields instead of the whole object (the API server decodes,
+        converts and validates less). Otherwise the whole object is PUT."""
         kind = str(obj.get("kind"))
         res = resource_for(kind)
         md = obj.get("metadata") or {}
         sub = "status" if res.status_subresource else None
-        return self._write("PUT", res.object_path(md.get("namespace"), str(md.get("name")), sub), obj, kind,
-                           _key_of(kind, obj))
+        path = res.object_path(md.get("namespace"), str(md.get("name")), sub)
+        patch = self._status_patch(kind, obj) if sub else None
+        if patch is not None:
+            return self._write("PATCH", path, patch, kind, _key_of(kind, obj), "application/merge-patch+json")
+        return self._write("PUT", path, obj, kind, _key_of(kind, obj))
+
+    def _status_patch(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        new = obj.get("status")
+        if not rv or not isinstance(new, dict):
+            return None
+        with self._lock:
+            cur = self._objects.get(kind, {}).get(_key_of(kind, obj))
+        if cur is None or (cur.get("metadata") or {}).get("resourceVersion") != rv:
+            return None
+        old = cur.get("status")
+        diff = merge_patch_between(old if isinstance(old, dict) else {}, new)
+        if diff is None:
+            return None
+        return {"metadata": {"resourceVersion": rv}, "status": diff}
 
     def patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any], *,
               subresource: str | None = None) -> dict[str, Any]:

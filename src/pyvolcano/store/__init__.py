@@ -21,6 +21,7 @@ from pyvolcano.store.base import (
     from_rfc3339,
     is_namespaced,
     json_merge_patch,
+    merge_patch_between,
     object_key,
     to_rfc3339,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "from_rfc3339",
     "is_namespaced",
     "json_merge_patch",
+    "merge_patch_between",
     "object_key",
     "to_rfc3339",
 ]

@@ -62,6 +62,7 @@ __all__ = [
     "from_rfc3339",
     "is_namespaced",
     "json_merge_patch",
+    "merge_patch_between",
     "object_key",
     "to_rfc3339",
 ]
@@ -339,6 +340,53 @@ def json_merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[k] = json_merge_patch(result.get(k), v)
     return result
+
+
+def _has_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_null(v) for v in value.values())
+    return False  # a list is a value: its nulls are kept, as written
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON: ``1``, ``1.0`` and ``True`` are three values."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_json(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def merge_patch_between(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The smallest RFC 7386 merge patch that turns ``old`` into ``new``
+    (``json_merge_patch(old, patch) == new``), or None when there is none: a merge patch cannot
+    set a map's key to null (null removes the key)."""
+    out: dict[str, Any] = {}
+    for k, v in new.items():
+        if k not in old:
+            if _has_null(v):
+                return None
+            out[k] = v
+            continue
+        o = old[k]
+        if isinstance(v, Mapping) and isinstance(o, Mapping):
+            sub = merge_patch_between(o, v)
+            if sub is None:
+                return None
+            if sub:
+                out[k] = sub
+        elif not _same_json(o, v):
+            if _has_null(v):
+                return None
+            out[k] = v
+    for k in old:
+        if k not in new:
+            out[k] = None
+    return out
 
 
 @functools.lru_cache(maxsize=4096)  # the writes of one virtual instant stamp the same time
