@@ -3,14 +3,19 @@
 Both hand the session's result to one DecisionWriter; they differ only in how its writes
 are carried out (worker pools or at once). Run the same cluster through one live session
 and one simulated session, and the store ends up with the same binds, PodGroup status,
-pending pods' PodScheduled conditions and Events.
+pending pods' PodScheduled conditions and Events. The live scheduler's one difference, a
+PodGroup status whose only news is gang's ``Scheduled`` condition carried into the next
+session's write, ends in the same objects one session later (tested below).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from builders import node, pod, podgroup, queue
+from pyvolcano.api.objects import PodGroup, PodGroupCondition
 from pyvolcano.cache.cache import SchedulerCache
 from pyvolcano.cache.ingest import apply_event
 from pyvolcano.conf import default_configuration
@@ -18,7 +23,7 @@ from pyvolcano.kube.events import EventRecorder
 from pyvolcano.runtime.cycle import SessionResult
 from pyvolcano.runtime.registry import default_registry
 from pyvolcano.runtime.scheduler import LiveScheduler
-from pyvolcano.runtime.writer import DecisionWriter
+from pyvolcano.runtime.writer import DecisionWriter, _only_scheduled
 from pyvolcano.simulator.runtime import Simulation
 from pyvolcano.store.base import Store
 from pyvolcano.store.memory import InMemoryStore
@@ -58,6 +63,7 @@ def _live() -> dict[str, Any]:
         store.create(doc)
     events = EventRecorder(store, controller="volcano", instance="live", clock=lambda: 0.0)
     sched = LiveScheduler(store, seed=0, clock=lambda: 0.0, events=events)
+    sched.writer.carry_scheduled = False  # upstream's writes, one session (the carried status: below)
     try:
         sched.run_once()
     finally:
@@ -118,6 +124,7 @@ def test_status_and_conditions_an_unavailable_server_refused_are_written_with_th
     for doc in DOCS:
         store.create(doc)
     sched = LiveScheduler(store, seed=0, clock=lambda: 0.0, bind_workers=1)
+    sched.writer.carry_scheduled = False
 
     def written_so_far() -> dict[str, Any]:
         sched._pool.submit(lambda: None).result()  # one bind worker: every earlier write is done
@@ -240,3 +247,133 @@ def test_a_pending_pod_without_fit_errors_is_told_all_nodes_are_unavailable(tmp_
     # enqueue turned it away, so allocate never tried it: upstream's baseErrorMessage
     assert _conditions(store, "wide-0") == [{"type": "PodScheduled", "status": "False",
                                              "reason": "Unschedulable", "message": "all nodes are unavailable"}]
+
+
+def _status_without_ids(store: Store, name: str) -> dict[str, Any]:
+    st = dict(store.get("PodGroup", "ns", name).get("status") or {})
+    st["conditions"] = [{k: v for k, v in c.items() if k not in ("transitionID", "lastTransitionTime")}
+                        for c in st.get("conditions") or []]
+    return st
+
+
+def _two_sessions(carry: bool) -> tuple[_CountingStore, LiveScheduler]:
+    store = _CountingStore()
+    for doc in DOCS:
+        store.create(doc)
+    sched = LiveScheduler(store, seed=0, clock=lambda: 0.0, bind_workers=1)
+    sched.writer.carry_scheduled = carry
+    try:
+        sched.run_once()  # "fits" is bound: Inqueue with gang's Scheduled condition
+        sched._pool.submit(lambda: None).result()
+        sched.run_once()  # its pods are bound: Running
+        sched._pool.submit(lambda: None).result()
+    finally:
+        sched.close(wait=True)
+    return store, sched
+
+
+def test_a_scheduled_only_status_goes_with_the_next_sessions_write_and_ends_the_same() -> None:
+    upstream, _ = _two_sessions(carry=False)
+    carried, sched = _two_sessions(carry=True)
+    assert [n for k, n in upstream.status_patches if k == "PodGroup"].count("fits") == 2
+    assert [n for k, n in carried.status_patches if k == "PodGroup"].count("fits") == 1
+    assert sched.writer.podgroups_carried == 1
+    for name in ("fits", "big", "half"):
+        assert _status_without_ids(carried, name) == _status_without_ids(upstream, name)
+    assert _status_without_ids(carried, "fits")["phase"] == "Running"
+    assert sorted(e["reason"] for e in carried.list("Event")) == sorted(e["reason"] for e in upstream.list("Event"))
+
+
+def test_a_carried_status_is_written_alone_when_the_next_session_changes_nothing() -> None:
+    store = _CountingStore()
+    for doc in DOCS:
+        store.create(doc)
+    sched = LiveScheduler(store, seed=0, clock=lambda: 0.0, bind_workers=1)
+    try:
+        sched.run_once()
+        sched._pool.submit(lambda: None).result()
+        assert ("PodGroup", "fits") not in store.status_patches
+        assert "status" not in store.get("PodGroup", "ns", "fits") or \
+            store.get("PodGroup", "ns", "fits")["status"].get("conditions") in (None, [])
+        sched.writer.write_decisions(SessionResult())  # a session that changed nothing
+        sched._pool.submit(lambda: None).result()
+    finally:
+        sched.close(wait=True)
+    assert store.status_patches.count(("PodGroup", "fits")) == 1
+    st = store.get("PodGroup", "ns", "fits")["status"]
+    assert st["phase"] == "Inqueue" and [c["type"] for c in st["conditions"]] == ["Scheduled"]
+
+
+_SCHEDULED = PodGroupCondition("Scheduled", "True", "tasks in gang are ready to be scheduled")
+_UNSCHEDULABLE = PodGroupCondition("Unschedulable", "True", "NotEnoughResources", "1/2 tasks in gang unschedulable")
+
+
+@pytest.mark.parametrize(("phase", "conditions", "running", "carried"), [
+    ("Inqueue", [_SCHEDULED], 0, True),
+    ("Inqueue", [_UNSCHEDULABLE, _SCHEDULED], 0, False),  # its Unschedulable Event goes now, as upstream's
+    ("Inqueue", [], 0, False),
+    ("Inqueue", [_SCHEDULED], 1, False),
+    ("Running", [_SCHEDULED], 0, False),
+    ("Pending", [_SCHEDULED], 0, False),
+])
+def test_only_a_scheduled_condition_on_an_inqueue_podgroup_with_nothing_bound_is_carried(
+        phase: str, conditions: list[PodGroupCondition], running: int, carried: bool) -> None:
+    pg = PodGroup("ns", "pg", "uid", phase=phase, conditions=conditions, running=running)
+    assert _only_scheduled(pg) is carried
+
+
+def _arriving_gang(hold: bool, *, completes: bool) -> tuple[_CountingStore, LiveScheduler]:
+    """A gang of four whose pods arrive two, then one (its creation stalls at three) or two (it
+    is whole and fits), then none, a session each: what its pods get, with and without
+    ``hold_arriving``."""
+    store = _CountingStore()
+    for doc in (queue("default"), node("n1", cpu="8"), podgroup("gang", queue="default", min_member=4),
+                pod("gang-0", "gang"), pod("gang-1", "gang")):
+        store.create(doc)
+    events = EventRecorder(store, controller="volcano", instance="live", clock=lambda: 0.0)
+    sched = LiveScheduler(store, seed=0, clock=lambda: 0.0, bind_workers=1, events=events)
+    sched.writer.hold_arriving = hold
+    try:
+        for arriving in (["gang-2", "gang-3"] if completes else ["gang-2"], []):
+            sched.run_once()
+            sched._pool.submit(lambda: None).result()
+            for name in arriving:
+                store.create(pod(name, "gang"))
+        sched.run_once()
+        sched._pool.submit(lambda: None).result()
+    finally:
+        sched.close(wait=True)
+        events.flush()
+        events.close()
+    return store, sched
+
+
+def _pod_writes(store: _CountingStore) -> list[str]:
+    return sorted(n for k, n in store.status_patches if k == "Pod")
+
+
+def test_a_stalled_gangs_pending_pods_get_upstreams_condition_once_its_pods_stop_arriving() -> None:
+    upstream, _ = _arriving_gang(hold=False, completes=False)
+    held, sched = _arriving_gang(hold=True, completes=False)
+    pods = ["gang-0", "gang-1", "gang-2"]
+    assert _pod_writes(upstream) == _pod_writes(held) == pods
+    assert held.status_patches[:2] == [("PodGroup", "gang"), ("PodGroup", "gang")]  # the pods' waited
+    assert sched.writer.conditions_held == 2 + 3
+    for name in pods:
+        assert _conditions(held, name) == _conditions(upstream, name) != []
+    assert _status_without_ids(held, "gang") == _status_without_ids(upstream, "gang")
+    failed = [e for e in held.list("Event") if e["reason"] == "FailedScheduling"]
+    assert sorted(e["regarding"]["name"] for e in failed) == pods
+
+
+def test_a_gang_whole_by_the_next_session_is_bound_without_a_condition_on_its_pods() -> None:
+    upstream, _ = _arriving_gang(hold=False, completes=True)
+    held, _ = _arriving_gang(hold=True, completes=True)
+    assert _pod_writes(upstream) == ["gang-0", "gang-1"]  # written in the first session, then bound
+    assert _pod_writes(held) == []
+    for store in (upstream, held):
+        assert all(p["spec"].get("nodeName") == "n1" for p in store.list("Pod"))
+    assert _status_without_ids(held, "gang") == _status_without_ids(upstream, "gang")
+    failed = {s: [e["regarding"]["name"] for e in s.list("Event") if e["reason"] == "FailedScheduling"]
+              for s in (upstream, held)}
+    assert sorted(failed[upstream]) == ["gang-0", "gang-1"] and failed[held] == []

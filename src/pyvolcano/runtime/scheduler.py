@@ -116,7 +116,8 @@ class LiveScheduler:
         self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
         self._status_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="status")
         self.writer = DecisionWriter(store, self.cache, clock=clock, events=events, submit=self._pool.submit,
-                                     write_all=self._submit_status_writes)
+                                     write_all=self._submit_status_writes, carry_scheduled=True,
+                                     hold_arriving=True)
 
     # ------------------------------------------------------------------ configuration
     def _stamp(self) -> tuple[int, int] | None:

@@ -30,6 +30,28 @@ store writes, for the live scheduler and the simulator alike:
   a ``FailedScheduling`` Event; a condition the API server refused (but for a pod that is
   gone) is forgotten as written, so the next session sends it again.
 
+**One difference from upstream, in the live scheduler only** (``carry_scheduled``): a PodGroup
+status whose one news is gang's ``Scheduled`` condition (still ``Inqueue``, no
+``Unschedulable`` condition, no pod of it bound, running or finished: its pods are being
+bound) is not written by itself; it goes with the next session's writes, in the same request
+as the status that session gives the PodGroup (``Running`` once its pods are bound), or alone
+then if that session changes nothing. Upstream writes it at once and again a second later;
+what the API server holds after the next session is the same, and the condition shows one
+session later (docs/differences.md). A single-pod job's PodGroup gets three status writes
+instead of four.
+
+**A second, also live only** (``hold_arriving``): the pending pods of a gang whose own pods are
+still being created (fewer pods than its ``minMember``, and more than at the previous
+session, or seen for the first time) get no ``PodScheduled=False`` condition (nor its
+``FailedScheduling`` Event) in that session. Upstream writes one to every pending pod of
+such a gang in every session, each time with new counts ("3/500 tasks in gang
+unschedulable: pod group is not ready, 120 Pending, 500 minAvailable"), which a gang
+created over a few seconds pays for with about one pod write per pod. Once no pod arrived
+for a session (the gang is whole, or its creation stalled), its pending pods get upstream's
+condition; a gang bound as it becomes whole never gets one, as with upstream once its
+pods are bound (``PodScheduled=True``). The PodGroup's ``Unschedulable`` condition is
+written as upstream's.
+
 A pipelined pod's ``status.nominatedNodeName`` is sent when the session changed it; through
 :meth:`DecisionWriter.write` (the live scheduler's) in the same request as the pod's condition
 when that is written too, as upstream's ``taskUnschedulable`` writes both in one status
@@ -106,10 +128,26 @@ def _has_waiting_tasks(job: JobInfo) -> bool:
     return job.podgroup is not None and job.count(TaskStatus.Pending | TaskStatus.Allocated | TaskStatus.Pipelined) > 0
 
 
+def _only_scheduled(pg: PodGroup) -> bool:
+    """Whether ``pg``'s status is gang's ``Scheduled`` condition on an ``Inqueue`` PodGroup none
+    of whose pods is bound, running or finished: what a session writes while the pods bind."""
+    if pg.phase != "Inqueue" or pg.running or pg.succeeded or pg.failed:
+        return False
+    scheduled = False
+    for c in pg.conditions:
+        if c.status != "True":
+            continue
+        if c.type == "Unschedulable":
+            return False
+        scheduled = scheduled or c.type == "Scheduled"
+    return scheduled
+
+
 class DecisionWriter:
     def __init__(self, store: Store, cache: SchedulerCache, *, clock: Callable[[], float],
                  events: EventSink | None = None, submit: Callable[[Write], object] = run_now,
-                 write_all: Callable[[Sequence[Write]], None] = run_all_now, quiet: bool = False):
+                 write_all: Callable[[Sequence[Write]], None] = run_all_now, quiet: bool = False,
+                 carry_scheduled: bool = False, hold_arriving: bool = False):
         self.store = store
         self.cache = cache
         self.clock = clock
@@ -128,6 +166,12 @@ class DecisionWriter:
         self._pod_conditions: dict[str, tuple[str, str]] = {}  # pod uid -> (reason, message) written
         self._unwritten_conditions: queue.SimpleQueue[tuple[str, tuple[str, str]]] = queue.SimpleQueue()
         self._unwritten_podgroups: set[str] = set()  # "ns/name" of PodGroups whose status was refused
+        self.carry_scheduled = carry_scheduled
+        self._carried: set[str] = set()  # "ns/name" of PodGroups whose Scheduled-only status waits a session
+        self.podgroups_carried = 0
+        self.hold_arriving = hold_arriving
+        self._gang_sizes: dict[str, int] = {}  # job uid -> pods at the last session, for gangs short of their own
+        self.conditions_held = 0
         self._unwritten_lock = threading.Lock()
 
     def write(self, result: SessionResult) -> None:
@@ -154,6 +198,16 @@ class DecisionWriter:
         podgroups = list(result.changed_podgroups)
         with self._unwritten_lock:
             retry, self._unwritten_podgroups = self._unwritten_podgroups, set()
+        last_carried, self._carried = self._carried, set()
+        retry |= last_carried
+        if self.carry_scheduled:  # never twice in a row: a status waits one session at most
+            carried = {key for pg in podgroups if _only_scheduled(pg)
+                       and (key := f"{pg.namespace}/{pg.name}") not in last_carried}
+            if carried:
+                self._carried = carried
+                self.podgroups_carried += len(carried)
+                podgroups = [pg for pg in podgroups if f"{pg.namespace}/{pg.name}" not in carried]
+                retry -= carried
         if retry:
             retry -= {f"{pg.namespace}/{pg.name}" for pg in podgroups}
             for uid in sorted(retry):
@@ -313,7 +367,14 @@ class DecisionWriter:
         # every job's, as upstream's RecordJobStatusEvent: a Running job's pods beyond its
         # minMember that wait get the condition too
         # The jobs with waiting tasks, kept by the memo's change feed (every job from scratch).
+        sizes, last_sizes = {}, self._gang_sizes
         for job in self.cache.memo.select("writer/waiting", _has_waiting_tasks, self.cache.pg_jobs):
+            if self.hold_arriving and len(job.tasks) < job.min_available:
+                size = sizes[job.uid] = len(job.tasks)
+                if size > last_sizes.get(job.uid, 0):  # its own pods are still arriving
+                    self.conditions_held += job.count(TaskStatus.Pending | TaskStatus.Allocated
+                                                      | TaskStatus.Pipelined)
+                    continue
             for status in _WAITING:
                 for task in job.tasks_in(status).values():
                     if task.sch_gated:
@@ -336,6 +397,7 @@ class DecisionWriter:
                     if self.events is not None:
                         self.events.event(_pod_ref(task.namespace, task.name, task.uid), "Warning",
                                           "FailedScheduling", want[1])
+        self._gang_sizes = sizes
         for uid in [u for u in written if u not in seen]:
             del written[uid]
         self._write_nominations(nominations)
