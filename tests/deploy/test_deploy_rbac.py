@@ -150,7 +150,7 @@ def _recording_store(calls: set[tuple[str, str, str, str]]) -> type:
             return super().update(obj)
 
         def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
-            self._note_call("update", obj["kind"], "status")
+            self._note_call("update", obj["kind"], "status")  # a PUT, or a patch of the changed status
             return super().update_status(obj)
 
         def patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any], *,
@@ -223,5 +223,5 @@ def test_hypernodes_are_read_by_the_scheduler_and_written_by_the_controller_mana
 
     assert verbs("scheduler", "hypernodes") == ("list", "watch")
     assert verbs("controller-manager", "hypernodes") == ("list", "watch", "create", "update", "delete")
-    assert verbs("controller-manager", "hypernodes/status") == ("update",)
+    assert verbs("controller-manager", "hypernodes/status") == ("update", "patch")
     assert all(p.group != "topology.volcano.sh" for p in component("admission").permissions)

@@ -118,3 +118,30 @@ def test_listed_watched_and_written_objects_reach_the_caches_without_managed_fie
     assert watched == items
     cached, mine = client.request_twice("POST", "/api/v1/namespaces/a/pods", body={})
     assert cached == mine == items[0] and cached is not mine and cached["metadata"] is not mine["metadata"]
+
+
+def test_a_status_patch_rbac_refuses_falls_back_to_whole_object_updates_for_that_kind() -> None:
+    from pyvolcano.kube.store import KubeStore
+
+    sent: list[str] = []
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": "j", "namespace": "a", "resourceVersion": "5"},
+           "status": {"state": {"phase": "Pending"}}}
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request.method)
+        if request.method == "PATCH":  # a role with upstream's verb only: update on jobs/status
+            return httpx2.Response(403, json={"kind": "Status", "code": 403, "reason": "Forbidden",
+                                              "message": 'cannot patch resource "jobs/status"'})
+        body = json.loads(request.content)
+        body["metadata"]["resourceVersion"] = str(int(body["metadata"]["resourceVersion"]) + 1)
+        return httpx2.Response(200, json=body)
+
+    store = KubeStore(KubeClient(http=httpx2.Client(transport=httpx2.MockTransport(reply), base_url="https://api")),
+                      ("Job",))
+    store.apply("Job", "ADDED", job)
+    first = store.update_status({**job, "status": {"state": {"phase": "Running"}}})
+    assert sent == ["PATCH", "PUT"] and first["status"] == {"state": {"phase": "Running"}}
+    store.update_status({**first, "status": {"state": {"phase": "Completed"}}})
+    assert sent == ["PATCH", "PUT", "PUT"]
+    assert store.peek("Job", "a", "j")["status"] == {"state": {"phase": "Completed"}}

@@ -5,8 +5,9 @@ calls each component makes, mapped to API verbs the way the Kubernetes store iss
 informers ``list`` and ``watch``, and a read of a kind the component watches is served from
 its informer cache (no request); any other :meth:`Store.get` is ``get`` and :meth:`Store.list`
 is ``list``; ``create``, ``update``, ``patch`` and ``delete`` are themselves;
-:meth:`Store.update_status` is ``update`` on ``<resource>/status`` and a status patch is
-``patch`` there (PodGroup has no status subresource, so its status goes with the object);
+:meth:`Store.update_status` is ``update`` and ``patch`` on ``<resource>/status`` (a merge
+patch of what changed, or a PUT) and a status patch is ``patch`` there (PodGroup has no
+status subresource, so its status goes with the object);
 :meth:`Store.bind` is ``create`` on ``pods/binding``. Leader election takes a
 Lease in the install namespace (client-go's ``get``, ``create``, ``update``), so that grant is
 a Role there, not cluster-wide. Events are written as ``events.k8s.io/v1`` (``create``, and
@@ -43,6 +44,9 @@ INSTALL_NAMESPACE: Final = "<install namespace>"
 NODE_LEASE_NAMESPACE: Final = "kube-node-lease"
 
 INFORM: Final = ("list", "watch")
+# Store.update_status: a merge patch of the changed status while the informer holds the version
+# read, a PUT otherwise (pyvolcano.kube.store)
+UPDATE_STATUS: Final = ("update", "patch")
 LEADER_LEASE: Final = ("get", "create", "update")
 
 
@@ -102,7 +106,7 @@ COMPONENTS: Final = (
         _p("resource.k8s.io", "resourceslices", INFORM, "dynamic resource allocation: the devices of each node"),
         _p("resource.k8s.io", "resourceclaims", ("get", "list", "watch", "update"),
            "dynamic resource allocation: claims; the delete-protection finalizer before allocating"),
-        _p("resource.k8s.io", "resourceclaims/status", ("update",),
+        _p("resource.k8s.io", "resourceclaims/status", UPDATE_STATUS,
            "dynamic resource allocation: allocation and reservedFor before the bind, removed on rollback"),
         _EVENTS,
         _LEASE,
@@ -111,13 +115,14 @@ COMPONENTS: Final = (
         _p("batch.volcano.sh", "jobs", ("list", "watch", "create", "update", "delete"),
            "job controller (annotations, PVC names); garbage collector deletes finished jobs; CronJob and JobFlow "
            "controllers create their jobs and delete old, replaced or retained ones"),
-        _p("batch.volcano.sh", "jobs/status", ("update",), "job controller (Store.update_status)"),
+        _p("batch.volcano.sh", "jobs/status", UPDATE_STATUS, "job controller (Store.update_status)"),
         _p("batch.volcano.sh", "cronjobs", INFORM, "CronJob controller"),
-        _p("batch.volcano.sh", "cronjobs/status", ("update",), "CronJob controller: active, last schedule and success"),
+        _p("batch.volcano.sh", "cronjobs/status", UPDATE_STATUS,
+           "CronJob controller: active, last schedule and success"),
         _p("flow.volcano.sh", "jobflows", INFORM, "JobFlow controller"),
-        _p("flow.volcano.sh", "jobflows/status", ("update",), "JobFlow controller: phase and job lists"),
+        _p("flow.volcano.sh", "jobflows/status", UPDATE_STATUS, "JobFlow controller: phase and job lists"),
         _p("flow.volcano.sh", "jobtemplates", INFORM, "JobFlow controller reads templates; JobTemplate controller"),
-        _p("flow.volcano.sh", "jobtemplates/status", ("update",), "JobTemplate controller: jobDependsOnList"),
+        _p("flow.volcano.sh", "jobtemplates/status", UPDATE_STATUS, "JobTemplate controller: jobDependsOnList"),
         _p("bus.volcano.sh", "commands", ("list", "watch", "delete"), "job and queue controllers consume commands"),
         _p("", "pods", ("list", "watch", "create", "patch", "delete"),
            "job controller creates and kills task pods; podgroup controller annotates plain pods"),
@@ -141,7 +146,7 @@ COMPONENTS: Final = (
         _p("batch", "jobs", ("get",), "podgroup controller inherits owner annotations"),
         _p("topology.volcano.sh", "hypernodes", ("list", "watch", "create", "update", "delete"),
            "HyperNode controller: HyperNodes discovered from node labels"),
-        _p("topology.volcano.sh", "hypernodes/status", ("update",), "HyperNode controller: status.nodeCount"),
+        _p("topology.volcano.sh", "hypernodes/status", UPDATE_STATUS, "HyperNode controller: status.nodeCount"),
         _p("", "nodes", INFORM, "HyperNode controller: node counts and label discovery"),
         _LEASE,
     )),

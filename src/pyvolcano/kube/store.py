@@ -45,6 +45,7 @@ from pyvolcano.kube.client import ApiError, Expired, KubeClient
 from pyvolcano.kube.resources import Resource, resource_for
 from pyvolcano.store.base import (
     Conflict,
+    Forbidden,
     NotFound,
     StoreError,
     WatchEvent,
@@ -97,6 +98,7 @@ class KubeStore:
         self._stop = threading.Event()
         self._pools: list[ThreadPoolExecutor] = []  # [calls, nested calls]
         self._pool_lock = threading.Lock()
+        self._status_put_only: set[str] = set()  # kinds whose status patch RBAC refused
         self.reflectors = [Reflector(self, resource_for(k), namespace=namespace,
                                      label_selector=(label_selectors or {}).get(k)) for k in self.kinds]
 
@@ -347,15 +349,21 @@ class KubeStore:
         merge patch of the status that changed, with that resourceVersion as its
         precondition: the same object results and a stale version is the same ``409``, for a
         body of the changed fields instead of the whole object (the API server decodes,
-        converts and validates less). Otherwise the whole object is PUT."""
+        converts and validates less). Otherwise the whole object is PUT, and so is every later
+        status of a kind whose patch RBAC refused (a role with upstream's ``update`` only)."""
         kind = str(obj.get("kind"))
         res = resource_for(kind)
         md = obj.get("metadata") or {}
         sub = "status" if res.status_subresource else None
         path = res.object_path(md.get("namespace"), str(md.get("name")), sub)
-        patch = self._status_patch(kind, obj) if sub else None
+        patch = self._status_patch(kind, obj) if sub and kind not in self._status_put_only else None
         if patch is not None:
-            return self._write("PATCH", path, patch, kind, _key_of(kind, obj), "application/merge-patch+json")
+            try:
+                return self._write("PATCH", path, patch, kind, _key_of(kind, obj), "application/merge-patch+json")
+            except Forbidden:
+                # RBAC that grants upstream's verb only (update): PUT, for this kind from now on
+                logger.info("%s status: patch forbidden, updating whole objects instead", kind)
+                self._status_put_only.add(kind)
         return self._write("PUT", path, obj, kind, _key_of(kind, obj))
 
     def _status_patch(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any] | None:
