@@ -38,6 +38,8 @@ __all__ = [
     "RateLimiter",
     "ServerUnavailable",
     "WatchItem",
+    "decode_list_items",
+    "decode_object",
     "load_config",
 ]
 
@@ -87,6 +89,11 @@ _decode_watch_line = msgspec.json.Decoder(_WatchLine).decode
 _decode_list = msgspec.json.Decoder(_ListReply).decode
 _asdict = msgspec.structs.asdict
 _MANAGED_FIELDS = b'"managedFields"'
+
+
+def decode_list_items(content: bytes) -> list[Any]:
+    """The items of a list reply, each as :func:`decode_object` decodes it."""
+    return [decode_object(raw) for raw in _decode_list(content).items]
 
 
 def decode_object(content: bytes | msgspec.Raw) -> Any:
