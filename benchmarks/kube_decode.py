@@ -98,14 +98,14 @@ def main() -> None:
 
     dec = msgspec.json.Decoder()
     timed("msgspec -> dicts, every field", lambda: dec.decode(body))
-    from pyvolcano.kube.client import decode_list_items
+    from pyvolcano.kube.client import decode_list
 
-    timed("msgspec, no managedFields (pyvolcano.kube)", lambda: decode_list_items(body))
+    timed("msgspec, no managedFields (pyvolcano.kube)", lambda: decode_list(body))
     items = dec.decode(body)["items"]
     from pyvolcano.store.base import clone
 
     timed("copy of a decoded pod, every field", lambda: [clone(p) for p in items])
-    slim = decode_list_items(body)
+    _, slim = decode_list(body)
     timed("copy of a decoded pod, no managedFields", lambda: [clone(p) for p in slim])
     try:
         from lightkube.models.core_v1 import Pod as _LKPod  # noqa: F401

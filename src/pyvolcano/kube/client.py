@@ -38,7 +38,7 @@ __all__ = [
     "RateLimiter",
     "ServerUnavailable",
     "WatchItem",
-    "decode_list_items",
+    "decode_list",
     "decode_object",
     "load_config",
 ]
@@ -91,9 +91,10 @@ _asdict = msgspec.structs.asdict
 _MANAGED_FIELDS = b'"managedFields"'
 
 
-def decode_list_items(content: bytes) -> list[Any]:
-    """The items of a list reply, each as :func:`decode_object` decodes it."""
-    return [decode_object(raw) for raw in _decode_list(content).items]
+def decode_list(content: bytes) -> tuple[dict[str, Any], list[Any]]:
+    """A list reply's ``metadata`` and its items, each as :func:`decode_object` decodes it."""
+    reply = _decode_list(content)
+    return reply.metadata, [decode_object(raw) for raw in reply.items]
 
 
 def decode_object(content: bytes | msgspec.Raw) -> Any:
@@ -239,14 +240,12 @@ class KubeClient:
             content = self._exchange("GET", res.collection_path(namespace), None, params, "application/json",
                                      (res.kind, ""))
             try:
-                reply = _decode_list(content or b"{}")
+                md, page = decode_list(content or b"{}")
             except msgspec.ValidationError as e:
                 raise ApiError(res.kind, "", f"list {res.collection_path(namespace)}: {e}", 500) from None
-            md = reply.metadata
             if not rv:
                 rv = str(md.get("resourceVersion") or "")
-            for raw in reply.items:
-                it = decode_object(raw)
+            for it in page:
                 if not isinstance(it, dict):
                     continue
                 it.setdefault("apiVersion", res.api_version)

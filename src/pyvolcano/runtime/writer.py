@@ -201,15 +201,14 @@ class DecisionWriter:
         last_carried, self._carried = self._carried, set()
         retry |= last_carried
         if self.carry_scheduled:  # never twice in a row: a status waits one session at most
-            carried = {key for pg in podgroups if _only_scheduled(pg)
-                       and (key := f"{pg.namespace}/{pg.name}") not in last_carried}
+            carried = {pg.key for pg in podgroups if _only_scheduled(pg) and pg.key not in last_carried}
             if carried:
                 self._carried = carried
                 self.podgroups_carried += len(carried)
-                podgroups = [pg for pg in podgroups if f"{pg.namespace}/{pg.name}" not in carried]
+                podgroups = [pg for pg in podgroups if pg.key not in carried]
                 retry -= carried
         if retry:
-            retry -= {f"{pg.namespace}/{pg.name}" for pg in podgroups}
+            retry -= {pg.key for pg in podgroups}
             for uid in sorted(retry):
                 job = self.cache.pg_jobs.get(uid)
                 if job is not None and job.podgroup is not None:
@@ -337,7 +336,7 @@ class DecisionWriter:
             logger.log(self._warn, "PodGroup %s/%s status not written: %s", pg.namespace, pg.name, e)
             if not isinstance(e, NotFound):
                 with self._unwritten_lock:
-                    self._unwritten_podgroups.add(f"{pg.namespace}/{pg.name}")
+                    self._unwritten_podgroups.add(pg.key)
         if self.events is None:
             return
         if pg.phase in _UNSCHEDULED_PHASES:
