@@ -203,6 +203,33 @@ def test_reservation_starts_when_its_queue_has_room_for_the_gang_not_when_nodes_
     assert held.start == 600.0
 
 
+def test_pending_gang_is_reserved_within_the_share_its_queue_will_have_once_admitted() -> None:
+    # The gang's PodGroup is Pending and has no pods: proportion leaves it out of queue q's
+    # request, so q, with nothing else to run, deserves nothing. Once admitted, q asks 8 cpu
+    # against other's 12 of 16 and deserves 8, which holds the gang: it is reserved on n4, free
+    # now, and n1, free at 600 s.
+    from builders import node as plain_node
+    from builders import open_session, pod, podgroup, queue
+    from pyvolcano.store.base import to_rfc3339
+
+    def running(name: str, node_name: str, runtime: str) -> dict[str, Any]:
+        doc = pod(name, "o", cpu="4", node_name=node_name, phase="Running")
+        doc["status"]["startTime"] = to_rfc3339(500.0)
+        doc["metadata"]["annotations"]["pyvolcano.io/duration"] = runtime
+        return doc
+
+    docs = [queue("q"), queue("other"), *(plain_node(f"n{i}", cpu="4") for i in range(1, 5)),
+            podgroup("o", queue="other", min_member=3, phase="Running"),
+            running("o-0", "n1", "100s"), running("o-1", "n2", "200s"), running("o-2", "n3", "300s"),
+            podgroup("gang", min_member=2, phase="Pending", minResources={"cpu": "8"})]
+    ssn = open_session(*docs, conf=_conf(True), now=560.0)
+    assert ssn.queue_quotas()["q"].allocate_limit.get("cpu") == 0.0
+    ssn.job_enqueueable(ssn.jobs["ns/gang"])
+    held = ssn.memo.reservations.held["ns/gang"]
+    assert held.start == 600.0
+    assert held.nodes == ("n1", "n4")
+
+
 def _racks_scenario(gang_topology: dict[str, Any] | None, ends: dict[str, str]) -> list[tuple[float, dict[str, Any]]]:
     """Racks s0 (s0-n1, s0-n2) and s1 (s1-n1, s1-n2) of 8-cpu nodes, each node half taken by a
     pod pinned to it that ends after ``ends[node]``; a gang of two whole nodes at 10 s."""

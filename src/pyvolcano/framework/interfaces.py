@@ -84,6 +84,15 @@ class QuotaExporter(Protocol):
     def quota_snapshot(self) -> dict[str, QueueQuota]: ...
 
 
+@runtime_checkable
+class AskedQuotaExporter(Protocol):
+    """A quota plugin whose allocate limit follows what queues ask (proportion's deserved share
+    is water-filled over each queue's request): the quota a queue would have if it asked
+    ``extra`` more, as once a ``Pending`` gang, whose pods are not counted yet, is admitted."""
+
+    def quota_if_asked(self, queue: str, extra: Resource) -> QueueQuota | None: ...
+
+
 class HyperNodeScoreBounds(Protocol):
     """A HyperNodeOrder scorer's scores known before any placement (network-topology-aware's),
     declared when it registers (``Session.add_hypernode_order_fn(bounds=...)``) and read by

@@ -37,6 +37,7 @@ from pyvolcano.conf.schema import PluginOption, SchedulerConfiguration
 from pyvolcano.diagnosis.diagnose import diagnose_session
 from pyvolcano.framework import job_updater
 from pyvolcano.framework.interfaces import (
+    AskedQuotaExporter,
     DraQuotaExporter,
     EnqueueExplainer,
     Plugin,
@@ -329,6 +330,18 @@ class Session(SchedulerHelper):
             if isinstance(plugin, QuotaExporter):
                 return plugin.quota_snapshot()
         return {}
+
+    def queue_quota_if_asked(self, queue: str, extra: Resource) -> QueueQuota | None:
+        """The quota ``queue`` would have if it asked ``extra`` more, from the plugin that
+        exports :meth:`queue_quotas` (proportion water-fills its deserved shares again with the
+        larger request; a quota that does not follow requests, such as capacity's, is the same);
+        None without a quota plugin or when it has no quota for the queue."""
+        for _opt, plugin in self.plugins:
+            if isinstance(plugin, QuotaExporter):
+                if isinstance(plugin, AskedQuotaExporter):
+                    return plugin.quota_if_asked(queue, extra)
+                return plugin.quota_snapshot().get(queue)
+        return None
 
     def device_quota_shortfall(self, task: TaskInfo) -> tuple[str, int, int, int] | None:
         """The first per-queue device quota that refuses ``task``, from the plugins that export

@@ -9,10 +9,15 @@ Registers QueueOrder (queue priority, then lower share), Reclaimable (victims on
 their queue is above deserved), Overused (deserved ≤ allocated), Allocatable and Preemptive
 (queue Open and allocated + request ≤ deserved on requested dimensions), JobEnqueueable /
 JobEnqueued (min resources against realCapability, with inqueue and elastic accounting).
+
+``quota_if_asked`` (not upstream; read by the reservation plugin) water-fills the shares again
+on copies with one queue's request made larger, as it will be once a ``Pending`` gang, whose pods
+proportion does not count yet, is admitted; the session's own shares are left as they are.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -109,9 +114,11 @@ class Proportion:
     def __init__(self, arguments: Mapping[str, Any] | None = None):
         self.arguments = Arguments(arguments, keys=ARGUMENTS).raw
         self.queue_opts: dict[str, QueueAttr] = {}
+        self._total = Resource()
 
     def _build(self, ssn: Session) -> None:
         total = ssn.total_resource.clone()
+        self._total = total
         total_guarantee = Resource()
         guarantees: dict[str, Resource] = {}
         for q in ssn.queues.values():
@@ -306,6 +313,25 @@ class Proportion:
                              "deserved")
             for name, attr in self.queue_opts.items()
         }
+
+    def quota_if_asked(self, queue: str, extra: Resource) -> QueueQuota | None:
+        """The queue's quota were its request ``extra`` larger: every queue's deserved share
+        water-filled again from nothing with that request (the session's own shares are left as
+        they are). None for a queue without a proportion state."""
+        attr = self.queue_opts.get(queue)
+        if attr is None:
+            return None
+        attrs = []
+        for name in sorted(self.queue_opts):
+            a = copy.copy(self.queue_opts[name])
+            a.deserved = Resource()
+            if name == queue:
+                a.request = a.request.clone().add(extra)
+            attrs.append(a)
+        self._water_fill(self._total, attrs)
+        deserved = next(a.deserved for a in attrs if a.name == queue)
+        return QueueQuota("proportion", attr.allocated.clone(), attr.inqueue.clone(), attr.elastic.clone(),
+                          deserved.clone(), attr.real_capability.clone(), deserved.clone(), "deserved")
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_opts = {}

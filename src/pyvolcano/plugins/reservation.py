@@ -8,7 +8,9 @@ then every plugin of every tier has registered, so the plan sees their predicate
 takes the *blocked gangs*: jobs whose PodGroup is ``Pending`` or ``Inqueue``, with
 ``minAvailable`` of at least ``reservation.minMembers`` (default 2) and fewer ready pods than
 that, whose queue is within its quota (proportion's deserved share, capacity's capability:
-``Session.queue_quotas``) and whose pods still needed fit in that quota alone. They are ordered
+``Session.queue_quotas``) and whose pods still needed fit in that quota alone; for a gang whose
+pods do not exist yet, which proportion does not count in its queue's request, the quota is the
+one its queue will have once the gang is admitted (``Session.queue_quota_if_asked``). They are ordered
 by the session's job order (``job_order_compare``: priority, gang, drf share, creation time),
 then creation time and key, so a gang that was preempted or reclaimed keeps its place. The
 first ``reservation.maxReservations`` (default 1, EASY) of them that can be planned get a
@@ -19,9 +21,9 @@ first ``reservation.maxReservations`` (default 1, EASY) of them that can be plan
   annotation, else ``spec.activeDeadlineSeconds``, else ``reservation.defaultRuntime`` (a pod
   with none never ends in the plan; a Releasing pod ends now) — and walks those ends in time
   order from now; the first moment the gang's needed pods fit (first fit in node order, on the
-  nodes that pass its unresolvable predicates and are large enough) and, for a gang whose pods
-  exist, its queue has room for them within its allocate limit as the queue's own pods end
-  (allocate refuses them before), is the reservation's ``start`` and the nodes it used are its
+  nodes that pass its unresolvable predicates and are large enough) and its queue has room for
+  them within that quota as the queue's own pods end (allocate refuses them before), is the
+  reservation's ``start`` and the nodes it used are its
   ``claims``; a ``Pending`` PodGroup without pods is
   planned as ``minAvailable`` pods sharing its ``minResources`` equally;
 * a gang with a network topology, on a cluster with HyperNodes, is planned inside one HyperNode
@@ -75,6 +77,7 @@ from pyvolcano.api.duration import parse_duration
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.names import POD_DURATION_KEY
 from pyvolcano.api.reservation import HELD_REASON, Reservation
+from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import Code, Status
 from pyvolcano.framework.argument_keys import ArgumentKeys, honoured
@@ -82,6 +85,7 @@ from pyvolcano.framework.arguments import ArgumentError, Arguments
 from pyvolcano.framework.interfaces import Event, EventHandler, Vote
 
 if TYPE_CHECKING:
+    from pyvolcano.diagnosis.model import QueueQuota
     from pyvolcano.framework.session import Session
 
 __all__ = ["ARGUMENTS", "NAME", "ReservationPlugin", "expected_runtime", "new"]
@@ -248,7 +252,7 @@ class ReservationPlugin:
             asked = self._asked(job)
             if asked is None:
                 continue
-            quota = quotas.get(job.queue)
+            quota = self._quota(ssn, job, asked, quotas)
             if quota is not None:
                 limit = quota.allocate_limit
                 # The queue must be within its share, and the gang must fit in it alone (it starts
@@ -267,6 +271,22 @@ class ReservationPlugin:
 
         out.sort(key=functools.cmp_to_key(compare))
         return out
+
+    def _quota(self, ssn: Session, job: JobInfo, asked: Mapping[str, float],
+               quotas: Mapping[str, QueueQuota]) -> QueueQuota | None:
+        """The quota the gang's pods will be allocated under. A gang whose pods do not exist
+        yet is not in its queue's request, so proportion's deserved share leaves it out (a
+        queue with nothing else to run deserves nothing): its quota is the one its queue will
+        have once it is admitted and its pods count."""
+        if self._needed(job) is not None:
+            return quotas.get(job.queue)
+        counted = job.allocated.clone().add(job.pending_request)
+        extra = Resource()
+        for name, v in asked.items():
+            more = v - counted.get(name)
+            if more > _EPS:
+                extra.set(name, more)
+        return ssn.queue_quota_if_asked(job.queue, extra)
 
     def _asked(self, job: JobInfo) -> dict[str, float] | None:
         """What the gang still needs in all (None: it cannot be planned)."""
@@ -358,11 +378,8 @@ class ReservationPlugin:
                 continue
             pods, probe, runtime = shapes
             asked = self._asked(job) or {}
-            # Proportion counts a gang's pods in its queue's request, so the deserved share of a
-            # queue whose gang has no pods yet leaves the gang out: only a gang with its pods is
-            # planned against its queue's quota.
-            quota_at = (self._quota_time(ssn, job.queue, asked, quotas, queue_ends, now)
-                        if probe is not None else now)
+            quota = self._quota(ssn, job, asked, quotas)
+            quota_at = self._quota_time(ssn, job.queue, asked, quota, queue_ends, now)
             if quota_at is None:
                 continue
             usable = usable_base & self._static_fit(ssn, probe, pods[0], n)
@@ -396,14 +413,13 @@ class ReservationPlugin:
                                        claims=tuple(claims), planned_at=now)
         return out
 
-    def _quota_time(self, ssn: Session, queue: str, asked: Mapping[str, float], quotas: Mapping[str, Any],
+    def _quota_time(self, ssn: Session, queue: str, asked: Mapping[str, float], quota: QueueQuota | None,
                     queue_ends: dict[str, list[tuple[float, dict[str, float]]]], now: float) -> float | None:
         """The first time from ``now`` at which the queue's allocation leaves room for ``asked``
         within its allocate limit (proportion's deserved share, capacity's capability), as its
         running pods end (None: never in the plan). Allocate refuses the gang's pods before then
         whatever nodes are free, so a start planned earlier would hold nodes for a gang that
         cannot take them, and the reservation would stall."""
-        quota = quotas.get(queue)
         if quota is None:
             return now
         limit = quota.allocate_limit
