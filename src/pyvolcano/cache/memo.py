@@ -169,6 +169,10 @@ WATER_FILLING: Kept[list[Resource]] = Kept(
     "proportion/water-filling",
     "each queue's deserved resources; keyed on the cluster total and every queue's weight, real capability, "
     "request and guarantee")
+ASKED_WATER_FILLING: Kept[dict[tuple[str, tuple[Any, ...]], Resource]] = Kept(
+    "proportion/asked-water-filling",
+    "per (queue, extra request), the queue's deserved resources were its request that much larger (read by "
+    "the reservation plugin for Pending gangs), filled during sessions; keyed as proportion/water-filling")
 
 VOLUME_AFFINITY_NODES: Kept[tuple[dict[str, list[str]], dict[str, frozenset[str]]]] = Kept(
     "predicates/volume-affinity-nodes",
@@ -180,8 +184,8 @@ NODE_GROUPS: Kept[tuple[np.ndarray, list[str]]] = Kept(
     "each node's node group (label volcano.sh/nodegroup-name) as an index into the group names, -1 for none; "
     "keyed on (node_generation, number of nodes)")
 
-KEPT_VALUES: tuple[Kept[Any], ...] = (NODE_SIGNATURES, STABLE_FAILURES, WATER_FILLING, VOLUME_AFFINITY_NODES,
-                                      NODE_GROUPS)
+KEPT_VALUES: tuple[Kept[Any], ...] = (NODE_SIGNATURES, STABLE_FAILURES, WATER_FILLING, ASKED_WATER_FILLING,
+                                      VOLUME_AFFINITY_NODES, NODE_GROUPS)
 """Every value :meth:`SessionMemo.kept` keeps."""
 
 JOB_SUMS: Mapping[str, str] = {

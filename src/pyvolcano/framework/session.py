@@ -22,6 +22,7 @@ inputs and seed give the same decisions.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
@@ -326,22 +327,27 @@ class Session(SchedulerHelper):
         """Queue name → the quota figures allocate and enqueue check, from the first plugin
         that exports them (:class:`~pyvolcano.framework.interfaces.QuotaExporter`: proportion,
         capacity); empty without one."""
+        plugin = self._quota_exporter[0]
+        return plugin.quota_snapshot() if plugin is not None else {}
+
+    @functools.cached_property
+    def _quota_exporter(self) -> tuple[QuotaExporter | None, AskedQuotaExporter | None]:
+        """The first plugin that exports queue quotas, and the same plugin if it also answers
+        :meth:`queue_quota_if_asked` (looked up once: protocol checks are slow)."""
         for _opt, plugin in self.plugins:
             if isinstance(plugin, QuotaExporter):
-                return plugin.quota_snapshot()
-        return {}
+                return plugin, plugin if isinstance(plugin, AskedQuotaExporter) else None
+        return None, None
 
     def queue_quota_if_asked(self, queue: str, extra: Resource) -> QueueQuota | None:
         """The quota ``queue`` would have if it asked ``extra`` more, from the plugin that
         exports :meth:`queue_quotas` (proportion water-fills its deserved shares again with the
         larger request; a quota that does not follow requests, such as capacity's, is the same);
         None without a quota plugin or when it has no quota for the queue."""
-        for _opt, plugin in self.plugins:
-            if isinstance(plugin, QuotaExporter):
-                if isinstance(plugin, AskedQuotaExporter):
-                    return plugin.quota_if_asked(queue, extra)
-                return plugin.quota_snapshot().get(queue)
-        return None
+        plugin, asked = self._quota_exporter
+        if asked is not None:
+            return asked.quota_if_asked(queue, extra)
+        return plugin.quota_snapshot().get(queue) if plugin is not None else None
 
     def device_quota_shortfall(self, task: TaskInfo) -> tuple[str, int, int, int] | None:
         """The first per-queue device quota that refuses ``task``, from the plugins that export

@@ -26,7 +26,7 @@ from pyvolcano.api.queue import QueueInfo
 from pyvolcano.api.resource import DimensionDefault, Resource, share
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.cache.job_sums import JobSums
-from pyvolcano.cache.memo import WATER_FILLING
+from pyvolcano.cache.memo import ASKED_WATER_FILLING, WATER_FILLING
 from pyvolcano.diagnosis.model import QueueQuota
 from pyvolcano.framework.argument_keys import ArgumentKeys
 from pyvolcano.framework.arguments import Arguments
@@ -39,6 +39,7 @@ from pyvolcano.plugins._util import (
 )
 
 if TYPE_CHECKING:
+    from pyvolcano.cache.memo import SessionMemo
     from pyvolcano.framework.session import Session
 
 NAME = "proportion"
@@ -115,6 +116,8 @@ class Proportion:
         self.arguments = Arguments(arguments, keys=ARGUMENTS).raw
         self.queue_opts: dict[str, QueueAttr] = {}
         self._total = Resource()
+        self._memo: SessionMemo | None = None
+        self._key: tuple[Any, ...] = ()
 
     def _build(self, ssn: Session) -> None:
         total = ssn.total_resource.clone()
@@ -154,6 +157,7 @@ class Proportion:
         # allocated), so the last water-filling is reused when they are equal.
         key = (_rkey(total), tuple((a.name, a.weight, _rkey(a.real_capability), _rkey(a.request),
                                     _rkey(a.guarantee)) for a in attrs))
+        self._memo, self._key = ssn.memo, key
         kept = ssn.memo.kept(WATER_FILLING, key)
         if kept is not None:
             for a, deserved in zip(attrs, kept, strict=True):
@@ -321,15 +325,22 @@ class Proportion:
         attr = self.queue_opts.get(queue)
         if attr is None:
             return None
-        attrs = []
-        for name in sorted(self.queue_opts):
-            a = copy.copy(self.queue_opts[name])
-            a.deserved = Resource()
-            if name == queue:
-                a.request = a.request.clone().add(extra)
-            attrs.append(a)
-        self._water_fill(self._total, attrs)
-        deserved = next(a.deserved for a in attrs if a.name == queue)
+        memo = self._memo
+        assert memo is not None
+        known = memo.kept(ASKED_WATER_FILLING, self._key)
+        if known is None:
+            known = memo.keep(ASKED_WATER_FILLING, self._key, {})
+        deserved = known.get((queue, _rkey(extra)))
+        if deserved is None:
+            attrs = []
+            for name in sorted(self.queue_opts):
+                a = copy.copy(self.queue_opts[name])
+                a.deserved = Resource()
+                if name == queue:
+                    a.request = a.request.clone().add(extra)
+                attrs.append(a)
+            self._water_fill(self._total, attrs)
+            deserved = known[(queue, _rkey(extra))] = next(a.deserved for a in attrs if a.name == queue)
         return QueueQuota("proportion", attr.allocated.clone(), attr.inqueue.clone(), attr.elastic.clone(),
                           deserved.clone(), attr.real_capability.clone(), deserved.clone(), "deserved")
 

@@ -252,14 +252,13 @@ class ReservationPlugin:
             asked = self._asked(job)
             if asked is None:
                 continue
-            quota = self._quota(ssn, job, asked, quotas)
-            if quota is not None:
-                limit = quota.allocate_limit
-                # The queue must be within its share, and the gang must fit in it alone (it starts
-                # when the queue's running pods have ended or not at all).
-                if any(limit.has(n) and (quota.allocated.get(n) > limit.get(n) + _EPS or v > limit.get(n) + _EPS)
-                       for n, v in asked.items()):
-                    continue
+            # The queue must be within its share, and the gang must fit in it alone (it starts
+            # when the queue's running pods have ended or not at all). The share once a gang
+            # without pods is admitted is never smaller than the current one: asked only when
+            # the current one does not hold the gang.
+            if not _holds(quotas.get(job.queue), asked) and \
+                    (self._needed(job) is not None or not _holds(self._quota(ssn, job, asked, quotas), asked)):
+                continue
             out.append(job)
 
         def compare(a: JobInfo, b: JobInfo) -> int:
@@ -566,6 +565,15 @@ class ReservationPlugin:
             for d, v in ssn.node_table.task_vector(task):
                 if d < h.slack.shape[0]:
                     h.slack[d, j] += sign * v
+
+
+def _holds(quota: QueueQuota | None, asked: Mapping[str, float]) -> bool:
+    """Whether the queue is within ``quota`` and ``asked`` fits in it alone (no quota: yes)."""
+    if quota is None:
+        return True
+    limit = quota.allocate_limit
+    return not any(limit.has(n) and (quota.allocated.get(n) > limit.get(n) + _EPS or v > limit.get(n) + _EPS)
+                   for n, v in asked.items())
 
 
 def _domains(ssn: Session, job: JobInfo, usable: np.ndarray,
