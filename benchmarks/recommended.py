@@ -96,13 +96,19 @@ def cell_figures(cell_dir: Path) -> dict[str, float]:
     jobs = list(csv.DictReader((cell_dir / "jobs.csv").open()))
     waits = [float(j["wait_s"]) for j in jobs if j["wait_s"]]
     gangs = [float(j["wait_s"]) for j in jobs if j["wait_s"] and float(j["gpus"]) > GANG_GPUS]
-    out = {"mean_wait_h": statistics.mean(waits) / 3600, "p95_wait_h": s["p95_wait_s"] / 3600,
+    out = {"jobs": float(len(jobs)), "started": float(len(waits)),
+           "mean_wait_h": statistics.mean(waits) / 3600 if waits else float("nan"),
+           "p95_wait_h": (s["p95_wait_s"] or 0.0) / 3600,
            "gang_mean_wait_h": statistics.mean(gangs) / 3600 if gangs else float("nan"),
            "gang_max_wait_h": max(gangs) / 3600 if gangs else float("nan"),
            "gangs": float(len(gangs)), "never_started": float(s["never_started"]),
            "busy_gpu_allocation": s["busy_gpu_allocation_ratio"]}
-    if s.get("busy_topology_fragmentation") is not None:
-        out["topology_fragmentation"] = s["busy_topology_fragmentation"]
+    topo = result.get("topology")
+    if topo:
+        out["topology_fragmentation"] = topo["busy_fragmentation_ratio"]
+        multi = topo["multi_node_jobs"]
+        out["in_one_rack"] = topo["multi_node_jobs_in_one_domain"] / multi if multi else float("nan")
+        out["racks_per_gang"] = topo["mean_span_domains"] if multi else float("nan")
     for q, qs in result["queues"].items():
         if qs.get("busy_mean_deserved_share"):
             out[f"share:{q}"] = qs["busy_mean_share"] / qs["busy_mean_deserved_share"]
@@ -116,7 +122,7 @@ def collect(report: Path) -> dict[tuple[str, str], list[dict[str, float]]]:
         if cell["status"] != "ok":
             continue
         config = Path(cell["config"]).stem if cell["config"] != "default" else "default"
-        name = "recommended" if config == "recommended" else "chart"
+        name = {"volcano-scheduler": "chart"}.get(config, config)
         trace = Path(cell["input"]).stem if cell.get("input") else "built-in day"
         groups.setdefault((trace, name), []).append(cell_figures(report / "cells" / cell["cell"]))
     return groups
@@ -135,6 +141,24 @@ def table(groups: dict[tuple[str, str], list[dict[str, float]]]) -> str:
         lines.append(f"| {trace} | {name} | {len(runs)} | {mean('mean_wait_h'):.2f} | {mean('p95_wait_h'):.2f} | "
                      f"{int(mean('gangs'))} | {mean('gang_mean_wait_h'):.2f} | {mean('gang_max_wait_h'):.2f} | "
                      f"{mean('busy_gpu_allocation'):.3f} | {', '.join(low) or 'none'} |")
+    return "\n".join(lines)
+
+
+def topology_table(groups: dict[tuple[str, str], list[dict[str, float]]]) -> str:
+    """The runs on a cluster with HyperNodes: jobs started, waits, allocation and placement."""
+    lines = ["| workload | configuration | runs | started | mean wait (h) | p95 wait (h) | busy GPU allocation | "
+             "gangs inside one rack | racks per gang | topology fragmentation (busy) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for (trace, name), runs in sorted(groups.items()):
+        if "topology_fragmentation" not in runs[0]:
+            continue
+
+        def mean(k: str, runs: list[dict[str, float]] = runs) -> float:
+            return statistics.mean(r[k] for r in runs)
+        lines.append(f"| {trace} | {name} | {len(runs)} | {mean('started'):.1f} of {int(mean('jobs'))} | "
+                     f"{mean('mean_wait_h'):.2f} | {mean('p95_wait_h'):.2f} | {mean('busy_gpu_allocation'):.3f} | "
+                     f"{mean('in_one_rack'):.1%} | {mean('racks_per_gang'):.2f} | "
+                     f"{mean('topology_fragmentation'):.2%} |")
     return "\n".join(lines)
 
 
@@ -174,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         for rep in args.summarise:
             summary.update(collect(rep))
         print(table(summary))
+        if any("topology_fragmentation" in runs[0] for runs in summary.values()):
+            print()
+            print(topology_table(summary))
         return 0
     if args.out is None:
         ap.error("OUT is required unless --summarise is given")

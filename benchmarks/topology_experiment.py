@@ -39,6 +39,13 @@ no constraint, soft mode, or soft mode with the option. It prints, per seed, how
 placed in the first ``--horizon`` seconds (30: before any job ends, so this is pure packing),
 how many of them rack-bound, and the idle GPUs stranded in racks no pending gang can use then.
 
+``--write-sweep DIR`` writes the same experiment as ``pyvolcano sweep`` inputs instead of running
+it: the fabric as a CLUSTER.yaml, the stream's gangs under each constraint and the burst's gangs
+as WORKLOAD.yaml files, the configurations (upstream's chart + network-topology-aware, with the
+fragmentation-aware option, with the reservation plugin, and ``examples/recommended.conf``) and
+three sweep files over ``--seeds`` seeds from ``--seed``; it prints the sweep commands, whose
+reports ``python benchmarks/recommended.py --summarise REPORT`` tabulates (docs/recommended.md).
+
 Prints one Markdown table (per mode, for all jobs and per trace: jobs, never started, mean and p95 wait, mean
 JCT, GPU allocation over the busy window, multi-node jobs inside one rack, mean racks per job,
 topology fragmentation) and writes the figure ``--figure`` (default
@@ -57,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from pyvolcano.api.duration import parse_duration_strict
 from pyvolcano.runtime.configuration import load_configuration
@@ -411,6 +419,64 @@ def main_burst(args: argparse.Namespace) -> None:
           + (RESERVATION_NOTE if args.reservation else ""))
 
 
+SWEEP_CONFIGS = {"chart-nta": (False, False), "fragmentation-aware": (True, False), "reservation": (False, True)}
+"""The sweep's configurations besides recommended.conf: (fragmentation-aware, reservation) on top
+of upstream's chart configuration + network-topology-aware."""
+
+
+def _dump(path: Path, docs: list[dict[str, Any]]) -> None:
+    path.write_text(yaml.dump_all(docs, Dumper=yaml.CSafeDumper, sort_keys=False))
+
+
+def write_sweep(args: argparse.Namespace, out: Path) -> None:
+    """Write the experiment as ``pyvolcano sweep`` inputs: the fabric as a CLUSTER.yaml, the stream's
+    gangs under each constraint and the burst's gangs as WORKLOAD.yaml files, the configurations,
+    and three sweep files (``stream-soft``, ``stream-none-hard``, ``burst``) over seeds
+    ``--seed`` .. ``--seed + --seeds - 1``; prints the commands that run them."""
+    out.mkdir(parents=True, exist_ok=True)
+    hosts, hypernodes, fabric_note = fabric(args.fabric)
+    cluster = out / f"lingjun-{args.fabric}.yaml"
+    _dump(cluster, [*hosts, *hypernodes])
+    registry = default_registry()
+    for name, (fa, res) in SWEEP_CONFIGS.items():
+        text = CONFIG.replace(RESERVATION_AFTER, RESERVATION_AFTER + RESERVATION) if res else CONFIG
+        text += f"  - name: {TOPOLOGY_PLUGIN}\n"
+        if fa:
+            text += f"    arguments:\n      {FRAGMENTATION_AWARE}: true\n"
+        load_configuration(registry, text=text, source=name)
+        (out / f"{name}.conf").write_text(f"# upstream's chart configuration + {TOPOLOGY_PLUGIN}"
+                                          f"{' (fragmentation-aware)' if fa else ''}"
+                                          f"{' + reservation (maxReservations 1)' if res else ''}\n" + text)
+    recommended = Path(__file__).resolve().parent.parent / "examples" / "recommended.conf"
+    (out / "recommended.conf").write_text(recommended.read_text())
+    wl = workload([w.strip() for w in args.workloads.split(",")], load=args.load, capacity_gpus=8 * len(hosts),
+                  limit=args.jobs)
+    for mode in MODES:
+        _dump(out / f"stream-{mode}.yaml", with_constraint(wl.jobs, MODES[mode]))
+    per = 40 if args.jobs is None else args.jobs
+    burst = workload([w.strip() for w in args.workloads.split(",")], load=0.01, capacity_gpus=8 * len(hosts),
+                     limit=per, max_pods=BURST_MAX_PODS)
+    for mode in ("none", "soft"):
+        jobs = burst_jobs(burst, mode)
+        for job in jobs:
+            job["metadata"]["annotations"].pop(SUBMIT_AT, None)
+        _dump(out / f"burst-{mode}.yaml", jobs)
+    seeds = [f"{args.seed}-{args.seed + args.seeds - 1}"]
+    sweeps = {
+        "stream-soft": {"configs": [*(f"{c}.conf" for c in SWEEP_CONFIGS), "recommended.conf"],
+                        "workloads": ["stream-soft.yaml"]},
+        "stream-none-hard": {"configs": ["chart-nta.conf", "recommended.conf"],
+                             "workloads": ["stream-none.yaml", "stream-hard.yaml"]},
+        "burst": {"configs": ["chart-nta.conf", "fragmentation-aware.conf", "recommended.conf"],
+                  "workloads": ["burst-none.yaml", "burst-soft.yaml"], "until": f"{args.horizon:g}s"},
+    }
+    for name, body in sweeps.items():
+        doc = {**body, "clusters": [cluster.name], "seeds": seeds}
+        (out / f"{name}.sweep.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        print(f"pyvolcano sweep {out / name}.sweep.yaml --report {out / name} -o json > {out / name}.json")
+    print(f"# {fabric_note}; {wl.notes[-1]}; burst: {len(burst.jobs)} gangs at once, counted at {args.horizon:g} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--fabric", default="agg-p10", help="all, or one aggregation block: agg-p8, agg-p10 (default), "
@@ -429,7 +495,12 @@ def main() -> None:
                          "arriving at once")
     ap.add_argument("--seeds", type=int, default=3, help="burst: seeds from --seed on (3)")
     ap.add_argument("--horizon", type=float, default=30.0, help="burst: count the gangs placed by then (30 s)")
+    ap.add_argument("--write-sweep", type=Path, metavar="DIR",
+                    help="write the experiment as pyvolcano sweep inputs into DIR and print the sweep commands")
     args = ap.parse_args()
+    if args.write_sweep is not None:
+        write_sweep(args, args.write_sweep)
+        return
     if args.scenario == "burst":
         main_burst(args)
         return
