@@ -330,7 +330,8 @@ class Proportion:
         known = memo.kept(ASKED_WATER_FILLING, self._key)
         if known is None:
             known = memo.keep(ASKED_WATER_FILLING, self._key, {})
-        deserved = known.get((queue, _rkey(extra)))
+        asked_key = (queue, _rkey(extra))
+        deserved = known.get(asked_key)
         if deserved is None:
             attrs = []
             for name in sorted(self.queue_opts):
@@ -340,7 +341,7 @@ class Proportion:
                     a.request = a.request.clone().add(extra)
                 attrs.append(a)
             self._water_fill(self._total, attrs)
-            deserved = known[(queue, _rkey(extra))] = next(a.deserved for a in attrs if a.name == queue)
+            deserved = known[asked_key] = next(a.deserved for a in attrs if a.name == queue)
         return QueueQuota("proportion", attr.allocated.clone(), attr.inqueue.clone(), attr.elastic.clone(),
                           deserved.clone(), attr.real_capability.clone(), deserved.clone(), "deserved")
 

@@ -257,7 +257,7 @@ class ReservationPlugin:
             # without pods is admitted is never smaller than the current one: asked only when
             # the current one does not hold the gang.
             if not _holds(quotas.get(job.queue), asked) and \
-                    (self._needed(job) is not None or not _holds(self._quota(ssn, job, asked, quotas), asked)):
+                    (self._needed(job) is not None or not _holds(self._admitted_quota(ssn, job, asked), asked)):
                 continue
             out.append(job)
 
@@ -271,14 +271,12 @@ class ReservationPlugin:
         out.sort(key=functools.cmp_to_key(compare))
         return out
 
-    def _quota(self, ssn: Session, job: JobInfo, asked: Mapping[str, float],
-               quotas: Mapping[str, QueueQuota]) -> QueueQuota | None:
-        """The quota the gang's pods will be allocated under. A gang whose pods do not exist
-        yet is not in its queue's request, so proportion's deserved share leaves it out (a
-        queue with nothing else to run deserves nothing): its quota is the one its queue will
-        have once it is admitted and its pods count."""
-        if self._needed(job) is not None:
-            return quotas.get(job.queue)
+    @staticmethod
+    def _admitted_quota(ssn: Session, job: JobInfo, asked: Mapping[str, float]) -> QueueQuota | None:
+        """The quota of a gang whose pods do not exist yet. Such a gang is not in its queue's
+        request, so proportion's deserved share leaves it out (a queue with nothing else to run
+        deserves nothing): its quota is the one its queue will have once it is admitted and its
+        pods count."""
         counted = job.allocated.clone().add(job.pending_request)
         extra = Resource()
         for name, v in asked.items():
@@ -377,7 +375,8 @@ class ReservationPlugin:
                 continue
             pods, probe, runtime = shapes
             asked = self._asked(job) or {}
-            quota = self._quota(ssn, job, asked, quotas)
+            # probe is None exactly for a gang whose pods do not exist yet (_shapes)
+            quota = quotas.get(job.queue) if probe is not None else self._admitted_quota(ssn, job, asked)
             quota_at = self._quota_time(ssn, job.queue, asked, quota, queue_ends, now)
             if quota_at is None:
                 continue
