@@ -128,13 +128,17 @@ def collect(report: Path) -> dict[tuple[str, str], list[dict[str, float]]]:
     return groups
 
 
+def _mean(runs: list[dict[str, float]], key: str) -> float:
+    return statistics.mean(r[key] for r in runs)
+
+
 def table(groups: dict[tuple[str, str], list[dict[str, float]]]) -> str:
     lines = ["| trace | configuration | runs | mean wait (h) | p95 wait (h) | gangs | gang mean wait (h) | "
              "gang max wait (h) | busy GPU allocation | queues below 90 % of deserved (share/deserved) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for (trace, name), runs in sorted(groups.items()):
         def mean(k: str, runs: list[dict[str, float]] = runs) -> float:
-            return statistics.mean(r[k] for r in runs)
+            return _mean(runs, k)
         shares = sorted({k for r in runs for k in r if k.startswith("share:")})
         low = [f"{k[6:]} {statistics.mean(r.get(k, 0.0) for r in runs):.2f}" for k in shares
                if statistics.mean(r.get(k, 0.0) for r in runs) < 0.9]
@@ -154,7 +158,7 @@ def topology_table(groups: dict[tuple[str, str], list[dict[str, float]]]) -> str
             continue
 
         def mean(k: str, runs: list[dict[str, float]] = runs) -> float:
-            return statistics.mean(r[k] for r in runs)
+            return _mean(runs, k)
         lines.append(f"| {trace} | {name} | {len(runs)} | {mean('started'):.1f} of {int(mean('jobs'))} | "
                      f"{mean('mean_wait_h'):.2f} | {mean('p95_wait_h'):.2f} | {mean('busy_gpu_allocation'):.3f} | "
                      f"{mean('in_one_rack'):.1%} | {mean('racks_per_gang'):.2f} | "

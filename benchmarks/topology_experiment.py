@@ -225,13 +225,20 @@ RESERVATION_NOTE = " + reservation (maxReservations 1)"
 """What the printed notes add to the scheduler's description with ``--reservation``."""
 
 
-def scheduler_conf(registry: Any, *, fragmentation_aware: bool = False, reservation: bool = False) -> tuple[Any, bool]:
+def scheduler_conf_text(*, topology_plugin: bool, fragmentation_aware: bool = False, reservation: bool = False) -> str:
+    """:data:`CONFIG`, with the reservation plugin and network-topology-aware (fragmentation-aware) as asked."""
     text = CONFIG.replace(RESERVATION_AFTER, RESERVATION_AFTER + RESERVATION) if reservation else CONFIG
-    has_plugin = TOPOLOGY_PLUGIN in registry.plugin_names
-    if has_plugin:
+    if topology_plugin:
         text += f"  - name: {TOPOLOGY_PLUGIN}\n"
         if fragmentation_aware:
             text += f"    arguments:\n      {FRAGMENTATION_AWARE}: true\n"
+    return text
+
+
+def scheduler_conf(registry: Any, *, fragmentation_aware: bool = False, reservation: bool = False) -> tuple[Any, bool]:
+    has_plugin = TOPOLOGY_PLUGIN in registry.plugin_names
+    text = scheduler_conf_text(topology_plugin=has_plugin, fragmentation_aware=fragmentation_aware,
+                               reservation=reservation)
     return load_configuration(registry, text=text, source="topology experiment"), has_plugin
 
 
@@ -391,12 +398,17 @@ def burst_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def burst_workload(args: argparse.Namespace, hosts: list[dict[str, Any]]) -> tuple[Workload, int]:
+    """The burst's gangs (the first ``--jobs``, default 40, of each trace) and that count per trace."""
+    per = 40 if args.jobs is None else args.jobs
+    return workload([w.strip() for w in args.workloads.split(",")], load=0.01, capacity_gpus=8 * len(hosts),
+                    limit=per, max_pods=BURST_MAX_PODS), per
+
+
 def main_burst(args: argparse.Namespace) -> None:
     hosts, hypernodes, fabric_note = fabric(args.fabric)
     registry = default_registry()
-    per = 40 if args.jobs is None else args.jobs
-    wl = workload([w.strip() for w in args.workloads.split(",")], load=0.01, capacity_gpus=8 * len(hosts),
-                  limit=per, max_pods=BURST_MAX_PODS)
+    wl, per = burst_workload(args, hosts)
     rows = []
     for seed in range(args.seed, args.seed + args.seeds):
         for mode in BURST_VARIANTS:
@@ -439,23 +451,18 @@ def write_sweep(args: argparse.Namespace, out: Path) -> None:
     _dump(cluster, [*hosts, *hypernodes])
     registry = default_registry()
     for name, (fa, res) in SWEEP_CONFIGS.items():
-        text = CONFIG.replace(RESERVATION_AFTER, RESERVATION_AFTER + RESERVATION) if res else CONFIG
-        text += f"  - name: {TOPOLOGY_PLUGIN}\n"
-        if fa:
-            text += f"    arguments:\n      {FRAGMENTATION_AWARE}: true\n"
+        text = scheduler_conf_text(topology_plugin=True, fragmentation_aware=fa, reservation=res)
         load_configuration(registry, text=text, source=name)
         (out / f"{name}.conf").write_text(f"# upstream's chart configuration + {TOPOLOGY_PLUGIN}"
                                           f"{' (fragmentation-aware)' if fa else ''}"
-                                          f"{' + reservation (maxReservations 1)' if res else ''}\n" + text)
+                                          f"{RESERVATION_NOTE if res else ''}\n" + text)
     recommended = Path(__file__).resolve().parent.parent / "examples" / "recommended.conf"
     (out / "recommended.conf").write_text(recommended.read_text())
     wl = workload([w.strip() for w in args.workloads.split(",")], load=args.load, capacity_gpus=8 * len(hosts),
                   limit=args.jobs)
     for mode in MODES:
         _dump(out / f"stream-{mode}.yaml", with_constraint(wl.jobs, MODES[mode]))
-    per = 40 if args.jobs is None else args.jobs
-    burst = workload([w.strip() for w in args.workloads.split(",")], load=0.01, capacity_gpus=8 * len(hosts),
-                     limit=per, max_pods=BURST_MAX_PODS)
+    burst, _ = burst_workload(args, hosts)
     for mode in ("none", "soft"):
         jobs = burst_jobs(burst, mode)
         for job in jobs:
