@@ -4,10 +4,11 @@ Runs when ``KUBEBUILDER_ASSETS`` names a directory with ``etcd`` and ``kube-apis
 ``kubectl`` is on PATH (as ``test_envtest.py``, whose :class:`Cluster` it uses); skipped
 otherwise. The cluster: the bundle (CRDs, RBAC), the admission webhooks, ``controller-manager``,
 one ``scheduler`` with ``examples/recommended.conf`` and ``fake-nodes`` with two 4-CPU nodes.
-A 1.5-CPU job runs 20 minutes on one node, a 0.5-CPU job 10 minutes on the other; a gang of
-two 2.9-CPU pods then waits for both nodes, holds them from the time the first job ends, and
-says so on its PodGroup's ``Unschedulable`` condition (``Reservation.Held``). Backfill around the reservation is
-covered by the simulated tests (tests/plugins/test_reservation.py).
+Four 0.5-CPU jobs land on one node (packing). A 1.5-CPU job runs 20 minutes on one node, a
+0.5-CPU job 10 minutes on the other; a gang of two 2.9-CPU pods then waits for both nodes, holds
+them from the time the first job ends, and says so on its PodGroup's ``Unschedulable``
+condition (``Reservation.Held``). Backfill around the reservation is covered by the simulated
+tests (tests/plugins/test_reservation.py).
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ def _nodes_file(path: Path) -> Path:
     return path
 
 
-def _job(name: str, replicas: int, *, cpu: str, duration: str, node: str | None = None) -> str:
+def _job(name: str, replicas: int, *, cpu: str, duration: str, node: str | None = None,
+         memory: str | None = None) -> str:
+    requests = {"cpu": cpu} if memory is None else {"cpu": cpu, "memory": memory}
     spec: dict[str, Any] = {"restartPolicy": "OnFailure", "containers": [
-        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}
+        {"name": "c", "image": "busybox", "resources": {"requests": requests}}]}
     if node is not None:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
     return yaml.safe_dump({
@@ -109,6 +112,24 @@ def _condition(c: Cluster, job: str) -> dict[str, Any]:
 def _node_of(c: Cluster, job: str) -> str:
     pods = (c.get("pods", "-n", "default", "-l", f"volcano.sh/job-name={job}") or {"items": []})["items"]
     return next((p["spec"].get("nodeName", "") for p in pods), "")
+
+
+def _phases(c: Cluster, job: str) -> list[str]:
+    pods = (c.get("pods", "-n", "default", "-l", f"volcano.sh/job-name={job}") or {"items": []})["items"]
+    return [(p.get("status") or {}).get("phase", "") for p in pods]
+
+
+def test_small_pods_are_packed_onto_one_node(cluster: Cluster) -> None:
+    # recommended.conf scores nodes with binpack alone: each pod goes where the others are. With
+    # the chart's scorers these pods (CPU and memory in the nodes' ratio) tie on both nodes.
+    jobs = [f"pack-{i}" for i in range(4)]
+    for name in jobs:
+        cluster.kubectl("apply", "-f", "-", input=_job(name, 1, cpu="500m", memory="2Gi", duration="15s"))
+    _wait(lambda: all(_node_of(cluster, j) for j in jobs), 60, "the four small jobs to run")
+    assert len({_node_of(cluster, j) for j in jobs}) == 1
+    # They must have ended before the next test plans its reservation on the two nodes.
+    _wait(lambda: [ph for j in jobs for ph in _phases(cluster, j)] == ["Succeeded"] * 4, 90,
+          "the four small jobs to end")
 
 
 def test_gang_holds_both_nodes_and_says_so_on_its_podgroup(cluster: Cluster) -> None:
