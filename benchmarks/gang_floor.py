@@ -55,9 +55,8 @@ class Gang(NamedTuple):
     """The earliest start proportion could allow, in the same seconds (inf: never)."""
 
 
-def weights(path: Path) -> dict[str, int]:
+def weights(fname: str, recs: list[philly.Record]) -> dict[str, int]:
     """Each queue's weight as ``simulate --trace`` gives it for this file."""
-    fname, recs = philly.read(path)
     trace = philly.build(fname, recs)
     return {q["metadata"]["name"]: int(q["spec"]["weight"]) for q in trace.queues}
 
@@ -78,11 +77,24 @@ def deserved(total: float, weight: dict[str, int], asked: dict[str, float]) -> d
 
 
 def floors(path: Path, total: float) -> list[Gang]:
-    _, recs = philly.read(path)
-    weight = weights(path)
+    fname, recs = philly.read(path)
+    weight = weights(fname, recs)
     origin = recs[0].at
-    jobs = [(f"philly-{i:0{len(str(len(recs) - 1))}d}", r.vc, r.at - origin, r.duration, r.gpus)
-            for i, r in enumerate(recs)]
+    width = len(str(len(recs) - 1))
+    jobs = [(f"philly-{i:0{width}d}", r.vc, r.at - origin, r.duration, r.gpus) for i, r in enumerate(recs)]
+    # What a queue asks at a moment, and so its deserved share, is the same for each of its gangs.
+    shares: dict[tuple[str, float], float] = {}
+
+    def queue_deserved(queue: str, t: float) -> float:
+        got = shares.get((queue, t))
+        if got is None:
+            asked: dict[str, float] = {}
+            for _, q, s, d, g in jobs:
+                if (q == queue and s <= t) or (q != queue and s <= t < s + d):
+                    asked[q] = asked.get(q, 0.0) + g
+            got = shares[(queue, t)] = deserved(total, weight, asked).get(queue, 0.0)
+        return got
+
     out = []
     for name, queue, submit, _, gpus in jobs:
         if gpus <= GANG_GPUS:
@@ -90,11 +102,7 @@ def floors(path: Path, total: float) -> list[Gang]:
         moments = sorted({submit} | {t for _, _, s, d, _ in jobs for t in (s, s + d) if t > submit})
         floor = float("inf")
         for t in moments:
-            asked: dict[str, float] = {}
-            for _, q, s, d, g in jobs:
-                if (q == queue and s <= t) or (q != queue and s <= t < s + d):
-                    asked[q] = asked.get(q, 0.0) + g
-            if deserved(total, weight, asked).get(queue, 0.0) >= gpus:
+            if queue_deserved(queue, t) >= gpus:
                 floor = t
                 break
         out.append(Gang(name, queue, gpus, submit, floor))
