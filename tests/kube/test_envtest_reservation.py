@@ -109,14 +109,16 @@ def _condition(c: Cluster, job: str) -> dict[str, Any]:
     return {}
 
 
+def _pods(c: Cluster, job: str) -> list[dict[str, Any]]:
+    return list((c.get("pods", "-n", "default", "-l", f"volcano.sh/job-name={job}") or {"items": []})["items"])
+
+
 def _node_of(c: Cluster, job: str) -> str:
-    pods = (c.get("pods", "-n", "default", "-l", f"volcano.sh/job-name={job}") or {"items": []})["items"]
-    return next((p["spec"].get("nodeName", "") for p in pods), "")
+    return next((p["spec"].get("nodeName", "") for p in _pods(c, job)), "")
 
 
 def _phases(c: Cluster, job: str) -> list[str]:
-    pods = (c.get("pods", "-n", "default", "-l", f"volcano.sh/job-name={job}") or {"items": []})["items"]
-    return [(p.get("status") or {}).get("phase", "") for p in pods]
+    return [(p.get("status") or {}).get("phase", "") for p in _pods(c, job)]
 
 
 def test_small_pods_are_packed_onto_one_node(cluster: Cluster) -> None:
