@@ -6,7 +6,8 @@ equal in everything the scheduler reads. :func:`template_signature` is that cont
 job, role, priority and preemptability, and the pod's containers (requests, limits, ports),
 init containers, overhead, node selector, affinity, tolerations, topology spread
 constraints, scheduling gates, scheduler name, priority class, preemption policy, nominated
-node, labels and annotations (without the task index). A job interns one
+node, ``activeDeadlineSeconds`` (a runtime the reservation plugin reads), labels and annotations
+(without the task index). A job interns one
 :class:`TaskTemplate` per signature (``JobInfo.template_of``), so tasks with equal
 signatures share one object and ``a.template is b.template`` is the test.
 
@@ -92,6 +93,7 @@ def same_content(a: TaskInfo, b: TaskInfo) -> bool:
         and pa.overhead == pb.overhead
         and pa.pod_requests == pb.pod_requests
         and pa.node_selector == pb.node_selector
+        and pa.active_deadline_seconds == pb.active_deadline_seconds
         and pa.affinity == pb.affinity
         and pa.tolerations == pb.tolerations
         and pa.topology_spread_constraints == pb.topology_spread_constraints
@@ -120,6 +122,7 @@ def template_signature(task: TaskInfo) -> Signature:
         tuple(pod.overhead.items()) if pod.overhead else (),
         tuple(pod.pod_requests.items()) if pod.pod_requests else (),
         tuple(pod.node_selector.items()) if pod.node_selector else (),
+        pod.active_deadline_seconds,
         _nested(pod.affinity),
         _nested(pod.tolerations),
         _nested(pod.topology_spread_constraints),

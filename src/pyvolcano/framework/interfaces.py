@@ -93,6 +93,21 @@ class AskedQuotaExporter(Protocol):
     def quota_if_asked(self, queue: str, extra: Resource) -> QueueQuota | None: ...
 
 
+class ShareLender(Protocol):
+    """A plugin that lets a queue's pods go above the queue's allocate limit for a while, out of
+    other queues' idle share (the reservation plugin's ``reservation.lendShares``); read by
+    proportion's Allocatable and Overused (``Session.share_lender``). Not an upstream
+    extension point.
+
+    ``lenders()`` are the queues whose idle share (deserved less allocated) may be lent now;
+    ``may_borrow(task)`` whether ``task`` may run on a loan, that is, whether it gives the
+    share back in time (it is expected to end before the lenders need it)."""
+
+    def lenders(self) -> frozenset[str]: ...
+
+    def may_borrow(self, task: TaskInfo) -> bool: ...
+
+
 class HyperNodeScoreBounds(Protocol):
     """A HyperNodeOrder scorer's scores known before any placement (network-topology-aware's),
     declared when it registers (``Session.add_hypernode_order_fn(bounds=...)``) and read by

@@ -32,7 +32,7 @@ from pyvolcano.api.task import TaskInfo
 from pyvolcano.api.unschedule import Status
 from pyvolcano.conf.schema import SchedulerConfiguration
 from pyvolcano.framework import extension_points as ep
-from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext, HyperNodeScoreBounds
+from pyvolcano.framework.interfaces import Event, EventHandler, EvictionContext, HyperNodeScoreBounds, ShareLender
 
 if TYPE_CHECKING:
     from pyvolcano.cache.memo import SessionMemo
@@ -100,6 +100,7 @@ class SessionPlugins:
         self._ready_bounds: dict[str, Callable[[JobInfo], int]] = {}
         self._job_local_valid: set[str] = set()
         self._hypernode_order_bounds: dict[str, HyperNodeScoreBounds] = {}
+        self._share_lenders: dict[str, ShareLender] = {}
 
     # ------------------------------------------------------------------ registration
     def _add(self, kind: str, name: str, fn: Callable[..., Any]) -> None:
@@ -228,6 +229,15 @@ class SessionPlugins:
             self._allocatable_counts[name] = count
         else:
             self._allocatable_counts.pop(name, None)
+
+    def add_share_lender(self, name: str, lender: ShareLender) -> None:
+        """Register a lender of idle queue share (:class:`~pyvolcano.framework.interfaces.ShareLender`;
+        pyvolcano's own, not an upstream extension point)."""
+        self._share_lenders[name] = lender
+
+    def share_lender(self) -> ShareLender | None:
+        """The registered lender of idle queue share (the first, in registration order), or None."""
+        return next(iter(self._share_lenders.values()), None)
 
     def add_preemptive_fn(self, name: str, fn: Callable[[QueueInfo, list[TaskInfo]], bool]) -> None:
         self._add("preemptive", name, fn)

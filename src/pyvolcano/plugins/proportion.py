@@ -10,6 +10,16 @@ their queue is above deserved), Overused (deserved ≤ allocated), Allocatable a
 (queue Open and allocated + request ≤ deserved on requested dimensions), JobEnqueueable /
 JobEnqueued (min resources against realCapability, with inqueue and elastic accounting).
 
+Loans (not upstream; only with a :class:`~pyvolcano.framework.interfaces.ShareLender` registered,
+the reservation plugin's ``reservation.lendShares``): a pod refused by Allocatable may still be
+allocated above its queue's deserved share when the lender says it gives the share back in time
+(``may_borrow``) and, on every dimension it takes above that share, the lenders' idle share (their
+deserved less allocated) still covers what all borrowing queues hold above theirs, the pod included;
+its queue stays within its real capability, and a lending queue never borrows. Overused then
+answers False for a queue that could still borrow, so allocate walks its jobs; Preemptive (reclaim)
+keeps the plain share check, so a borrowing queue never reclaims. Without a lender nothing of this
+runs.
+
 ``quota_if_asked`` (not upstream; read by the reservation plugin) water-fills the shares again
 on copies with one queue's request made larger, as it will be once a ``Pending`` gang, whose pods
 proportion does not count yet, is admitted; the session's own shares are left as they are.
@@ -23,14 +33,14 @@ from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
-from pyvolcano.api.resource import DimensionDefault, Resource, share
+from pyvolcano.api.resource import PODS, DimensionDefault, Resource, share
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.cache.job_sums import JobSums
 from pyvolcano.cache.memo import ASKED_WATER_FILLING, WATER_FILLING
 from pyvolcano.diagnosis.model import QueueQuota
 from pyvolcano.framework.argument_keys import ArgumentKeys
 from pyvolcano.framework.arguments import Arguments
-from pyvolcano.framework.interfaces import Event, EventHandler, Vote
+from pyvolcano.framework.interfaces import Event, EventHandler, ShareLender, Vote
 from pyvolcano.plugins._util import (
     capability_resource,
     max_resource,
@@ -48,6 +58,7 @@ ARGUMENTS = ArgumentKeys(f"plugin {NAME}")
 ZERO = DimensionDefault.ZERO
 _EMPTY = Resource()  # never mutated
 INF = DimensionDefault.INFINITY
+_LOAN_EPS = 1e-6  # float sums of the lenders' idle share; far below any resource unit
 
 
 class QueueAttr:
@@ -107,6 +118,93 @@ def _job_contribution(job: JobInfo) -> tuple[Resource, Resource, Resource, Resou
 
 def _queue_sums(ssn: Session) -> JobSums:
     return ssn.memo.job_sums("proportion/queue-sums", 4, _job_contribution)
+
+
+class _Loans:
+    """One session's loans of idle share (module doc). ``version`` moves with every allocate
+    and deallocate event, so what a queue may borrow is summed again only after one."""
+
+    __slots__ = ("_bases", "_lender", "_looked_up", "_opts", "_ssn", "version")
+
+    def __init__(self, ssn: Session, opts: Mapping[str, QueueAttr]):
+        self._ssn = ssn
+        self._opts = opts
+        self._lender: ShareLender | None = None
+        self._looked_up = False
+        self._bases: dict[str, tuple[int, frozenset[str], dict[str, float]]] = {}
+        self.version = 0
+
+    def _lenders(self) -> tuple[ShareLender, frozenset[str]] | None:
+        if not self._looked_up:
+            # Looked up at the first question: every plugin has registered by then.
+            self._looked_up = True
+            self._lender = self._ssn.share_lender()
+        lender = self._lender
+        if lender is None:
+            return None
+        lenders = lender.lenders()
+        return (lender, lenders) if lenders else None
+
+    def _base(self, queue: str, lenders: frozenset[str]) -> dict[str, float]:
+        """Per dimension, what ``queue`` may hold above its deserved share: the lenders' idle
+        share less what the other borrowing queues hold above theirs (summed in name order)."""
+        kept = self._bases.get(queue)
+        if kept is not None and kept[0] == self.version and kept[1] == lenders:
+            return kept[2]
+        base: dict[str, float] = {}
+        for name in sorted(self._opts):
+            if name == queue:
+                continue
+            a = self._opts[name]
+            if name in lenders:
+                for d, v in a.deserved.exceeded_part(a.allocated).items():
+                    base[d] = base.get(d, 0.0) + v
+            else:
+                for d, v in a.allocated.exceeded_part(a.deserved).items():
+                    base[d] = base.get(d, 0.0) - v
+        self._bases[queue] = (self.version, lenders, base)
+        return base
+
+    def could_borrow(self, queue: QueueInfo) -> bool:
+        """Whether ``queue`` may still borrow on some dimension (Overused's exception)."""
+        terms = self._lenders()
+        if terms is None or queue.uid in terms[1] or queue.state != "Open":
+            return False
+        attr = self._opts[queue.uid]
+        base = self._base(queue.uid, terms[1])
+        return any(v - max(attr.allocated.get(d) - attr.deserved.get(d), 0.0) > 0.0 for d, v in base.items())
+
+    def admits(self, queue: QueueInfo, task: TaskInfo, k: int, placed: int) -> int:
+        """How many of ``k`` replicas of ``task``'s template, after ``placed`` replicas admitted
+        within the share (not yet in ``allocated`` when ``placed`` > 0), go on a loan, one after
+        another; the sums are formed one addition at a time, as the allocate events form them."""
+        terms = self._lenders()
+        if terms is None or queue.uid in terms[1] or queue.state != "Open":
+            return 0
+        lender, lenders = terms
+        if not lender.may_borrow(task):
+            return 0
+        attr = self._opts[queue.uid]
+        base = self._base(queue.uid, lenders)
+        dims = [(d, v) for d, v in task.resreq.items() if v > 0 and d != PODS]
+        held = {d: attr.allocated.get(d) for d, _v in dims}
+        for _ in range(placed):
+            for d, v in dims:
+                held[d] += v
+        cap = attr.real_capability
+        n = 0
+        while n < k:
+            for d, v in dims:
+                after = held[d] + v
+                if cap.has(d) and after > cap.get(d):
+                    return n
+                over = after - attr.deserved.get(d)
+                if over > 0.0 and over > base.get(d, 0.0) + _LOAN_EPS:
+                    return n
+            for d, v in dims:
+                held[d] += v
+            n += 1
+        return n
 
 
 class Proportion:
@@ -225,9 +323,11 @@ class Proportion:
                     victims.append(r)
             return victims, Vote.PERMIT
 
+        loans = _Loans(ssn, opts)
+
         def overused(queue: QueueInfo) -> bool:
             attr = opts[queue.uid]
-            return attr.deserved.less_equal(attr.allocated, ZERO)
+            return attr.deserved.less_equal(attr.allocated, ZERO) and not loans.could_borrow(queue)
 
         def queue_allocatable(queue: QueueInfo, candidates: list[TaskInfo]) -> bool:
             if queue.state != "Open":
@@ -241,13 +341,16 @@ class Proportion:
             return ok
 
         def allocatable(queue: QueueInfo, task: TaskInfo) -> bool:
-            return queue_allocatable(queue, [task])
+            return queue_allocatable(queue, [task]) or loans.admits(queue, task, 1, 0) == 1
 
         def allocatable_count(queue: QueueInfo, task: TaskInfo, k: int) -> int:
             if queue.state != "Open":
                 return 0
             attr = opts[queue.uid]
-            return replicas_within(attr.allocated, attr.deserved, task.resreq, k)
+            n = replicas_within(attr.allocated, attr.deserved, task.resreq, k)
+            if n < k:
+                n += loans.admits(queue, task, k - n, n)
+            return n
 
         def job_enqueueable(job: JobInfo) -> int:
             attr = opts.get(job.queue)
@@ -275,6 +378,7 @@ class Proportion:
             attr.inqueue.add(job.deduct_sch_gated_resources(job.min_resources()))
 
         def on_allocate(ev: Event) -> None:
+            loans.version += 1
             job = ssn.jobs.get(ev.task.job)
             attr = opts.get(job.queue) if job is not None else None
             if attr is not None:
@@ -282,6 +386,7 @@ class Proportion:
                 attr.update_share()
 
         def on_allocate_many(tasks: list[TaskInfo]) -> None:
+            loans.version += 1
             job = ssn.jobs.get(tasks[0].job)
             attr = opts.get(job.queue) if job is not None else None
             if attr is not None:
@@ -289,6 +394,7 @@ class Proportion:
                 attr.update_share()
 
         def on_deallocate(ev: Event) -> None:
+            loans.version += 1
             job = ssn.jobs.get(ev.task.job)
             attr = opts.get(job.queue) if job is not None else None
             if attr is not None:

@@ -46,6 +46,16 @@ which the diagnosis turns into ``Reservation.Backfill``; the reserved gang's own
 its start has come, so that a ``Pending`` gang is admitted onto the nodes held for it; listed in
 the first tier, the permit ends the vote before ``overcommit``'s idle-resource check.
 
+Lending (``reservation.lendShares``, default false). A reserved gang's queue deserves its share
+but often cannot use it before the reservation starts (it waits for whole nodes), while other
+queues' pods wait for theirs. With the argument on, the plugin registers a
+:class:`~pyvolcano.framework.interfaces.ShareLender`: the queues of the held reservations lend
+their idle share (deserved less allocated, proportion's loans) to pods of other queues expected
+to end (now + runtime, as above) by the earliest held start, so the share is back when the gang
+needs it and no reservation is delayed by a loan. A pod with no known runtime never borrows. A
+borrowing queue is above its deserved share, so proportion's Reclaimable lets an under-share
+queue take the loan back where reclaim runs.
+
 State. The reservations live in the cache memo's :class:`~pyvolcano.api.reservation.ReservationBook`
 (``SessionMemo.reservations``), the only state kept between sessions. They are replanned in a
 session when their inputs move — the node table's change position, the cache's capacity
@@ -94,10 +104,13 @@ NAME = "reservation"
 MAX_RESERVATIONS = "reservation.maxReservations"
 DEFAULT_RUNTIME = "reservation.defaultRuntime"
 MIN_MEMBERS = "reservation.minMembers"
+LEND_SHARES = "reservation.lendShares"
 ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (
     honoured(MAX_RESERVATIONS, note="how many blocked gangs get a reservation (default 1, Slurm's EASY)"),
     honoured(DEFAULT_RUNTIME, note="runtime of pods that declare none (default: unknown, never ends in the plan)"),
     honoured(MIN_MEMBERS, note="the smallest minAvailable that counts as a gang (default 2)"),
+    honoured(LEND_SHARES, note="lend the reserved gangs' queues' idle share to pods that end before the first "
+                               "reservation starts (default false)"),
 ))
 
 _EPS = 1e-6
@@ -128,6 +141,26 @@ class _Held:
     slack: np.ndarray         # dims × len(rows)
 
 
+class _Lender:
+    """``reservation.lendShares``: the queues of the held reservations lend their idle share
+    (proportion's loans) to pods expected to end before the first of them starts."""
+
+    __slots__ = ("_plugin", "_ssn")
+
+    def __init__(self, plugin: ReservationPlugin, ssn: Session):
+        self._plugin = plugin
+        self._ssn = ssn
+
+    def lenders(self) -> frozenset[str]:
+        self._plugin._ensure()
+        return self._plugin._lenders
+
+    def may_borrow(self, task: TaskInfo) -> bool:
+        plugin = self._plugin
+        plugin._ensure()
+        return plugin._end(self._ssn, task) <= plugin._lend_until + _EPS
+
+
 class ReservationPlugin:
     name = NAME
 
@@ -144,8 +177,11 @@ class ReservationPlugin:
         if self.default_runtime is not None and self.default_runtime <= 0:
             raise ArgumentError.bad(f"plugin {NAME}", DEFAULT_RUNTIME, f"got {self.default_runtime}s",
                                     "a positive duration such as 4h")
+        self.lend_shares = args.get_bool(LEND_SHARES, False)
         self._held: list[_Held] = []
         self._reserved_jobs: set[str] = set()
+        self._lenders: frozenset[str] = frozenset()
+        self._lend_until = -math.inf
         self._ssn: Session | None = None
         self._ready = False
 
@@ -188,6 +224,8 @@ class ReservationPlugin:
             self._ensure()
 
         ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key)
+        if self.lend_shares:
+            ssn.add_share_lender(NAME, _Lender(self, ssn))
         ssn.add_job_valid_fn(NAME, valid)
         ssn.add_job_enqueueable_fn(NAME, enqueueable)
         ssn.add_event_handler(EventHandler(
@@ -212,6 +250,8 @@ class ReservationPlugin:
         self._held = [self._enforced(ssn, r, book.held.values())
                       for r in sorted(book.held.values(), key=lambda r: r.rank)]
         self._reserved_jobs = set(book.held)
+        self._lenders = frozenset(r.queue for r in book.held.values())
+        self._lend_until = min((r.start for r in book.held.values()), default=-math.inf)
 
     def on_session_close(self, ssn: Session) -> None:
         book = ssn.memo.reservations

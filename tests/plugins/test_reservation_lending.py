@@ -1,0 +1,146 @@
+"""``reservation.lendShares``: the reserved gang's queue lends its idle share to pods that end
+before the reservation starts; proportion's Allocatable and Overused honour the loan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from builders import node, open_session, pod, podgroup, queue
+from pyvolcano.api.task import TaskInfo
+from pyvolcano.framework.session import Session
+from pyvolcano.store.base import to_rfc3339
+from sim_builders import simulate, vcjob
+
+
+def _conf(lend: bool | None) -> str:
+    plugins: list[dict[str, Any]] = [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]
+    if lend is not None:
+        plugins.append({"name": "reservation", "arguments": {"reservation.lendShares": lend}})
+    return yaml.safe_dump({"actions": "allocate, backfill",
+                           "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}]}, {"plugins": plugins}]})
+
+
+def _timed(doc: dict[str, Any], runtime: str, *, started: float | None = None) -> dict[str, Any]:
+    doc["metadata"]["annotations"]["pyvolcano.io/duration"] = runtime
+    if started is not None:
+        doc["status"]["startTime"] = to_rfc3339(started)
+    return doc
+
+
+def _session(lend: bool | None, *borrowers: dict[str, Any], pods: tuple[str, str] = ("110", "110")) -> Session:
+    """Queues a (weight 3) and b (weight 1) on two 8-cpu nodes (of ``pods`` pods each). b runs 4
+    cpu on n1 until 200 s, its deserved share; a's gang of two 6-cpu pods waits for n1, so it is
+    reserved from 200 s, and a's deserved 12 cpu lie idle until then. Now is 10 s."""
+    docs = [queue("a", weight=3), queue("b"), node("n1", cpu="8", pods=pods[0]), node("n2", cpu="8", pods=pods[1]),
+            podgroup("bl", queue="b", phase="Running"),
+            _timed(pod("bl-0", "bl", cpu="4", memory=None, node_name="n1", phase="Running"), "200s", started=0.0),
+            podgroup("gang", queue="a", min_member=2),
+            *(pod(f"gang-{i}", "gang", cpu="6", memory=None) for i in range(2)),
+            *borrowers]
+    ssn = open_session(*docs, conf=_conf(lend), now=10.0)
+    ssn.job_valid(ssn.jobs["ns/gang"])  # plans the reservations, as allocate's first question does
+    return ssn
+
+
+def _borrower(name: str, runtime: str, *, replicas: int = 1) -> list[dict[str, Any]]:
+    return [podgroup(name, queue="b"),
+            *(_timed(pod(f"{name}-{i}", name, cpu="2", memory=None), runtime) for i in range(replicas))]
+
+
+def _task(ssn: Session, job: str, index: int = 0) -> TaskInfo:
+    return next(t for t in ssn.jobs[f"ns/{job}"].tasks.values() if t.name == f"{job}-{index}")
+
+
+def test_pod_that_ends_before_the_reservation_borrows_the_reserved_queues_idle_share() -> None:
+    ssn = _session(True, *_borrower("short", "50s"))
+    assert ssn.memo.reservations.held["ns/gang"].start == 200.0
+    assert ssn.allocatable(ssn.queues["b"], _task(ssn, "short"))
+
+
+def test_pod_that_would_outlast_the_reservation_does_not_borrow() -> None:
+    ssn = _session(True, *_borrower("long", "1000s"))
+    assert not ssn.allocatable(ssn.queues["b"], _task(ssn, "long"))
+
+
+@pytest.mark.parametrize("lend", [False, None], ids=["lendShares false", "no reservation plugin"])
+def test_without_lending_the_queue_at_its_share_is_refused(lend: bool | None) -> None:
+    ssn = _session(lend, *_borrower("short", "50s"))
+    assert not ssn.allocatable(ssn.queues["b"], _task(ssn, "short"))
+
+
+def test_overused_queue_that_may_still_borrow_is_not_overused() -> None:
+    # Three pod slots in all: a deserves the two its gang asks, b the one it holds, so b is at
+    # its share on every dimension (upstream's Overused) and allocate would skip it without a loan.
+    lent = _session(True, *_borrower("short", "50s"), pods=("2", "1"))
+    kept = _session(False, *_borrower("short", "50s"), pods=("2", "1"))
+    assert "ns/gang" in lent.memo.reservations.held
+    assert kept.overused(kept.queues["b"])
+    assert not lent.overused(lent.queues["b"])
+
+
+def test_loans_stop_at_the_lenders_idle_share_and_count_agrees_with_each_pod_in_turn() -> None:
+    # a's idle share is 12 cpu: six 2-cpu pods of b may borrow it, the seventh may not.
+    ssn = _session(True, *_borrower("many", "50s", replicas=8))
+    b = ssn.queues["b"]
+    tasks = [_task(ssn, "many", i) for i in range(8)]
+    assert ssn.allocatable_count(b, tasks[0], 8) == 6
+    stmt = ssn.statement()
+    admitted = 0
+    for task in tasks:
+        if not ssn.allocatable(b, task):
+            break
+        stmt.allocate(task, ssn.node_list[1 if admitted < 4 else 0])
+        admitted += 1
+    assert admitted == 6
+    stmt.discard()
+    assert ssn.allocatable(b, tasks[0])
+
+
+def test_a_lending_queue_does_not_borrow_from_itself() -> None:
+    docs = [podgroup("extra", queue="a"), _timed(pod("extra-0", "extra", cpu="2", memory=None), "50s")]
+    ssn = _session(True, *docs)
+    # a's own small pod is within a's share: allowed by the share, not by a loan.
+    a = ssn.queues["a"]
+    assert ssn.allocatable(a, _task(ssn, "extra"))
+    assert a.name in ssn.share_lender().lenders()  # type: ignore[union-attr]
+
+
+def _scenario() -> list[tuple[float, dict[str, Any]]]:
+    """The same cluster run through the simulator: b's short and long pods arrive at 10 s."""
+    qa = queue("a", weight=3)
+    qb = queue("b")
+    return [
+        (0, qa), (0, qb),
+        (0, node("n1", cpu="8", memory="64Gi")), (0, node("n2", cpu="8", memory="64Gi")),
+        (0, vcjob("held", cpu="4", duration="200s", queue="b")),
+        (1, vcjob("gang", replicas=2, cpu="6", queue="a")),
+        (10, vcjob("short", cpu="2", duration="50s", queue="b")),
+        (10, vcjob("long", cpu="2", duration="1000s", queue="b")),
+    ]
+
+
+def _started(result: Any, name: str) -> float:
+    started = result.jobs[f"default/{name}"].started
+    assert started is not None, name
+    return float(started)
+
+
+def test_simulated_loan_runs_the_short_pod_at_once_and_does_not_delay_the_gang() -> None:
+    lent, _ = simulate(_scenario(), conf=_conf(True))
+    kept, _ = simulate(_scenario(), conf=_conf(False))
+    assert _started(lent, "short") <= 12
+    assert _started(kept, "short") >= 200
+    assert _started(lent, "gang") == _started(kept, "gang")
+    assert 200 <= _started(lent, "gang") <= 205
+    assert _started(lent, "long") >= _started(lent, "gang")
+
+
+def test_lend_shares_false_decides_as_the_plugin_without_the_argument() -> None:
+    off, _ = simulate(_scenario(), conf=_conf(False))
+    conf = yaml.safe_load(_conf(False))
+    conf["tiers"][1]["plugins"][-1]["arguments"] = {}
+    default, _ = simulate(_scenario(), conf=yaml.safe_dump(conf))
+    assert {k: j.started for k, j in off.jobs.items()} == {k: j.started for k, j in default.jobs.items()}
