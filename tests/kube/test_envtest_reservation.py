@@ -47,7 +47,7 @@ def _nodes_file(path: Path) -> Path:
 
 
 def _job(name: str, replicas: int, *, cpu: str, duration: str, node: str | None = None,
-         memory: str | None = None) -> str:
+         memory: str | None = None, queue: str = "default") -> str:
     requests = {"cpu": cpu} if memory is None else {"cpu": cpu, "memory": memory}
     spec: dict[str, Any] = {"restartPolicy": "OnFailure", "containers": [
         {"name": "c", "image": "busybox", "resources": {"requests": requests}}]}
@@ -55,7 +55,7 @@ def _job(name: str, replicas: int, *, cpu: str, duration: str, node: str | None 
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
     return yaml.safe_dump({
         "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
-        "spec": {"minAvailable": replicas, "schedulerName": "volcano", "queue": "default",
+        "spec": {"minAvailable": replicas, "schedulerName": "volcano", "queue": queue,
                  "tasks": [{"name": "t", "replicas": replicas, "template": {
                      "metadata": {"annotations": {"pyvolcano.io/duration": duration}}, "spec": spec}}]}})
 
