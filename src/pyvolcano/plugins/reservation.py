@@ -48,7 +48,7 @@ the first tier, the permit ends the vote before ``overcommit``'s idle-resource c
 
 Lending (``reservation.lendShares``, default false). A reserved gang's queue deserves its share
 but often cannot use it before the reservation starts (it waits for whole nodes), while other
-queues' pods wait for theirs. With the argument on, the plugin registers a
+queues' pods wait for theirs. With the argument on, the plugin registers itself as a
 :class:`~pyvolcano.framework.interfaces.ShareLender`: the queues of the held reservations lend
 their idle share (deserved less allocated, proportion's loans) to pods of other queues expected
 to end (now + runtime, as above) by the earliest held start, so the share is back when the gang
@@ -141,26 +141,6 @@ class _Held:
     slack: np.ndarray         # dims × len(rows)
 
 
-class _Lender:
-    """``reservation.lendShares``: the queues of the held reservations lend their idle share
-    (proportion's loans) to pods expected to end before the first of them starts."""
-
-    __slots__ = ("_plugin", "_ssn")
-
-    def __init__(self, plugin: ReservationPlugin, ssn: Session):
-        self._plugin = plugin
-        self._ssn = ssn
-
-    def lenders(self) -> frozenset[str]:
-        self._plugin._ensure()
-        return self._plugin._lenders
-
-    def may_borrow(self, task: TaskInfo) -> bool:
-        plugin = self._plugin
-        plugin._ensure()
-        return plugin._end(self._ssn, task) <= plugin._lend_until + _EPS
-
-
 class ReservationPlugin:
     name = NAME
 
@@ -225,7 +205,7 @@ class ReservationPlugin:
 
         ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key)
         if self.lend_shares:
-            ssn.add_share_lender(NAME, _Lender(self, ssn))
+            ssn.add_share_lender(NAME, self)
         ssn.add_job_valid_fn(NAME, valid)
         ssn.add_job_enqueueable_fn(NAME, enqueueable)
         ssn.add_event_handler(EventHandler(
@@ -252,6 +232,18 @@ class ReservationPlugin:
         self._reserved_jobs = set(book.held)
         self._lenders = frozenset(r.queue for r in book.held.values())
         self._lend_until = min((r.start for r in book.held.values()), default=-math.inf)
+
+    # ------------------------------------------------------------------ lending (ShareLender)
+    def lenders(self) -> frozenset[str]:
+        """``reservation.lendShares``: the queues of the held reservations lend their idle share."""
+        self._ensure()
+        return self._lenders
+
+    def may_borrow(self, task: TaskInfo) -> bool:
+        """Whether ``task`` is expected to end by the earliest held reservation's start."""
+        self._ensure()
+        assert self._ssn is not None
+        return self._end(self._ssn, task) <= self._lend_until + _EPS
 
     def on_session_close(self, ssn: Session) -> None:
         book = ssn.memo.reservations
