@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from builders import node, open_session, pod, podgroup, queue
+from builders import node, open_session, pod, podgroup, queue, schedule
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.framework.session import Session
 from pyvolcano.store.base import to_rfc3339
@@ -106,6 +106,33 @@ def test_a_lending_queue_does_not_borrow_from_itself() -> None:
     a = ssn.queues["a"]
     assert ssn.allocatable(a, _task(ssn, "extra"))
     assert a.name in ssn.share_lender().lenders()  # type: ignore[union-attr]
+
+
+def _why(*extra: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    docs = [queue("a", weight=3), queue("b"), node("n1", cpu="8"), node("n2", cpu="8"),
+            podgroup("bl", queue="b", phase="Running"),
+            _timed(pod("bl-0", "bl", cpu="4", memory=None, node_name="n1", phase="Running"), "200s", started=0.0),
+            podgroup("gang", queue="a", min_member=2),
+            *(pod(f"gang-{i}", "gang", cpu="6", memory=None) for i in range(2)), *extra]
+    out: dict[str, dict[str, Any]] = schedule(*docs, conf=_conf(True))["diagnoses"]
+    return out
+
+
+def test_job_why_says_a_pod_that_would_outlast_the_reservation_cannot_borrow() -> None:
+    d = _why(*_borrower("long", "1000s"))["ns/long"]
+    assert d["reason"] == "Queue.OverDeserved"
+    assert ("queue(s) a lend their idle deserved share only to pods expected to end before their reserved gang "
+            "starts") in d["hint"]
+
+
+def test_job_why_says_the_lent_share_is_taken() -> None:
+    # a lends 12 cpu: six 2-cpu pods of b borrow it, the seventh waits.
+    docs = [doc for i in range(7) for doc in _borrower(f"s{i}", "50s")]
+    out = _why(*docs)
+    waiting = [k for k, d in out.items() if k.startswith("ns/s")]
+    assert waiting == ["ns/s6"]
+    assert out["ns/s6"]["reason"] == "Queue.OverDeserved"
+    assert "the idle deserved share that queue(s) a lend is already lent" in out["ns/s6"]["hint"]
 
 
 def _scenario() -> list[tuple[float, dict[str, Any]]]:

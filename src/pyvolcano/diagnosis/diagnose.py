@@ -536,12 +536,30 @@ class _Context:
             if req.get(name) > total + _EPS:
                 hint = (f"{len(needed)} pod(s) need {format_amount(name, req.get(name))} {name} but the whole "
                         f"cluster has {format_amount(name, total)} {name}, so no share of it can hold them; add nodes")
+            else:
+                lent = self._loan_refused(job, needed)
+                if lent is not None:
+                    hint = f"{hint}; {lent}"
         else:
             reason = Reason.QUEUE_OVER_CAPABILITY
             msg = f"queue {job.queue} would exceed its capability on {', '.join(dims)}"
             hint = (f"{len(needed)} pod(s) need {format_amount(name, req.get(name))} {name} but queue "
                     f"{job.queue} has {left} left within its capability; raise its capability on {name}")
         return reason, msg, hint, tuple(figures)
+
+    def _loan_refused(self, job: JobInfo, needed: list[TaskInfo]) -> str | None:
+        """Why the idle share that reserved gangs' queues lend (``reservation.lendShares``) did not
+        take these pods above their queue's deserved share; None when nothing is lent to them."""
+        lender = self.ssn.share_lender()
+        lenders = lender.lenders() if lender is not None else frozenset()
+        if lender is None or not lenders or job.queue in lenders:
+            return None
+        names = ", ".join(sorted(lenders))
+        if not all(lender.may_borrow(t) for t in needed):
+            return (f"queue(s) {names} lend their idle deserved share only to pods expected to end before "
+                    f"their reserved gang starts, and these pods would run past it or declare no runtime "
+                    f"(reservation.lendShares)")
+        return f"the idle deserved share that queue(s) {names} lend is already lent (reservation.lendShares)"
 
     def _dra_reason(self, task: TaskInfo, top_reason: str, top_count: int, fe: FitErrors) -> tuple[Reason, str] | None:
         """The DRA code when the most common failure is dynamic resource allocation's."""
