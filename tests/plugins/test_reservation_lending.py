@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from builders import node, open_session, pod, podgroup, queue, schedule
 from pyvolcano.api.task import TaskInfo
@@ -30,13 +32,14 @@ def _timed(doc: dict[str, Any], runtime: str, *, started: float | None = None) -
     return doc
 
 
-def _session(lend: bool | None, *borrowers: dict[str, Any], pods: tuple[str, str] = ("110", "110")) -> Session:
+def _session(lend: bool | None, *borrowers: dict[str, Any], pods: tuple[str, str] = ("110", "110"),
+             held: str = "4") -> Session:
     """Queues a (weight 3) and b (weight 1) on two 8-cpu nodes (of ``pods`` pods each). b runs 4
     cpu on n1 until 200 s, its deserved share; a's gang of two 6-cpu pods waits for n1, so it is
     reserved from 200 s, and a's deserved 12 cpu lie idle until then. Now is 10 s."""
     docs = [queue("a", weight=3), queue("b"), node("n1", cpu="8", pods=pods[0]), node("n2", cpu="8", pods=pods[1]),
             podgroup("bl", queue="b", phase="Running"),
-            _timed(pod("bl-0", "bl", cpu="4", memory=None, node_name="n1", phase="Running"), "200s", started=0.0),
+            _timed(pod("bl-0", "bl", cpu=held, memory=None, node_name="n1", phase="Running"), "200s", started=0.0),
             podgroup("gang", queue="a", min_member=2),
             *(pod(f"gang-{i}", "gang", cpu="6", memory=None) for i in range(2)),
             *borrowers]
@@ -45,9 +48,9 @@ def _session(lend: bool | None, *borrowers: dict[str, Any], pods: tuple[str, str
     return ssn
 
 
-def _borrower(name: str, runtime: str, *, replicas: int = 1) -> list[dict[str, Any]]:
+def _borrower(name: str, runtime: str, *, replicas: int = 1, cpu: str = "2") -> list[dict[str, Any]]:
     return [podgroup(name, queue="b"),
-            *(_timed(pod(f"{name}-{i}", name, cpu="2", memory=None), runtime) for i in range(replicas))]
+            *(_timed(pod(f"{name}-{i}", name, cpu=cpu, memory=None), runtime) for i in range(replicas))]
 
 
 def _task(ssn: Session, job: str, index: int = 0) -> TaskInfo:
@@ -97,6 +100,30 @@ def test_loans_stop_at_the_lenders_idle_share_and_count_agrees_with_each_pod_in_
     assert admitted == 6
     stmt.discard()
     assert ssn.allocatable(b, tasks[0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(cpu=st.sampled_from(["500m", "1", "1500m", "3"]), k=st.integers(1, 24), lent=st.integers(0, 3),
+       held=st.sampled_from(["2", "3", "4"]))
+@example(cpu="1500m", k=12, lent=0, held="2")  # one replica within b's share, then eight on a loan
+def test_batch_count_equals_the_pod_by_pod_verdicts(cpu: str, k: int, lent: int, held: str) -> None:
+    # b runs ``held`` of its deserved 4 cpu; ``lent`` 1-cpu pods of b are allocated first, then k
+    # replicas of one template: some within b's share, the rest on a loan.
+    ssn = _session(True, *_borrower("pre", "50s", replicas=lent, cpu="1") if lent else (),
+                   *_borrower("many", "50s", replicas=k, cpu=cpu), held=held)
+    b = ssn.queues["b"]
+    stmt = ssn.statement()
+    for i in range(lent):
+        stmt.allocate(_task(ssn, "pre", i), ssn.node_list[1])
+    tasks = [_task(ssn, "many", i) for i in range(k)]
+    counted = ssn.allocatable_count(b, tasks[0], k)
+    admitted = 0
+    for task in tasks:
+        if not ssn.allocatable(b, task):
+            break
+        stmt.allocate(task, ssn.node_list[1])
+        admitted += 1
+    assert counted == admitted
 
 
 def test_a_lending_queue_does_not_borrow_from_itself() -> None:
