@@ -172,7 +172,8 @@ class _Loans:
             return False
         attr = self._opts[queue.uid]
         base = self._base(queue.uid, terms[1])
-        return any(v - max(attr.allocated.get(d) - attr.deserved.get(d), 0.0) > 0.0 for d, v in base.items())
+        return any(v - max(attr.allocated.get(d) - attr.deserved.get(d), 0.0) > 0.0
+                   for d, v in base.items() if d != PODS)
 
     def admits(self, queue: QueueInfo, task: TaskInfo, k: int, placed: int) -> int:
         """How many of ``k`` replicas of ``task``'s template, after ``placed`` replicas admitted
