@@ -134,16 +134,18 @@ class _Loans:
         self._bases: dict[str, tuple[int, frozenset[str], dict[str, float]]] = {}
         self.version = 0
 
-    def _lenders(self) -> tuple[ShareLender, frozenset[str]] | None:
+    def _terms(self, queue: QueueInfo) -> tuple[ShareLender, frozenset[str]] | None:
+        """The lender and the lending queues, when ``queue`` may borrow from them at all (it is
+        Open and not itself a lender); None otherwise."""
         if not self._looked_up:
             # Looked up at the first question: every plugin has registered by then.
             self._looked_up = True
             self._lender = self._ssn.share_lender()
         lender = self._lender
-        if lender is None:
+        if lender is None or queue.state != "Open":
             return None
         lenders = lender.lenders()
-        return (lender, lenders) if lenders else None
+        return (lender, lenders) if lenders and queue.uid not in lenders else None
 
     def _base(self, queue: str, lenders: frozenset[str]) -> dict[str, float]:
         """Per dimension, what ``queue`` may hold above its deserved share: the lenders' idle
@@ -167,8 +169,8 @@ class _Loans:
 
     def could_borrow(self, queue: QueueInfo) -> bool:
         """Whether ``queue`` may still borrow on some dimension (Overused's exception)."""
-        terms = self._lenders()
-        if terms is None or queue.uid in terms[1] or queue.state != "Open":
+        terms = self._terms(queue)
+        if terms is None:
             return False
         attr = self._opts[queue.uid]
         base = self._base(queue.uid, terms[1])
@@ -179,8 +181,8 @@ class _Loans:
         """How many of ``k`` replicas of ``task``'s template, after ``placed`` replicas admitted
         within the share (not yet in ``allocated`` when ``placed`` > 0), go on a loan, one after
         another; the sums are formed one addition at a time, as the allocate events form them."""
-        terms = self._lenders()
-        if terms is None or queue.uid in terms[1] or queue.state != "Open":
+        terms = self._terms(queue)
+        if terms is None:
             return 0
         lender, lenders = terms
         if not lender.may_borrow(task):
