@@ -32,18 +32,23 @@ def _timed(doc: dict[str, Any], runtime: str, *, started: float | None = None) -
     return doc
 
 
-def _session(lend: bool | None, *borrowers: dict[str, Any], pods: tuple[str, str] = ("110", "110"),
-             held: str = "4") -> Session:
-    """Queues a (weight 3) and b (weight 1) on two 8-cpu nodes (of ``pods`` pods each). b runs 4
-    cpu on n1 until 200 s, its deserved share; a's gang of two 6-cpu pods waits for n1, so it is
-    reserved from 200 s, and a's deserved 12 cpu lie idle until then. Now is 10 s."""
-    docs = [queue("a", weight=3), queue("b"), node("n1", cpu="8", pods=pods[0]), node("n2", cpu="8", pods=pods[1]),
+def _cluster(*borrowers: dict[str, Any], pods: tuple[str, str] = ("110", "110"),
+             held: str = "4") -> list[dict[str, Any]]:
+    """Queues a (weight 3) and b (weight 1) on two 8-cpu nodes (of ``pods`` pods each). b runs
+    ``held`` cpu on n1 until 200 s (4: its deserved share); a's gang of two 6-cpu pods waits for
+    n1, so it is reserved from 200 s, and a's deserved 12 cpu lie idle until then."""
+    return [queue("a", weight=3), queue("b"), node("n1", cpu="8", pods=pods[0]), node("n2", cpu="8", pods=pods[1]),
             podgroup("bl", queue="b", phase="Running"),
             _timed(pod("bl-0", "bl", cpu=held, memory=None, node_name="n1", phase="Running"), "200s", started=0.0),
             podgroup("gang", queue="a", min_member=2),
             *(pod(f"gang-{i}", "gang", cpu="6", memory=None) for i in range(2)),
             *borrowers]
-    ssn = open_session(*docs, conf=_conf(lend), now=10.0)
+
+
+def _session(lend: bool | None, *borrowers: dict[str, Any], pods: tuple[str, str] = ("110", "110"),
+             held: str = "4") -> Session:
+    """A session on :func:`_cluster` at 10 s."""
+    ssn = open_session(*_cluster(*borrowers, pods=pods, held=held), conf=_conf(lend), now=10.0)
     ssn.job_valid(ssn.jobs["ns/gang"])  # plans the reservations, as allocate's first question does
     return ssn
 
@@ -136,12 +141,7 @@ def test_a_lending_queue_does_not_borrow_from_itself() -> None:
 
 
 def _why(*extra: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    docs = [queue("a", weight=3), queue("b"), node("n1", cpu="8"), node("n2", cpu="8"),
-            podgroup("bl", queue="b", phase="Running"),
-            _timed(pod("bl-0", "bl", cpu="4", memory=None, node_name="n1", phase="Running"), "200s", started=0.0),
-            podgroup("gang", queue="a", min_member=2),
-            *(pod(f"gang-{i}", "gang", cpu="6", memory=None) for i in range(2)), *extra]
-    out: dict[str, dict[str, Any]] = schedule(*docs, conf=_conf(True))["diagnoses"]
+    out: dict[str, dict[str, Any]] = schedule(*_cluster(*extra), conf=_conf(True))["diagnoses"]
     return out
 
 
