@@ -1,5 +1,6 @@
 """``reservation.lendShares``: the reserved gang's queue lends its idle share to pods that end
-before the reservation starts; proportion's Allocatable and Overused honour the loan."""
+before the reservation starts, and what stays idle after the gang has its share to pods that end
+later; proportion's Allocatable and Overused honour the loan."""
 
 from __future__ import annotations
 
@@ -33,22 +34,26 @@ def _timed(doc: dict[str, Any], runtime: str, *, started: float | None = None) -
 
 
 def _cluster(*borrowers: dict[str, Any], pods: tuple[str, str] = ("110", "110"),
-             held: str = "4") -> list[dict[str, Any]]:
+             held: str = "4", gang_cpu: str = "6") -> list[dict[str, Any]]:
     """Queues a (weight 3) and b (weight 1) on two 8-cpu nodes (of ``pods`` pods each). b runs
     ``held`` cpu on n1 until 200 s (4: its deserved share); a's gang of two 6-cpu pods waits for
-    n1, so it is reserved from 200 s, and a's deserved 12 cpu lie idle until then."""
+    n1, so it is reserved from 200 s, and a's deserved 12 cpu lie idle until then. With
+    ``gang_cpu`` 5, a also has a 2-cpu pod of another job pending (so a still deserves 12) and
+    its gang claims 10: 2 cpu stay idle after the gang starts."""
+    extra = [] if gang_cpu == "6" else [podgroup("later", queue="a", phase="Pending"),
+                                        pod("later-0", "later", cpu="2", memory=None)]
     return [queue("a", weight=3), queue("b"), node("n1", cpu="8", pods=pods[0]), node("n2", cpu="8", pods=pods[1]),
             podgroup("bl", queue="b", phase="Running"),
             _timed(pod("bl-0", "bl", cpu=held, memory=None, node_name="n1", phase="Running"), "200s", started=0.0),
             podgroup("gang", queue="a", min_member=2),
-            *(pod(f"gang-{i}", "gang", cpu="6", memory=None) for i in range(2)),
-            *borrowers]
+            *(pod(f"gang-{i}", "gang", cpu=gang_cpu, memory=None) for i in range(2)),
+            *extra, *borrowers]
 
 
 def _session(lend: bool | None, *borrowers: dict[str, Any], pods: tuple[str, str] = ("110", "110"),
-             held: str = "4") -> Session:
+             held: str = "4", gang_cpu: str = "6") -> Session:
     """A session on :func:`_cluster` at 10 s."""
-    ssn = open_session(*_cluster(*borrowers, pods=pods, held=held), conf=_conf(lend), now=10.0)
+    ssn = open_session(*_cluster(*borrowers, pods=pods, held=held, gang_cpu=gang_cpu), conf=_conf(lend), now=10.0)
     ssn.job_valid(ssn.jobs["ns/gang"])  # plans the reservations, as allocate's first question does
     return ssn
 
@@ -68,9 +73,31 @@ def test_pod_that_ends_before_the_reservation_borrows_the_reserved_queues_idle_s
     assert ssn.allocatable(ssn.queues["b"], _task(ssn, "short"))
 
 
-def test_pod_that_would_outlast_the_reservation_does_not_borrow() -> None:
+def test_pod_that_would_outlast_the_reservation_does_not_borrow_the_share_its_gang_claims() -> None:
     ssn = _session(True, *_borrower("long", "1000s"))
     assert not ssn.allocatable(ssn.queues["b"], _task(ssn, "long"))
+
+
+def test_pod_that_would_outlast_the_reservation_borrows_only_what_stays_idle_after_it() -> None:
+    # a deserves 12 cpu and its gang claims 10: one long 2-cpu pod of b may borrow the 2 left, a
+    # second may not; short pods may still borrow all 12 until the gang starts.
+    ssn = _session(True, *_borrower("long", "1000s", replicas=2), *_borrower("short", "50s", replicas=7),
+                   gang_cpu="5")
+    b = ssn.queues["b"]
+    assert ssn.memo.reservations.held["ns/gang"].start == 200.0
+    assert ssn.allocatable_count(b, _task(ssn, "long"), 2) == 1
+    assert ssn.allocatable_count(b, _task(ssn, "short"), 7) == 6
+    stmt = ssn.statement()
+    stmt.allocate(_task(ssn, "long", 0), ssn.node_list[1])
+    assert not ssn.allocatable(b, _task(ssn, "long", 1))
+    assert ssn.allocatable_count(b, _task(ssn, "short"), 7) == 5
+    stmt.discard()
+
+
+def test_pod_without_a_runtime_never_borrows() -> None:
+    docs = [podgroup("endless", queue="b"), pod("endless-0", "endless", cpu="2", memory=None)]
+    ssn = _session(True, *docs, gang_cpu="5")
+    assert not ssn.allocatable(ssn.queues["b"], _task(ssn, "endless"))
 
 
 @pytest.mark.parametrize("lend", [False, None], ids=["lendShares false", "no reservation plugin"])
@@ -107,15 +134,19 @@ def test_loans_stop_at_the_lenders_idle_share_and_count_agrees_with_each_pod_in_
     assert ssn.allocatable(b, tasks[0])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(cpu=st.sampled_from(["500m", "1", "1500m", "3"]), k=st.integers(1, 24), lent=st.integers(0, 3),
-       held=st.sampled_from(["2", "3", "4"]))
-@example(cpu="1500m", k=12, lent=0, held="2")  # one replica within b's share, then eight on a loan
-def test_batch_count_equals_the_pod_by_pod_verdicts(cpu: str, k: int, lent: int, held: str) -> None:
+       held=st.sampled_from(["2", "3", "4"]), runtime=st.sampled_from(["50s", "1000s"]),
+       gang_cpu=st.sampled_from(["5", "6"]))
+@example(cpu="1500m", k=12, lent=0, held="2", runtime="50s", gang_cpu="6")  # one within b's share, eight lent
+@example(cpu="500m", k=8, lent=1, held="4", runtime="1000s", gang_cpu="5")  # 1 cpu left after the gang: two
+def test_batch_count_equals_the_pod_by_pod_verdicts(cpu: str, k: int, lent: int, held: str, runtime: str,
+                                                     gang_cpu: str) -> None:
     # b runs ``held`` of its deserved 4 cpu; ``lent`` 1-cpu pods of b are allocated first, then k
-    # replicas of one template: some within b's share, the rest on a loan.
+    # replicas of one template: some within b's share, the rest on a loan (of all of a's idle
+    # share when they end before the gang starts, of what stays idle after it otherwise).
     ssn = _session(True, *_borrower("pre", "50s", replicas=lent, cpu="1") if lent else (),
-                   *_borrower("many", "50s", replicas=k, cpu=cpu), held=held)
+                   *_borrower("many", runtime, replicas=k, cpu=cpu), held=held, gang_cpu=gang_cpu)
     b = ssn.queues["b"]
     stmt = ssn.statement()
     for i in range(lent):
@@ -140,16 +171,22 @@ def test_a_lending_queue_does_not_borrow_from_itself() -> None:
     assert a.name in ssn.share_lender().lenders()  # type: ignore[union-attr]
 
 
-def _why(*extra: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = schedule(*_cluster(*extra), conf=_conf(True))["diagnoses"]
+def _why(*extra: dict[str, Any], gang_cpu: str = "6") -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = schedule(*_cluster(*extra, gang_cpu=gang_cpu), conf=_conf(True))["diagnoses"]
     return out
 
 
-def test_job_why_says_a_pod_that_would_outlast_the_reservation_cannot_borrow() -> None:
+def test_job_why_says_a_pod_that_would_outlast_the_reservation_finds_the_share_left_after_it_lent() -> None:
     d = _why(*_borrower("long", "1000s"))["ns/long"]
     assert d["reason"] == "Queue.OverDeserved"
-    assert ("queue(s) a lend their idle deserved share only to pods expected to end before their reserved gang "
-            "starts") in d["hint"]
+    assert ("these pods would run past the start of the gang reserved in queue(s) a, and the idle deserved share "
+            "left for such pods once that gang has its share is already lent") in d["hint"]
+
+
+def test_job_why_says_a_pod_without_a_runtime_cannot_borrow() -> None:
+    d = _why(podgroup("endless", queue="b"), pod("endless-0", "endless", cpu="2", memory=None))["ns/endless"]
+    assert d["reason"] == "Queue.OverDeserved"
+    assert "lend their idle deserved share only to pods that declare a runtime" in d["hint"]
 
 
 def test_job_why_says_the_lent_share_is_taken() -> None:

@@ -7,6 +7,9 @@ ends. The plugin (``plugins/reservation.py``) makes them and keeps them in the o
 so that they outlive a session; the diagnosis (``job why``), ``queue top``, the metrics and the
 dashboard read them from there.
 
+A :class:`LoanTerm` says how a pod would hold a loan of the reserved queues' idle share
+(``reservation.lendShares``).
+
 Invariants: a Reservation never changes once made (a new plan makes new ones);
 ``ReservationBook.generation`` moves exactly when the held set changes, so what was derived
 from one plan (feasibility verdicts) can be keyed on it.
@@ -14,14 +17,27 @@ from one plan (feasibility verdicts) can be keyed on it.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["HELD_REASON", "Reservation", "ReservationBook"]
+__all__ = ["HELD_REASON", "LoanTerm", "Reservation", "ReservationBook"]
 
 HELD_REASON = "node(s) reserved for a waiting gang"
 """The predicate failure of a pod kept off a reserved node (it would delay the reservation)."""
+
+
+class LoanTerm(enum.Enum):
+    """How a pod would hold a loan of idle share (``ShareLender.loan_term``)."""
+
+    IN_TIME = "in-time"
+    """Expected to end before the lenders need their share: it may borrow all of the idle share."""
+    PAST = "past"
+    """Expected to end after that: it may borrow only what stays idle once the lenders take back
+    what they keep back."""
+    NONE = "none"
+    """No expected end: it never borrows."""
 
 
 @dataclass(frozen=True, slots=True)

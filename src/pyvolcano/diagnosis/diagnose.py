@@ -51,7 +51,7 @@ from pyvolcano.api.hypernode_tree import CLUSTER_TOP_HYPERNODE
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.objects import PodGroupCondition
 from pyvolcano.api.quantity import format_quantity
-from pyvolcano.api.reservation import HELD_REASON
+from pyvolcano.api.reservation import HELD_REASON, LoanTerm
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import DRA_CANNOT_ALLOCATE, DRA_NOT_AVAILABLE, DRA_PRE_PREDICATE, Code, FitErrors
@@ -555,9 +555,13 @@ class _Context:
         if lender is None or not lenders or job.queue in lenders:
             return None
         names = ", ".join(sorted(lenders))
-        if not all(lender.may_borrow(t) for t in needed):
-            return (f"queue(s) {names} lend their idle deserved share only to pods expected to end before "
-                    f"their reserved gang starts, and these pods would run past it or declare no runtime "
+        terms = {lender.loan_term(t) for t in needed}
+        if LoanTerm.NONE in terms:
+            return (f"queue(s) {names} lend their idle deserved share only to pods that declare a runtime, and "
+                    f"these pods declare none (reservation.lendShares)")
+        if LoanTerm.PAST in terms:
+            return (f"these pods would run past the start of the gang reserved in queue(s) {names}, and the idle "
+                    f"deserved share left for such pods once that gang has its share is already lent "
                     f"(reservation.lendShares)")
         return f"the idle deserved share that queue(s) {names} lend is already lent (reservation.lendShares)"
 

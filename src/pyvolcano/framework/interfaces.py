@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from pyvolcano.api.job import JobInfo
+    from pyvolcano.api.reservation import LoanTerm
     from pyvolcano.api.resource import Resource
     from pyvolcano.api.sub_job import SubJobInfo
     from pyvolcano.api.task import TaskInfo
@@ -100,12 +101,17 @@ class ShareLender(Protocol):
     extension point.
 
     ``lenders()`` are the queues whose idle share (deserved less allocated) may be lent now;
-    ``may_borrow(task)`` whether ``task`` may run on a loan, that is, whether it gives the
-    share back in time (it is expected to end before the lenders need it)."""
+    ``loan_term(task)`` whether ``task`` would give a loan back before the lenders need their
+    share (:class:`~pyvolcano.api.reservation.LoanTerm`); ``kept_back()`` what the lenders will
+    need then, per resource: a task that would keep its loan past that time borrows only from the
+    idle share less this."""
 
     def lenders(self) -> frozenset[str]: ...
 
-    def may_borrow(self, task: TaskInfo) -> bool: ...
+    def loan_term(self, task: TaskInfo) -> LoanTerm: ...
+
+    def kept_back(self) -> Mapping[str, float]: ...
+
 
 
 class HyperNodeScoreBounds(Protocol):

@@ -12,10 +12,13 @@ JobEnqueued (min resources against realCapability, with inqueue and elastic acco
 
 Loans (not upstream; only with a :class:`~pyvolcano.framework.interfaces.ShareLender` registered,
 the reservation plugin's ``reservation.lendShares``): a pod refused by Allocatable may still be
-allocated above its queue's deserved share when the lender says it gives the share back in time
-(``may_borrow``) and, on every dimension it takes above that share, the lenders' idle share (their
-deserved less allocated) still covers what all borrowing queues hold above theirs, the pod included;
-its queue stays within its real capability, and a lending queue never borrows. Overused then
+allocated above its queue's deserved share when, on every dimension it takes above that share, the
+lenders' idle share (their deserved less allocated) still covers what all borrowing queues hold
+above theirs, the pod included. That holds for a pod that gives the share back in time (the
+lender's ``loan_term`` is ``IN_TIME``); for one that would keep it past then (``PAST``) the idle
+share less what the lenders keep back for that time (``kept_back``) must cover it, and a pod with
+no expected end (``NONE``) never borrows. Its queue stays within its real capability, and a
+lending queue never borrows. Overused then
 answers False for a queue that could still borrow, so allocate walks its jobs; Preemptive (reclaim)
 keeps the plain share check, so a borrowing queue never reclaims. Without a lender nothing of this
 runs.
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.queue import QueueInfo
+from pyvolcano.api.reservation import LoanTerm
 from pyvolcano.api.resource import PODS, DimensionDefault, Resource, share
 from pyvolcano.api.task import TaskInfo
 from pyvolcano.cache.job_sums import JobSums
@@ -185,10 +189,14 @@ class _Loans:
         if terms is None:
             return 0
         lender, lenders = terms
-        if not lender.may_borrow(task):
+        term = lender.loan_term(task)
+        if term is LoanTerm.NONE:
             return 0
         attr = self._opts[queue.uid]
         base = self._base(queue.uid, lenders)
+        if term is LoanTerm.PAST:
+            kept = lender.kept_back()
+            base = {d: v - kept.get(d, 0.0) for d, v in base.items()}
         dims = [(d, v) for d, v in task.resreq.items() if v > 0 and d != PODS]
         held = {d: attr.allocated.get(d) for d, _v in dims}
         for _ in range(placed):

@@ -1,7 +1,8 @@
 """reservation plugin: reservations for blocked gangs, and backfill that cannot delay them.
 
 Not an upstream plugin (upstream's ``backfill`` action places only BestEffort pods); off unless
-configured. Slurm's EASY backfill carried over to Volcano's session model (docs/recommended.md).
+configured, and with only ``reservation.maxReservations`` (and the runtime arguments) it changes
+no job order. Slurm's EASY backfill carried over to Volcano's session model (docs/recommended.md).
 
 Design. Once per session, at its first ``JobValid``, ``JobEnqueueable`` or predicate call (by
 then every plugin of every tier has registered, so the plan sees their predicates), the plugin
@@ -25,7 +26,9 @@ first ``reservation.maxReservations`` (default 1, EASY) of them that can be plan
   them within that quota as the queue's own pods end (allocate refuses them before), is the
   reservation's ``start`` and the nodes it used are its
   ``claims``; a ``Pending`` PodGroup without pods is
-  planned as ``minAvailable`` pods sharing its ``minResources`` equally;
+  planned as ``minAvailable`` pods sharing its ``minResources`` equally, whose runtime is the
+  PodGroup's own ``pyvolcano.io/duration`` (a Volcano Job's annotations are its PodGroup's), else
+  ``reservation.defaultRuntime``;
 * a gang with a network topology, on a cluster with HyperNodes, is planned inside one HyperNode
   when one holds it: at that same first moment, the HyperNodes of each tier from the lowest (up
   to its effective highest tier), the tightest first, before any nodes; a hard gang is never
@@ -50,11 +53,25 @@ Lending (``reservation.lendShares``, default false). A reserved gang's queue des
 but often cannot use it before the reservation starts (it waits for whole nodes), while other
 queues' pods wait for theirs. With the argument on, the plugin registers itself as a
 :class:`~pyvolcano.framework.interfaces.ShareLender`: the queues of the held reservations lend
-their idle share (deserved less allocated, proportion's loans) to pods of other queues expected
-to end (now + runtime, as above) by the earliest held start, so the share is back when the gang
-needs it and no reservation is delayed by a loan. A pod with no known runtime never borrows. A
-borrowing queue is above its deserved share, so proportion's Reclaimable lets an under-share
+their idle share (deserved less allocated, proportion's loans) to pods of other queues. A pod
+expected to end (now + runtime, as above) by the earliest held start may borrow all of it
+(``LoanTerm.IN_TIME``); one expected to end later only what stays idle once the held gangs have
+what they claim (``LoanTerm.PAST``, ``kept_back``); one with no known runtime never borrows. So
+what the borrowers hold above their shares stays within the lenders' idle share after the held
+gangs start too; a loan never takes from the reserved gang's own room in its queue's share, and the
+predicate keeps loans off claimed nodes as any other pod, so no reservation is delayed by a loan.
+A borrowing queue is above its deserved share, so proportion's Reclaimable lets an under-share
 queue take the loan back where reclaim runs.
+
+Gang order (``reservation.gangOrder``, default ``jobOrder``). With ``shortestFirst`` the plugin
+adds a JobOrder between two *waiting gangs* (the blocked gangs' test without the quota): the one with
+the shorter expected runtime (its needed pods' longest, or its PodGroup's, as above) goes first,
+so the reservation, enqueue and allocate take it first, and a queue's gangs wait less on average
+(shortest job first). A gang that has waited (now − creation) as long as its expected runtime,
+or declares none, is *due* and goes before every gang that is not: a long gang is passed by
+shorter ones for at most its own runtime, then waits in the next order (priority comes before,
+in the plugin's tier; FIFO after) with the other due gangs. Pairs with a job that is not a
+waiting gang are left to the next order.
 
 State. The reservations live in the cache memo's :class:`~pyvolcano.api.reservation.ReservationBook`
 (``SessionMemo.reservations``), the only state kept between sessions. They are replanned in a
@@ -77,7 +94,7 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -86,7 +103,7 @@ import numpy as np
 from pyvolcano.api.duration import parse_duration
 from pyvolcano.api.job import JobInfo
 from pyvolcano.api.names import POD_DURATION_KEY
-from pyvolcano.api.reservation import HELD_REASON, Reservation
+from pyvolcano.api.reservation import HELD_REASON, LoanTerm, Reservation
 from pyvolcano.api.resource import Resource
 from pyvolcano.api.task import TaskInfo, TaskStatus
 from pyvolcano.api.unschedule import Code, Status
@@ -105,12 +122,16 @@ MAX_RESERVATIONS = "reservation.maxReservations"
 DEFAULT_RUNTIME = "reservation.defaultRuntime"
 MIN_MEMBERS = "reservation.minMembers"
 LEND_SHARES = "reservation.lendShares"
+GANG_ORDER = "reservation.gangOrder"
+JOB_ORDER = "jobOrder"
+SHORTEST_FIRST = "shortestFirst"
 ARGUMENTS = ArgumentKeys(f"plugin {NAME}", (
     honoured(MAX_RESERVATIONS, note="how many blocked gangs get a reservation (default 1, Slurm's EASY)"),
     honoured(DEFAULT_RUNTIME, note="runtime of pods that declare none (default: unknown, never ends in the plan)"),
     honoured(MIN_MEMBERS, note="the smallest minAvailable that counts as a gang (default 2)"),
-    honoured(LEND_SHARES, note="lend the reserved gangs' queues' idle share to pods that end before the first "
-                               "reservation starts (default false)"),
+    honoured(LEND_SHARES, note="lend the reserved gangs' queues' idle share to other queues' pods (default false)"),
+    honoured(GANG_ORDER, note="jobOrder (default: the session's job order) or shortestFirst (waiting gangs with "
+                              "the shortest expected runtime first)"),
 ))
 
 _EPS = 1e-6
@@ -158,10 +179,15 @@ class ReservationPlugin:
             raise ArgumentError.bad(f"plugin {NAME}", DEFAULT_RUNTIME, f"got {self.default_runtime}s",
                                     "a positive duration such as 4h")
         self.lend_shares = args.get_bool(LEND_SHARES, False)
+        self.gang_order = args.get_str(GANG_ORDER, JOB_ORDER)
+        if self.gang_order not in (JOB_ORDER, SHORTEST_FIRST):
+            raise ArgumentError.bad(f"plugin {NAME}", GANG_ORDER, f"got {self.gang_order!r}",
+                                    f"{JOB_ORDER} or {SHORTEST_FIRST}")
         self._held: list[_Held] = []
         self._reserved_jobs: set[str] = set()
         self._lenders: frozenset[str] = frozenset()
         self._lend_until = -math.inf
+        self._kept_back: dict[str, float] = {}
         self._ssn: Session | None = None
         self._ready = False
 
@@ -203,6 +229,8 @@ class ReservationPlugin:
             # session's reservations before any of them is placed.
             self._ensure()
 
+        if self.gang_order == SHORTEST_FIRST:
+            ssn.add_job_order_fn(NAME, self._shortest_first(ssn))
         ssn.add_predicate_fn(NAME, predicate, cache_key=cache_key)
         if self.lend_shares:
             ssn.add_share_lender(NAME, self)
@@ -232,6 +260,12 @@ class ReservationPlugin:
         self._reserved_jobs = set(book.held)
         self._lenders = frozenset(r.queue for r in book.held.values())
         self._lend_until = min((r.start for r in book.held.values()), default=-math.inf)
+        kept: dict[str, float] = {}
+        for r in book.held.values():
+            for _node, amounts in r.claims:
+                for name, v in amounts:
+                    kept[name] = kept.get(name, 0.0) + v
+        self._kept_back = kept
 
     # ------------------------------------------------------------------ lending (ShareLender)
     def lenders(self) -> frozenset[str]:
@@ -239,11 +273,20 @@ class ReservationPlugin:
         self._ensure()
         return self._lenders
 
-    def may_borrow(self, task: TaskInfo) -> bool:
-        """Whether ``task`` is expected to end by the earliest held reservation's start."""
+    def loan_term(self, task: TaskInfo) -> LoanTerm:
+        """``IN_TIME`` when ``task`` is expected to end by the earliest held reservation's start,
+        ``PAST`` when later, ``NONE`` without a known runtime."""
         self._ensure()
         assert self._ssn is not None
-        return self._end(self._ssn, task) <= self._lend_until + _EPS
+        end = self._end(self._ssn, task)
+        if end == math.inf:
+            return LoanTerm.NONE
+        return LoanTerm.IN_TIME if end <= self._lend_until + _EPS else LoanTerm.PAST
+
+    def kept_back(self) -> Mapping[str, float]:
+        """What the held reservations' gangs take from their queues' share when they start."""
+        self._ensure()
+        return self._kept_back
 
     def on_session_close(self, ssn: Session) -> None:
         book = ssn.memo.reservations
@@ -263,14 +306,55 @@ class ReservationPlugin:
         if len(kept) != len(book.held):
             book.replace(kept, book.inputs)
 
+    # ------------------------------------------------------------------ gang order
+    def _waiting_gang(self, job: JobInfo) -> bool:
+        pg = job.podgroup
+        return (pg is not None and pg.phase in ("Pending", "Inqueue") and job.min_available >= self.min_members
+                and job.ready_task_num() < job.min_available)
+
+    def _shortest_first(self, ssn: Session) -> Callable[[JobInfo, JobInfo], int]:
+        """``reservation.gangOrder: shortestFirst``: a JobOrder between two waiting gangs. A gang
+        that has waited as long as its expected runtime, or declares none, is *due* and goes
+        before one that is not; two due gangs are left to the next order (FIFO by default); of
+        two that are not, the shorter goes first. Any other pair is left to the next order."""
+        keys: dict[str, float | None] = {}   # job -> expected runtime while not due; None: due
+
+        def key(job: JobInfo) -> float | None:
+            if job.uid not in keys:
+                runtime = self._gang_runtime(job)
+                due = runtime is None or ssn.now - job.creation_timestamp >= runtime
+                keys[job.uid] = None if due else runtime
+            return keys[job.uid]
+
+        def order(l: JobInfo, r: JobInfo) -> int:
+            if not (self._waiting_gang(l) and self._waiting_gang(r)):
+                return 0
+            lk, rk = key(l), key(r)
+            if lk is None or rk is None:
+                return (lk is not None) - (rk is not None)
+            return (lk > rk) - (lk < rk)
+
+        return order
+
+    def _gang_runtime(self, job: JobInfo) -> float | None:
+        """A waiting gang's expected runtime: the longest of its pods still needed (None when one
+        declares none), or, for a PodGroup whose pods do not exist yet, its own
+        ``pyvolcano.io/duration`` (a Volcano Job's annotations are its PodGroup's), else
+        ``reservation.defaultRuntime``."""
+        needed = self._needed(job)
+        if needed is None:
+            return self._podgroup_runtime(job)
+        runtimes = [expected_runtime(t, self.default_runtime) for t in needed]
+        return None if any(r is None for r in runtimes) else max(r for r in runtimes if r is not None)
+
+    def _podgroup_runtime(self, job: JobInfo) -> float | None:
+        text = job.podgroup.annotations.get(POD_DURATION_KEY) if job.podgroup is not None else None
+        seconds = parse_duration(text) if text is not None else None
+        return seconds if seconds is not None else self.default_runtime
+
     # ------------------------------------------------------------------ which gangs
     def _blocked_gangs(self, ssn: Session) -> list[JobInfo]:
-        min_members = self.min_members
-
-        def wanted(job: JobInfo) -> bool:
-            pg = job.podgroup
-            return (pg is not None and pg.phase in ("Pending", "Inqueue") and job.min_available >= min_members
-                    and job.ready_task_num() < job.min_available)
+        wanted = self._waiting_gang
 
         book = ssn.memo.reservations
         epoch = ssn.cache.capacity_epoch
@@ -339,9 +423,7 @@ class ReservationPlugin:
         table = ssn.node_table
         needed = self._needed(job)
         if needed is not None:
-            runtimes = [expected_runtime(t, self.default_runtime) for t in needed]
-            runtime = None if any(r is None for r in runtimes) else max(r for r in runtimes if r is not None)
-            return [self._dense(table, t, dims) for t in needed], needed[0], runtime
+            return [self._dense(table, t, dims) for t in needed], needed[0], self._gang_runtime(job)
         asked = self._asked(job)
         if asked is None or job.min_available < 1:
             return None
@@ -350,7 +432,7 @@ class ReservationPlugin:
             d = table.dim_index.get(name)
             if d is not None and d < dims:
                 pod[d] = v / job.min_available
-        return [pod] * job.min_available, None, self.default_runtime
+        return [pod] * job.min_available, None, self._podgroup_runtime(job)
 
     @staticmethod
     def _needed(job: JobInfo) -> list[TaskInfo] | None:

@@ -117,7 +117,8 @@ class Trace:
     jobs: list[dict[str, Any]]
     """batch.volcano.sh/v1alpha1 Job manifests sorted by submit time; each carries
     ``metadata.annotations["pyvolcano.io/submit-at"]`` and task templates with
-    ``pyvolcano.io/duration`` (absent: the pod runs until the end of the simulation)."""
+    ``pyvolcano.io/duration`` (absent: the pod runs until the end of the simulation); a Job
+    whose templates all have one also carries the longest (``job_manifest``)."""
     notes: list[str] = field(default_factory=list)
     """Assumptions made while converting (for the CLI and the report)."""
     config: str | None = None
@@ -376,12 +377,17 @@ def job_manifest(name: str, *, trace: str, submit: float, queue: str,
                  priority_class: str | None = None, labels: dict[str, str] | None = None,
                  annotations: dict[str, str] | None = None, line: int | None = None) -> dict[str, Any]:
     """A Volcano Job; ``tasks`` are ``(task name, replicas, pod template)``; ``min_available``
-    defaults to all replicas (a gang)."""
+    defaults to all replicas (a gang). When every template has a ``pyvolcano.io/duration``, the
+    Job has the longest of them too: its declared runtime, which the job controller copies to
+    its PodGroup, so the scheduler knows it before the pods exist."""
     ann = {SUBMIT_AT: go_duration(submit)}
     if line is not None:
         ann[TRACE_LINE] = str(line)
     if annotations:
         ann.update(annotations)
+    runtimes = [((tpl.get("metadata") or {}).get("annotations") or {}).get(DURATION) for _, _, tpl in tasks]
+    if runtimes and all(runtimes):
+        ann.setdefault(DURATION, go_duration(max(parse_duration_strict(str(r)) for r in runtimes)))
     lab = {TRACE_LABEL: trace}
     if labels:
         lab.update(labels)
