@@ -69,8 +69,8 @@ the shorter expected runtime (its needed pods' longest, or its PodGroup's, as ab
 so the reservation, enqueue and allocate take it first, and a queue's gangs wait less on average
 (shortest job first). A gang that has waited (now − creation) as long as its expected runtime,
 or declares none, is *due* and goes before every gang that is not: a long gang is passed by
-shorter ones for at most its own runtime, then waits in the next order (priority comes before,
-in the plugin's tier; FIFO after) with the other due gangs. Pairs with a job that is not a
+shorter ones only until it has waited its own runtime, then waits in the next order (priority
+comes before, in the plugin's tier; FIFO after) with the other due gangs. Pairs with a job that is not a
 waiting gang are left to the next order.
 
 State. The reservations live in the cache memo's :class:`~pyvolcano.api.reservation.ReservationBook`
