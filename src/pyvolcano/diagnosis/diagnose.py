@@ -551,8 +551,10 @@ class _Context:
         """Why the idle share that reserved gangs' queues lend (``reservation.lendShares``) did not
         take these pods above their queue's deserved share; None when nothing is lent to them."""
         lender = self.ssn.share_lender()
-        lenders = lender.lenders() if lender is not None else frozenset()
-        if lender is None or not lenders or job.queue in lenders:
+        if lender is None:
+            return None
+        lenders = lender.lenders()
+        if not lenders or job.queue in lenders:
             return None
         names = ", ".join(sorted(lenders))
         terms = {lender.loan_term(t) for t in needed}

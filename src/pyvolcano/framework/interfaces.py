@@ -113,7 +113,6 @@ class ShareLender(Protocol):
     def kept_back(self) -> Mapping[str, float]: ...
 
 
-
 class HyperNodeScoreBounds(Protocol):
     """A HyperNodeOrder scorer's scores known before any placement (network-topology-aware's),
     declared when it registers (``Session.add_hypernode_order_fn(bounds=...)``) and read by

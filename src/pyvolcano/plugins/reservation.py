@@ -142,14 +142,19 @@ def expected_runtime(task: TaskInfo, default: float | None) -> float | None:
     """A pod's expected runtime: its ``pyvolcano.io/duration``, else ``activeDeadlineSeconds``,
     else ``default`` (None: unknown)."""
     pod = task.pod
-    text = pod.annotations.get(POD_DURATION_KEY)
-    if text is not None:
-        seconds = parse_duration(text)
-        if seconds is not None:
-            return seconds
+    seconds = _annotated_runtime(pod.annotations)
+    if seconds is not None:
+        return seconds
     if pod.active_deadline_seconds is not None:
         return pod.active_deadline_seconds
     return default
+
+
+def _annotated_runtime(annotations: Mapping[str, str]) -> float | None:
+    """The ``pyvolcano.io/duration`` of a pod or a PodGroup, in seconds (None: absent or not a
+    duration)."""
+    text = annotations.get(POD_DURATION_KEY)
+    return parse_duration(text) if text is not None else None
 
 
 @dataclass(slots=True)
@@ -348,8 +353,7 @@ class ReservationPlugin:
         return None if any(r is None for r in runtimes) else max(r for r in runtimes if r is not None)
 
     def _podgroup_runtime(self, job: JobInfo) -> float | None:
-        text = job.podgroup.annotations.get(POD_DURATION_KEY) if job.podgroup is not None else None
-        seconds = parse_duration(text) if text is not None else None
+        seconds = _annotated_runtime(job.podgroup.annotations) if job.podgroup is not None else None
         return seconds if seconds is not None else self.default_runtime
 
     # ------------------------------------------------------------------ which gangs
